@@ -1,0 +1,31 @@
+# Two commands do their whole set-up on a fresh machine (see README):
+#   make run    reproduce ORAL on Cora (ten seeds, no prior), results under benchmarks/results
+#   make test   run the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+export DO_NOT_TRACK=true
+export PREFECT_SERVER_ANALYTICS_ENABLED=false
+export MLFLOW_DISABLE_TELEMETRY=true
+
+.PHONY: install run test clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/oral reproduce --dataset cora --seeds 10
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache

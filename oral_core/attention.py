@@ -1,0 +1,155 @@
+"""The group-aware attention mechanism (Eq. 5-6) and the prototypical attention layer.
+
+Written as PyG message passing, in the style of ``torch_geometric.nn.conv.GATConv``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import MessagePassing
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.utils import add_self_loops, remove_self_loops, softmax
+
+from .clustering import Partition, group_assignment
+from .prototypes import representativeness
+
+
+class GroupAwareAttention(MessagePassing):
+    r"""Group-aware attention aggregation.
+
+    .. math::
+        e_{ij} = \cos(\mathbf{p}_i, \mathbf{p}_j), \qquad
+        \alpha_{ij} = \frac{\exp(e_{ij} / t)}{\sum_{k \in N(i) \cup \{i\}} \exp(e_{ik} / t)}
+        \quad \text{(Eq. 5)}
+
+        \mathbf{h}^*_i = \sigma\Big(\sum_{j \in N(i) \cup \{i\}} \alpha_{ij} \mathbf{W}\mathbf{h}_j\Big)
+        \quad \text{(Eq. 6)}
+
+    ``W h_j`` is computed by the caller (the layer's projection). ``t`` is an attention temperature;
+    ``t = 1`` is exactly Eq. 5. Self loops are added, as Eq. 6 sums over ``N(i) ∪ {i}``.
+    """
+
+    def __init__(self, temperature: float = 1.0):
+        super().__init__(aggr="add", node_dim=0)
+        self.temperature = temperature
+
+    def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor,
+                return_attention: bool = False):
+        edge_index, _ = remove_self_loops(edge_index)
+        edge_index, _ = add_self_loops(edge_index, num_nodes=z.shape[0])
+        pn = F.normalize(p, dim=-1)
+        alpha = self.edge_attention(pn, edge_index)
+        out = self.propagate(edge_index, z=z, alpha=alpha)
+        return (out, (edge_index, alpha)) if return_attention else out
+
+    def edge_attention(self, pn: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """Eq. 5 on every edge ``j -> i`` (source row 0, target row 1), normalised per target."""
+        src, dst = edge_index
+        e = (pn[src] * pn[dst]).sum(dim=-1)
+        return softmax(e / self.temperature, dst, num_nodes=pn.shape[0])
+
+    def message(self, z_j: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+        return alpha.unsqueeze(-1) * z_j
+
+
+class GCNAggregation(MessagePassing):
+    """The ablation's aggregation (no PAN): symmetric-normalised GCN propagation with self loops."""
+
+    def __init__(self):
+        super().__init__(aggr="add", node_dim=0)
+
+    def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor):
+        edge_index, weight = gcn_norm(edge_index, None, z.shape[0], add_self_loops=True)
+        return self.propagate(edge_index, z=z, weight=weight)
+
+    def message(self, z_j: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return weight.unsqueeze(-1) * z_j
+
+
+@dataclass
+class LayerOutput:
+    """What one prototypical attention layer gives: ``(p^(l), h^(l))`` and the scores behind them."""
+
+    r: torch.Tensor  # representativeness [N, N_pro] (Eq. 1)
+    p: torch.Tensor  # group assignment [N, N_clu] (Eq. 3)
+    h: torch.Tensor  # aggregated representation h* [N, D] (Eq. 6)
+
+
+class PrototypicalAttentionLayer(nn.Module):
+    """One prototypical attention network (PAN): projection, prototypes, group-aware attention.
+
+    ``z = W dropout(h)``; the layer's own prototypes score ``z`` (Eq. 1); a partition of those
+    prototypes gives the group assignment ``p`` (Eq. 3); ``h* = relu(sum alpha W h)`` (Eq. 5-6).
+    With ``use_attention=False`` the aggregation is a GCN propagation (the paper's PAN ablation);
+    prototypes and groups are kept, so the layer still predicts groups.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, num_prototypes: int, temperature: float,
+                 attention_temperature: float = 1.0, dropout: float = 0.5,
+                 use_attention: bool = True):
+        super().__init__()
+        self.lin = nn.Linear(in_dim, out_dim)
+        self.prototypes = nn.Parameter(torch.empty(num_prototypes, out_dim))
+        self.temperature = temperature
+        self.dropout = dropout
+        self.aggregate = (GroupAwareAttention(attention_temperature) if use_attention
+                          else GCNAggregation())
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.lin.reset_parameters()
+        nn.init.normal_(self.prototypes)
+
+    def project(self, h: torch.Tensor, dropout: bool = True) -> torch.Tensor:
+        return self.lin(F.dropout(h, self.dropout, self.training and dropout))
+
+    def score(self, z: torch.Tensor) -> torch.Tensor:
+        """Eq. 1 against this layer's prototypes."""
+        return representativeness(z, self.prototypes, self.temperature)
+
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor, partition: Partition) -> LayerOutput:
+        z = self.project(h)
+        r = self.score(z)
+        return self.propagate_groups(z, r, edge_index, partition)
+
+    def propagate_groups(self, z, r, edge_index, partition: Partition) -> LayerOutput:
+        p = group_assignment(r, partition.prototype_group, partition.num_groups)
+        return LayerOutput(r=r, p=p, h=F.relu(self.aggregate(z, p, edge_index)))
+
+
+class ORALNetwork(nn.Module):
+    """``L`` stacked prototypical attention layers, ``h^(0) = x`` (Algorithm 1, lines 3-5)."""
+
+    def __init__(self, in_dim: int, hidden_dim: int, num_layers: int, num_prototypes: int,
+                 temperature: float, attention_temperature: float = 1.0, dropout: float = 0.5,
+                 use_attention: bool = True):
+        super().__init__()
+        dims = [in_dim] + [hidden_dim] * num_layers
+        self.layers = nn.ModuleList(
+            PrototypicalAttentionLayer(dims[i], dims[i + 1], num_prototypes, temperature,
+                                       attention_temperature, dropout, use_attention)
+            for i in range(num_layers))
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, partitions=None,
+                cluster=None, input_dropout: bool = True) -> tuple[list[LayerOutput], list[Partition]]:
+        """Run every layer. Partitions are either given (one per layer) or made by ``cluster``.
+
+        Args:
+            partitions: the prototype partition of each layer, or None.
+            cluster: ``cluster(layer_index, r, prototypes) -> Partition``, called with the layer's
+                representativeness when ``partitions`` is None (semi-supervised clustering, Eq. 4).
+        """
+        outputs, used = [], []
+        h = x
+        for idx, layer in enumerate(self.layers):
+            z = layer.project(h, dropout=input_dropout or idx > 0)
+            r = layer.score(z)
+            part = partitions[idx] if partitions is not None else cluster(idx, r, layer.prototypes)
+            out = layer.propagate_groups(z, r, edge_index, part)
+            outputs.append(out)
+            used.append(part)
+            h = out.h
+        return outputs, used

@@ -1,0 +1,246 @@
+"""Semi-supervised prototypical clustering (Eq. 3-4).
+
+The prototype graph (Jaccard similarities of the prototypes' associated node sets) is clustered
+with Leiden (modularity objective, python-igraph's C implementation) over a sweep of resolutions. Every partition of the prototypes induces a
+group assignment of the nodes (Eq. 3); the partition kept is the one whose groups best fit the
+labelled training nodes under a Hungarian matching (Eq. 4). Groups matched to a known class take
+its id; the remaining groups are the discovered novel classes. With the class-number prior, only
+partitions with exactly that many groups compete.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import random
+
+import igraph
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .hungarian import contingency, max_assignment
+from .prototypes import jaccard_prototype_graph, top_k_association
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Partition:
+    """A grouping of one layer's prototypes and its match to the known classes.
+
+    Attributes:
+        prototype_group: long ``[N_pro]``, the group of every prototype (``0..num_groups-1``).
+        num_groups: ``N_clu``.
+        group_to_class: long ``[num_groups]``: the known class a group is matched to, or -1 for a
+            novel group.
+        accuracy: Eq. 4 on the labelled training nodes.
+        resolution: the Leiden resolution that produced it.
+        sweep: ``(resolution, num_groups, accuracy)`` for every resolution tried.
+    """
+
+    prototype_group: torch.Tensor
+    num_groups: int
+    group_to_class: torch.Tensor
+    accuracy: float
+    resolution: float
+    sweep: list[tuple[float, int, float]] = field(default_factory=list)
+
+    def class_to_group(self, num_known: int) -> torch.Tensor:
+        """long ``[num_known]``: the group matched to each known class, or -1 when unmatched."""
+        out = torch.full((num_known,), -1, dtype=torch.long)
+        matched = (self.group_to_class >= 0).nonzero().flatten()
+        out[self.group_to_class[matched]] = matched
+        return out
+
+
+def group_assignment(r: torch.Tensor, prototype_group: torch.Tensor, num_groups: int) -> torch.Tensor:
+    """Eq. 3: ``p_ik = sum_{c_j in C_k} r_ij`` (differentiable in ``r``); rows sum to one."""
+    onehot = F.one_hot(prototype_group.to(r.device), num_groups).to(r.dtype)
+    return r @ onehot
+
+
+def leiden_prototype_groups(similarity: torch.Tensor, resolution: float, seed: int,
+                            prototypes: torch.Tensor | None = None) -> torch.Tensor:
+    """Leiden communities (modularity at ``resolution``) of the weighted prototype graph.
+
+    Returns a long ``[N_pro]`` group id, numbered by each group's smallest prototype. Prototypes
+    with no associated node (an all-zero row) have no edge; rather than counting each as a group
+    of its own, they join the group of the live prototype whose vector is most similar (cosine),
+    or group 0 when no vectors are given.
+    """
+    n = similarity.shape[0]
+    sim = similarity.cpu().numpy()
+    live = np.flatnonzero(sim.sum(axis=1) > 0)
+    if live.size == 0:
+        return torch.zeros(n, dtype=torch.long)
+    sub = sim[np.ix_(live, live)]
+    iu, ju = np.nonzero(np.triu(sub, 1))
+    graph = igraph.Graph(n=live.size, edges=list(zip(iu.tolist(), ju.tolist())))
+    igraph.set_random_number_generator(random.Random(seed))
+    membership = graph.community_leiden(objective_function="modularity", weights=sub[iu, ju].tolist(),
+                                        resolution=resolution, n_iterations=-1).membership
+    membership = torch.as_tensor(membership, dtype=torch.long)
+    # deterministic numbering: by smallest member
+    first = torch.full((int(membership.max()) + 1,), live.size, dtype=torch.long)
+    first.scatter_reduce_(0, membership, torch.arange(live.size), reduce="amin")
+    rank = torch.empty_like(first)
+    rank[torch.argsort(first)] = torch.arange(first.numel())
+    groups = torch.full((n,), -1, dtype=torch.long)
+    live_t = torch.as_tensor(live, dtype=torch.long)
+    groups[live_t] = rank[membership]
+    dead = (groups < 0).nonzero().flatten()
+    if dead.numel():
+        if prototypes is None:
+            groups[dead] = 0
+        else:
+            pn = F.normalize(prototypes.detach().cpu().double(), dim=-1)
+            nearest = (pn[dead] @ pn[live_t].t()).argmax(dim=1)
+            groups[dead] = groups[live_t[nearest]]
+    return groups
+
+
+def match_groups_to_classes(pred_group: torch.Tensor, labels: torch.Tensor, num_groups: int,
+                            num_known: int) -> tuple[torch.Tensor, float]:
+    """Eq. 4: Hungarian matching of groups to known classes on labelled nodes.
+
+    Args:
+        pred_group: long ``[M]`` predicted group of each labelled node (``argmax_k p_ik``).
+        labels: long ``[M]`` known class of each labelled node.
+    Returns:
+        ``group_to_class`` (long ``[num_groups]``, -1 for groups left unmatched or matched on no
+        node) and the accuracy on the labelled nodes.
+    """
+    group_to_class = torch.full((num_groups,), -1, dtype=torch.long)
+    if labels.numel() == 0:
+        return group_to_class, 0.0
+    m = contingency(pred_group, labels, num_groups, num_known)
+    rows, cols = max_assignment(m)
+    hits = m[rows, cols]
+    keep = hits > 0
+    group_to_class[torch.as_tensor(rows[keep.numpy()], dtype=torch.long)] = torch.as_tensor(
+        cols[keep.numpy()], dtype=torch.long)
+    return group_to_class, float(hits.sum()) / labels.numel()
+
+
+def finest_partition(r: torch.Tensor, labels: torch.Tensor, num_known: int) -> Partition:
+    """Every prototype its own group, matched to the known classes by Eq. 4.
+
+    Used while the prototypes are still untrained (the clustering warm-up): the Jaccard graph of
+    random prototypes is nearly complete, so Eq. 4 would pick one group and Eq. 7 would give no
+    gradient. Singleton groups let the labelled nodes shape the prototypes first.
+    """
+    n_pro = r.shape[1]
+    groups = torch.arange(n_pro)
+    labelled = (labels >= 0).nonzero().flatten()
+    n, g2c, acc = _evaluate(r.detach().to(torch.float64), groups, labelled.to(r.device),
+                            labels[labelled].cpu(), num_known)
+    return Partition(groups, n, g2c, acc, float("inf"), [])
+
+
+def _evaluate(r: torch.Tensor, groups: torch.Tensor, labelled: torch.Tensor, labels: torch.Tensor,
+              num_known: int) -> tuple[int, torch.Tensor, float]:
+    num_groups = int(groups.max()) + 1
+    p = group_assignment(r[labelled], groups, num_groups)
+    g2c, acc = match_groups_to_classes(p.argmax(dim=1).cpu(), labels, num_groups, num_known)
+    return num_groups, g2c, acc
+
+
+def semi_supervised_prototypical_clustering(
+    r: torch.Tensor,
+    labels: torch.Tensor,
+    num_known: int,
+    resolutions: np.ndarray,
+    top_k: int,
+    seed: int = 0,
+    prior_num_classes: int | None = None,
+    prototypes: torch.Tensor | None = None,
+    bisection_steps: int = 8,
+    selection: str = "plateau",
+    tolerance: float = 0.01,
+) -> Partition:
+    """Granularity search of Eq. 4 over Leiden resolutions on the Jaccard prototype graph.
+
+    Args:
+        r: representativeness ``[N, N_pro]`` (Eq. 1) of one layer.
+        labels: long ``[N]``: known class of labelled training nodes, -1 elsewhere.
+        num_known: number of known classes.
+        resolutions: the Leiden resolutions to sweep.
+        top_k: association size for the prototype graph.
+        prior_num_classes: with the prior, only partitions with this many groups are kept; if the
+            sweep hits none, the resolution is bisected between the neighbouring counts.
+        prototypes: the prototype vectors (to place prototypes that no node is associated with).
+        selection, tolerance: the rule of :func:`select_granularity` (no prior).
+    Returns:
+        The selected :class:`Partition`. With the prior: the best Eq. 4 accuracy among partitions
+        with the prior's group count.
+    """
+    r = r.detach()
+    sim = jaccard_prototype_graph(top_k_association(r, top_k), r.shape[1])
+    labelled = (labels >= 0).nonzero().flatten()
+    y_l = labels[labelled].cpu()
+    r_l = r.to(torch.float64)
+    tried: dict[float, tuple[torch.Tensor, int, torch.Tensor, float]] = {}
+
+    def attempt(res: float):
+        groups = leiden_prototype_groups(sim, float(res), seed, prototypes)
+        n, g2c, acc = _evaluate(r_l, groups, labelled.to(r.device), y_l, num_known)
+        tried[float(res)] = (groups, n, g2c, acc)
+        return n
+
+    for res in resolutions:
+        attempt(float(res))
+    if prior_num_classes is not None and all(v[1] != prior_num_classes for v in tried.values()):
+        _bisect_to_count(tried, attempt, prior_num_classes, bisection_steps)
+
+    candidates = list(tried.items())
+    if prior_num_classes is not None:
+        exact = [c for c in candidates if c[1][1] == prior_num_classes]
+        if not exact:
+            closest = min(abs(c[1][1] - prior_num_classes) for c in candidates)
+            log.warning("no resolution gives %d groups; using %d+-%d", prior_num_classes,
+                        prior_num_classes, closest)
+            exact = [c for c in candidates if abs(c[1][1] - prior_num_classes) == closest]
+        res, (groups, n, g2c, acc) = max(exact, key=lambda c: (c[1][3], -c[1][1], -c[0]))
+    else:
+        res = select_granularity([(k, v[1], v[3]) for k, v in tried.items()], selection, tolerance)
+        groups, n, g2c, acc = tried[res]
+    sweep = sorted((k, v[1], v[3]) for k, v in tried.items())
+    return Partition(groups, n, g2c, acc, res, sweep)
+
+
+def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plateau",
+                       tolerance: float = 0.01) -> float:
+    """Pick a resolution from ``(resolution, num_groups, accuracy)`` rows (Eq. 4).
+
+    ``"best"``: the highest accuracy, ties to the fewest groups. ``"plateau"``: once trained, the
+    labelled nodes fit almost every partition between the one that merges known classes and the
+    one that splits them, so accuracies differ by noise along a plateau; this rule takes every
+    resolution within ``tolerance`` of the best accuracy and returns their median (the geometric
+    centre of the plateau for a geometric sweep), the granularity most robust to the resolution.
+    """
+    rows = sorted(sweep)
+    if rule == "best":
+        return max(rows, key=lambda row: (row[2], -row[1], -row[0]))[0]
+    if rule != "plateau":
+        raise ValueError(f"unknown granularity rule {rule!r}: use 'plateau' or 'best'")
+    top = max(row[2] for row in rows)
+    plateau = [row for row in rows if row[2] >= top - tolerance]
+    return plateau[(len(plateau) - 1) // 2][0]
+
+
+def _bisect_to_count(tried: dict, attempt, target: int, steps: int) -> None:
+    """Bisect the (log) resolution between the sweep's neighbours below and above ``target``."""
+    below = [k for k, v in tried.items() if v[1] < target]
+    above = [k for k, v in tried.items() if v[1] > target]
+    if not below or not above:
+        return
+    lo, hi = max(below), min(above)
+    if lo >= hi:
+        return
+    for _ in range(steps):
+        mid = float(np.sqrt(lo * hi))
+        n = attempt(mid)
+        if n == target:
+            return
+        lo, hi = (mid, hi) if n < target else (lo, mid)

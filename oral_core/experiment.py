@@ -1,0 +1,150 @@
+"""The reproduction harness: one dataset, one seed, one method, scored as in the paper.
+
+Kept free of orchestration imports so that the CLI, benchmarks and (later) Prefect flows share it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import __version__
+from .config import ORALConfig
+from .datasets import load_dataset, preprocess_features
+from .graph import Graph
+from .metrics import class_number_error, open_world_accuracy, orca_accuracy
+from .splits import make_split
+from .trainer import ORAL
+
+#: the ablation switches of the paper's Table 4; ``opennc`` is ORAL with both modules off
+METHODS: dict[str, dict] = {
+    "oral": {},
+    "oral_no_pan": {"pan": False},
+    "oral_no_pol": {"pol": False},
+    "opennc": {"pan": False, "pol": False},
+}
+
+#: feature preprocessing per dataset (count features get log1p first)
+FEATURES = {"cora": "row", "amazonphoto": "row", "blogcatalog": "log_row"}
+
+#: the paper's Table 2 (All / Known / Novel, %) and Table 3 (class-number estimate)
+PAPER = {
+    ("oral", "cora", "no"): (69.91, 73.60, 64.72), ("oral", "cora", "yes"): (71.39, 76.97, 65.71),
+    ("oral", "blogcatalog", "no"): (70.23, 87.39, 60.14),
+    ("oral", "blogcatalog", "yes"): (73.76, 88.46, 65.11),
+    ("oral", "amazonphoto", "no"): (84.09, 92.71, 70.79),
+    ("oral", "amazonphoto", "yes"): (88.05, 95.36, 76.77),
+    ("opennc", "cora", "no"): (53.28, 56.76, 48.41), ("opennc", "cora", "yes"): (51.03, 50.56, 51.67),
+    ("opennc", "blogcatalog", "no"): (42.83, 34.55, 47.70),
+    ("opennc", "blogcatalog", "yes"): (42.73, 34.84, 47.37),
+    ("opennc", "amazonphoto", "no"): (67.98, 68.58, 67.04),
+    ("opennc", "amazonphoto", "yes"): (67.41, 66.75, 68.43),
+    ("oral_no_pol", "cora", "no"): (65.97, float("nan"), 55.27),
+    ("oral_no_pol", "cora", "yes"): (64.53, float("nan"), 49.10),
+    ("oral_no_pol", "blogcatalog", "no"): (70.44, float("nan"), 60.38),
+    ("oral_no_pol", "blogcatalog", "yes"): (73.10, float("nan"), 63.80),
+}
+PAPER_CLASSES = {"cora": 7.7, "amazonphoto": 8.0, "blogcatalog": 5.7}
+
+
+def canonical_name(dataset: str) -> str:
+    key = dataset.lower().replace("_", "").replace("-", "")
+    return {"photo": "amazonphoto"}.get(key, key)
+
+
+def code_version() -> str:
+    """``git describe`` of the working tree (``-dirty`` when modified), else the package version."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=5, cwd=Path(__file__).resolve().parent)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return __version__
+
+
+def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -> ORALConfig:
+    """The configuration of ``method`` (Table 4 switches) for one seed and prior setting."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
+    values = base.to_dict() | METHODS[method] | {"seed": seed, "prior_num_classes": prior}
+    return ORALConfig.from_dict(values)
+
+
+def config_hash(config: ORALConfig, features: str) -> str:
+    payload = json.dumps({**config.to_dict(), "features": features, "seed": None}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+@dataclass
+class Prepared:
+    graph: Graph
+    x: torch.Tensor
+    features: str
+
+
+def prepare(dataset: str, data_dir: str | None = None) -> Prepared:
+    """Load a dataset and preprocess its features once for all seeds."""
+    graph = load_dataset(dataset, data_dir)
+    name = canonical_name(graph.name if graph.name else dataset)
+    mode = FEATURES.get(name, FEATURES.get(canonical_name(dataset), "row"))
+    return Prepared(graph, preprocess_features(graph.x, mode), mode)
+
+
+def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConfig) -> dict:
+    """Train ``method`` on one seed's split and score the unlabelled test nodes (Eq. 14)."""
+    g = prep.graph
+    split = make_split(g.y, seed=seed)
+    num_classes = g.num_classes
+    config = method_config(method, base, num_classes if prior else None, seed)
+    start = time.perf_counter()
+    model = ORAL(config).fit(prep.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
+    found = model.predict()
+    seconds = time.perf_counter() - start
+    pred = to_dataset_ids(found.class_id, split.known_classes, num_classes)
+    test = split.test_mask
+    gcd = open_world_accuracy(g.y[test], pred[test], split.known_classes)
+    orca = orca_accuracy(g.y[test], pred[test], split.known_classes)
+    layers = [open_world_accuracy(g.y[test], to_dataset_ids(c, split.known_classes, num_classes)[test],
+                                  split.known_classes) for c in found.layer_class_ids]
+    return {
+        "method": method, "dataset": canonical_name(g.name), "seed": seed,
+        "prior": "yes" if prior else "no",
+        "all": 100 * gcd["all"], "known": 100 * gcd["known"], "novel": 100 * gcd["novel"],
+        "orca_known": 100 * orca["known"], "orca_novel": 100 * orca["novel"],
+        "classes_est": found.num_classes, "classes_true": num_classes,
+        "classes_abs_err": class_number_error(found.num_classes, num_classes),
+        "layers_all": [100 * a["all"] for a in layers],
+        "layers_known": [100 * a["known"] for a in layers],
+        "layers_novel": [100 * a["novel"] for a in layers],
+        "val_acc": 100 * found.val_accuracy, "selected_epoch": found.epoch,
+        "seconds": seconds, "device": str(next(model.network.parameters()).device),
+        "config": config.to_dict(), "features": prep.features,
+        "config_hash": config_hash(config, prep.features), "code_version": code_version(),
+    }
+
+
+def to_dataset_ids(class_id: torch.Tensor, known_classes: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Known indices back to the dataset's class ids; novel ids moved past every real class id."""
+    k = known_classes.numel()
+    known = class_id < k
+    return torch.where(known, known_classes[class_id.clamp(max=k - 1)], num_classes + class_id - k)
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Mean and (sample) standard deviation of every metric over seeds."""
+    out = {"seeds": len(rows)}
+    for key in ("all", "known", "novel", "orca_known", "orca_novel", "classes_est", "classes_abs_err",
+                "seconds"):
+        vals = [float(r[key]) for r in rows if not math.isnan(float(r[key]))]
+        mean = sum(vals) / len(vals) if vals else float("nan")
+        var = sum((v - mean) ** 2 for v in vals) / (len(vals) - 1) if len(vals) > 1 else 0.0
+        out[f"{key}_mean"], out[f"{key}_std"] = mean, math.sqrt(var)
+    return out

@@ -1,0 +1,102 @@
+"""Scoring of open-world node classification (Eq. 14 of the paper).
+
+Two conventions are reported:
+
+* GCD (Vaze et al. 2022), the paper's: one Hungarian matching between predicted groups and true
+  classes over *all* test nodes, whose accuracy is then read off on the known-class and on the
+  novel-class test nodes (:func:`open_world_accuracy`).
+* ORCA (Cao et al. 2022): known-class accuracy compares predicted ids with true ids directly (the
+  model keeps known class ids), novel-class accuracy uses a Hungarian matching computed on the
+  novel-class nodes alone (:func:`orca_accuracy`).
+
+Class ids may be arbitrary non-negative integers; they are made contiguous before counting.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from .hungarian import hungarian_map
+
+
+def _labels(values: torch.Tensor | Sequence[int], what: str) -> torch.Tensor:
+    """A 1-D long CPU tensor of non-negative ids (``ValueError`` otherwise)."""
+    t = torch.as_tensor(values)
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise ValueError(f"{what} must hold integer ids, got dtype {t.dtype}")
+    if t.dim() != 1:
+        raise ValueError(f"{what} must be 1-D, got shape {tuple(t.shape)}")
+    t = t.long().cpu()
+    if t.numel() and int(t.min()) < 0:
+        raise ValueError(f"{what} must be non-negative, found {int(t.min())}")
+    return t
+
+
+def _pair(y_true: torch.Tensor, y_pred: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validated ``(y_true, y_pred)`` of equal length."""
+    y_true, y_pred = _labels(y_true, "y_true"), _labels(y_pred, "y_pred")
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"y_true and y_pred differ in length: "
+                         f"{y_true.numel()} vs {y_pred.numel()}")
+    return y_true, y_pred
+
+
+def _mean(correct: torch.Tensor) -> float:
+    """Fraction of ``True`` entries, NaN when empty."""
+    return float(correct.float().mean()) if correct.numel() else math.nan
+
+
+def matched_correct(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Bool ``[n]``: whether each item is right under the best one-to-one map of predicted groups
+    to true classes (Hungarian algorithm; unmatched groups are wrong)."""
+    y_true, y_pred = _pair(y_true, y_pred)
+    if y_true.numel() == 0:
+        return torch.zeros(0, dtype=torch.bool)
+    true_ids, true_idx = torch.unique(y_true, return_inverse=True)
+    pred_ids, pred_idx = torch.unique(y_pred, return_inverse=True)
+    mapping, _ = hungarian_map(pred_idx, true_idx, pred_ids.numel(), true_ids.numel())
+    table = torch.full((pred_ids.numel(),), -1, dtype=torch.long)
+    if mapping:
+        table[torch.tensor(list(mapping.keys()))] = torch.tensor(list(mapping.values()))
+    return table[pred_idx] == true_idx
+
+
+def cluster_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> float:
+    """Clustering accuracy (Eq. 4 / Eq. 14): best one-to-one matching over all given items.
+
+    NaN for empty input.
+    """
+    return _mean(matched_correct(y_true, y_pred))
+
+
+def _known_mask(y_true: torch.Tensor, known_classes: torch.Tensor | Sequence[int]) -> torch.Tensor:
+    return torch.isin(y_true, _labels(known_classes, "known_classes"))
+
+
+def open_world_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor,
+                        known_classes: torch.Tensor | Sequence[int]) -> dict[str, float]:
+    """GCD convention: ``{"all", "known", "novel"}`` accuracies from ONE Hungarian matching over
+    all given (test) nodes, read off on the nodes of known and of novel classes. NaN for an
+    empty subset."""
+    y_true, y_pred = _pair(y_true, y_pred)
+    correct = matched_correct(y_true, y_pred)
+    known = _known_mask(y_true, known_classes)
+    return {"all": _mean(correct), "known": _mean(correct[known]), "novel": _mean(correct[~known])}
+
+
+def orca_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor,
+                  known_classes: torch.Tensor | Sequence[int]) -> dict[str, float]:
+    """ORCA convention: ``known`` compares predicted with true ids directly, ``novel`` matches
+    the novel-class nodes on their own, ``all`` is as in :func:`open_world_accuracy`."""
+    y_true, y_pred = _pair(y_true, y_pred)
+    known = _known_mask(y_true, known_classes)
+    return {"all": cluster_accuracy(y_true, y_pred),
+            "known": _mean(y_pred[known] == y_true[known]),
+            "novel": cluster_accuracy(y_true[~known], y_pred[~known])}
+
+
+def class_number_error(estimated: int | float, true: int | float) -> float:
+    """Absolute error of an estimated number of classes."""
+    return float(abs(estimated - true))

@@ -1,0 +1,95 @@
+"""Pseudo-label enhanced structure refinement (Eq. 10-11).
+
+``E_hat = (E \\ E_-) ∪ E_+``: ``E_-`` are the edges whose two ends carry different (pseudo-)labels;
+``E_+`` are the ``mu`` fraction of same-label node pairs with the lowest prototype-score similarity
+(Eq. 10). A group of ``n`` nodes has ``n(n-1)/2`` pairs, so a large group is never enumerated: its
+candidate pairs are a uniform sample of at most ``candidates_per_node * n`` pairs, and ``E_+`` takes
+the ``mu`` fraction of that sample with the lowest similarity (exactly the paper's rule whenever the
+group is small enough to be enumerated).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .graph import canonical_edges
+
+
+def node_similarity(r_layers: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor,
+                    chunk: int = 1 << 18) -> torch.Tensor:
+    """Eq. 10: ``s^n_ij = (1/L) sum_l cos(r^(l)_i, r^(l)_j)`` for the given pairs (chunked)."""
+    normed = [F.normalize(r.detach(), dim=-1) for r in r_layers]
+    out = torch.empty(src.numel(), dtype=normed[0].dtype, device=src.device)
+    for start in range(0, src.numel(), chunk):
+        s, d = src[start:start + chunk], dst[start:start + chunk]
+        out[start:start + chunk] = torch.stack(
+            [(rn[s] * rn[d]).sum(dim=-1) for rn in normed]).mean(dim=0)
+    return out
+
+
+def inter_class_edges(edge_index: torch.Tensor, node_label: torch.Tensor) -> torch.Tensor:
+    """``E_-`` as a bool mask over edges: both ends labelled (or pseudo-labelled) and different."""
+    a, b = node_label[edge_index[0]], node_label[edge_index[1]]
+    return (a >= 0) & (b >= 0) & (a != b)
+
+
+def candidate_pairs(num_members: int, max_pairs: int, generator: torch.Generator,
+                    device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distinct unordered pairs ``(i < j)`` of ``0..n-1``: all when there are at most
+    ``max_pairs``, else a uniform sample of about ``max_pairs`` (never all ``n(n-1)/2``)."""
+    n = num_members
+    total = n * (n - 1) // 2
+    if total <= max_pairs:
+        iu = torch.triu_indices(n, n, 1, device=device)
+        return iu[0], iu[1]
+    i = torch.randint(0, n, (max_pairs,), generator=generator).to(device)
+    j = torch.randint(0, n - 1, (max_pairs,), generator=generator).to(device)
+    j = j + (j >= i).long()
+    lo, hi = torch.minimum(i, j), torch.maximum(i, j)
+    key = torch.unique(lo * n + hi)
+    return key // n, key % n
+
+
+def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor], mu: float,
+                         candidates_per_node: int, generator: torch.Generator) -> torch.Tensor:
+    """``E_+``: per label, the ``mu`` fraction of candidate same-label pairs with the lowest
+    Eq. 10 similarity. Returns long ``[2, M]`` (one direction; the caller symmetrises)."""
+    device = node_label.device
+    found = []
+    labels = torch.unique(node_label[node_label >= 0])
+    order = torch.argsort(node_label, stable=True)
+    sorted_labels = node_label[order]
+    for c in labels.tolist():
+        lo = int(torch.searchsorted(sorted_labels, c))
+        hi = int(torch.searchsorted(sorted_labels, c, right=True))
+        members = order[lo:hi]
+        n = members.numel()
+        if n < 2:
+            continue
+        i, j = candidate_pairs(n, candidates_per_node * n, generator, device)
+        take = int(round(mu * i.numel()))
+        if take == 0:
+            continue
+        sim = node_similarity(r_layers, members[i], members[j])
+        lowest = torch.topk(sim, take, largest=False).indices
+        found.append(torch.stack([members[i[lowest]], members[j[lowest]]]))
+    if not found:
+        return torch.empty(2, 0, dtype=torch.long, device=device)
+    return torch.cat(found, dim=1)
+
+
+def refine_structure(edge_index: torch.Tensor, node_label: torch.Tensor,
+                     r_layers: list[torch.Tensor], mu: float, candidates_per_node: int,
+                     generator: torch.Generator) -> torch.Tensor:
+    """Eq. 11: ``E_hat = (E \\ E_-) ∪ E_+``, symmetric and without duplicates.
+
+    Args:
+        edge_index: the original edges ``E`` ``[2, E]`` (both directions).
+        node_label: long ``[N]``: the label of labelled nodes and the pseudo-label of confident
+            nodes, in one id space; -1 for nodes without either.
+        r_layers: each layer's representativeness (for Eq. 10).
+    """
+    kept = edge_index[:, ~inter_class_edges(edge_index, node_label)]
+    added = intra_class_recovery(node_label, r_layers, mu, candidates_per_node, generator)
+    n = node_label.numel()
+    return canonical_edges(torch.cat([kept, added], dim=1), n).to(edge_index.device)

@@ -1,0 +1,295 @@
+"""Training and ensemble inference of ORAL (Algorithm 1, Eq. 7 and Eq. 13).
+
+Each epoch:
+
+1. an evaluation pass (no dropout, no gradient) re-clusters every layer's prototypes (Eq. 3-4),
+   ensembles the layers (Eq. 8-9) and scores the labelled validation nodes of known classes,
+   which is the only signal model selection sees;
+2. with pseudo-label guidance on (after a warm-up), reliable pseudo-labels are drawn from that
+   ensemble and the original structure is refined (Eq. 10-11);
+3. a training pass on the refined structure, and one on an adaptively edge-dropped view of it,
+   give ``L = L_ce + L_reg + L_con`` (Eq. 13), and the parameters take one optimiser step.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from .attention import LayerOutput, ORALNetwork
+from .clustering import (Partition, finest_partition, match_groups_to_classes,
+                         semi_supervised_prototypical_clustering)
+from .config import ORALConfig
+from .consistency import adaptive_edge_drop, consistency_loss
+from .prototypes import balance_regulariser
+from .pseudo_labels import Ensemble, ensemble_layers, select_confident
+from .refinement import refine_structure
+
+log = logging.getLogger(__name__)
+
+
+def select_device(requested: str = "auto") -> torch.device:
+    """CUDA when present (``auto``), else CPU; an explicit request is honoured or refused."""
+    if requested == "auto":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        why = "CUDA is available" if device.type == "cuda" else "no CUDA device found"
+    else:
+        device = torch.device(requested)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(f"device {requested!r} requested but CUDA is not available")
+        why = "requested"
+    log.info("ORAL runs on %s (%s)", device, why)
+    return device
+
+
+@dataclass
+class Discovery:
+    """Ensemble inference (Eq. 8-9) for every node of the fitted graph.
+
+    ``class_id``: known classes keep their index ``0..num_known-1``; discovered novel classes get
+    new ids ``num_known, num_known+1, ...`` (largest first). ``confidence`` is the suppressed
+    ensemble probability of the predicted class, renormalised over the kept groups.
+    """
+
+    class_id: torch.Tensor
+    confidence: torch.Tensor
+    is_novel: torch.Tensor
+    num_classes: int
+    num_known: int
+    layer_class_ids: list[torch.Tensor] = field(default_factory=list)
+    epoch: int = -1
+    val_accuracy: float = float("nan")
+
+
+def ensemble_classes(ens: Ensemble, labels: torch.Tensor, num_known: int) -> torch.Tensor:
+    """Class id of every ensemble group: known id when matched on labelled nodes (Eq. 4 applied to
+    the ensemble), new ids from ``num_known`` upwards for the other kept groups (by mass), -1 for
+    suppressed groups."""
+    g = ens.p.shape[1]
+    pred = (ens.p + 1e-12 * ens.mask).argmax(dim=1).cpu()
+    labelled = labels >= 0
+    g2c, _ = match_groups_to_classes(pred[labelled], labels[labelled], g, num_known)
+    g2c[ens.mask.cpu() == 0] = -1
+    novel = ((g2c < 0) & (ens.mask.cpu() > 0)).nonzero().flatten()
+    mass = ens.p.sum(dim=0).cpu()[novel]
+    novel = novel[torch.argsort(mass, descending=True, stable=True)]
+    g2c[novel] = num_known + torch.arange(novel.numel())
+    return g2c
+
+
+def discover(ens: Ensemble, group_class: torch.Tensor, num_known: int) -> tuple[torch.Tensor, ...]:
+    """Per node: class id, confidence and novelty from the suppressed ensemble."""
+    scores = ens.p + 1e-12 * ens.mask
+    group = scores.argmax(dim=1)
+    total = ens.p.sum(dim=1)
+    conf = torch.where(total > 0, ens.p.gather(1, group[:, None]).squeeze(1) / total.clamp_min(1e-12),
+                       torch.zeros_like(total))
+    class_id = group_class.to(group.device)[group]
+    return class_id, conf, class_id >= num_known
+
+
+def layer_classes(outputs: list[LayerOutput], partitions: list[Partition], num_known: int):
+    """Each layer's own prediction (for the per-layer study): matched groups take the known id,
+    unmatched group ``g`` gets ``num_known + g``."""
+    result = []
+    for out, part in zip(outputs, partitions):
+        g = out.p.argmax(dim=1).cpu()
+        g2c = part.group_to_class.clone()
+        unmatched = g2c < 0
+        g2c[unmatched] = num_known + unmatched.nonzero().flatten()
+        result.append(g2c[g])
+    return result
+
+
+class ORAL:
+    """Open-world gRAph neuraL network: ``fit`` on a graph with partial labels, then ``predict``.
+
+    Example::
+
+        model = ORAL(ORALConfig(epochs=200)).fit(x, edge_index, train_labels, val_labels)
+        found = model.predict()   # Discovery: class ids, confidences, number of classes
+
+    ``train_labels`` / ``val_labels`` are long ``[N]`` with the known class index ``0..K-1`` on
+    labelled nodes and -1 elsewhere. Validation labels are used for model selection only.
+    """
+
+    def __init__(self, config: ORALConfig | None = None, **overrides):
+        config = copy.deepcopy(config) if config is not None else ORALConfig()
+        for key, value in overrides.items():
+            if not hasattr(config, key):
+                raise ValueError(f"unknown ORAL configuration key: {key!r}")
+            setattr(config, key, value)
+        config.validate()
+        self.config = config
+        self.history: list[dict] = []
+        self.network: ORALNetwork | None = None
+        self._best: dict | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool):
+        cfg = self.config
+        resolutions = cfg.resolutions()
+
+        def cluster(idx: int, r: torch.Tensor, prototypes: torch.Tensor) -> Partition:
+            if warmup:
+                return finest_partition(r, labels, num_known)
+            return semi_supervised_prototypical_clustering(
+                r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
+                prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
+                selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance)
+        return cluster
+
+    def _targets(self, partitions: list[Partition], ens: Ensemble | None, labels: torch.Tensor,
+                 pseudo: torch.Tensor | None, num_known: int):
+        """Per layer, the target group of each supervised node (-1: none) for Eq. 7."""
+        targets = []
+        for idx, part in enumerate(partitions):
+            t = torch.full_like(labels, -1)
+            known = labels >= 0
+            t[known] = part.class_to_group(num_known).to(labels.device)[labels[known]]
+            if pseudo is not None and ens is not None:
+                has = (pseudo >= 0) & ~known
+                mapped = ens.perms[idx].to(labels.device)[pseudo[has]]
+                mapped[mapped >= ens.layer_groups[idx]] = -1  # a padding group of this layer
+                t[has] = mapped
+            targets.append(t)
+        return targets
+
+    @staticmethod
+    def _ce(p: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """Eq. 7 for one layer: ``-log p_{i y_i}`` averaged over the supervised nodes."""
+        ok = target >= 0
+        if not ok.any():
+            return p.new_zeros(())
+        picked = p[ok].gather(1, target[ok][:, None]).squeeze(1).clamp_min(1e-8)
+        w = weight[ok]
+        return -(w * picked.log()).sum() / w.sum()
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
+            val_labels: torch.Tensor | None = None) -> "ORAL":
+        """Train on one graph (Algorithm 1)."""
+        cfg = self.config
+        if train_labels.shape[0] != x.shape[0]:
+            raise ValueError(f"train_labels has {train_labels.shape[0]} entries for {x.shape[0]} nodes")
+        if int((train_labels >= 0).sum()) == 0:
+            raise ValueError("no labelled training node: ORAL needs labels of the known classes")
+        torch.manual_seed(cfg.seed)
+        gen = torch.Generator().manual_seed(cfg.seed)
+        device = select_device(cfg.device)
+        x, edges0 = x.to(device).float(), edge_index.to(device).long()
+        labels = train_labels.to(device).long()
+        val = (val_labels if val_labels is not None else torch.full_like(train_labels, -1)).to(device)
+        num_known = int(labels.max()) + 1
+        self.num_known = num_known
+        net = ORALNetwork(x.shape[1], cfg.hidden_dim, cfg.num_layers, cfg.num_prototypes,
+                          cfg.temperature, cfg.attention_temperature, cfg.dropout,
+                          use_attention=cfg.pan).to(device)
+        self.network = net
+        opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        edges, partitions = edges0, None
+        candidates = labels < 0
+        self.history, self._best = [], None
+        bar = _progress(cfg.epochs + 1, cfg.progress)
+        for epoch in range(cfg.epochs + 1):
+            recluster = partitions is None or (
+                epoch % cfg.cluster_every == 0
+                and (cfg.cluster_freeze_epoch is None or epoch < cfg.cluster_freeze_epoch))
+            cluster = self._cluster_fn(labels.cpu(), num_known, epoch < cfg.cluster_warmup_epochs)
+            outs, partitions, ens, group_class = self._evaluate(
+                x, edges, None if recluster else partitions, cluster, labels, num_known)
+            row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known)
+            if epoch == cfg.epochs:  # the last pass only evaluates the final parameters
+                self.history.append(row)
+                bar.update(1)
+                break
+            pseudo = None
+            if cfg.pol and epoch >= cfg.pol_start_epoch:
+                pseudo = select_confident(ens.p, candidates, cfg.gamma)
+                node_label = labels.clone()
+                has = (pseudo >= 0) & candidates
+                node_label[has] = group_class.to(device)[pseudo[has]]
+                edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
+                                         cfg.refine_candidates_per_node, gen)
+                row["pseudo_labels"] = int(has.sum())
+            row.update(self._step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known,
+                                  gen))
+            row["edges"] = int(edges.shape[1])
+            self.history.append(row)
+            bar.update(1)
+            bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",
+                            groups=row["groups"])
+        bar.close()
+        return self
+
+    def _evaluate(self, x, edges, partitions, cluster, labels, num_known):
+        net = self.network
+        net.eval()
+        with torch.no_grad():
+            outs, partitions = net(x, edges, partitions=partitions, cluster=cluster)
+        ens = ensemble_layers([o.p for o in outs], self.config.eta)
+        group_class = ensemble_classes(ens, labels.cpu(), num_known)
+        return outs, partitions, ens, group_class
+
+    def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known) -> dict:
+        """Model selection on labelled validation nodes of known classes only."""
+        class_id, conf, novel = discover(ens, group_class, num_known)
+        has_val = val >= 0
+        val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
+        n_classes = int(torch.unique(class_id).numel())
+        if self._best is None or not has_val.any() or val_acc >= self._best["val_acc"]:
+            self._best = {
+                "epoch": epoch, "val_acc": val_acc,
+                "state": copy.deepcopy(self.network.state_dict()),
+                "partitions": partitions, "edges": edges,
+                "discovery": Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
+                                       [c.cpu() for c in layer_classes(outs, partitions, num_known)],
+                                       epoch, val_acc),
+            }
+        return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes,
+                "groups": [p.num_groups for p in partitions],
+                "train_cluster_acc": [round(p.accuracy, 4) for p in partitions]}
+
+    def _step(self, net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen) -> dict:
+        """One optimiser step on ``L = L_ce + L_reg + L_con`` (Eq. 13)."""
+        cfg = self.config
+        net.train()
+        opt.zero_grad()
+        x_in = F.dropout(x, cfg.dropout, training=True)  # one input mask shared by both views
+        outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False)
+        targets = self._targets(partitions, ens, labels, pseudo, num_known)
+        weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
+        l_ce = sum(self._ce(o.p, t, weight) for o, t in zip(outs, targets))
+        l_reg = sum(balance_regulariser(o.r) for o in outs)
+        loss = l_ce + cfg.reg_weight * l_reg
+        l_con = torch.zeros(())
+        if cfg.pol and pseudo is not None and cfg.consistency_weight > 0:
+            view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate, cfg.edge_drop_max, gen)
+            outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
+            l_con = consistency_loss([o.p for o in outs], [o.p for o in outs_aug])
+            loss = loss + cfg.consistency_weight * l_con
+        loss.backward()
+        opt.step()
+        return {"loss": float(loss.detach()), "l_ce": float(l_ce.detach()),
+                "l_reg": float(l_reg.detach()), "l_con": float(l_con.detach())}
+
+    # ------------------------------------------------------------------ predict
+    def predict(self) -> Discovery:
+        """Ensemble inference (Eq. 8-9) of the selected model on the fitted graph's nodes."""
+        if self._best is None:
+            raise RuntimeError("ORAL.predict() called before fit()")
+        return self._best["discovery"]
+
+    def selected_state(self) -> dict:
+        """The selected parameters, partitions and refined edges (for saving)."""
+        if self._best is None:
+            raise RuntimeError("no model selected yet: call fit() first")
+        return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc")}
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc="ORAL", unit="epoch", disable=not enabled, leave=False)
