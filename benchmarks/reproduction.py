@@ -109,6 +109,31 @@ def write_markdown(results: Path = RESULTS, command: str = "") -> Path:
             f"{_fmt(r['known_mean'], r['known_std'])} | {_fmt(paper[1])} | "
             f"{_fmt(r['novel_mean'], r['novel_std'])} | {_fmt(paper[2])} | "
             f"{_fmt(r['classes_est_mean'])} ({r['classes_true']}) | {_fmt(pc) if pc else '–'} |")
+    lines += ["", *ablation_lines(table)]
     path = results / "reproduction.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+ABLATION = [("opennc", "×", "×"), ("oral_no_pan", "×", "✓"), ("oral_no_pol", "✓", "×"),
+            ("oral", "✓", "✓")]
+
+
+def ablation_lines(table: list[dict]) -> list[str]:
+    """Table 4: All / Novel accuracy of the module switches (PAN, POL), ours beside the paper."""
+    index = {(r["method"], r["dataset"], r["prior"]): r for r in table}
+    datasets = sorted({r["dataset"] for r in table})
+    head = "| PAN | POL | method | " + " | ".join(
+        f"{d} {p} All | paper | {d} {p} Novel | paper" for p in ("no", "yes") for d in datasets) + " |"
+    lines = ["## Ablation (paper's Table 4; prior no / yes)", "", head,
+             "|" + "---|" * (3 + 4 * 2 * len(datasets))]
+    for method, pan, pol in ABLATION:
+        cells = []
+        for prior in ("no", "yes"):
+            for d in datasets:
+                r = index.get((method, d, prior))
+                paper = PAPER.get((method, d, prior), (float("nan"),) * 3)
+                cells += [_fmt(r["all_mean"], r["all_std"]) if r else "–", _fmt(paper[0]),
+                          _fmt(r["novel_mean"], r["novel_std"]) if r else "–", _fmt(paper[2])]
+        lines.append(f"| {pan} | {pol} | {method} | " + " | ".join(cells) + " |")
+    return lines

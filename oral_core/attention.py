@@ -17,6 +17,12 @@ from .clustering import Partition, group_assignment
 from .prototypes import representativeness
 
 
+def with_self_loops(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """Exactly one self loop per node (Eq. 6 sums over ``N(i) ∪ {i}``)."""
+    edge_index, _ = remove_self_loops(edge_index)
+    return add_self_loops(edge_index, num_nodes=num_nodes)[0]
+
+
 class GroupAwareAttention(MessagePassing):
     r"""Group-aware attention aggregation.
 
@@ -37,9 +43,9 @@ class GroupAwareAttention(MessagePassing):
         self.temperature = temperature
 
     def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor,
-                return_attention: bool = False):
-        edge_index, _ = remove_self_loops(edge_index)
-        edge_index, _ = add_self_loops(edge_index, num_nodes=z.shape[0])
+                return_attention: bool = False, has_self_loops: bool = False):
+        if not has_self_loops:
+            edge_index = with_self_loops(edge_index, z.shape[0])
         pn = F.normalize(p, dim=-1)
         alpha = self.edge_attention(pn, edge_index)
         out = self.propagate(edge_index, z=z, alpha=alpha)
@@ -48,7 +54,8 @@ class GroupAwareAttention(MessagePassing):
     def edge_attention(self, pn: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Eq. 5 on every edge ``j -> i`` (source row 0, target row 1), normalised per target."""
         src, dst = edge_index
-        e = (pn[src] * pn[dst]).sum(dim=-1)
+        # index_select, not pn[src]: its backward is a fast index_add on CPU
+        e = (pn.index_select(0, src) * pn.index_select(0, dst)).sum(dim=-1)
         return softmax(e / self.temperature, dst, num_nodes=pn.shape[0])
 
     def message(self, z_j: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
@@ -61,8 +68,9 @@ class GCNAggregation(MessagePassing):
     def __init__(self):
         super().__init__(aggr="add", node_dim=0)
 
-    def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor):
-        edge_index, weight = gcn_norm(edge_index, None, z.shape[0], add_self_loops=True)
+    def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor,
+                has_self_loops: bool = False):
+        edge_index, weight = gcn_norm(edge_index, None, z.shape[0], add_self_loops=not has_self_loops)
         return self.propagate(edge_index, z=z, weight=weight)
 
     def message(self, z_j: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -115,9 +123,11 @@ class PrototypicalAttentionLayer(nn.Module):
         r = self.score(z)
         return self.propagate_groups(z, r, edge_index, partition)
 
-    def propagate_groups(self, z, r, edge_index, partition: Partition) -> LayerOutput:
+    def propagate_groups(self, z, r, edge_index, partition: Partition,
+                         has_self_loops: bool = False) -> LayerOutput:
         p = group_assignment(r, partition.prototype_group, partition.num_groups)
-        return LayerOutput(r=r, p=p, h=F.relu(self.aggregate(z, p, edge_index)))
+        h = self.aggregate(z, p, edge_index, has_self_loops=has_self_loops)
+        return LayerOutput(r=r, p=p, h=F.relu(h))
 
 
 class ORALNetwork(nn.Module):
@@ -144,11 +154,12 @@ class ORALNetwork(nn.Module):
         """
         outputs, used = [], []
         h = x
+        edge_index = with_self_loops(edge_index, x.shape[0])  # once for all layers
         for idx, layer in enumerate(self.layers):
             z = layer.project(h, dropout=input_dropout or idx > 0)
             r = layer.score(z)
             part = partitions[idx] if partitions is not None else cluster(idx, r, layer.prototypes)
-            out = layer.propagate_groups(z, r, edge_index, part)
+            out = layer.propagate_groups(z, r, edge_index, part, has_self_loops=True)
             outputs.append(out)
             used.append(part)
             h = out.h

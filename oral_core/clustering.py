@@ -133,15 +133,16 @@ def finest_partition(r: torch.Tensor, labels: torch.Tensor, num_known: int) -> P
     n_pro = r.shape[1]
     groups = torch.arange(n_pro)
     labelled = (labels >= 0).nonzero().flatten()
-    n, g2c, acc = _evaluate(r.detach().to(torch.float64), groups, labelled.to(r.device),
-                            labels[labelled].cpu(), num_known)
+    r_l = r.detach()[labelled.to(r.device)].cpu().double()
+    n, g2c, acc = _evaluate(r_l, groups, labels[labelled].cpu(), num_known)
     return Partition(groups, n, g2c, acc, float("inf"), [])
 
 
-def _evaluate(r: torch.Tensor, groups: torch.Tensor, labelled: torch.Tensor, labels: torch.Tensor,
+def _evaluate(r_labelled: torch.Tensor, groups: torch.Tensor, labels: torch.Tensor,
               num_known: int) -> tuple[int, torch.Tensor, float]:
+    """Eq. 3-4 for one partition, from the labelled nodes' representativeness."""
     num_groups = int(groups.max()) + 1
-    p = group_assignment(r[labelled], groups, num_groups)
+    p = group_assignment(r_labelled, groups, num_groups)
     g2c, acc = match_groups_to_classes(p.argmax(dim=1).cpu(), labels, num_groups, num_known)
     return num_groups, g2c, acc
 
@@ -179,12 +180,12 @@ def semi_supervised_prototypical_clustering(
     sim = jaccard_prototype_graph(top_k_association(r, top_k), r.shape[1])
     labelled = (labels >= 0).nonzero().flatten()
     y_l = labels[labelled].cpu()
-    r_l = r.to(torch.float64)
+    r_l = r[labelled.to(r.device)].cpu().double()
     tried: dict[float, tuple[torch.Tensor, int, torch.Tensor, float]] = {}
 
     def attempt(res: float):
         groups = leiden_prototype_groups(sim, float(res), seed, prototypes)
-        n, g2c, acc = _evaluate(r_l, groups, labelled.to(r.device), y_l, num_known)
+        n, g2c, acc = _evaluate(r_l, groups, y_l, num_known)
         tried[float(res)] = (groups, n, g2c, acc)
         return n
 

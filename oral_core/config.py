@@ -16,14 +16,14 @@ class ORALConfig:
 
     # architecture
     num_layers: int = 3  # L stacked prototypical attention layers
-    hidden_dim: int = 128
+    hidden_dim: int = 64
     num_prototypes: int = 40  # N_pro (paper)
     temperature: float = 0.1  # Eq. 1: softmax over cos(h, c) / temperature
     attention_temperature: float = 1.0  # Eq. 5: 1.0 is exactly the paper
     dropout: float = 0.5
     pan: bool = True  # False: GCN aggregation instead of group-aware attention (ablation)
     # semi-supervised prototypical clustering (Eq. 3-4)
-    top_k: int = 3  # association size for the Jaccard prototype graph
+    top_k: int = 2  # association size for the Jaccard prototype graph
     resolution_min: float = 0.05
     resolution_max: float = 20.0
     resolution_steps: int = 30
@@ -35,7 +35,7 @@ class ORALConfig:
     cluster_freeze_epoch: int | None = None  # ... and never again from this epoch on
     # pseudo-label guided open-world learning (POL)
     pol: bool = True  # False: no pseudo-labels, refinement or consistency (ablation)
-    pol_start_epoch: int = 50  # warm-up before pseudo-labels are used
+    pol_start_epoch: int = 30  # warm-up before pseudo-labels are used
     gamma: float = 0.3  # reliable pseudo-label ratio (paper)
     mu: float = 0.015  # recovered edge ratio (paper)
     eta: float = 0.02  # Eq. 9 suppression threshold on mean group mass
@@ -47,7 +47,7 @@ class ORALConfig:
     reg_weight: float = 1.0
     consistency_weight: float = 1.0
     # optimisation
-    epochs: int = 200
+    epochs: int = 100
     lr: float = 0.005
     weight_decay: float = 5e-4
     seed: int = 0

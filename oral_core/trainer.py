@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -195,6 +196,7 @@ class ORAL:
         self.history, self._best = [], None
         bar = _progress(cfg.epochs + 1, cfg.progress)
         for epoch in range(cfg.epochs + 1):
+            started = time.perf_counter()
             recluster = partitions is None or (
                 epoch % cfg.cluster_every == 0
                 and (cfg.cluster_freeze_epoch is None or epoch < cfg.cluster_freeze_epoch))
@@ -218,6 +220,7 @@ class ORAL:
             row.update(self._step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known,
                                   gen))
             row["edges"] = int(edges.shape[1])
+            row["seconds"] = time.perf_counter() - started
             self.history.append(row)
             bar.update(1)
             bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",

@@ -1,0 +1,114 @@
+"""ORAL epoch time against a two-layer PyG GATConv epoch on the same graph, in one process.
+
+An ORAL epoch (Algorithm 1) is everything one iteration does: the evaluation pass with the
+granularity search, the ensemble, pseudo-labels and structure refinement, and the optimiser step on
+two views. Its time is the median over the epochs where every module is on (after the warm-ups).
+The reference is PyG's GATConv (8 heads of 8, then 1 head), full-batch training epochs on the same
+features and edges, median over as many epochs. Machines here are noisy, so only the ratio is
+meant to be compared across runs.
+
+    python -m benchmarks.speed --dataset cora --dataset amazonphoto
+
+appends one row per graph and device to ``benchmarks/results/speed.csv``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GATConv
+
+from oral_core.config import ORALConfig
+from oral_core.experiment import canonical_name, prepare
+from oral_core.splits import make_split
+from oral_core.trainer import ORAL, select_device
+
+RESULTS = Path(__file__).resolve().parent / "results"
+COLUMNS = ["graph", "device", "nodes", "edges", "oral_ms_per_epoch", "gat_ms_per_epoch", "ratio"]
+
+
+class GAT(torch.nn.Module):
+    def __init__(self, in_dim: int, num_classes: int):
+        super().__init__()
+        self.conv1 = GATConv(in_dim, 8, heads=8, dropout=0.6)
+        self.conv2 = GATConv(64, num_classes, heads=1, dropout=0.6)
+
+    def forward(self, x, edge_index):
+        x = F.elu(self.conv1(F.dropout(x, 0.6, self.training), edge_index))
+        return self.conv2(F.dropout(x, 0.6, self.training), edge_index)
+
+
+def gat_epoch_ms(x, edge_index, labels, epochs: int, device) -> float:
+    model = GAT(x.shape[1], int(labels.max()) + 1).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
+    mask = labels >= 0
+    times = []
+    for _ in range(epochs):
+        start = time.perf_counter()
+        model.train()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x, edge_index)[mask], labels[mask])
+        loss.backward()
+        opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times[2:] if len(times) > 4 else times)
+
+
+def oral_epoch_ms(prep, labels, val, config: ORALConfig) -> float:
+    model = ORAL(config).fit(prep.x, prep.graph.edge_index, labels, val)
+    steady = [h["seconds"] for h in model.history
+              if "seconds" in h and h["epoch"] >= max(config.pol_start_epoch, config.cluster_warmup_epochs)]
+    return 1000 * statistics.median(steady)
+
+
+def measure(dataset: str, epochs: int, device_name: str, data_dir=None) -> dict:
+    prep = prepare(dataset, data_dir)
+    g = prep.graph
+    split = make_split(g.y, seed=0)
+    device = select_device(device_name)
+    labels, val = split.train_labels(g.y), split.val_labels(g.y)
+    config = ORALConfig(epochs=epochs, pol_start_epoch=epochs // 3, cluster_warmup_epochs=epochs // 6,
+                        device=str(device), progress=False)
+    oral_ms = oral_epoch_ms(prep, labels, val, config)
+    gat_ms = gat_epoch_ms(prep.x.to(device), g.edge_index.to(device), labels.to(device), epochs, device)
+    return {"graph": canonical_name(g.name), "device": _device_name(device), "nodes": g.num_nodes,
+            "edges": g.num_edges, "oral_ms_per_epoch": round(oral_ms, 1),
+            "gat_ms_per_epoch": round(gat_ms, 1), "ratio": round(oral_ms / gat_ms, 2)}
+
+
+def _device_name(device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device).replace(",", " ")
+    return f"cpu-{torch.get_num_threads()}threads"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", action="append", required=True)
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--out", type=Path, default=RESULTS / "speed.csv")
+    args = ap.parse_args(argv)
+    for name in args.dataset:
+        row = measure(name, args.epochs, args.device, args.data_dir)
+        print(row, flush=True)
+        new = not args.out.exists()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.open("a", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS)
+            if new:
+                w.writeheader()
+            w.writerow(row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
