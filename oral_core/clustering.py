@@ -24,6 +24,8 @@ from .prototypes import jaccard_prototype_graph, top_k_association
 
 log = logging.getLogger(__name__)
 
+LEIDEN_ITERATIONS = 10
+
 
 @dataclass
 class Partition:
@@ -78,8 +80,9 @@ def leiden_prototype_groups(similarity: torch.Tensor, resolution: float, seed: i
     iu, ju = np.nonzero(np.triu(sub, 1))
     graph = igraph.Graph(n=live.size, edges=list(zip(iu.tolist(), ju.tolist())))
     igraph.set_random_number_generator(random.Random(seed))
+    # a bounded number of iterations: igraph's "until stable" (-1) can cycle forever on some graphs
     membership = graph.community_leiden(objective_function="modularity", weights=sub[iu, ju].tolist(),
-                                        resolution=resolution, n_iterations=-1).membership
+                                        resolution=resolution, n_iterations=LEIDEN_ITERATIONS).membership
     membership = torch.as_tensor(membership, dtype=torch.long)
     # deterministic numbering: by smallest member
     first = torch.full((int(membership.max()) + 1,), live.size, dtype=torch.long)

@@ -1,0 +1,105 @@
+"""The reproduction harness: seeds and splits, resumability, tables, CLI errors."""
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from benchmarks.reproduction import CSV_COLUMNS, sweep, update_csv, write_markdown
+from flows.cli import main
+from oral_core.config import ORALConfig
+from oral_core.experiment import METHODS, method_config, prepare, to_dataset_ids
+from oral_core.splits import make_split
+from oral_core.synthetic import make_attributed_sbm
+
+import torch
+
+TINY = ORALConfig(epochs=3, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
+                  pol_start_epoch=1, resolution_steps=5, progress=False)
+
+
+@pytest.fixture()
+def npz_graph(tmp_path):
+    """A small planted graph in the gnn-benchmark npz format, loadable by path."""
+    g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
+    n = g.num_nodes
+    adj = sp.csr_matrix((np.ones(g.num_edges), g.edge_index.numpy()), shape=(n, n))
+    attr = sp.csr_matrix(g.x.numpy())
+    path = tmp_path / "tiny.npz"
+    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
+             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices,
+             attr_indptr=attr.indptr, attr_shape=attr.shape, labels=g.y.numpy())
+    return path
+
+
+def test_every_method_sees_the_same_split_for_a_seed(npz_graph):
+    y = prepare(str(npz_graph)).graph.y
+    a, b = make_split(y, seed=5), make_split(y, seed=5)
+    assert torch.equal(a.train_mask, b.train_mask) and torch.equal(a.val_mask, b.val_mask)
+    configs = [method_config(m, TINY, None, 5) for m in METHODS]
+    assert {c.seed for c in configs} == {5}
+    assert [(c.pan, c.pol) for c in configs] == [(True, True), (False, True), (True, False),
+                                                 (False, False)]
+    with pytest.raises(ValueError, match="unknown method"):
+        method_config("gcn-ish", TINY, None, 0)
+
+
+def test_sweep_resumes_and_reruns_on_changed_config(npz_graph, tmp_path):
+    out = tmp_path / "results"
+    said = []
+    rows = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append)
+    assert len(rows) == 2 and all(0 <= r["all"] <= 100 for r in rows)
+    files = sorted((out / "runs" / "oral").glob("*/seed_*.json"))
+    assert [f.name for f in files] == ["seed_0.json", "seed_1.json"]
+    said.clear()
+    again = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append)
+    assert all("reused" in line for line in said)
+    assert [r["all"] for r in again] == [r["all"] for r in rows]
+    said.clear()
+    changed = ORALConfig.from_dict(TINY.to_dict() | {"gamma": 0.4})
+    sweep(str(npz_graph), "oral", [0], False, changed, results=out, echo=said.append)
+    assert "configuration changed" in said[0]
+    assert json.loads(files[0].read_text())["config"]["gamma"] == 0.4
+
+
+def test_seed_result_is_deterministic(npz_graph, tmp_path):
+    a = sweep(str(npz_graph), "opennc", [2], True, TINY, results=tmp_path / "a", echo=lambda s: None)
+    b = sweep(str(npz_graph), "opennc", [2], True, TINY, results=tmp_path / "b", echo=lambda s: None)
+    assert a[0]["all"] == b[0]["all"] and a[0]["classes_est"] == b[0]["classes_est"]
+    assert a[0]["prior"] == "yes" and a[0]["config"]["prior_num_classes"] == 4
+
+
+def test_tables_have_the_agreed_columns_and_upsert(tmp_path):
+    rows = [{"method": "oral", "dataset": "cora", "prior": "no", "classes_true": 7, "all": a,
+             "known": 70.0, "novel": 60.0, "orca_known": 80.0, "orca_novel": 50.0, "classes_est": 7,
+             "classes_abs_err": 0, "seconds": 1.0} for a in (60.0, 70.0)]
+    s = update_csv(rows, tmp_path)
+    assert s["all_mean"] == pytest.approx(65.0) and s["all_std"] == pytest.approx(7.0710678)
+    update_csv(rows[:1], tmp_path)  # same key: replaced, not appended
+    with (tmp_path / "reproduction.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    assert list(table[0]) == CSV_COLUMNS and len(table) == 1 and table[0]["seeds"] == "1"
+    md = write_markdown(tmp_path, "oral reproduce --dataset cora").read_text()
+    assert "69.91" in md and "60.00 ± 0.00" in md and "Ablation" in md
+
+
+def test_novel_ids_never_collide_with_dataset_ids():
+    known = torch.tensor([0, 2, 5])
+    ids = to_dataset_ids(torch.tensor([0, 1, 2, 3, 4]), known, num_classes=6)
+    assert ids.tolist() == [0, 2, 5, 6, 7]
+
+
+def test_cli_reports_a_missing_dataset(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ORAL_CACHE_DIR", str(tmp_path / "cache"))
+    code = main(["reproduce", "--dataset", str(tmp_path / "nothing.npz"), "--seeds", "1",
+                 "--out", str(tmp_path / "out"), "--quiet"])
+    assert code == 2
+    assert "nothing.npz" in capsys.readouterr().err
+
+
+def test_cli_rejects_unknown_config_keys(tmp_path):
+    with pytest.raises(SystemExit, match="unknown configuration key"):
+        main(["reproduce", "--dataset", "cora", "--set", "no_such_key=1", "--out", str(tmp_path)])
