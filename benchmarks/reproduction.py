@@ -8,8 +8,10 @@ resumes where it stopped. ``reproduction.csv`` (one row per method, dataset and 
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 from oral_core.config import ORALConfig
@@ -63,16 +65,29 @@ def update_csv(rows: list[dict], results: Path = RESULTS) -> dict:
         new[f"{key}_mean"], new[f"{key}_std"] = round(s[f"{key}_mean"], 2), round(s[f"{key}_std"], 2)
     new["classes_est_mean"] = round(s["classes_est_mean"], 2)
     path = results / "reproduction.csv"
-    table = read_csv(path)
-    key = (new["method"], new["dataset"], new["prior"])
-    table = [r for r in table if (r["method"], r["dataset"], r["prior"]) != key] + [new]
-    table.sort(key=lambda r: (r["method"], r["dataset"], r["prior"]))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows({c: r[c] for c in CSV_COLUMNS} for r in table)
+    with _locked(results / ".reproduction.lock"):  # sweeps of other datasets may run beside us
+        table = read_csv(path)
+        key = (new["method"], new["dataset"], new["prior"])
+        table = [r for r in table if (r["method"], r["dataset"], r["prior"]) != key] + [new]
+        table.sort(key=lambda r: (r["method"], r["dataset"], r["prior"]))
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+            writer.writeheader()
+            writer.writerows({c: r[c] for c in CSV_COLUMNS} for r in table)
+        tmp.replace(path)
     return s
+
+
+@contextmanager
+def _locked(path: Path):
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -109,10 +124,26 @@ def write_markdown(results: Path = RESULTS, command: str = "") -> Path:
             f"{_fmt(r['known_mean'], r['known_std'])} | {_fmt(paper[1])} | "
             f"{_fmt(r['novel_mean'], r['novel_std'])} | {_fmt(paper[2])} | "
             f"{_fmt(r['classes_est_mean'])} ({r['classes_true']}) | {_fmt(pc) if pc else '–'} |")
-    lines += ["", *ablation_lines(table)]
+    lines += ["", *class_number_lines(table, results), "", *ablation_lines(table)]
     path = results / "reproduction.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def class_number_lines(table: list[dict], results: Path) -> list[str]:
+    """Table 3: estimated class number and mean absolute error (no prior), from the seed files."""
+    lines = ["## Class-number estimate (paper's Table 3, no prior)", "",
+             "| method | dataset | seeds | estimate | true | MAE | paper estimate |", "|---|---|---|---|---|---|---|"]
+    for r in table:
+        if r["prior"] != "no":
+            continue
+        folder = run_dir(results, r["method"], r["dataset"], False)
+        errs = [json.loads(f.read_text())["classes_abs_err"] for f in sorted(folder.glob("seed_*.json"))]
+        mae = sum(errs) / len(errs) if errs else float("nan")
+        pc = PAPER_CLASSES.get(r["dataset"]) if r["method"] == "oral" else None
+        lines.append(f"| {r['method']} | {r['dataset']} | {r['seeds']} | {_fmt(r['classes_est_mean'])} | "
+                     f"{r['classes_true']} | {_fmt(mae)} | {_fmt(pc) if pc else '–'} |")
+    return lines
 
 
 ABLATION = [("opennc", "×", "×"), ("oral_no_pan", "×", "✓"), ("oral_no_pol", "✓", "×"),
