@@ -31,7 +31,7 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
           data_dir: str | None = None, results: Path = RESULTS, echo=print) -> list[dict]:
     """Run (or reuse) every seed; returns the per-seed rows."""
     prep = prepare(dataset, data_dir)
-    folder = run_dir(results, method, dataset, prior)
+    folder = run_dir(results, method, prep.graph.name, prior)
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for i, seed in enumerate(seeds):

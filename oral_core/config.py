@@ -78,9 +78,11 @@ class ORALConfig:
             (0 < self.gamma <= 1, "gamma must be in (0, 1]"),
             (0 <= self.mu <= 1, "mu must be in [0, 1]"),
             (0 <= self.eta < 1, "eta must be in [0, 1)"),
-            (0 < self.resolution_min <= self.resolution_max, "resolutions must be positive and ordered"),
+            (self.resolution_min > 0, "resolution_min must be > 0"),
+            (self.resolution_min <= self.resolution_max, "resolution_max must be >= resolution_min"),
             (self.epochs >= 1, "epochs must be >= 1"),
-            (self.temperature > 0 and self.attention_temperature > 0, "temperatures must be > 0"),
+            (self.temperature > 0, "temperature must be > 0"),
+            (self.attention_temperature > 0, "attention_temperature must be > 0"),
             (self.prior_num_classes is None or self.prior_num_classes >= 1,
              "prior_num_classes must be >= 1"),
         ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -54,8 +55,10 @@ PAPER_CLASSES = {"cora": 7.7, "amazonphoto": 8.0, "blogcatalog": 5.7}
 
 
 def canonical_name(dataset: str) -> str:
-    key = dataset.lower().replace("_", "").replace("-", "")
-    return {"photo": "amazonphoto"}.get(key, key)
+    """A dataset's short key (``cora``, ``amazonphoto``, ...): lower case letters and digits only,
+    so that it is safe in file names."""
+    key = re.sub(r"[^a-z0-9]", "", Path(str(dataset)).stem.lower()) or "graph"
+    return {"photo": "amazonphoto", "amazonelectronicsphoto": "amazonphoto"}.get(key, key)
 
 
 def code_version() -> str:

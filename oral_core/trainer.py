@@ -67,14 +67,15 @@ class Discovery:
 
 def ensemble_classes(ens: Ensemble, labels: torch.Tensor, num_known: int) -> torch.Tensor:
     """Class id of every ensemble group: known id when matched on labelled nodes (Eq. 4 applied to
-    the ensemble), new ids from ``num_known`` upwards for the other kept groups (by mass), -1 for
-    suppressed groups."""
+    the ensemble), consecutive new ids from ``num_known`` upwards for the other kept groups that
+    some node falls in (largest mass first), -1 for suppressed or empty groups."""
     g = ens.p.shape[1]
     pred = (ens.p + 1e-12 * ens.mask).argmax(dim=1).cpu()
     labelled = labels >= 0
     g2c, _ = match_groups_to_classes(pred[labelled], labels[labelled], g, num_known)
     g2c[ens.mask.cpu() == 0] = -1
-    novel = ((g2c < 0) & (ens.mask.cpu() > 0)).nonzero().flatten()
+    predicted = torch.bincount(pred, minlength=g) > 0  # a kept group no node falls in gets no id
+    novel = ((g2c < 0) & (ens.mask.cpu() > 0) & predicted).nonzero().flatten()
     mass = ens.p.sum(dim=0).cpu()[novel]
     novel = novel[torch.argsort(mass, descending=True, stable=True)]
     g2c[novel] = num_known + torch.arange(novel.numel())

@@ -3,6 +3,7 @@ a brute-force reference or a planted structure. Fast: no training."""
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
 
 import numpy as np
@@ -11,8 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from oral_core.attention import GroupAwareAttention
-from oral_core.clustering import (group_assignment, match_groups_to_classes,
-                                  select_granularity, semi_supervised_prototypical_clustering)
+from oral_core.clustering import (group_assignment, leiden_prototype_groups,
+                                  match_groups_to_classes, select_granularity,
+                                  semi_supervised_prototypical_clustering)
 from oral_core.config import ORALConfig
 from oral_core.consistency import (adaptive_edge_drop, consistency_loss,
                                    edge_drop_probabilities)
@@ -213,6 +215,44 @@ def test_clustering_with_class_number_prior(prior: int) -> None:
     assert part.num_groups == prior  # 6 is not in the sweep (3, 4, 12 groups): bisection
     assert int(part.prototype_group.max()) + 1 == prior
     assert sorted(part.group_to_class[part.group_to_class >= 0].tolist()) == [0, 1]
+
+
+# A 25-prototype Jaccard graph (from a real training run) on which igraph's Leiden with
+# n_iterations=-1 ("until stable") cycles forever at this resolution, for every seed tried.
+LEIDEN_CYCLE_EDGES = [
+    (0, 5, 0.236), (0, 11, 0.365), (1, 18, 0.1429), (1, 22, 0.015), (2, 9, 0.0909),
+    (3, 17, 0.0625), (3, 22, 0.0147), (3, 23, 0.0417), (4, 5, 0.0705), (4, 11, 0.0222),
+    (4, 12, 0.0636), (4, 15, 0.1466), (4, 19, 0.1081), (5, 7, 0.0013), (5, 8, 0.0196),
+    (5, 9, 0.0117), (5, 11, 0.6449), (5, 12, 0.0822), (5, 13, 0.1165), (5, 15, 0.1031),
+    (5, 19, 0.1436), (5, 20, 0.0013), (5, 21, 0.0039), (5, 22, 0.4562), (5, 23, 0.0117),
+    (6, 22, 0.0025), (7, 15, 0.0127), (8, 13, 0.0083), (8, 22, 0.0401), (9, 11, 0.0018),
+    (9, 15, 0.0233), (9, 22, 0.0124), (10, 13, 0.0094), (10, 22, 0.0025), (11, 12, 0.0411),
+    (11, 13, 0.0204), (11, 15, 0.0263), (11, 16, 0.0037), (11, 19, 0.0738), (11, 22, 0.3721),
+    (11, 24, 0.0037), (12, 15, 0.084), (12, 19, 0.1382), (13, 22, 0.2657), (15, 19, 0.1455),
+    (15, 20, 0.0127), (15, 22, 0.0063), (15, 23, 0.0233)]
+
+
+def _leiden_cycle_case(queue) -> None:
+    sim = torch.zeros(25, 25, dtype=torch.float64)
+    for a, b, w in LEIDEN_CYCLE_EDGES:
+        sim[a, b] = sim[b, a] = w
+    queue.put(leiden_prototype_groups(sim, 13.230540375864713, seed=0).tolist())
+
+
+def test_leiden_terminates_on_a_graph_where_until_stable_cycles() -> None:
+    """Regression: the clustering must bound Leiden's iterations (run in a child process so that
+    a regression fails instead of hanging the suite)."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_leiden_cycle_case, args=(queue,))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("leiden_prototype_groups did not return within 30 s (unbounded iterations?)")
+    groups = queue.get(timeout=5)
+    assert len(groups) == 25 and min(groups) == 0
 
 
 # --------------------------------------------------------------------------- attention (Eq. 5-6)
@@ -442,10 +482,11 @@ def test_default_config_is_valid() -> None:
     ("gamma", 0.0), ("gamma", 1.5), ("mu", -0.1), ("eta", 1.0), ("top_k", 0), ("top_k", 41),
     ("num_layers", 0), ("num_prototypes", 1), ("epochs", 0), ("temperature", 0.0),
     ("attention_temperature", -1.0), ("resolution_min", 0.0), ("prior_num_classes", 0),
+    ("resolution_max", 0.01),
 ])
 def test_bad_config_values_raise_naming_the_field(field: str, value) -> None:
     config = ORALConfig(**{field: value})
-    name = {"resolution_min": "resolution", "attention_temperature": "temperature"}.get(field, field)
+    name = field
     with pytest.raises(ValueError, match=name):
         config.validate()
     with pytest.raises(ValueError, match=name):
@@ -486,3 +527,15 @@ def test_attributed_sbm_is_a_valid_deterministic_graph() -> None:
     sized = make_attributed_sbm(class_sizes=[10, 30, 60], homophily=0.0, seed=0)
     assert torch.bincount(sized.y).tolist() == [10, 30, 60]
     assert not torch.any(sized.y[sized.edge_index[0]] == sized.y[sized.edge_index[1]])
+
+
+def test_novel_ids_are_consecutive_even_when_a_kept_group_is_empty() -> None:
+    from oral_core.pseudo_labels import Ensemble
+    from oral_core.trainer import discover, ensemble_classes
+
+    p = torch.tensor([[.40, .35, .25], [.40, .35, .25], [0., .30, .70]])
+    ens = Ensemble(p, torch.ones(3), [torch.arange(3)], [3])
+    g2c = ensemble_classes(ens, torch.full((3,), -1), 2)
+    class_id = discover(ens, g2c, 2)[0]
+    assert g2c[1] == -1  # no node's top group: no id
+    assert sorted(set(class_id.tolist())) == [2, 3]
