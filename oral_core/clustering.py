@@ -200,12 +200,12 @@ def semi_supervised_prototypical_clustering(
     candidates = list(tried.items())
     if prior_num_classes is not None:
         exact = [c for c in candidates if c[1][1] == prior_num_classes]
-        if not exact:
-            closest = min(abs(c[1][1] - prior_num_classes) for c in candidates)
-            log.warning("no resolution gives %d groups; using %d+-%d", prior_num_classes,
-                        prior_num_classes, closest)
-            exact = [c for c in candidates if abs(c[1][1] - prior_num_classes) == closest]
-        res, (groups, n, g2c, acc) = max(exact, key=lambda c: (c[1][3], -c[1][1], -c[0]))
+        if exact:
+            res, (groups, n, g2c, acc) = max(exact, key=lambda c: (c[1][3], -c[1][1], -c[0]))
+        else:
+            res, groups = _nearest_above(candidates, prior_num_classes)
+            groups = merge_to_count(groups, sim, prior_num_classes)
+            n, g2c, acc = _evaluate(r_l, groups, y_l, num_known)
     else:
         res = select_granularity([(k, v[1], v[3]) for k, v in tried.items()], selection, tolerance)
         groups, n, g2c, acc = tried[res]
@@ -231,6 +231,42 @@ def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plate
     top = max(row[2] for row in rows)
     plateau = [row for row in rows if row[2] >= top - tolerance]
     return plateau[(len(plateau) - 1) // 2][0]
+
+
+def _nearest_above(candidates: list, target: int) -> tuple[float, torch.Tensor]:
+    """The partition with the fewest groups above ``target`` (best accuracy on ties); if every
+    partition has fewer groups, the one with the most."""
+    above = [c for c in candidates if c[1][1] > target]
+    pool = above or candidates
+    best_n = min(c[1][1] for c in pool) if above else max(c[1][1] for c in pool)
+    res, (groups, *_rest) = max((c for c in pool if c[1][1] == best_n),
+                                key=lambda c: (c[1][3], -c[0]))
+    if not above:
+        log.debug("no partition has %d or more groups; keeping %d", target, best_n)
+    return res, groups
+
+
+def merge_to_count(groups: torch.Tensor, similarity: torch.Tensor, target: int) -> torch.Tensor:
+    """Merge the two groups with the highest mean prototype similarity until ``target`` remain.
+
+    Used with the class-number prior when no resolution gives exactly ``target`` groups (Leiden's
+    group count can jump past it): the agglomeration continues the modularity partition on the
+    same prototype graph instead of settling for a wrong count.
+    """
+    groups = groups.clone()
+    sim = similarity.double()
+    while int(groups.max()) + 1 > target:
+        g = int(groups.max()) + 1
+        onehot = torch.nn.functional.one_hot(groups, g).double()
+        between = onehot.t() @ sim @ onehot
+        sizes = onehot.sum(dim=0)
+        mean = between / (sizes[:, None] * sizes[None, :])
+        mean.fill_diagonal_(-1.0)
+        a, b = divmod(int(mean.argmax()), g)
+        a, b = min(a, b), max(a, b)
+        groups[groups == b] = a
+        groups[groups > b] -= 1
+    return groups
 
 
 def _bisect_to_count(tried: dict, attempt, target: int, steps: int) -> None:

@@ -539,3 +539,28 @@ def test_novel_ids_are_consecutive_even_when_a_kept_group_is_empty() -> None:
     class_id = discover(ens, g2c, 2)[0]
     assert g2c[1] == -1  # no node's top group: no id
     assert sorted(set(class_id.tolist())) == [2, 3]
+
+
+def test_merge_to_count_joins_the_most_similar_groups() -> None:
+    from oral_core.clustering import merge_to_count
+
+    groups = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    sim = torch.zeros(8, 8, dtype=torch.float64)
+    sim[2:4, 4:6] = sim[4:6, 2:4] = 0.9  # groups 1 and 2 are close
+    sim[0:2, 6:8] = sim[6:8, 0:2] = 0.2  # groups 0 and 3 less so
+    merged = merge_to_count(groups, sim, 3)
+    assert merged.tolist() == [0, 0, 1, 1, 1, 1, 2, 2]
+    assert merge_to_count(groups, sim, 2).tolist() == [0, 0, 1, 1, 1, 1, 0, 0]
+    assert torch.equal(merge_to_count(groups, sim, 4), groups)
+
+
+def test_prior_mode_always_reaches_the_prior_when_groups_can_be_merged() -> None:
+    torch.manual_seed(0)
+    r = torch.softmax(torch.randn(300, 12) * 3, dim=1)
+    labels = torch.full((300,), -1, dtype=torch.long)
+    labels[:60] = torch.arange(60) % 2
+    for prior in (2, 3, 5):
+        part = semi_supervised_prototypical_clustering(
+            r, labels, 2, np.geomspace(0.05, 20, 12), top_k=2, prior_num_classes=prior)
+        assert part.num_groups == prior
+        assert sorted(torch.unique(part.prototype_group).tolist()) == list(range(prior))
