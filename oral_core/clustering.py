@@ -207,14 +207,15 @@ def semi_supervised_prototypical_clustering(
             groups = merge_to_count(groups, sim, prior_num_classes)
             n, g2c, acc = _evaluate(r_l, groups, y_l, num_known)
     else:
-        res = select_granularity([(k, v[1], v[3]) for k, v in tried.items()], selection, tolerance)
+        rows = [(k, v[1], v[3]) for k, v in tried.items()]
+        res = select_granularity(rows, selection, tolerance, min_groups=num_known)
         groups, n, g2c, acc = tried[res]
     sweep = sorted((k, v[1], v[3]) for k, v in tried.items())
     return Partition(groups, n, g2c, acc, res, sweep)
 
 
 def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plateau",
-                       tolerance: float = 0.01) -> float:
+                       tolerance: float = 0.01, min_groups: int = 1) -> float:
     """Pick a resolution from ``(resolution, num_groups, accuracy)`` rows (Eq. 4).
 
     ``"best"``: the highest accuracy, ties to the fewest groups. ``"plateau"``: once trained, the
@@ -222,8 +223,11 @@ def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plate
     one that splits them, so accuracies differ by noise along a plateau; this rule takes every
     resolution within ``tolerance`` of the best accuracy and returns their median (the geometric
     centre of the plateau for a geometric sweep), the granularity most robust to the resolution.
+
+    Partitions with fewer than ``min_groups`` groups (the number of known classes, which they
+    cannot fit) are set aside whenever a finer one exists: early in training they can tie with it.
     """
-    rows = sorted(sweep)
+    rows = sorted(row for row in sweep if row[1] >= min_groups) or sorted(sweep)
     if rule == "best":
         return max(rows, key=lambda row: (row[2], -row[1], -row[0]))[0]
     if rule != "plateau":

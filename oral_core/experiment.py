@@ -82,7 +82,9 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
 
 
 def config_hash(config: ORALConfig, features: str) -> str:
-    payload = json.dumps({**config.to_dict(), "features": features, "seed": None}, sort_keys=True)
+    # everything that can change a result; not the seed (one file per seed) or the progress bar
+    payload = json.dumps({**config.to_dict(), "features": features, "seed": None, "progress": None},
+                         sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 

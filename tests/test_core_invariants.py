@@ -564,3 +564,11 @@ def test_prior_mode_always_reaches_the_prior_when_groups_can_be_merged() -> None
             r, labels, 2, np.geomspace(0.05, 20, 12), top_k=2, prior_num_classes=prior)
         assert part.num_groups == prior
         assert sorted(torch.unique(part.prototype_group).tolist()) == list(range(prior))
+
+
+def test_granularity_rule_sets_aside_partitions_coarser_than_the_known_classes() -> None:
+    sweep = [(0.1, 1, 0.40), (0.2, 1, 0.40), (1.0, 4, 0.395), (10.0, 9, 0.39)]
+    assert select_granularity(sweep, "plateau", 0.01) == 0.2  # a single group would be kept
+    assert select_granularity(sweep, "plateau", 0.01, min_groups=3) == 1.0
+    assert select_granularity(sweep, "best", 0.01, min_groups=3) == 1.0
+    assert select_granularity([(0.1, 1, 0.4)], "plateau", 0.01, min_groups=3) == 0.1  # nothing finer
