@@ -46,7 +46,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     base = ORALConfig.from_dict(ORALConfig().to_dict() | overrides | {"progress": not args.quiet})
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results = args.out or RESULTS
-    command = "oral " + " ".join(sys.argv[1:])
     for prior in ([False, True] if args.both_priors else [args.prior]):
         print(f"ORAL reproduction: {args.method} on {args.dataset}, prior={'yes' if prior else 'no'}, "
               f"seeds {seeds[0]}..{seeds[-1]}")
@@ -60,7 +59,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
               f"All {s['all_mean']:.2f} ± {s['all_std']:.2f} | Known {s['known_mean']:.2f} ± "
               f"{s['known_std']:.2f} | Novel {s['novel_mean']:.2f} ± {s['novel_std']:.2f} | "
               f"classes {s['classes_est_mean']:.2f} (true {rows[0]['classes_true']})")
-    md = write_markdown(results, command)
+    md = write_markdown(results)
     print(f"tables: {results / 'reproduction.csv'} and {md}")
     return 0
 

@@ -82,7 +82,7 @@ def test_tables_have_the_agreed_columns_and_upsert(tmp_path):
     with (tmp_path / "reproduction.csv").open() as fh:
         table = list(csv.DictReader(fh))
     assert list(table[0]) == CSV_COLUMNS and len(table) == 1 and table[0]["seeds"] == "1"
-    md = write_markdown(tmp_path, "oral reproduce --dataset cora").read_text()
+    md = write_markdown(tmp_path).read_text()
     assert "69.91" in md and "60.00 ± 0.00" in md and "Ablation" in md
 
 
