@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from . import __version__
+from . import ALGORITHM_REVISION, __version__
 from .config import ORALConfig
 from .datasets import load_dataset, preprocess_features
 from .graph import Graph
@@ -83,8 +83,8 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
 
 def config_hash(config: ORALConfig, features: str) -> str:
     # everything that can change a result; not the seed (one file per seed) or the progress bar
-    payload = json.dumps({**config.to_dict(), "features": features, "seed": None, "progress": None},
-                         sort_keys=True)
+    payload = json.dumps({**config.to_dict(), "features": features, "seed": None, "progress": None,
+                          "algorithm_revision": ALGORITHM_REVISION}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 

@@ -193,7 +193,10 @@ class ORAL:
         self.network = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         edges, partitions = edges0, None
-        candidates = labels < 0
+        # pseudo-label candidates: unlabelled nodes only. Validation nodes are excluded so that
+        # the known-class accuracy used for model selection is measured on nodes the model never
+        # trains on, not even through a pseudo-label.
+        candidates = (labels < 0) & (val < 0)
         self.history, self._best = [], None
         bar = _progress(cfg.epochs + 1, cfg.progress)
         for epoch in range(cfg.epochs + 1):

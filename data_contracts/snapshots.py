@@ -1,0 +1,399 @@
+"""The snapshot format: one folder per night, Hive-style, written atomically, read consistently.
+
+Layout::
+
+    <root>/<graph>/snapshot=<YYYY-MM-DD>/nodes.parquet    node_id, features, label, extra columns...
+                                        /edges.parquet    src, dst[, weight]
+                                        /truth.parquet    node_id, true_label   (optional: scoring only)
+
+- ``node_id``: string or integer, unique, never null; stable across snapshots.
+- ``features``: ``list<float32>`` (or ``fixed_size_list<float32>[F]``) of one length F for all nodes.
+- ``label``: string, null for an unlabelled node. Only known classes carry labels.
+- Any other node column is carried through to the outputs untouched.
+- Feature names, when the data has them, travel in the Parquet schema metadata of
+  ``nodes.parquet`` under ``oral.feature_names`` (a JSON list of F strings).
+
+Writers build the folder under a hidden temporary name and rename it into place, so a reader
+never sees a half-written snapshot. Readers read each file's bytes once, hash them, and parse
+those same bytes: the snapshot a run trains on is exactly the one its ``content_hash`` names,
+even when a file is rewritten while it is being read.
+
+This module needs pyarrow and numpy (and torch for :meth:`Snapshot.tensors`); no orchestration.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+NODES, EDGES, TRUTH = "nodes.parquet", "edges.parquet", "truth.parquet"
+PARTITION = "snapshot="
+FEATURE_NAMES_KEY = b"oral.feature_names"
+_GRAPH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be found or read: the message names the file and what is wrong."""
+
+
+def check_graph_name(graph: str) -> str:
+    """A graph name is a plain folder name: letters, digits, ``_ . -``; never a path or ``..``."""
+    if not isinstance(graph, str) or not _GRAPH_NAME.match(graph) or ".." in graph:
+        raise SnapshotError(
+            f"invalid graph name {graph!r}: use 1-64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit, and no '..'")
+    return graph
+
+
+def parse_date(value: str | dt.date) -> dt.date:
+    """A snapshot date from ``YYYY-MM-DD`` (or a date)."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise SnapshotError(f"invalid snapshot date {value!r}: expected YYYY-MM-DD") from None
+
+
+def snapshot_dir(root: str | Path, graph: str, date: str | dt.date) -> Path:
+    """``<root>/<graph>/snapshot=<YYYY-MM-DD>``."""
+    return Path(root) / check_graph_name(graph) / f"{PARTITION}{parse_date(date).isoformat()}"
+
+
+def list_snapshots(root: str | Path, graph: str) -> list[tuple[dt.date, Path]]:
+    """Every complete snapshot of ``graph`` under ``root``, oldest first.
+
+    Folders that do not parse as ``snapshot=YYYY-MM-DD`` (temporary folders of a writer, stray
+    files) are ignored."""
+    base = Path(root) / check_graph_name(graph)
+    if not base.is_dir():
+        raise SnapshotError(f"no snapshots for graph {graph!r}: folder {base} does not exist")
+    found = []
+    for child in base.iterdir():
+        if not child.is_dir() or not child.name.startswith(PARTITION):
+            continue
+        try:
+            found.append((dt.date.fromisoformat(child.name[len(PARTITION):]), child))
+        except ValueError:
+            continue
+    return sorted(found)
+
+
+def select_snapshots(root: str | Path, graph: str, date: str | dt.date | None = None,
+                     start: str | dt.date | None = None,
+                     end: str | dt.date | None = None) -> list[Path]:
+    """The latest snapshot (no arguments), the one of ``date``, or every one in ``[start, end]``."""
+    snaps = list_snapshots(root, graph)
+    if not snaps:
+        raise SnapshotError(f"no snapshots for graph {graph!r} under {Path(root) / graph}")
+    if date is not None:
+        d = parse_date(date)
+        hit = [p for day, p in snaps if day == d]
+        if not hit:
+            have = ", ".join(day.isoformat() for day, _ in snaps[-5:])
+            raise SnapshotError(f"no snapshot of {graph!r} dated {d} (latest: {have})")
+        return hit
+    if start is None and end is None:
+        return [snaps[-1][1]]
+    lo = parse_date(start) if start is not None else dt.date.min
+    hi = parse_date(end) if end is not None else dt.date.max
+    return [p for day, p in snaps if lo <= day <= hi]
+
+
+def snapshot_date(path: str | Path) -> dt.date:
+    name = Path(path).name
+    if not name.startswith(PARTITION):
+        raise SnapshotError(f"{path} is not a snapshot folder (expected a name like snapshot=2026-01-31)")
+    return parse_date(name[len(PARTITION):])
+
+
+# ---------------------------------------------------------------------------------- writing
+def features_array(x: np.ndarray) -> pa.Array:
+    """``[N, F]`` floats as a ``list<float32>`` column, without a Python loop over rows."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"features must be 2-D [nodes, features], got shape {x.shape}")
+    n, f = x.shape
+    offsets = pa.array(np.arange(0, (n + 1) * f, f, dtype=np.int32) if n * f < 2**31
+                       else np.arange(0, (n + 1) * f, f, dtype=np.int64))
+    values = pa.array(x.reshape(-1))
+    if offsets.type == pa.int64():
+        return pa.LargeListArray.from_arrays(offsets, values).cast(pa.list_(pa.float32()))
+    return pa.ListArray.from_arrays(offsets, values)
+
+
+def nodes_table(node_id, x: np.ndarray, label=None, extra: dict | None = None,
+                feature_names: list[str] | None = None) -> pa.Table:
+    """A nodes table in the snapshot format (``label`` entries None for unlabelled nodes)."""
+    n = len(node_id)
+    cols = {"node_id": pa.array(node_id), "features": features_array(x),
+            "label": pa.array(label if label is not None else [None] * n, type=pa.string())}
+    for key, values in (extra or {}).items():
+        if key in cols:
+            raise ValueError(f"extra column {key!r} clashes with a required column")
+        cols[key] = pa.array(values)
+    table = pa.table(cols)
+    if feature_names is not None:
+        if len(feature_names) != x.shape[1]:
+            raise ValueError(f"{len(feature_names)} feature names for {x.shape[1]} features")
+        table = table.replace_schema_metadata({FEATURE_NAMES_KEY: json.dumps(list(feature_names))})
+    return table
+
+
+def edges_table(src, dst, weight=None) -> pa.Table:
+    cols = {"src": pa.array(src), "dst": pa.array(dst)}
+    if weight is not None:
+        cols["weight"] = pa.array(weight, type=pa.float32())
+    return pa.table(cols)
+
+
+def truth_table(node_id, true_label) -> pa.Table:
+    return pa.table({"node_id": pa.array(node_id), "true_label": pa.array(true_label, type=pa.string())})
+
+
+def write_snapshot(root: str | Path, graph: str, date: str | dt.date, nodes: pa.Table,
+                   edges: pa.Table, truth: pa.Table | None = None, overwrite: bool = False) -> Path:
+    """Write one snapshot atomically: into a hidden sibling folder, then renamed into place."""
+    final = snapshot_dir(root, graph, date)
+    if final.exists() and not overwrite:
+        raise SnapshotError(f"snapshot {final} already exists (pass overwrite=True to replace it)")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        pq.write_table(nodes, tmp / NODES)
+        pq.write_table(edges, tmp / EDGES)
+        if truth is not None:
+            pq.write_table(truth, tmp / TRUTH)
+        publish_folder(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def publish_folder(tmp: Path, final: Path) -> None:
+    """Move a finished temporary folder into place (replacing an older version of it)."""
+    if final.exists():
+        old = final.parent / f".old-{final.name}-{uuid.uuid4().hex[:8]}"
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+
+
+# ---------------------------------------------------------------------------------- reading
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(f"{path}: file is missing") from None
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot read ({err.strerror or err})") from None
+
+
+def parse_parquet(path: Path, data: bytes) -> pa.Table:
+    """Parse Parquet bytes; a truncated or non-Parquet file is a :class:`SnapshotError`."""
+    try:
+        return pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise SnapshotError(f"{path}: not a readable Parquet file ({err})") from None
+
+
+@dataclass
+class SnapshotFiles:
+    """The raw tables of one snapshot, parsed from the bytes that ``content_hash`` names."""
+
+    path: Path
+    date: dt.date
+    nodes: pa.Table
+    edges: pa.Table
+    truth: pa.Table | None
+    content_hash: str
+    sizes: dict = field(default_factory=dict)
+
+
+def read_snapshot_files(path: str | Path) -> SnapshotFiles:
+    """Read ``nodes``, ``edges`` and (if present) ``truth`` of one snapshot folder, each file's
+    bytes exactly once; ``content_hash`` is the SHA-256 over the three files' bytes."""
+    path = Path(path)
+    if not path.is_dir():
+        raise SnapshotError(f"{path}: snapshot folder does not exist")
+    digest = hashlib.sha256()
+    tables, sizes = {}, {}
+    for name in (NODES, EDGES, TRUTH):
+        file = path / name
+        if name == TRUTH and not file.exists():
+            tables[name] = None
+            continue
+        data = read_bytes(file)
+        digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "little"))
+        digest.update(data)
+        sizes[name] = len(data)
+        tables[name] = parse_parquet(file, data)
+    try:
+        date = snapshot_date(path)
+    except SnapshotError:
+        date = None
+    return SnapshotFiles(path, date, tables[NODES], tables[EDGES], tables[TRUTH],
+                         digest.hexdigest(), sizes)
+
+
+@dataclass
+class Snapshot:
+    """One snapshot as arrays indexed ``0..N-1`` in the order of ``nodes.parquet``.
+
+    ``labels``: known-class index per node (-1 unlabelled) into ``class_names`` (sorted label
+    strings); ``truth`` likewise into ``truth_names`` when ``truth.parquet`` exists (-1 where a
+    node has no truth row). ``extra``: the carried-through node columns.
+    """
+
+    path: Path
+    date: dt.date | None
+    content_hash: str
+    node_ids: pa.Array
+    x: np.ndarray
+    edge_index: np.ndarray
+    edge_weight: np.ndarray | None
+    labels: np.ndarray
+    class_names: list[str]
+    extra: pa.Table
+    feature_names: list[str] | None = None
+    truth: np.ndarray | None = None
+    truth_names: list[str] | None = None
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_ids)
+
+    def tensors(self):
+        """``(x, edge_index, labels)`` as torch tensors (no copy of the feature matrix)."""
+        import torch
+        return (torch.from_numpy(self.x), torch.from_numpy(self.edge_index),
+                torch.from_numpy(self.labels))
+
+
+def feature_matrix(column: pa.ChunkedArray | pa.Array, where: str = NODES) -> np.ndarray:
+    """A ``list<float>`` column of one fixed length as an ``[N, F]`` float32 array, no row loop."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(arr)
+    if pa.types.is_fixed_size_list(arr.type):
+        width = arr.type.list_size
+        values = arr.flatten()
+    elif pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        if arr.null_count:
+            raise SnapshotError(f"{where}: column 'features' has {arr.null_count} null rows")
+        lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+        width = int(lengths[0]) if n else 0
+        if n and (lengths != width).any():
+            bad = np.flatnonzero(lengths != width)[:5].tolist()
+            raise SnapshotError(f"{where}: rule features_fixed_length: rows {bad} have lengths "
+                                f"{lengths[bad].tolist()}, expected {width}")
+        values = arr.flatten()
+    else:
+        raise SnapshotError(f"{where}: column 'features' must be a list of floats, got {arr.type}")
+    if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type)):
+        raise SnapshotError(f"{where}: column 'features' must hold numbers, got {values.type}")
+    x = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return x.reshape(n, width)
+
+
+def index_of(ids: pa.Array, node_ids: pa.Array) -> np.ndarray:
+    """Position of each id in ``node_ids`` (-1 where absent), vectorised by Arrow's hash lookup."""
+    if ids.type != node_ids.type:
+        try:
+            ids = ids.cast(node_ids.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return np.full(len(ids), -1, dtype=np.int64)
+    pos = pc.index_in(ids, value_set=node_ids)
+    return pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def encode_labels(values: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """String labels (null: none) to indices into their sorted distinct values."""
+    names = sorted(v for v in pc.unique(values).to_pylist() if v is not None)
+    index = index_of(values, pa.array(names, type=values.type))
+    index[np.asarray(values.is_null().to_numpy(zero_copy_only=False))] = -1
+    return index, names
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read a snapshot folder into arrays (see :class:`Snapshot`). Checks only what it needs to
+    build the arrays; run ``data_contracts.validate_snapshot`` first for the full contract."""
+    files = read_snapshot_files(path)
+    return snapshot_from_files(files)
+
+
+def snapshot_from_files(files: SnapshotFiles) -> Snapshot:
+    nodes, edges = files.nodes, files.edges
+    where_n, where_e = str(files.path / NODES), str(files.path / EDGES)
+    for col in ("node_id", "features", "label"):
+        if col not in nodes.column_names:
+            raise SnapshotError(f"{where_n}: rule required_columns: column {col!r} is missing")
+    for col in ("src", "dst"):
+        if col not in edges.column_names:
+            raise SnapshotError(f"{where_e}: rule required_columns: column {col!r} is missing")
+    node_ids = nodes.column("node_id").combine_chunks()
+    if node_ids.null_count:
+        raise SnapshotError(f"{where_n}: rule node_id_not_null: {node_ids.null_count} null ids")
+    if len(pc.unique(node_ids)) != len(node_ids):
+        raise SnapshotError(f"{where_n}: rule node_id_unique: node ids repeat")
+    x = feature_matrix(nodes.column("features"), where_n)
+    src = index_of(edges.column("src").combine_chunks(), node_ids)
+    dst = index_of(edges.column("dst").combine_chunks(), node_ids)
+    unknown = (src < 0) | (dst < 0)
+    if unknown.any():
+        rows = np.flatnonzero(unknown)[:5].tolist()
+        raise SnapshotError(f"{where_e}: rule edge_endpoints_known: {int(unknown.sum())} edges "
+                            f"name unknown nodes (rows {rows})")
+    weight = None
+    if "weight" in edges.column_names:
+        weight = edges.column("weight").to_numpy().astype(np.float32)
+    label_col = nodes.column("label").combine_chunks()
+    if not (pa.types.is_string(label_col.type) or pa.types.is_large_string(label_col.type)
+            or pa.types.is_null(label_col.type)):
+        label_col = label_col.cast(pa.string())
+    labels, names = encode_labels(label_col.cast(pa.string()))
+    feature_names = None
+    meta = nodes.schema.metadata or {}
+    if FEATURE_NAMES_KEY in meta:
+        try:
+            parsed = json.loads(meta[FEATURE_NAMES_KEY])
+            if isinstance(parsed, list) and len(parsed) == x.shape[1]:
+                feature_names = [str(v) for v in parsed]
+        except (ValueError, TypeError):
+            feature_names = None
+    truth = truth_names = None
+    if files.truth is not None:
+        t = files.truth
+        pos = index_of(t.column("node_id").combine_chunks(), node_ids)
+        codes, truth_names = encode_labels(t.column("true_label").combine_chunks().cast(pa.string()))
+        truth = np.full(len(node_ids), -1, dtype=np.int64)
+        ok = pos >= 0
+        truth[pos[ok]] = codes[ok]
+    extra = nodes.drop_columns(["node_id", "features", "label"])
+    return Snapshot(files.path, files.date, files.content_hash, node_ids, x,
+                    np.stack([src, dst]).astype(np.int64), weight, labels.astype(np.int64), names,
+                    extra, feature_names, truth, truth_names)
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    """A table as Parquet bytes (tests and small tools)."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
