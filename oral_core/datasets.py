@@ -151,8 +151,10 @@ def load_linqs(content_path: PathLike, cites_path: PathLike, name: str | None = 
         raise ValueError(f"{cites_path}: {int((~known).sum())} citations refer to paper ids not in "
                          f"{content_path.name}, e.g. {unknown[:5].tolist()}")
     index = index[known]
-    return _make_graph(x, index[:, 1], index[:, 0], y.reshape(-1),
-                       name or content_path.stem, [str(c) for c in class_names])
+    graph = _make_graph(x, index[:, 1], index[:, 0], y.reshape(-1),
+                        name or content_path.stem, [str(c) for c in class_names])
+    graph.node_ids = [str(i) for i in ids]
+    return graph
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ class Graph:
             used for training except through an :class:`~oral_core.splits.OpenWorldSplit`).
         name: a short name used in reports.
         class_names: optional names of the classes, indexed by class id.
+        node_ids: optional original ids of the nodes (e.g. Cora's LINQS paper ids, as strings),
+            indexed like the rows of ``x``; ``None`` when the source file has none.
     """
 
     x: torch.Tensor
@@ -25,6 +27,7 @@ class Graph:
     y: torch.Tensor
     name: str = "graph"
     class_names: list[str] | None = field(default=None)
+    node_ids: list | None = field(default=None)
 
     @property
     def num_nodes(self) -> int:

@@ -1,0 +1,120 @@
+"""Ingest and validation time of synthetic snapshots, against a plain pyarrow read of the same files.
+
+    python -m benchmarks.ingest --nodes 10000 100000 1000000 --repeats 3
+
+For each size a synthetic snapshot (the chunked generator, 64 features, average degree 10) is
+written to a scratch folder (``--work``, default ``state/bench_ingest``, git-ignored), then, in
+the same process and interleaved ``--repeats`` times:
+
+- ``pyarrow_read``: ``pyarrow.parquet.read_table`` of nodes and edges, nothing else (the reference);
+- ``ingest``: ``data_contracts.snapshots.load_snapshot`` (bytes read once and hashed, ids mapped to
+  contiguous indices, features to an ``[N, F]`` float32 array, labels encoded);
+- ``validate``: ``data_contracts.validate_snapshot`` (every contract rule, Great Expectations
+  results included).
+
+Medians are written to ``benchmarks/results/ingest.csv`` and ``ingest.md`` with the ratios to the
+plain read (the machine is noisy; the ratio is the figure to compare across machines).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import resource
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def measure(path: Path, repeats: int) -> dict:
+    from data_contracts import validate_snapshot
+    from data_contracts.snapshots import EDGES, NODES, load_snapshot
+
+    def plain():
+        pq.read_table(path / NODES)
+        pq.read_table(path / EDGES)
+
+    report = validate_snapshot(path)  # warm-up (imports, GX context) and a correctness check
+    if not report.passed:
+        raise SystemExit(f"generated snapshot {path} fails its contract:\n{report.summary()}")
+    times = {"pyarrow_read": [], "ingest": [], "validate": []}
+    for _ in range(repeats):
+        times["pyarrow_read"].append(_timed(plain))
+        times["ingest"].append(_timed(lambda: load_snapshot(path)))
+        times["validate"].append(_timed(lambda: validate_snapshot(path)))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    snap = load_snapshot(path)
+    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    return {"nodes": snap.num_nodes, "edges": int(snap.edge_index.shape[1]),
+            "features": int(snap.x.shape[1]), "files_mb": round(size / 2**20, 1),
+            "pyarrow_read_s": round(med["pyarrow_read"], 3), "ingest_s": round(med["ingest"], 3),
+            "validate_s": round(med["validate"], 3),
+            "ingest_ratio": round(med["ingest"] / med["pyarrow_read"], 2),
+            "validate_ratio": round(med["validate"] / med["pyarrow_read"], 2),
+            "repeats": repeats}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--features", type=int, default=64)
+    ap.add_argument("--avg-degree", type=float, default=10.0)
+    ap.add_argument("--work", type=Path, default=ROOT / "state" / "bench_ingest")
+    ap.add_argument("--keep", action="store_true", help="keep the generated snapshots")
+    args = ap.parse_args(argv)
+    from data_contracts.synthetic import generate_snapshot
+
+    rows = []
+    for n in args.nodes:
+        graph = f"bench{n}"
+        t = time.perf_counter()
+        path = generate_snapshot(args.work, graph, "2026-01-01", num_nodes=n,
+                                 num_features=args.features, avg_degree=args.avg_degree, seed=0,
+                                 overwrite=True)
+        gen_s = time.perf_counter() - t
+        row = measure(path, args.repeats) | {"generate_s": round(gen_s, 1)}
+        print(row, flush=True)
+        rows.append(row)
+        if not args.keep:
+            shutil.rmtree(args.work / graph, ignore_errors=True)
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with (RESULTS / "ingest.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    cmd = "python -m benchmarks.ingest " + " ".join(argv if argv is not None else sys.argv[1:])
+    lines = ["# Snapshot ingest and validation time", "",
+             f"Command: `{cmd.strip()}` (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
+             f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}).", "",
+             "Medians over the repeats, interleaved in one process. `pyarrow_read` is a plain",
+             "`pyarrow.parquet.read_table` of nodes and edges, the reference for the ratios.",
+             f"Peak resident memory of the whole benchmark process: {peak_gb:.2f} GB.", "",
+             "| nodes | edges | features | files MB | pyarrow read s | ingest s | validate s | ingest / read | validate / read |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['nodes']:,} | {r['edges']:,} | {r['features']} | {r['files_mb']} | "
+                     f"{r['pyarrow_read_s']} | {r['ingest_s']} | {r['validate_s']} | "
+                     f"{r['ingest_ratio']} | {r['validate_ratio']} |")
+    (RESULTS / "ingest.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
