@@ -8,4 +8,6 @@ __version__ = "0.1.0"
 # hash, so a resumed sweep recomputes seeds that an older revision produced.
 #   1: first reproduction (session 1)
 #   2: validation nodes are never pseudo-label candidates
-ALGORITHM_REVISION = 2
+#   3: collapsed layers (fewer groups than known classes) fall back to singleton prototype groups
+#      matched to the known classes on mean representativeness, also during the warm-up
+ALGORITHM_REVISION = 3
