@@ -8,6 +8,4 @@ __version__ = "0.1.0"
 # hash, so a resumed sweep recomputes seeds that an older revision produced.
 #   1: first reproduction (session 1)
 #   2: validation nodes are never pseudo-label candidates
-#   3: collapsed layers (fewer groups than known classes) fall back to singleton prototype groups
-#      matched to the known classes on mean representativeness, also during the warm-up
-ALGORITHM_REVISION = 3
+ALGORITHM_REVISION = 2
