@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override any ORALConfig field, e.g. --set gamma=0.4")
     rep.add_argument("--quiet", action="store_true", help="no per-epoch progress bar")
     rep.set_defaults(func=cmd_reproduce)
-    from flows import cli_snapshots, cli_validate  # light modules: heavy imports happen inside commands
+    from flows import cli_pipeline, cli_snapshots, cli_validate  # light: heavy imports inside commands
+    cli_pipeline.register(sub)
     cli_snapshots.register(sub)
     cli_validate.register(sub)
     return parser

@@ -252,6 +252,9 @@ class ORAL:
                 "epoch": epoch, "val_acc": val_acc,
                 "state": copy.deepcopy(self.network.state_dict()),
                 "partitions": partitions, "edges": edges,
+                "ensemble": {"perms": [q.cpu() for q in ens.perms], "mask": ens.mask.cpu(),
+                             "layer_groups": list(ens.layer_groups)},
+                "group_class": group_class.cpu(),
                 "discovery": Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
                                        [c.cpu() for c in layer_classes(outs, partitions, num_known)],
                                        epoch, val_acc),
@@ -294,7 +297,8 @@ class ORAL:
         """The selected parameters, partitions and refined edges (for saving)."""
         if self._best is None:
             raise RuntimeError("no model selected yet: call fit() first")
-        return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc")}
+        return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc",
+                                            "ensemble", "group_class")}
 
 
 def _progress(total: int, enabled: bool):

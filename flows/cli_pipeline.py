@@ -1,0 +1,201 @@
+"""``oral run | backfill | demo | classes | sql``: the nightly pipeline from the command line.
+
+Prefect, MLflow and DuckDB are imported inside the commands (after the environment defaults of
+:mod:`flows.settings` are set), so ``oral --help`` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
+    if snapshots:
+        p.add_argument("--graph", required=True, help="graph name (folder under --snapshots)")
+        p.add_argument("--snapshots", required=True, type=Path,
+                       help="snapshot root: <root>/<graph>/snapshot=YYYY-MM-DD/{nodes,edges}.parquet")
+        p.add_argument("--epochs", type=int, default=None, help="ORAL epochs (default 100)")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                       help="override any ORALConfig field, e.g. --set gamma=0.4")
+        p.add_argument("--device", default=None, help="auto (default: CUDA when present), cpu or cuda")
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help="DuckDB file, MLflow store, reports, models (default $ORAL_STATE_DIR or ./state)")
+
+
+def _overrides(args) -> dict:
+    from flows.cli import _parse_set
+
+    values = _parse_set(args.set or [])
+    if args.epochs is not None:
+        values["epochs"] = args.epochs
+    values.setdefault("progress", sys.stderr.isatty())  # a per-epoch bar when someone watches
+    return values
+
+
+def _print_table(table, limit: int = 200) -> None:
+    """An Arrow table as aligned text columns."""
+    rows = table.slice(0, limit).to_pylist()
+    cols = table.column_names
+    cells = [[("" if r[c] is None else f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]))
+              for c in cols] for r in rows]
+    widths = [min(60, max([len(c)] + [len(row[i]) for row in cells])) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    for row in cells:
+        print("  ".join(v[:w].ljust(w) for v, w in zip(row, widths)))
+    if table.num_rows > limit:
+        print(f"... {table.num_rows - limit} more rows")
+
+
+def _run_flow(fn) -> int:
+    """Run a flow-calling function, turning the pipeline's expected failures into messages."""
+    from data_contracts.snapshots import SnapshotError
+    from tasks.steps import ContractFailed
+
+    try:
+        fn()
+    except ContractFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except SnapshotError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_run(args) -> int:
+    from flows.settings import configure_environment
+
+    configure_environment(args.state_dir)
+    from flows.nightly import nightly_discovery
+
+    def go():
+        out = nightly_discovery(args.graph, str(args.snapshots), args.date, _overrides(args),
+                                str(args.state_dir) if args.state_dir else None, args.device)
+        print(_summary_line(out))
+    return _run_flow(go)
+
+
+def _summary_line(out: dict) -> str:
+    emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
+    score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
+             f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
+    return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
+            f"emerged {emerged or 'none'}, model version {out['model_version']}"
+            f"{' (champion)' if out.get('champion') else ''}{score}")
+
+
+def cmd_backfill(args) -> int:
+    from flows.settings import configure_environment
+
+    configure_environment(args.state_dir)
+    from flows.nightly import backfill
+
+    def go():
+        for out in backfill(args.graph, str(args.snapshots), args.start, args.end, _overrides(args),
+                            str(args.state_dir) if args.state_dir else None, args.device):
+            print(_summary_line(out))
+    return _run_flow(go)
+
+
+def cmd_classes(args) -> int:
+    from flows.settings import Settings
+    from tasks.warehouse import Warehouse
+
+    settings = Settings.from_env(args.state_dir)
+    if not settings.warehouse_path.exists():
+        print(f"error: no warehouse at {settings.warehouse_path}: run `oral run` or `oral demo` first",
+              file=sys.stderr)
+        return 2
+    table = Warehouse(settings.warehouse_path).latest_classes(args.graph)
+    keep = [c for c in ("graph", "snapshot_date", "lineage_id", "class_name", "is_novel", "size",
+                        "status", "mean_confidence", "purity", "majority_true_label", "top_features")
+            if c in table.column_names]
+    _print_table(table.select(keep))
+    return 0
+
+
+def cmd_sql(args) -> int:
+    from flows.settings import Settings
+    from tasks.warehouse import QueryRefused, Warehouse, WarehouseError
+
+    settings = Settings.from_env(args.state_dir)
+    if not settings.warehouse_path.exists():
+        print(f"error: no warehouse at {settings.warehouse_path}", file=sys.stderr)
+        return 2
+    try:
+        table = Warehouse(settings.warehouse_path).query(args.query)
+    except QueryRefused as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except WarehouseError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # a DuckDB error in the analyst's SQL: say it, no traceback
+        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    if args.format == "csv":
+        import pyarrow.csv as pacsv
+        pacsv.write_csv(table, sys.stdout.buffer)
+    elif args.format == "json":
+        import json
+        print(json.dumps(table.to_pylist(), default=str, indent=1))
+    else:
+        _print_table(table, args.limit)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from flows.demo import run_demo
+
+    return run_demo(args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run", help="one nightly discovery run on a snapshot (the next unprocessed one by default)",
+        description="Ingest, validate, train ORAL, score (when truth exists), register in MLflow, "
+                    "publish classes and lineage to DuckDB. A snapshot that breaks its contract "
+                    "stops the run before training; nothing is published (exit 1).")
+    _common(run)
+    run.add_argument("--date", default=None, help="snapshot date YYYY-MM-DD (default: next unprocessed, else latest)")
+    run.set_defaults(func=cmd_run)
+
+    bf = sub.add_parser("backfill", help="every snapshot of a graph in date order, each as one nightly run",
+                        description="Runs the nightly flow on every snapshot between --start and --end.")
+    _common(bf)
+    bf.add_argument("--start", default=None, help="first date (default: the first snapshot)")
+    bf.add_argument("--end", default=None, help="last date (default: the last snapshot)")
+    bf.set_defaults(func=cmd_backfill)
+
+    demo = sub.add_parser(
+        "demo", help="simulate an evolving graph with a novel class emerging, backfill it, print the timeline",
+        description="With no arguments: a synthetic graph (DC-SBM) whose novel class starts mid-way, "
+                    "simulated over --periods nights, run night by night; prints when each novel class "
+                    "emerged, its size and purity against the simulated truth. --dataset cora does "
+                    "the same on a simulated evolving Cora.")
+    demo.add_argument("--dataset", default="synthetic", help="synthetic (default), cora, or a dataset path")
+    demo.add_argument("--data-dir", default=None, help="dataset folder (else $ORAL_DATA_DIR)")
+    demo.add_argument("--periods", type=int, default=5, help="nights to simulate (default 5)")
+    demo.add_argument("--nodes", type=int, default=1500, help="synthetic graph size (default 1500)")
+    demo.add_argument("--epochs", type=int, default=None, help="ORAL epochs per night (default 60)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--device", default=None)
+    demo.add_argument("--state-dir", type=Path, default=None, help="default: state/demo")
+    demo.add_argument("--out", type=Path, default=None,
+                      help="also write the timeline as Markdown to this file")
+    demo.set_defaults(func=cmd_demo)
+
+    cl = sub.add_parser("classes", help="the latest classes of each graph (or one) as a table")
+    cl.add_argument("--graph", default=None)
+    _common(cl, snapshots=False)
+    cl.set_defaults(func=cmd_classes)
+
+    sql = sub.add_parser("sql", help="a read-only SQL query against the DuckDB warehouse",
+                         description="Tables: snapshots, runs, node_assignments, classes, class_lineage; "
+                                     "views: latest_classes, emerged_classes, class_timeline, latest_runs.")
+    sql.add_argument("query", help='e.g. "SELECT * FROM emerged_classes"')
+    sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    sql.add_argument("--limit", type=int, default=200, help="rows shown in table format")
+    _common(sql, snapshots=False)
+    sql.set_defaults(func=cmd_sql)

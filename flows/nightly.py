@@ -1,0 +1,179 @@
+"""The nightly discovery flow and the backfill, as Prefect flows.
+
+    snapshot -> ingest -> validate -> train ORAL -> score -> MLflow -> DuckDB -> lineage -> artifact
+
+A failed contract stops the run before training: nothing is published, the report is kept under
+``state/reports`` and linked from the run's artifact, and the flow run fails.
+Call :func:`flows.settings.configure_environment` before importing this module.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
+
+from data_contracts import snapshots as snap
+from flows.settings import Settings
+from tasks import prefect_tasks as pt
+from tasks import steps
+
+
+def resolve_config(overrides: dict | None, device: str | None = None):
+    """Pipeline defaults for ORAL (the paper's where it gives them) plus ``overrides``."""
+    from oral_core.config import ORALConfig
+
+    values = ORALConfig().to_dict() | {"progress": False} | dict(overrides or {})
+    if device:
+        values["device"] = device
+    config = ORALConfig.from_dict(values)
+    config.validate()
+    return config
+
+
+@flow(name="nightly-discovery")
+def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
+                      config: dict | None = None, state_dir: str | None = None,
+                      device: str | None = None) -> dict:
+    """Discover classes in one snapshot of ``graph`` and publish them.
+
+    Args:
+        graph: the graph's folder name under ``snapshot_root``.
+        snapshot_root: the folder of Hive-style snapshots (``<graph>/snapshot=<date>/``).
+        date: a snapshot date (``YYYY-MM-DD``); default: the oldest snapshot newer than the last
+            one published for this graph, else the latest.
+        config: ORALConfig overrides (e.g. ``{"epochs": 60}``).
+        state_dir: where the DuckDB file, MLflow store, reports and run folders live.
+        device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+    """
+    from tasks.tracking import TrackingConfig
+    from tasks.warehouse import Warehouse, make_run_id
+
+    logger = get_run_logger()
+    settings = Settings.from_env(state_dir)
+    snap.check_graph_name(graph)
+    warehouse = Warehouse(settings.warehouse_path)
+    last = warehouse.last_processed_date(graph) if settings.warehouse_path.exists() else None
+    path = pt.find_snapshot(snapshot_root, graph, date, last)
+    files = pt.ingest(path)
+    report, report_json, report_html = pt.validate(files, str(settings.reports_dir / graph), last)
+    snapshot_date = files.date
+    if not report.passed:
+        _artifact_failed(graph, path, report, report_json, report_html)
+        raise steps.ContractFailed(
+            f"snapshot {path} broke its data contract ({len(report.errors)} error(s)); nothing was "
+            f"trained or published. Report: {report_html}", Path(report_html))
+
+    snapshot = snap.snapshot_from_files(files)
+    # Arrow hands out read-only buffers; torch wants writable memory (one copy, shared below)
+    snapshot.x = np.require(snapshot.x, requirements="W")
+    snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
+    cfg = resolve_config(config, device)
+    mode = "row" if bool((snapshot.x >= 0).all()) else "standard"
+    from oral_core.experiment import code_version, config_hash
+
+    chash = config_hash(cfg, mode)
+    run_id = make_run_id(graph, files.content_hash, chash)
+    run_dir = settings.runs_dir / graph / run_id[:16]
+    trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
+    if not Path(trained["model_path"]).exists():  # the cache outlived its files: train again
+        trained = pt.train.with_options(refresh_cache=True)(
+            snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
+
+    import pyarrow.parquet as pq
+    predictions = pq.read_table(trained["predictions_path"])
+    class_id = predictions.column("class_key").to_numpy()
+    scores = steps.score(snapshot, class_id, trained["num_known"])
+    classes = steps.describe_classes(snapshot, predictions, trained["num_known"])
+    run = {
+        "graph": graph, "snapshot_date": snapshot_date, "content_hash": files.content_hash,
+        "config_hash": chash, "code_version": code_version(), "device": trained["device"],
+        "epochs": trained["epochs"], "val_accuracy": trained["val_accuracy"],
+        "num_classes": trained["num_classes"], "num_known": trained["num_known"],
+        "num_novel": trained["num_novel"], "num_nodes": snapshot.num_nodes,
+        "train_seconds": trained["train_seconds"], "scores": scores,
+        "prefect_flow_run_id": str(flow_run.get_id() or ""),
+    }
+    tracking_cfg = TrackingConfig(settings.tracking_uri, settings.state_dir)
+    tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
+            "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id}
+    tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
+                          (report_json, report_html), classes, scores, tags)
+    run |= {"mlflow_run_id": tracked["mlflow_run_id"], "model_name": tracked["model_name"],
+            "model_version": tracked["model_version"]}
+    snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
+                    "edges": int(report.counts.get("edges", snapshot.edge_index.shape[1])),
+                    "labelled_nodes": int((snapshot.labels >= 0).sum()),
+                    "known_classes": len(snapshot.class_names), "validation_passed": True,
+                    "validated_at": dt.datetime.now(dt.timezone.utc)}
+    published = pt.publish(str(settings.warehouse_path), run, snapshot_row,
+                           trained["predictions_path"], classes, graph, snapshot_date)
+    summary = {"graph": graph, "snapshot_date": snapshot_date.isoformat(), "run_id": published["run_id"],
+               "classes": len(classes), "novel": sum(c["is_novel"] for c in classes),
+               "statuses": published["statuses"], "scores": scores,
+               "mlflow_run_id": tracked["mlflow_run_id"], "model_version": tracked["model_version"],
+               "champion": tracked.get("promoted"), "val_accuracy": trained["val_accuracy"],
+               "train_seconds": trained["train_seconds"]}
+    _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings, report_html)
+    logger.info("run %s: %s", published["run_id"][:12], json.dumps(summary, default=str))
+    return summary
+
+
+@flow(name="backfill")
+def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str | None = None,
+             config: dict | None = None, state_dir: str | None = None,
+             device: str | None = None) -> list[dict]:
+    """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly run."""
+    paths = snap.select_snapshots(snapshot_root, graph, start=start or dt.date.min,
+                                  end=end or dt.date.max)
+    if not paths:
+        raise snap.SnapshotError(f"no snapshot of {graph!r} between {start or 'the first'} and {end or 'the last'}")
+    logger = get_run_logger()
+    results = []
+    for i, path in enumerate(paths, 1):
+        day = snap.snapshot_date(path).isoformat()
+        logger.info("backfill %d/%d: %s %s", i, len(paths), graph, day)
+        results.append(nightly_discovery(graph, snapshot_root, day, config, state_dir, device))
+    return results
+
+
+def _artifact_failed(graph, path, report, report_json, report_html) -> None:
+    lines = [f"# {graph}: snapshot rejected", "", f"`{path}` broke its data contract; nothing was "
+             "trained or published.", "", f"Report: `{report_html}` (JSON: `{report_json}`)", "",
+             "| file | rule | severity | count | message |", "|---|---|---|---|---|"]
+    for f in report.findings:
+        lines.append(f"| {f.file} | {f.rule} | {f.severity} | {f.count} | {f.message.replace('|', '/')} |")
+    create_markdown_artifact("\n".join(lines), key=_artifact_key(graph), description="contract failure")
+
+
+def _artifact_summary(graph, day, classes, published, tracked, scores, settings, report_html) -> None:
+    lineage, statuses = published["lineage"], published["statuses"]
+    emerged = [c for c in classes if statuses.get(lineage[c["class_key"]]) == "emerged" and c["is_novel"]]
+    lines = [f"# {graph} on {day}", "",
+             f"{len(classes)} classes, {sum(c['is_novel'] for c in classes)} novel; "
+             f"{len(emerged)} novel class(es) emerged tonight.", ""]
+    if scores:
+        lines += [f"Scored against truth: All {scores['all']:.1f}%, Known {scores['known']:.1f}%, "
+                  f"Novel {scores['novel']:.1f}%.", ""]
+    lines += ["| lineage id | name | novel | size | status | purity | top features |", "|---|---|---|---|---|---|---|"]
+    for c in sorted(classes, key=lambda c: -c["size"]):
+        lid = lineage[c["class_key"]]
+        feats = ", ".join(f["feature"] for f in c["top_features"][:3])
+        pur = "" if c["purity"] is None else f"{c['purity']:.2f}"
+        lines.append(f"| {lid} | {c['class_name'] or ''} | {c['is_novel']} | {c['size']} | "
+                     f"{statuses.get(lid, '')} | {pur} | {feats} |")
+    lines += ["", f"MLflow run `{tracked['mlflow_run_id']}`, model `{tracked['model_name']}` version "
+              f"{tracked['model_version']} (champion: {tracked.get('promoted')}); tracking store "
+              f"`{tracked.get('tracking_uri', settings.tracking_uri)}`.",
+              f"DuckDB: `{settings.warehouse_path}` (run `{published['run_id']}`). Validation report: `{report_html}`."]
+    create_markdown_artifact("\n".join(lines), key=_artifact_key(graph), description="classes found")
+
+
+def _artifact_key(graph: str) -> str:
+    """Prefect artifact keys allow lower-case letters, digits and dashes only."""
+    import re
+    return "oral-" + (re.sub(r"[^a-z0-9-]", "-", graph.lower()) or "graph")

@@ -1,0 +1,60 @@
+"""Where the pipeline keeps its state, from the environment (embedded defaults, no server).
+
+| variable | default | what |
+|---|---|---|
+| ``ORAL_STATE_DIR`` | ``./state`` | everything below lives here unless set otherwise |
+| ``ORAL_WAREHOUSE`` | ``$ORAL_STATE_DIR/oral.duckdb`` | the DuckDB file analysts query |
+| ``ORAL_TRACKING_URI`` (or ``MLFLOW_TRACKING_URI``) | ``sqlite:///$ORAL_STATE_DIR/mlflow.db`` | MLflow store or server |
+| ``PREFECT_HOME`` | ``$ORAL_STATE_DIR/prefect`` | Prefect's database and persisted task results |
+| ``PREFECT_API_URL`` | unset: in-process server | a Prefect server to report to |
+
+:func:`configure_environment` must run before ``prefect`` is imported (the CLI does it first).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+QUIET = {
+    "DO_NOT_TRACK": "true",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "GIT_PYTHON_REFRESH": "quiet",
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    # fail fast against a tracking server that is down: tasks.tracking retries (bounded, logged)
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
+
+
+@dataclass
+class Settings:
+    state_dir: Path
+    warehouse_path: Path
+    tracking_uri: str | None
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.state_dir / "reports"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @classmethod
+    def from_env(cls, state_dir: str | Path | None = None) -> "Settings":
+        state = Path(state_dir or os.environ.get("ORAL_STATE_DIR", "state")).resolve()
+        warehouse = Path(os.environ.get("ORAL_WAREHOUSE", state / "oral.duckdb"))
+        uri = os.environ.get("ORAL_TRACKING_URI") or os.environ.get("MLFLOW_TRACKING_URI")
+        return cls(state, warehouse, uri)
+
+
+def configure_environment(state_dir: str | Path | None = None) -> Settings:
+    """Quiet, offline defaults and a Prefect home inside the state folder (existing values win)."""
+    settings = Settings.from_env(state_dir)
+    for key, value in QUIET.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("PREFECT_HOME", str(settings.state_dir / "prefect"))
+    return settings

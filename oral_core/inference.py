@@ -1,0 +1,135 @@
+"""A fitted ORAL model as a file, and ensemble inference (Eq. 8-9) on any graph with it.
+
+The file holds only tensors and plain Python values (``torch.load(..., weights_only=True)``
+reads it; no pickled objects): the configuration, the selected parameters, each layer's
+prototype partition (Eq. 3-4), the ensemble's layer alignment and suppression mask (Eq. 8-9) and
+the class of every ensemble group. Applying it to another snapshot of the same graph keeps the
+groups, so a class means the same thing on every night it is applied to.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .attention import ORALNetwork
+from .clustering import Partition
+from .config import ORALConfig
+from .pseudo_labels import ensemble_assignment, pad_assignments
+
+FORMAT = "oral-model/1"
+
+
+@dataclass
+class Assignment:
+    """Per node: class id (known ``0..K-1``, novel ``K..``), confidence, novelty."""
+
+    class_id: torch.Tensor
+    confidence: torch.Tensor
+    is_novel: torch.Tensor
+    num_classes: int
+
+
+class ORALModel:
+    """The selected state of a fitted :class:`~oral_core.trainer.ORAL`, ready to assign classes."""
+
+    def __init__(self, payload: dict):
+        if payload.get("format") != FORMAT:
+            raise ValueError(f"not an ORAL model file (format {payload.get('format')!r}, expected {FORMAT!r})")
+        self.payload = payload
+        self.config = ORALConfig.from_dict(payload["config"])
+        self.num_known = int(payload["num_known"])
+        self.class_names = list(payload.get("class_names") or [])
+        self.feature_mode = str(payload.get("feature_mode", "none"))
+        cfg = self.config
+        self.network = ORALNetwork(int(payload["in_dim"]), cfg.hidden_dim, cfg.num_layers,
+                                   cfg.num_prototypes, cfg.temperature, cfg.attention_temperature,
+                                   cfg.dropout, use_attention=cfg.pan)
+        self.network.load_state_dict(payload["state_dict"])
+        self.network.eval()
+        self.partitions = [
+            Partition(part["prototype_group"], int(part["num_groups"]), part["group_to_class"],
+                      float(part["accuracy"]), float(part["resolution"]))
+            for part in payload["partitions"]]
+        self.perms = payload["ensemble"]["perms"]
+        self.mask = payload["ensemble"]["mask"]
+        self.group_class = payload["group_class"]
+
+    @classmethod
+    def from_fit(cls, model, class_names: list[str] | None = None,
+                 feature_mode: str = "none") -> "ORALModel":
+        """From a fitted :class:`~oral_core.trainer.ORAL` (its selected epoch). ``class_names``
+        name the known classes ``0..K-1``; ``feature_mode`` is the
+        :func:`~oral_core.datasets.preprocess_features` mode the training features went through,
+        applied again by :meth:`assign_raw`."""
+        return cls(export_payload(model, class_names, feature_mode))
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.payload, tmp)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "ORALModel":
+        """Read a model file written by :meth:`save` (tensors and plain values only)."""
+        payload = torch.load(Path(path), map_location=map_location, weights_only=True)
+        return cls(payload)
+
+    def assign_raw(self, x: torch.Tensor, edge_index: torch.Tensor) -> Assignment:
+        """:meth:`assign` on raw features, preprocessed as at training time."""
+        from .datasets import preprocess_features
+        return self.assign(preprocess_features(x, self.feature_mode), edge_index)
+
+    @torch.no_grad()
+    def assign(self, x: torch.Tensor, edge_index: torch.Tensor) -> Assignment:
+        """Eq. 3 per layer with the fitted partitions, then Eq. 8-9 with the fitted alignment.
+
+        ``x`` must be preprocessed as during training (same feature width).
+        """
+        if x.shape[1] != int(self.payload["in_dim"]):
+            raise ValueError(f"the model expects {self.payload['in_dim']} features per node, got {x.shape[1]}")
+        device = next(self.network.parameters()).device
+        outs, _ = self.network(x.to(device).float(), edge_index.to(device).long(),
+                               partitions=self.partitions, input_dropout=False)
+        padded = pad_assignments([o.p for o in outs])
+        width = self.mask.numel()
+        padded = [torch.nn.functional.pad(p, (0, width - p.shape[1])) if p.shape[1] < width else p
+                  for p in padded]
+        p_hat = ensemble_assignment(padded, [q.to(device) for q in self.perms]) * self.mask.to(device)
+        scores = p_hat + 1e-12 * self.mask.to(device)
+        group = scores.argmax(dim=1)
+        total = p_hat.sum(dim=1)
+        conf = torch.where(total > 0, p_hat.gather(1, group[:, None]).squeeze(1) / total.clamp_min(1e-12),
+                           torch.zeros_like(total))
+        class_id = self.group_class.to(device)[group]
+        # a group that had no class at training time (suppressed there): treat as unassigned
+        class_id = torch.where(class_id < 0, torch.full_like(class_id, -1), class_id)
+        return Assignment(class_id.cpu(), conf.cpu(), (class_id >= self.num_known).cpu(),
+                          int(torch.unique(class_id[class_id >= 0]).numel()))
+
+
+def export_payload(model, class_names: list[str] | None = None, feature_mode: str = "none") -> dict:
+    """The weights-only payload of a fitted ORAL (its selected epoch)."""
+    state = model.selected_state()
+    return {
+        "format": FORMAT,
+        "config": model.config.to_dict(),
+        "in_dim": int(model.network.layers[0].lin.in_features),
+        "num_known": int(model.num_known),
+        "class_names": list(class_names or []),
+        "feature_mode": str(feature_mode),
+        "epoch": int(state["epoch"]),
+        "val_accuracy": float(state["val_acc"]),
+        "state_dict": {k: v.detach().cpu() for k, v in state["state"].items()},
+        "partitions": [{"prototype_group": p.prototype_group.cpu(), "num_groups": int(p.num_groups),
+                        "group_to_class": p.group_to_class.cpu(), "accuracy": float(p.accuracy),
+                        "resolution": float(p.resolution)} for p in state["partitions"]],
+        "ensemble": {"perms": [q.cpu() for q in state["ensemble"]["perms"]],
+                     "mask": state["ensemble"]["mask"].cpu(),
+                     "layer_groups": [int(g) for g in state["ensemble"]["layer_groups"]]},
+        "group_class": state["group_class"].cpu(),
+    }

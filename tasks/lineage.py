@@ -1,0 +1,306 @@
+"""Class lineage across nights: which of tonight's classes continue which of last night's.
+
+Every class carries a *lineage id* that stays the same from night to night while the class goes
+on: ``known:<name>`` for a known (labelled) class, ``<graph>:novel:<n>`` for a discovered one,
+``n`` counting up per graph and never reused. Tonight's classes are matched to the previous run's
+classes by their members (node ids are stable across snapshots).
+
+Overlap measures, for a previous class ``P`` and a current class ``C``:
+
+- ``overlap = |P ∩ C|`` (nodes in both), ``J = overlap / |P ∪ C|`` (Jaccard index);
+- ``share_of_P = overlap / |P|`` (how much of ``P`` went to ``C``);
+- ``share_of_C = overlap / |C|`` (how much of ``C`` came from ``P``).
+
+Matching
+--------
+1. *Continuation.* A current known class continues the previous known class of the same name,
+   whatever the overlap. Novel classes are matched one-to-one by the Hungarian algorithm
+   maximising the summed Jaccard index over the pairs with ``J >= threshold`` (pairs under the
+   threshold cannot be matched). A matched current class keeps its predecessor's lineage id.
+2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
+   that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
+   two sources (its own predecessor and/or other absorbed classes).
+3. *Split.* A previous class ``P`` *splits* when two or more current classes each draw at least
+   ``share`` of their own members from it (``share_of_C >= share``).
+
+Statuses (one row per lineage id and run)
+-----------------------------------------
+Rows of a current class (``class_key`` set, ``size`` its member count):
+
+- ``emerged``: no qualifying predecessor, not a merge, not a split part. Gets a new id (a known
+  class that appears for the first time keeps ``known:<name>``). Every class of a graph's first
+  run has emerged.
+- ``persisting``: continues its predecessor and its size is within ``±size_tolerance`` (relative)
+  of the predecessor's size.
+- ``grown`` / ``shrunk``: continues its predecessor and its size rose above ``(1 + size_tolerance)``
+  times / fell below ``(1 - size_tolerance)`` times the predecessor's size.
+- ``merged``: a novel class with two or more sources, i.e. previous classes from which it took at
+  least ``share`` of their members (its Hungarian predecessor always counts as a source). It keeps
+  its predecessor's lineage id if it has one, else gets a new id; ``parents`` lists the other
+  sources' lineage ids. A known class never takes the ``merged`` status (it keeps
+  persisting/grown/shrunk/emerged) but records what it absorbed in ``parents`` the same way.
+- ``split``: a novel class with no predecessor that is one of the parts of a split previous class.
+  It gets a new id and ``parents = [the split class's lineage id]``. (The part that is the
+  Hungarian match of the split class keeps its id and a size status, usually ``shrunk``.)
+
+Rows of a previous class that does not go on (``class_key`` None, ``size`` 0, ``last_seen`` the
+previous run's date):
+
+- ``merged``: absorbed into another class (step 2); ``merged_into`` names that class's lineage id.
+- ``split``: not continued, but split into two or more parts that carry it as their parent.
+- ``vanished``: no continuation, not absorbed, not split: the class disappeared.
+
+``parents`` never contains the row's own lineage id. ``first_seen`` is the date the lineage first
+appeared (carried over from the previous run) and ``last_seen`` the date it was last seen alive.
+
+New lineage ids are deterministic: ``<graph>:novel:<n>`` with ``n`` counting up from one more than
+the largest ``n`` the graph has used (``max_novel_index``), handed out in the order of the current
+class keys. The same inputs always give the same rows.
+
+Pure numpy/scipy: the overlap matrix comes from one ``numpy.unique`` over all member node ids and
+one ``bincount`` over (previous class, current class) pairs; loops run over classes only.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Hashable, Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+STATUSES = ("emerged", "persisting", "grown", "shrunk", "merged", "split", "vanished")
+KNOWN_PREFIX = "known:"
+
+
+@dataclass(frozen=True)
+class LineageConfig:
+    """``threshold``: least Jaccard index of a Hungarian match; ``size_tolerance``: relative size
+    change still counted as persisting; ``share``: least share for absorption and split parts."""
+
+    threshold: float = 0.3
+    size_tolerance: float = 0.2
+    share: float = 0.5
+
+    def validate(self) -> "LineageConfig":
+        for name in ("threshold", "share"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"lineage {name} must be in (0, 1], got {value}")
+        if self.size_tolerance < 0:
+            raise ValueError(f"lineage size_tolerance must be >= 0, got {self.size_tolerance}")
+        return self
+
+
+@dataclass
+class PreviousClasses:
+    """The classes of the previous run of a graph, as lineage needs them.
+
+    ``members``: class key -> node ids (strings); ``lineage``: class key -> lineage id;
+    ``names``: class key -> known class name (None or absent: novel); ``first_seen``: lineage
+    first-seen date per class key (absent: the previous run's date)."""
+
+    members: Mapping[Hashable, Sequence]
+    lineage: Mapping[Hashable, str]
+    names: Mapping[Hashable, str | None] = field(default_factory=dict)
+    first_seen: Mapping[Hashable, dt.date] = field(default_factory=dict)
+    snapshot_date: dt.date | None = None
+    run_id: str | None = None
+
+
+@dataclass
+class LineageRow:
+    """One class-lineage event of a run (see the module docstring for the statuses)."""
+
+    lineage_id: str
+    class_key: Hashable | None
+    status: str
+    size: int
+    previous_size: int | None
+    parents: list[str]
+    first_seen: dt.date | None
+    last_seen: dt.date | None
+    merged_into: str | None = None
+
+
+@dataclass
+class LineageResult:
+    rows: list[LineageRow]
+    lineage_of: dict  # current class key -> lineage id
+    max_novel_index: int  # the largest n used for the graph after this run
+
+
+def novel_lineage_id(graph: str, n: int) -> str:
+    return f"{graph}:novel:{n}"
+
+
+def known_lineage_id(name: str) -> str:
+    return f"{KNOWN_PREFIX}{name}"
+
+
+def _sort_key(key):
+    return (0, key, "") if isinstance(key, (int, np.integer)) else (1, 0, str(key))
+
+
+def _flatten(classes: Mapping, keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """All member ids as one string array, and the class index of each."""
+    arrays = [np.asarray(classes[k]).astype(str).reshape(-1) for k in keys]
+    sizes = np.array([a.size for a in arrays], dtype=np.int64)
+    ids = np.concatenate(arrays) if arrays else np.array([], dtype=str)
+    return ids, np.repeat(np.arange(len(keys), dtype=np.int64), sizes)
+
+
+def overlap_matrix(previous: Mapping, current: Mapping, prev_keys: list, cur_keys: list
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(overlap [P, C], sizes of P, sizes of C)``, vectorised: node ids become integers through
+    one ``numpy.unique`` and the pair counts come from one ``bincount``."""
+    p_ids, p_cls = _flatten(previous, prev_keys)
+    c_ids, c_cls = _flatten(current, cur_keys)
+    n_p, n_c = len(prev_keys), len(cur_keys)
+    uniq, inverse = np.unique(np.concatenate([p_ids, c_ids]), return_inverse=True)
+    p_node, c_node = inverse[:p_ids.size], inverse[p_ids.size:]
+    for name, nodes in (("previous", p_node), ("current", c_node)):
+        if np.unique(nodes).size != nodes.size:
+            raise ValueError(f"a node belongs to more than one {name} class: classes must partition the nodes")
+    prev_of = np.full(uniq.size, -1, dtype=np.int64)
+    cur_of = np.full(uniq.size, -1, dtype=np.int64)
+    prev_of[p_node] = p_cls
+    cur_of[c_node] = c_cls
+    both = (prev_of >= 0) & (cur_of >= 0)
+    flat = np.bincount(prev_of[both] * n_c + cur_of[both], minlength=n_p * n_c)
+    return (flat.reshape(n_p, n_c), np.bincount(p_cls, minlength=n_p),
+            np.bincount(c_cls, minlength=n_c))
+
+
+def _size_status(size: int, before: int, tol: float) -> str:
+    if size > before * (1.0 + tol):
+        return "grown"
+    if size < before * (1.0 - tol):
+        return "shrunk"
+    return "persisting"
+
+
+def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, Sequence], *,
+                  graph: str, snapshot_date: dt.date | str,
+                  current_names: Mapping[Hashable, str | None] | None = None,
+                  max_novel_index: int = 0, config: LineageConfig | None = None) -> LineageResult:
+    """Lineage rows of tonight's classes given the previous run's (``None`` on a graph's first run).
+
+    ``current``: class key -> member node ids; ``current_names``: class key -> known class name
+    (None or absent: a novel class). Returns the rows, the lineage id of every current class and
+    the graph's new largest novel index. See the module docstring for the rules.
+    """
+    cfg = (config or LineageConfig()).validate()
+    date = snapshot_date if isinstance(snapshot_date, dt.date) else dt.date.fromisoformat(str(snapshot_date))
+    current_names = dict(current_names or {})
+    cur_keys = sorted(current, key=_sort_key)
+    prev = previous or PreviousClasses(members={}, lineage={})
+    prev_keys = sorted(prev.members, key=_sort_key)
+    missing = [k for k in prev_keys if k not in prev.lineage]
+    if missing:
+        raise ValueError(f"previous classes without a lineage id: {missing[:5]}")
+    prev_date = prev.snapshot_date
+    ov, p_size, c_size = overlap_matrix(prev.members, current, prev_keys, cur_keys)
+    n_p, n_c = len(prev_keys), len(cur_keys)
+    p_name = [prev.names.get(k) for k in prev_keys]
+    c_name = [current_names.get(k) for k in cur_keys]
+    p_lin = [prev.lineage[k] for k in prev_keys]
+    p_first = [prev.first_seen.get(k, prev_date) for k in prev_keys]
+
+    # 1. continuation: known classes by name, novel classes by Hungarian on Jaccard >= threshold
+    cont = np.full(n_c, -1, dtype=np.int64)  # current -> previous index
+    cont_of_prev = np.full(n_p, -1, dtype=np.int64)
+    prev_known = {name: i for i, name in enumerate(p_name) if name is not None}
+    for j, name in enumerate(c_name):
+        if name is not None and name in prev_known:
+            cont[j] = prev_known[name]
+            cont_of_prev[prev_known[name]] = j
+    p_novel = np.array([i for i in range(n_p) if p_name[i] is None], dtype=np.int64)
+    c_novel = np.array([j for j in range(n_c) if c_name[j] is None], dtype=np.int64)
+    union = p_size[:, None] + c_size[None, :] - ov
+    jac = np.where(union > 0, ov / np.maximum(union, 1), 0.0)
+    if p_novel.size and c_novel.size:
+        sub = jac[np.ix_(p_novel, c_novel)]
+        sub = np.where(sub >= cfg.threshold, sub, 0.0)
+        rows, cols = linear_sum_assignment(sub, maximize=True)
+        for r, c in zip(rows, cols):
+            if sub[r, c] >= cfg.threshold:
+                cont[c_novel[c]] = p_novel[r]
+                cont_of_prev[p_novel[r]] = c_novel[c]
+
+    share_p = ov / np.maximum(p_size, 1)[:, None]
+    share_c = ov / np.maximum(c_size, 1)[None, :]
+
+    # 2. absorption of previous classes without continuation
+    candidate = np.full(n_p, -1, dtype=np.int64)
+    for i in range(n_p):
+        if cont_of_prev[i] < 0 and n_c and share_p[i].max() >= cfg.share:
+            candidate[i] = int(np.argmax(share_p[i]))  # first (lowest key) on ties
+    sources = {j: ([int(cont[j])] if cont[j] >= 0 else []) + [i for i in range(n_p) if candidate[i] == j]
+               for j in range(n_c)}
+    absorbed_into = np.full(n_p, -1, dtype=np.int64)
+    for i in range(n_p):
+        j = candidate[i]
+        if j >= 0 and len(sources[int(j)]) >= 2:
+            absorbed_into[i] = j
+
+    # 3. splits: previous classes that two or more current classes each draw >= share from
+    split_parent = np.full(n_c, -1, dtype=np.int64)
+    is_split = np.zeros(n_p, dtype=bool)
+    for i in range(n_p):
+        parts = np.flatnonzero(share_c[i] >= cfg.share)
+        if parts.size >= 2:
+            is_split[i] = True
+    for j in range(n_c):
+        parents = np.flatnonzero(is_split & (share_c[:, j] >= cfg.share))
+        if parents.size:
+            split_parent[j] = parents[np.argmax(ov[parents, j])]
+
+    # current classes
+    next_n = int(max_novel_index)
+    lineage_of: dict = {}
+    rows: list[LineageRow] = []
+    for j, key in enumerate(cur_keys):
+        size, name, i = int(c_size[j]), c_name[j], int(cont[j])
+        merged_from = [p for p in sources[j] if p == i or absorbed_into[p] == j]
+        if name is not None:
+            lin = known_lineage_id(name)
+            status = _size_status(size, int(p_size[i]), cfg.size_tolerance) if i >= 0 else "emerged"
+        elif len(merged_from) >= 2:
+            status = "merged"
+            lin = p_lin[i] if i >= 0 else None
+        elif i >= 0:
+            status, lin = _size_status(size, int(p_size[i]), cfg.size_tolerance), p_lin[i]
+        elif split_parent[j] >= 0:
+            status, lin = "split", None
+        else:
+            status, lin = "emerged", None
+        if lin is None:
+            next_n += 1
+            lin = novel_lineage_id(graph, next_n)
+        if status == "split":
+            parents = [p_lin[split_parent[j]]]
+        else:
+            parents = [p_lin[p] for p in merged_from if p_lin[p] != lin]
+        lineage_of[key] = lin
+        rows.append(LineageRow(
+            lineage_id=lin, class_key=key, status=status, size=size,
+            previous_size=int(p_size[i]) if i >= 0 else None, parents=parents,
+            first_seen=(p_first[i] or date) if i >= 0 else date, last_seen=date))
+
+    # previous classes that do not go on
+    for i, key in enumerate(prev_keys):
+        if cont_of_prev[i] >= 0:
+            continue
+        merged_into = None
+        if absorbed_into[i] >= 0:
+            status, merged_into = "merged", lineage_of[cur_keys[absorbed_into[i]]]
+        elif is_split[i]:
+            status = "split"
+        else:
+            status = "vanished"
+        rows.append(LineageRow(
+            lineage_id=p_lin[i], class_key=None, status=status, size=0,
+            previous_size=int(p_size[i]), parents=[], first_seen=p_first[i],
+            last_seen=prev_date, merged_into=merged_into))
+    return LineageResult(rows=rows, lineage_of=lineage_of, max_novel_index=next_n)

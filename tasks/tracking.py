@@ -1,0 +1,958 @@
+"""The MLflow layer of the nightly pipeline: runs, artifacts, the registered model, the champion.
+
+Plain functions (no Prefect): the flow's tasks wrap them.
+
+- :class:`TrackingConfig` says where MLflow lives. By default an embedded SQLite store
+  ``sqlite:///<state_dir>/mlflow.db`` with artifacts under ``<state_dir>/mlartifacts``; an
+  ``http(s)://`` URI (an ``mlflow server``) works the same way.
+- :func:`experiment_for`: one experiment per graph, ``oral-<graph>``, created when absent with an
+  explicit artifact location ``<artifact_root>/oral-<graph>`` (nothing lands in ``./mlruns``).
+- :func:`log_training_run`: one run per training: every configuration value as a param, the
+  per-epoch history as step metrics, final metrics, artifacts (predictions as Parquet, the class
+  summary as JSON and Markdown, the validation report, PNG plots) and tags, and the model as an
+  MLflow pyfunc (:class:`ORALPyfunc`) whose only artifact is the weights-only ORAL model file.
+- :func:`register_model`, :func:`promote_champion`, :func:`champion_version`: the model is
+  registered as ``oral-<graph>``; the ``champion`` alias moves only when the quality gates pass.
+- :func:`with_retries`: bounded retries with exponential backoff around every MLflow call; after
+  the last attempt a :class:`TrackingError` names the tracking URI and what failed.
+
+MLflow is imported at the top of this module (``ORALPyfunc`` subclasses its ``PythonModel``);
+``import tasks`` does not import this module, so only code that tracks pays for the import.
+The pyfunc is logged as code ("models from code": a three-line script that imports
+``tasks.tracking.ORALPyfunc``), not as a cloudpickle, so loading it unpickles nothing; it needs
+this package importable, which is the case wherever the pipeline is installed.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import math
+import os
+import tempfile
+import threading
+import time
+import urllib.parse
+import warnings
+from importlib import metadata as _metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+import mlflow  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from mlflow.entities import Metric, Param, RunStatus  # noqa: E402
+from mlflow.exceptions import MlflowException  # noqa: E402
+from mlflow.pyfunc import PythonModel  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CHAMPION = "champion"
+MODEL_ARTIFACT = "oral_model"          # the key of the ORAL model file among the pyfunc's artifacts
+MODEL_NAME_IN_RUN = "model"            # the logged model's name within its run
+HISTORY_METRICS = ("val_acc", "loss", "l_ce", "l_reg", "l_con", "classes", "seconds")
+LOSS_KEYS = ("loss", "l_ce", "l_reg", "l_con")
+# packages whose installed versions are pinned in the logged model's requirements
+PINNED_PACKAGES = ("torch", "torch-geometric", "numpy", "scipy", "pandas", "pyarrow", "mlflow")
+# MLflow's per-batch and per-value limits (mlflow.utils.validation)
+_MAX_METRICS_PER_BATCH = 1000
+_MAX_PARAMS_TAGS_PER_BATCH = 100
+_MAX_PARAM_LENGTH = 6000
+_MAX_TAG_LENGTH = 8000
+# MLflow errors that say the request itself is wrong: retrying cannot help
+_PERMANENT_CODES = {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "RESOURCE_DOES_NOT_EXIST",
+                    "NOT_FOUND", "ALREADY_EXISTS", "INVALID_STATE", "PERMISSION_DENIED",
+                    "UNAUTHENTICATED", "BAD_REQUEST"}
+
+
+# errors of the calling code, not of the store: never retried
+_PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, ImportError, AssertionError)
+
+
+class TrackingError(RuntimeError):
+    """An MLflow call that kept failing (server down, store or artifact path not writable...).
+    The message names the tracking URI and the operation."""
+
+
+# ------------------------------------------------------------------------------- configuration
+@dataclasses.dataclass
+class TrackingConfig:
+    """Where MLflow lives.
+
+    ``tracking_uri``: ``None`` for the embedded SQLite store ``sqlite:///<state_dir>/mlflow.db``;
+    any MLflow URI otherwise (``http://127.0.0.1:5000`` for an ``mlflow server``).
+    ``registry_uri``: defaults to the tracking URI.
+    ``artifact_root``: where new experiments keep their artifacts (``<artifact_root>/oral-<graph>``).
+    Default ``<state_dir>/mlartifacts`` for a local store; for an ``http(s)`` server the server's
+    own artifact destination (a client-side path would only work on the server's host).
+    ``attempts``/``base_delay``/``max_delay``: the retry budget of every MLflow call
+    (:func:`with_retries`).
+    """
+
+    tracking_uri: str | None
+    state_dir: Path
+    registry_uri: str | None = None
+    artifact_root: Path | str | None = None
+    attempts: int = 3
+    base_delay: float = 1.0
+    max_delay: float = 15.0
+
+    def __post_init__(self):
+        self.state_dir = Path(self.state_dir).expanduser().absolute()
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
+
+    @property
+    def uri(self) -> str:
+        """The tracking URI in effect."""
+        if self.tracking_uri:
+            return str(self.tracking_uri)
+        return f"sqlite:///{(self.state_dir / 'mlflow.db').as_posix()}"
+
+    @property
+    def registry(self) -> str:
+        return str(self.registry_uri) if self.registry_uri else self.uri
+
+    @property
+    def is_remote(self) -> bool:
+        return urllib.parse.urlparse(self.uri).scheme in ("http", "https")
+
+    @property
+    def artifact_base(self) -> Path | None:
+        """The folder new experiments' artifacts go under (``None``: the server decides)."""
+        if self.artifact_root is not None:
+            return Path(self.artifact_root).expanduser().absolute()
+        return None if self.is_remote else self.state_dir / "mlartifacts"
+
+    def safe_uri(self) -> str:
+        return safe_uri(self.uri)
+
+
+def safe_uri(uri: str) -> str:
+    """``uri`` without a password, for messages and logs."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else "***@"
+    return urllib.parse.urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+def model_name(graph: str) -> str:
+    """The registered model of ``graph``: ``oral-<graph>``."""
+    return f"oral-{_check_graph(graph)}"
+
+
+def experiment_name(graph: str) -> str:
+    return f"oral-{_check_graph(graph)}"
+
+
+def champion_uri(graph: str) -> str:
+    """``models:/oral-<graph>@champion`` (load it with :func:`load_champion`)."""
+    return f"models:/{model_name(graph)}@{CHAMPION}"
+
+
+def _check_graph(graph: str) -> str:
+    from data_contracts.snapshots import check_graph_name
+    return check_graph_name(graph)
+
+
+# ------------------------------------------------------------------------------------- retries
+def _is_permanent(err: BaseException) -> bool:
+    return isinstance(err, MlflowException) and str(err.error_code) in _PERMANENT_CODES
+
+
+def with_retries(fn: Callable[[], T], attempts: int = 3, base_delay: float = 1.0,
+                 max_delay: float = 15.0, *, uri: str | None = None, what: str | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> T:
+    """Call ``fn()`` up to ``attempts`` times, sleeping ``base_delay * 2**k`` (at most
+    ``max_delay``) between tries and logging each retry; then raise :class:`TrackingError`
+    naming ``uri`` and ``what``, chained to the last error.
+
+    MLflow errors that say the request itself is wrong (unknown resource, invalid value,
+    already exists, permission denied by the server) and errors of the calling code
+    (``TypeError``, ``AttributeError``...) are not retried and propagate unchanged so that callers
+    can react to them; a :class:`TrackingError` from an inner call propagates unchanged too.
+    Operating-system errors (a store or artifact folder that is not writable) are retried.
+    Note that MLflow's HTTP client retries on its own first (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``,
+    ``MLFLOW_HTTP_REQUEST_TIMEOUT``): these attempts come on top.
+    """
+    attempts = max(1, int(attempts))
+    label = what or getattr(fn, "__name__", "MLflow call")
+    where = safe_uri(uri or mlflow.get_tracking_uri())
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except (TrackingError, KeyboardInterrupt):
+            raise
+        except _PROGRAMMING_ERRORS:  # a bug, not an outage: no point in waiting
+            raise
+        except Exception as err:  # noqa: BLE001 - any failure of the store is retried
+            if _is_permanent(err):
+                raise
+            if attempt == attempts:
+                raise TrackingError(
+                    f"{label} failed after {attempts} attempt(s) against tracking URI {where}: "
+                    f"{type(err).__name__}: {_short(err)}") from err
+            delay = min(max_delay, base_delay * 2 ** (attempt - 1))
+            log.warning("%s failed (attempt %d/%d) against tracking URI %s: %s: %s; retrying in "
+                        "%.2f s", label, attempt, attempts, where, type(err).__name__, _short(err),
+                        delay)
+            sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _short(err: BaseException, limit: int = 500) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _retry(cfg: TrackingConfig, fn: Callable[[], T], what: str) -> T:
+    return with_retries(fn, cfg.attempts, cfg.base_delay, cfg.max_delay, uri=cfg.uri, what=what)
+
+
+# ------------------------------------------------------------------------------------- clients
+def client(cfg: TrackingConfig) -> "mlflow.MlflowClient":
+    """An :class:`mlflow.MlflowClient` on ``cfg``'s stores (the local folders created first)."""
+    def make():
+        if not cfg.is_remote:
+            cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        c = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
+        c._tracking_client.store  # noqa: B018 - opens the store now (creates the SQLite schema)
+        return c
+    return _retry(cfg, make, "opening the MLflow store")
+
+
+_URI_LOCK = threading.RLock()
+_URI_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+
+
+@contextlib.contextmanager
+def using(cfg: TrackingConfig):
+    """Point MLflow's process-wide tracking and registry URIs at ``cfg`` for the block, then
+    restore the previous ones (and their environment variables).
+
+    Parts of MLflow read only the process-wide URIs (``Model.log``, the SQL registry resolving
+    ``models:/<id>``, ``mlflow.pyfunc.load_model``). The block holds a process-wide lock, so
+    tasks running in threads (Prefect's default task runner) cannot switch the URIs under each
+    other; the calls made inside it are short."""
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+    with _URI_LOCK:
+        old_tracking = getattr(tracking_utils, "_tracking_uri", None)
+        old_registry = getattr(registry_utils, "_registry_uri", None)
+        old_env = {key: os.environ.get(key) for key in _URI_ENV}
+        mlflow.set_tracking_uri(cfg.uri)
+        mlflow.set_registry_uri(cfg.registry)
+        try:
+            yield
+        finally:
+            mlflow.set_tracking_uri(old_tracking)
+            mlflow.set_registry_uri(old_registry)
+            for key, value in old_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+# ---------------------------------------------------------------------------------- experiments
+def experiment_for(cfg: TrackingConfig, graph: str, mlflow_client=None) -> str:
+    """The id of experiment ``oral-<graph>``, created when absent (restored when deleted)."""
+    name = experiment_name(graph)
+    c = mlflow_client or client(cfg)
+    base = cfg.artifact_base
+
+    def get_or_create() -> str:
+        exp = c.get_experiment_by_name(name)
+        if exp is not None:
+            if exp.lifecycle_stage == "deleted":
+                log.warning("experiment %s was deleted; restoring it", name)
+                c.restore_experiment(exp.experiment_id)
+            return exp.experiment_id
+        location = None
+        if base is not None:
+            folder = base / name
+            folder.mkdir(parents=True, exist_ok=True)
+            location = folder.as_uri()
+        try:
+            return c.create_experiment(name, artifact_location=location, tags={"graph": graph})
+        except MlflowException as err:  # another process created it in between
+            if str(err.error_code) not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+                raise
+            exp = c.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return exp.experiment_id
+
+    return _retry(cfg, get_or_create, f"getting or creating experiment {name!r}")
+
+
+# ----------------------------------------------------------------------------- training runs
+def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
+                     history: Sequence[Mapping[str, Any]], artifacts: Mapping[str, Any],
+                     tags: Mapping[str, Any], model, metrics: Mapping[str, Any],
+                     run_name: str | None = None) -> tuple[str, str]:
+    """Log one training as one MLflow run of experiment ``oral-<graph>``; returns
+    ``(run_id, model_uri)`` (``model_uri`` is ``models:/<logged model id>``).
+
+    - ``params``: every configuration value (nested mappings flattened to ``a/b`` keys; lists and
+      other values as JSON text).
+    - ``history``: the per-epoch rows of ``ORAL.history``; every numeric value (``val_acc``,
+      ``loss``, ``l_ce``, ``l_reg``, ``l_con``, ``classes``, ``seconds``, ...) becomes a metric at
+      ``step=epoch``. All rows are written with a few ``log_batch`` calls.
+    - ``metrics``: final metrics (``val_accuracy``, ``num_classes``, ``num_novel``,
+      ``train_seconds``, scores...); nested mappings flattened to ``a/b``. They are linked to the
+      logged model too.
+    - ``artifacts``: ``predictions`` (a pyarrow Table) -> ``predictions/predictions.parquet``;
+      ``class_summary`` (a list of per-class dicts, or a dict) -> ``summary/class_summary.json``
+      and ``summary/class_summary.md``; ``validation_report`` (a path or a list of paths: the
+      JSON/HTML report) -> ``validation/``; any other key: a Table -> ``<key>.parquet``, a dict
+      or list -> ``<key>.json``, a path (``str``/``Path``, must exist) -> ``files/``. Plots are
+      made here: ``plots/loss_curves.png`` (from ``history``) and ``plots/class_sizes.png`` (from
+      the predictions, else from the class summary); ``history/history.json`` keeps the raw rows.
+    - ``tags``: e.g. ``snapshot_date``, ``content_hash``, ``prefect_flow_run_id`` (``None``
+      values skipped); ``graph`` is added.
+    - ``model``: an :class:`~oral_core.inference.ORALModel` or the path of a saved one; logged as
+      an MLflow pyfunc (:class:`ORALPyfunc`, as code) with the ORAL model file as its artifact,
+      an explicit signature and explicit ``pip_requirements`` (no inference runs).
+
+    Calls: one ``create_run`` (with the tags), ``log_batch`` per 100 params and per 1000
+    metrics, one ``log_artifacts``, and MLflow's own calls to log the model.
+
+    Inputs are checked before anything is written. A failure after the run was created marks
+    it ``FAILED`` (best effort) and raises :class:`TrackingError`.
+    """
+    from oral_core.inference import ORALModel
+
+    flat_params = _flatten(params or {})
+    epoch_metrics = history_metrics(history or [])
+    final = {k: v for k, v in _flatten(metrics or {}).items() if _is_number(v)}
+    run_tags = {str(k): v for k, v in (tags or {}).items() if v is not None}
+    run_tags.setdefault("graph", graph)
+    _check_artifacts(artifacts or {})
+    if not isinstance(model, (ORALModel, str, os.PathLike)):
+        raise TypeError(f"model must be an ORALModel or the path of a saved one, got {type(model)}")
+    if not isinstance(model, ORALModel) and not Path(model).is_file():
+        raise FileNotFoundError(f"model file {model} does not exist")
+
+    c = client(cfg)
+    experiment_id = experiment_for(cfg, graph, c)
+    tags_dict = {_key(k): _tag_value(k, v) for k, v in run_tags.items()}
+    run = _retry(cfg, lambda: c.create_run(experiment_id, run_name=run_name, tags=tags_dict),
+                 f"creating a run in experiment oral-{graph}")
+    run_id = run.info.run_id
+    try:
+        now = _now_ms()
+        params_list = [Param(_key(k), _param_value(k, v)) for k, v in flat_params.items()]
+        for chunk in _chunks(params_list, _MAX_PARAMS_TAGS_PER_BATCH):
+            _retry(cfg, lambda chunk=chunk: c.log_batch(run_id, params=chunk), "logging params")
+        with tempfile.TemporaryDirectory(prefix="oral-mlflow-") as tmp:
+            tmp = Path(tmp)
+            tree = tmp / "artifacts"
+            write_artifacts(tree, artifacts or {}, history or [])
+            _retry(cfg, lambda: c.log_artifacts(run_id, str(tree)), "logging artifacts")
+            if isinstance(model, ORALModel):
+                model_path = model.save(tmp / "oral_model.pt")
+            else:
+                model_path = Path(model)
+            logged = _retry(cfg, lambda: c.create_logged_model(
+                experiment_id, name=MODEL_NAME_IN_RUN, source_run_id=run_id,
+                params={p.key: p.value for p in params_list}), "creating the logged model")
+            model_id = logged.model_id
+            _retry(cfg, lambda: _log_pyfunc(cfg, run_id, model_id, model_path),
+                   "logging the pyfunc model")
+
+        # metrics after the model: MLflow links a run's step-0 metrics to a model logged after
+        # them by logging them again, which would duplicate the first epoch in the history.
+        # Final metrics carry the model id, so they show on the logged model too.
+        all_metrics = [Metric(_key(k), float(v), now, int(step)) for k, v, step in epoch_metrics]
+        all_metrics += [Metric(_key(k), float(v), now, 0, model_id=model_id)
+                        for k, v in final.items()]
+        for chunk in _chunks(all_metrics, _MAX_METRICS_PER_BATCH):
+            _retry(cfg, lambda chunk=chunk: c.log_batch(run_id, metrics=chunk), "logging metrics")
+        _retry(cfg, lambda: c.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED)),
+               "finishing the run")
+    except BaseException as err:
+        with contextlib.suppress(Exception):
+            c.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+        if isinstance(err, (TrackingError, KeyboardInterrupt)) or not isinstance(err, Exception):
+            raise
+        raise TrackingError(f"logging run {run_id} against tracking URI {cfg.safe_uri()} failed: "
+                            f"{type(err).__name__}: {_short(err)}") from err
+    return run_id, f"models:/{model_id}"
+
+
+def history_metrics(history: Iterable[Mapping[str, Any]]) -> list[tuple[str, float, int]]:
+    """``(key, value, step)`` for every finite-or-NaN numeric scalar of every history row
+    (``step`` = the row's ``epoch``, else its position); lists and text are skipped."""
+    out = []
+    for i, row in enumerate(history):
+        step = int(row.get("epoch", i))
+        for key, value in row.items():
+            if key == "epoch" or not _is_number(value):
+                continue
+            out.append((str(key), float(value), step))
+    return out
+
+
+def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Path) -> None:
+    """Write ``model_path`` as an :class:`ORALPyfunc` into the logged model ``model_id``.
+
+    The logged model is created beforehand in the run's experiment: left to itself, MLflow 3.17
+    puts a model logged for a run that is not the fluent active run into the *default*
+    experiment (artifacts under ``./mlruns/0``)."""
+    from mlflow.models import Model
+    with tempfile.TemporaryDirectory(prefix="oral-pyfunc-") as tmp:
+        # "models from code": the logged model holds this three-line script instead of a
+        # cloudpickle of the wrapper, so loading it unpickles nothing
+        code = Path(tmp) / "oral_pyfunc.py"
+        code.write_text(PYFUNC_CODE)
+        with using(cfg), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*input example was not provided.*")
+            Model.log(
+                artifact_path=None, name=MODEL_NAME_IN_RUN, flavor=mlflow.pyfunc, run_id=run_id,
+                model_id=model_id, python_model=str(code),
+                artifacts={MODEL_ARTIFACT: str(model_path)}, pip_requirements=pip_requirements(),
+                signature=model_signature())
+
+
+PYFUNC_CODE = '''\
+"""The ORAL pyfunc, logged as code (see tasks.tracking.ORALPyfunc)."""
+import mlflow.models
+
+from tasks.tracking import ORALPyfunc
+
+mlflow.models.set_model(ORALPyfunc())
+'''
+
+
+def pip_requirements() -> list[str]:
+    """The pins of this environment for the logged model (no inference runs)."""
+    reqs = []
+    for name in PINNED_PACKAGES:
+        try:
+            version = _metadata.version(name)
+        except _metadata.PackageNotFoundError:
+            continue
+        reqs.append(f"{name}=={version.split('+')[0]}")  # drop local tags like +cpu
+    return reqs
+
+
+def model_signature():
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+    inputs = Schema([ColSpec("string", "snapshot_path")])
+    outputs = Schema([ColSpec("string", "snapshot_path"), ColSpec("string", "node_id"),
+                      ColSpec("long", "class_id"), ColSpec("string", "class_name", required=False),
+                      ColSpec("boolean", "is_novel"), ColSpec("double", "confidence")])
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+# ---------------------------------------------------------------------------------- artifacts
+_RESERVED = {"predictions", "class_summary", "validation_report"}
+
+
+def _as_paths(value) -> list[Path]:
+    if isinstance(value, (str, os.PathLike)):
+        return [Path(value)]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, os.PathLike)) for v in value):
+        return [Path(v) for v in value]
+    raise TypeError(f"expected a path or a list of paths, got {type(value).__name__}")
+
+
+def _check_artifacts(artifacts: Mapping[str, Any]) -> None:
+    for key, value in artifacts.items():
+        if value is None:
+            continue
+        if key == "predictions" and not isinstance(value, pa.Table):
+            raise TypeError(f"artifact 'predictions' must be a pyarrow Table, got {type(value).__name__}")
+        if key == "class_summary" and not isinstance(value, (list, tuple, dict)):
+            raise TypeError("artifact 'class_summary' must be a list of per-class dicts or a dict")
+        if key == "validation_report" or isinstance(value, (str, os.PathLike)):
+            for path in _as_paths(value):
+                if not path.exists():
+                    raise FileNotFoundError(f"artifact {key!r}: {path} does not exist")
+        elif key not in _RESERVED and not isinstance(value, (pa.Table, dict, list, tuple)):
+            raise TypeError(f"artifact {key!r}: unsupported value of type {type(value).__name__}")
+
+
+def write_artifacts(root: Path, artifacts: Mapping[str, Any], history: Sequence[Mapping]) -> Path:
+    """Lay out the run's artifact tree under ``root`` (see :func:`log_training_run`)."""
+    import pyarrow.parquet as pq
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    predictions = artifacts.get("predictions")
+    summary = artifacts.get("class_summary")
+    if predictions is not None:
+        (root / "predictions").mkdir(exist_ok=True)
+        pq.write_table(predictions, root / "predictions" / "predictions.parquet")
+    if summary is not None:
+        (root / "summary").mkdir(exist_ok=True)
+        (root / "summary" / "class_summary.json").write_text(_json(summary))
+        (root / "summary" / "class_summary.md").write_text(summary_markdown(summary))
+    report = artifacts.get("validation_report")
+    if report is not None:
+        _copy_paths(_as_paths(report), root / "validation")
+    for key, value in artifacts.items():
+        if key in _RESERVED or value is None:
+            continue
+        safe = _file_stem(key)
+        if isinstance(value, pa.Table):
+            pq.write_table(value, root / f"{safe}.parquet")
+        elif isinstance(value, (str, os.PathLike)) or (
+                isinstance(value, (list, tuple)) and value
+                and all(isinstance(v, (str, os.PathLike)) for v in value)):
+            _copy_paths(_as_paths(value), root / "files")
+        else:
+            (root / f"{safe}.json").write_text(_json(value))
+    if history:
+        (root / "history").mkdir(exist_ok=True)
+        (root / "history" / "history.json").write_text(_json(list(history)))
+        (root / "plots").mkdir(exist_ok=True)
+        plot_loss_curves(history, root / "plots" / "loss_curves.png")
+    sizes = class_sizes(predictions, summary)
+    if sizes:
+        (root / "plots").mkdir(exist_ok=True)
+        plot_class_sizes(sizes, root / "plots" / "class_sizes.png")
+    return root
+
+
+def _copy_paths(paths: Sequence[Path], dest: Path) -> None:
+    import shutil
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        if path.is_dir():
+            shutil.copytree(path, dest / path.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, dest / path.name)
+
+
+def summary_markdown(summary) -> str:
+    """The class summary as a Markdown table (one row per class)."""
+    rows = summary.get("classes") if isinstance(summary, dict) else summary
+    if isinstance(summary, dict) and not isinstance(rows, (list, tuple)):
+        rows = [{"key": k, "value": v} for k, v in summary.items()]
+    rows = [r for r in (rows or []) if isinstance(r, Mapping)]
+    lines = ["# Class summary", ""]
+    if not rows:
+        return "\n".join(lines + ["(no classes)", ""])
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    lines.append("| " + " | ".join(_md_cell(c) for c in columns) + " |")
+    lines.append("|" + "---|" * len(columns))
+    for row in rows:
+        lines.append("| " + " | ".join(_md_cell(row.get(c, "")) for c in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(value, limit: int = 120) -> str:
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(_md_cell(v, limit) for v in value)
+    elif isinstance(value, dict):
+        text = json.dumps(value, default=str)
+    elif value is None:
+        text = ""
+    else:
+        text = str(value)
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def class_sizes(predictions: pa.Table | None, summary=None) -> list[tuple[str, int, bool]]:
+    """``(label, size, is_novel)`` per class, in class id order, from the predictions (column
+    ``class_id`` or ``class_key``, with ``class_name``/``is_novel`` when present), else from
+    the class summary's ``size`` entries."""
+    if predictions is not None and predictions.num_rows:
+        id_col = next((c for c in ("class_id", "class_key") if c in predictions.column_names), None)
+        if id_col is not None:
+            has_name = "class_name" in predictions.column_names
+            has_novel = "is_novel" in predictions.column_names
+            aggs = [(id_col, "count")]
+            if has_name:
+                aggs.append(("class_name", "min"))
+            if has_novel:
+                aggs.append(("is_novel", "max"))
+            grouped = predictions.group_by(id_col).aggregate(aggs).sort_by(id_col)
+            ids = grouped.column(id_col).to_pylist()
+            counts = grouped.column(f"{id_col}_count").to_pylist()
+            names = grouped.column("class_name_min").to_pylist() if has_name else [None] * len(ids)
+            novel = grouped.column("is_novel_max").to_pylist() if has_novel else [False] * len(ids)
+            return [(str(n) if n is not None else ("unassigned" if i is None or i < 0 else str(i)),
+                     int(k), bool(v)) for i, k, n, v in zip(ids, counts, names, novel)]
+    rows = summary.get("classes") if isinstance(summary, dict) else summary
+    out = []
+    for row in rows or []:
+        if isinstance(row, Mapping) and _is_number(row.get("size")):
+            label = row.get("class_name") or row.get("class_id") or row.get("class_key") or len(out)
+            out.append((str(label), int(row["size"]), bool(row.get("is_novel", False))))
+    return out
+
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plot_loss_curves(history: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """PNG: the loss terms per epoch (left) and validation accuracy with class count (right).
+    Uses the Agg canvas directly: no pyplot, no global backend switch."""
+    fig = _figure(10, 4)
+    ax_loss, ax_val = fig.subplots(1, 2)
+    for key in LOSS_KEYS:
+        pts = [(r.get("epoch", i), r[key]) for i, r in enumerate(history) if _is_number(r.get(key))]
+        if pts:
+            ax_loss.plot(*zip(*pts), label=key)
+    ax_loss.set_xlabel("epoch")
+    ax_loss.set_title("training losses")
+    if ax_loss.lines:
+        ax_loss.legend()
+    pts = [(r.get("epoch", i), r["val_acc"]) for i, r in enumerate(history)
+           if _is_number(r.get("val_acc"))]
+    if pts:
+        ax_val.plot(*zip(*pts), color="tab:blue", label="val_acc")
+    ax_val.set_xlabel("epoch")
+    ax_val.set_ylabel("validation accuracy (known classes)")
+    ax_val.set_title("model selection")
+    pts = [(r.get("epoch", i), r["classes"]) for i, r in enumerate(history)
+           if _is_number(r.get("classes"))]
+    if pts:
+        twin = ax_val.twinx()
+        twin.step(*zip(*pts), where="post", color="tab:orange", label="classes")
+        twin.set_ylabel("classes")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
+
+
+def plot_class_sizes(sizes: Sequence[tuple[str, int, bool]], path: Path) -> Path:
+    """PNG: one bar per class, known classes blue, novel ones orange."""
+    fig = _figure(max(5.0, min(20.0, 0.4 * len(sizes) + 2)), 4)
+    ax = fig.subplots()
+    labels = [s[0] for s in sizes]
+    colors = ["tab:orange" if s[2] else "tab:blue" for s in sizes]
+    ax.bar(range(len(sizes)), [s[1] for s in sizes], color=colors)
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("nodes")
+    ax.set_title("class sizes (blue: known, orange: novel)")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
+
+
+# ------------------------------------------------------------------------------------ the pyfunc
+class ORALPyfunc(PythonModel):
+    """An ORAL model as an MLflow pyfunc.
+
+    Input: a DataFrame with a column ``snapshot_path`` (one row per snapshot folder). Output: one
+    row per node of every snapshot: ``snapshot_path, node_id, class_id, class_name, is_novel,
+    confidence``. ``class_name`` is the known class's name for ids ``0..K-1``, ``novel_<id>`` for
+    novel ids, null for unassigned nodes (``-1``).
+
+    The only artifact is the ORAL model file, read with ``ORALModel.load`` (``weights_only``);
+    snapshots are read as Parquet; the wrapper itself is logged as code. Nothing is unpickled.
+    """
+
+    def load_context(self, context):
+        from oral_core.inference import ORALModel
+        self._model = ORALModel.load(context.artifacts[MODEL_ARTIFACT])
+
+    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
+        model = getattr(self, "_model", None)
+        if model is None:
+            self.load_context(context)
+            model = self._model
+        if isinstance(model_input, pd.DataFrame):
+            if "snapshot_path" not in model_input.columns:
+                raise ValueError("model input needs a column 'snapshot_path'")
+            paths = model_input["snapshot_path"].tolist()
+        elif isinstance(model_input, (str, os.PathLike)):
+            paths = [model_input]
+        else:
+            paths = list(model_input)
+        frames = [assign_snapshot(model, str(p)).to_pandas() for p in paths]
+        if not frames:
+            return pd.DataFrame({"snapshot_path": [], "node_id": [], "class_id": [],
+                                 "class_name": [], "is_novel": [], "confidence": []})
+        return pd.concat(frames, ignore_index=True)
+
+
+def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
+    """Known ids -> the model's class names; novel ids -> ``novel_<id>``; -1 -> None."""
+    names = list(model.class_names)
+    out: list[str | None] = []
+    lookup: dict[int, str | None] = {}
+    for cid in class_id.tolist():
+        if cid not in lookup:
+            if cid < 0:
+                lookup[cid] = None
+            elif cid < model.num_known:
+                lookup[cid] = names[cid] if cid < len(names) else f"known_{cid}"
+            else:
+                lookup[cid] = f"novel_{cid}"
+        out.append(lookup[cid])
+    return out
+
+
+def assign_snapshot(model, snapshot_path: str | Path) -> pa.Table:
+    """Load a snapshot, symmetrise its edges and assign every node with ``model.assign_raw``."""
+    import torch
+    from data_contracts.snapshots import load_snapshot
+    from oral_core.graph import canonical_edges
+    snap = load_snapshot(snapshot_path)
+    # the arrays may be read-only views of Arrow buffers: torch wants writable memory
+    edge_index = torch.from_numpy(np.require(snap.edge_index, requirements="W"))
+    x = torch.from_numpy(np.require(snap.x, requirements="W"))
+    out = model.assign_raw(x, canonical_edges(edge_index, snap.num_nodes))
+    class_id = out.class_id.numpy().astype(np.int64)
+    return pa.table({
+        "snapshot_path": pa.array([str(snapshot_path)] * snap.num_nodes, type=pa.string()),
+        "node_id": snap.node_ids,
+        "class_id": pa.array(class_id),
+        "class_name": pa.array(class_names_for(model, class_id), type=pa.string()),
+        "is_novel": pa.array(out.is_novel.numpy().astype(bool)),
+        "confidence": pa.array(out.confidence.numpy().astype(np.float64)),
+    })
+
+
+def load_champion(cfg: TrackingConfig, graph: str):
+    """The champion of ``graph`` as a pyfunc (``mlflow.pyfunc.load_model``)."""
+    with using(cfg):
+        return _retry(cfg, lambda: mlflow.pyfunc.load_model(champion_uri(graph)),
+                      f"loading {champion_uri(graph)}")
+
+
+# ------------------------------------------------------------------------------------ registry
+def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str, *,
+                   val_accuracy: float | None = None, contracts_passed: bool | None = None,
+                   snapshot_date: str | None = None, tags: Mapping[str, Any] | None = None) -> int:
+    """Register ``model_uri`` (from :func:`log_training_run`) as a new version of
+    ``oral-<graph>``; returns the version number.
+
+    The version is tagged with ``val_accuracy``, ``contracts_passed`` and ``snapshot_date``
+    (taken from the run's metrics and tags when not given) and ``tags``. Idempotent per run and
+    model: when a version of this run with this source already exists (a retried task), that
+    version is returned instead of a second one.
+    """
+    name = model_name(graph)
+    c = client(cfg)
+    run = _retry(cfg, lambda: c.get_run(run_id), f"reading run {run_id}")
+    if val_accuracy is None:
+        val_accuracy = run.data.metrics.get("val_accuracy")
+    if contracts_passed is None and "contracts_passed" in run.data.tags:
+        contracts_passed = run.data.tags["contracts_passed"].lower() == "true"
+    if snapshot_date is None:
+        snapshot_date = run.data.tags.get("snapshot_date")
+    version_tags = {"graph": graph, "run_id": run_id}
+    if val_accuracy is not None:
+        version_tags["val_accuracy"] = repr(float(val_accuracy))
+    if contracts_passed is not None:
+        version_tags["contracts_passed"] = str(bool(contracts_passed)).lower()
+    if snapshot_date is not None:
+        version_tags["snapshot_date"] = str(snapshot_date)
+    version_tags.update({str(k): str(v) for k, v in (tags or {}).items() if v is not None})
+
+    def ensure_model():
+        try:
+            c.create_registered_model(name, tags={"graph": graph},
+                                      description=f"ORAL novel-class discovery on graph {graph}")
+        except MlflowException as err:
+            if str(err.error_code) not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+                raise
+    _retry(cfg, ensure_model, f"creating registered model {name!r}")
+
+    def existing():
+        found = c.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+        return [v for v in found if v.source == model_uri]
+    prior = _retry(cfg, existing, f"searching versions of {name!r}")
+    if prior:
+        version = max(prior, key=lambda v: int(v.version))
+        for key, value in version_tags.items():
+            if version.tags.get(key) != value:
+                _retry(cfg, lambda key=key, value=value: c.set_model_version_tag(
+                    name, version.version, key, value), "tagging the model version")
+        return int(version.version)
+    model_id = _model_id(model_uri)
+
+    def create():
+        # the SQL registry resolves ``models:/<id>`` with a default MlflowClient(): point the
+        # process-wide URIs at this store for the call
+        with using(cfg):
+            return c.create_model_version(name, source=model_uri, run_id=run_id,
+                                          tags=version_tags, model_id=model_id)
+    version = _retry(cfg, create, f"registering a version of {name!r}")
+    return int(version.version)
+
+
+def _model_id(model_uri: str) -> str | None:
+    """``m-...`` of ``models:/m-...`` (a logged model), else None."""
+    if not model_uri.startswith("models:/"):
+        return None
+    rest = model_uri[len("models:/"):]
+    return rest if rest and "/" not in rest and "@" not in rest else None
+
+
+def champion_version(cfg: TrackingConfig, graph: str) -> int | None:
+    """The version the ``champion`` alias of ``oral-<graph>`` points at (None: no champion)."""
+    mv = _champion(cfg, graph, client(cfg))
+    return None if mv is None else int(mv.version)
+
+
+def _champion(cfg: TrackingConfig, graph: str, c):
+    name = model_name(graph)
+
+    def get():
+        try:
+            return c.get_model_version_by_alias(name, CHAMPION)
+        except MlflowException as err:
+            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND", "INVALID_PARAMETER_VALUE"):
+                return None
+            raise
+    return _retry(cfg, get, f"reading the {CHAMPION} alias of {name!r}")
+
+
+def _version_accuracy(c, mv) -> float | None:
+    value = mv.tags.get("val_accuracy")
+    if value is None and mv.run_id:
+        with contextlib.suppress(Exception):
+            value = c.get_run(mv.run_id).data.metrics.get("val_accuracy")
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contracts_passed: bool,
+                     val_accuracy: float, tolerance: float = 0.02) -> tuple[bool, str]:
+    """Move the ``champion`` alias of ``oral-<graph>`` to ``version`` when the gates pass.
+
+    Gates, in order: the data contracts passed; the validation accuracy (known classes) is a
+    number; it is not below the current champion's by more than ``tolerance``
+    (``val_accuracy >= champion - tolerance``). With no champion yet, passing contracts suffice.
+    Returns ``(promoted, reason)``; the reason is also written to the version's
+    ``champion_decision`` tag.
+    """
+    name = model_name(graph)
+    version = str(int(version))
+    c = client(cfg)
+    current = _champion(cfg, graph, c)
+    if not contracts_passed:
+        promoted, reason = False, "data contracts failed: the champion stays"
+    elif val_accuracy is None or not math.isfinite(float(val_accuracy)):
+        promoted, reason = False, f"validation accuracy {val_accuracy!r} is not a number"
+    elif current is None:
+        promoted, reason = True, f"first champion (val_accuracy {float(val_accuracy):.4f})"
+    elif current.version == version:
+        promoted, reason = True, f"version {version} already is the champion"
+    else:
+        best = _version_accuracy(c, current)
+        if best is None:
+            promoted, reason = True, (f"champion v{current.version} has no recorded val_accuracy; "
+                                      f"v{version} ({float(val_accuracy):.4f}) takes over")
+        elif float(val_accuracy) >= best - tolerance:
+            promoted, reason = True, (f"val_accuracy {float(val_accuracy):.4f} vs champion "
+                                      f"v{current.version} {best:.4f} (tolerance {tolerance})")
+        else:
+            promoted, reason = False, (f"val_accuracy {float(val_accuracy):.4f} is more than "
+                                       f"{tolerance} below champion v{current.version} {best:.4f}")
+    if promoted and (current is None or current.version != version):
+        _retry(cfg, lambda: c.set_registered_model_alias(name, CHAMPION, version),
+               f"moving the {CHAMPION} alias of {name!r}")
+    _retry(cfg, lambda: c.set_model_version_tag(name, version, "champion_decision", reason),
+           "tagging the model version")
+    log.info("%s v%s: %s (%s)", name, version, "promoted" if promoted else "not promoted", reason)
+    return promoted, reason
+
+
+# ------------------------------------------------------------------------------------- helpers
+def _is_number(value) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # 0-d tensor or array
+        return isinstance(value.item(), (int, float))
+    return False
+
+
+def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings (and dataclasses) to ``a/b`` keys; 0-d arrays/tensors to Python scalars."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        full = f"{prefix}{key}"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, full + "/"))
+        elif hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+            out[full] = value.item()
+        else:
+            out[full] = value
+    return out
+
+
+def _key(key: str) -> str:
+    """An MLflow key: letters, digits, ``_ - . : / space``; anything else becomes ``_``."""
+    ok = "".join(ch if ch.isalnum() or ch in "_-.:/ " else "_" for ch in str(key))
+    return ok[:250] or "_"
+
+
+def _param_value(key: str, value) -> str:
+    if isinstance(value, str):
+        text = value
+    elif value is None or isinstance(value, (bool, int, float)):
+        text = str(value)
+    else:
+        text = _json(value, indent=None)
+    if len(text) > _MAX_PARAM_LENGTH:
+        log.warning("param %s is %d characters long; truncated to %d", key, len(text), _MAX_PARAM_LENGTH)
+        text = text[: _MAX_PARAM_LENGTH - 3] + "..."
+    return text
+
+
+def _tag_value(key: str, value) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > _MAX_TAG_LENGTH:
+        log.warning("tag %s is %d characters long; truncated", key, len(text))
+        text = text[: _MAX_TAG_LENGTH - 3] + "..."
+    return text
+
+
+def _json(value, indent: int | None = 2) -> str:
+    def default(obj):
+        if hasattr(obj, "tolist"):
+            return obj.tolist()
+        if isinstance(obj, Path):
+            return str(obj)
+        if hasattr(obj, "isoformat"):
+            return obj.isoformat()
+        return str(obj)
+    return json.dumps(value, indent=indent, default=default, allow_nan=True)
+
+
+def _file_stem(key: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in str(key)).strip(".") or "artifact"
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

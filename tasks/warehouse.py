@@ -1,0 +1,835 @@
+"""The DuckDB warehouse: what each nightly run publishes, and the views analysts query.
+
+One embedded DuckDB file holds every graph's runs. A run is published in **one transaction**
+(:meth:`Warehouse.publish_run`): its snapshot row, run row, classes, node assignments and
+class-lineage rows appear together or not at all, and publishing the same run again (same graph,
+snapshot content and configuration, hence the same ``run_id``) replaces its rows with identical
+ones instead of adding duplicates.
+
+DuckDB lets one process write a file at a time; a second process that opens it (even read-only)
+fails at once with ``Could not set lock on file``. :meth:`Warehouse.connect` therefore retries
+with exponential backoff for a bounded, configurable time and then raises
+:class:`WarehouseLocked` naming the file. Connections are opened per operation and closed after
+it, so the file is locked only while the pipeline is actually reading or writing (hold one
+connection for a series of operations with ``with Warehouse(path) as wh: ...``).
+
+Tables (``meta`` holds ``schema_version``)::
+
+    snapshots        graph, snapshot_date, content_hash (PK together), path, nodes, edges,
+                     labelled_nodes, known_classes, validation_passed, validated_at
+    runs             run_id (PK), graph, snapshot_date, content_hash, config_hash, code_version,
+                     prefect_flow_run_id, mlflow_run_id, model_name, model_version, device,
+                     epochs, val_accuracy, num_classes, num_known, num_novel, num_nodes,
+                     train_seconds, published_at, acc_all, acc_known, acc_novel, scores (JSON)
+    classes          run_id, class_key (PK together), lineage_id, class_name, is_novel, size,
+                     mean_confidence, top_features (JSON), exemplars (JSON list of node ids),
+                     purity, majority_true_label
+    node_assignments run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence
+                     (unique per run_id and node_id; enforced by publish_run, not by an index,
+                     which would cost memory on hundreds of millions of rows)
+    class_lineage    graph, lineage_id, run_id (PK: run_id, lineage_id), snapshot_date,
+                     class_key, status, size, previous_size, parents (JSON), merged_into,
+                     first_seen, last_seen
+
+Views: ``latest_runs`` (each graph's latest run: latest snapshot date, then latest published),
+``latest_classes`` (the classes of each graph's latest run with their lineage status),
+``emerged_classes`` (those of them that emerged in that run), ``class_timeline`` (one row per
+graph, lineage id and snapshot date: size and status; when several configurations ran on one
+date, the latest published run of that date counts).
+
+Values always travel as bound parameters or registered Arrow tables, never inside SQL text.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .lineage import STATUSES, PreviousClasses
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MEMORY = ":memory:"
+
+
+class WarehouseError(RuntimeError):
+    """A warehouse operation that cannot be done; the message says what and where."""
+
+
+class WarehouseLocked(WarehouseError):
+    """The DuckDB file stayed locked by another process for the whole allowed wait."""
+
+
+class QueryRefused(WarehouseError, ValueError):
+    """``Warehouse.query`` only runs one read-only statement."""
+
+
+# ------------------------------------------------------------------------------------ schema
+_STATUS_LIST = ", ".join(f"'{s}'" for s in STATUSES)  # constants of this module, not user values
+
+TABLES = [
+    """CREATE TABLE IF NOT EXISTS meta (
+        key VARCHAR PRIMARY KEY,
+        value VARCHAR NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        graph VARCHAR NOT NULL,
+        snapshot_date DATE NOT NULL,
+        content_hash VARCHAR NOT NULL,
+        path VARCHAR,
+        nodes BIGINT,
+        edges BIGINT,
+        labelled_nodes BIGINT,
+        known_classes INTEGER,
+        validation_passed BOOLEAN,
+        validated_at TIMESTAMP,
+        PRIMARY KEY (graph, snapshot_date, content_hash))""",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id VARCHAR PRIMARY KEY,
+        graph VARCHAR NOT NULL,
+        snapshot_date DATE NOT NULL,
+        content_hash VARCHAR NOT NULL,
+        config_hash VARCHAR NOT NULL,
+        code_version VARCHAR,
+        prefect_flow_run_id VARCHAR,
+        mlflow_run_id VARCHAR,
+        model_name VARCHAR,
+        model_version VARCHAR,
+        device VARCHAR,
+        epochs INTEGER,
+        val_accuracy DOUBLE,
+        num_classes INTEGER,
+        num_known INTEGER,
+        num_novel INTEGER,
+        num_nodes BIGINT,
+        train_seconds DOUBLE,
+        published_at TIMESTAMP NOT NULL,
+        acc_all DOUBLE,
+        acc_known DOUBLE,
+        acc_novel DOUBLE,
+        scores VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS classes (
+        run_id VARCHAR NOT NULL,
+        class_key INTEGER NOT NULL,
+        lineage_id VARCHAR NOT NULL,
+        class_name VARCHAR,
+        is_novel BOOLEAN NOT NULL,
+        size BIGINT NOT NULL,
+        mean_confidence DOUBLE,
+        top_features VARCHAR,
+        exemplars VARCHAR,
+        purity DOUBLE,
+        majority_true_label VARCHAR,
+        PRIMARY KEY (run_id, class_key))""",
+    """CREATE TABLE IF NOT EXISTS node_assignments (
+        run_id VARCHAR NOT NULL,
+        node_id VARCHAR NOT NULL,
+        class_key INTEGER,
+        lineage_id VARCHAR,
+        class_name VARCHAR,
+        is_novel BOOLEAN NOT NULL,
+        confidence DOUBLE)""",
+    f"""CREATE TABLE IF NOT EXISTS class_lineage (
+        graph VARCHAR NOT NULL,
+        lineage_id VARCHAR NOT NULL,
+        run_id VARCHAR NOT NULL,
+        snapshot_date DATE NOT NULL,
+        class_key INTEGER,
+        status VARCHAR NOT NULL CHECK (status IN ({_STATUS_LIST})),
+        size BIGINT NOT NULL,
+        previous_size BIGINT,
+        parents VARCHAR NOT NULL,
+        merged_into VARCHAR,
+        first_seen DATE,
+        last_seen DATE,
+        PRIMARY KEY (run_id, lineage_id))""",
+]
+
+VIEWS = [
+    """CREATE OR REPLACE VIEW latest_runs AS
+        SELECT * FROM runs
+        QUALIFY row_number() OVER (PARTITION BY graph
+                                   ORDER BY snapshot_date DESC, published_at DESC, run_id DESC) = 1""",
+    """CREATE OR REPLACE VIEW latest_classes AS
+        SELECT r.graph, r.snapshot_date, r.run_id, c.lineage_id, c.class_key, c.class_name,
+               c.is_novel, c.size, c.mean_confidence, l.status, l.previous_size, l.parents,
+               l.first_seen, l.last_seen, c.top_features, c.exemplars, c.purity,
+               c.majority_true_label
+        FROM latest_runs r
+        JOIN classes c ON c.run_id = r.run_id
+        LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id""",
+    """CREATE OR REPLACE VIEW emerged_classes AS
+        SELECT * FROM latest_classes WHERE status = 'emerged'""",
+    """CREATE OR REPLACE VIEW class_timeline AS
+        WITH day_runs AS (
+            SELECT run_id FROM runs
+            QUALIFY row_number() OVER (PARTITION BY graph, snapshot_date
+                                       ORDER BY published_at DESC, run_id DESC) = 1)
+        SELECT l.graph, l.lineage_id, l.snapshot_date, l.status, l.size, l.previous_size,
+               l.class_key, c.class_name, c.is_novel, c.mean_confidence, l.parents,
+               l.merged_into, l.first_seen, l.last_seen, l.run_id
+        FROM class_lineage l
+        JOIN day_runs d ON d.run_id = l.run_id
+        LEFT JOIN classes c ON c.run_id = l.run_id AND c.class_key = l.class_key""",
+]
+
+RUN_COLUMNS = ["run_id", "graph", "snapshot_date", "content_hash", "config_hash", "code_version",
+               "prefect_flow_run_id", "mlflow_run_id", "model_name", "model_version", "device",
+               "epochs", "val_accuracy", "num_classes", "num_known", "num_novel", "num_nodes",
+               "train_seconds", "published_at", "acc_all", "acc_known", "acc_novel", "scores"]
+SNAPSHOT_COLUMNS = ["graph", "snapshot_date", "content_hash", "path", "nodes", "edges",
+                    "labelled_nodes", "known_classes", "validation_passed", "validated_at"]
+CLASS_SCHEMA = pa.schema([
+    ("class_key", pa.int32()), ("lineage_id", pa.string()), ("class_name", pa.string()),
+    ("is_novel", pa.bool_()), ("size", pa.int64()), ("mean_confidence", pa.float64()),
+    ("top_features", pa.string()), ("exemplars", pa.string()), ("purity", pa.float64()),
+    ("majority_true_label", pa.string())])
+ASSIGNMENT_COLUMNS = {"node_id", "class_key", "is_novel", "confidence"}
+LINEAGE_SCHEMA = pa.schema([
+    ("lineage_id", pa.string()), ("class_key", pa.int32()), ("status", pa.string()),
+    ("size", pa.int64()), ("previous_size", pa.int64()), ("parents", pa.string()),
+    ("merged_into", pa.string()), ("first_seen", pa.date32()), ("last_seen", pa.date32())])
+
+_READ_ONLY_KEYWORDS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "EXPLAIN", "FROM", "SUMMARIZE",
+                       "VALUES", "(")
+
+
+# ----------------------------------------------------------------------------------- helpers
+def make_run_id(graph: str, content_hash: str, config_hash: str) -> str:
+    """The run id: a hash of what makes a run, so publishing the same run twice replaces it."""
+    payload = json.dumps([graph, content_hash, config_hash], separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _date(value) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value))
+
+
+def _timestamp(value) -> dt.datetime | None:
+    """A naive UTC timestamp (aware values are converted to UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def _plain(value):
+    """JSON-friendly Python values (numpy scalars, named tuples, dataclasses, dates)."""
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return value
+
+
+def _json(value) -> str | None:
+    """JSON text of a value; a string is taken as JSON text already (and checked)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        json.loads(value)
+        return value
+    return json.dumps(_plain(value), ensure_ascii=False, allow_nan=False)
+
+
+def _value(value):
+    """A scalar for a bound parameter: numpy scalars as Python ones, NaN and infinities as NULL."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _lock_error(err: Exception) -> bool:
+    text = str(err)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+# --------------------------------------------------------------------------------- warehouse
+class Warehouse:
+    """The DuckDB warehouse at ``path`` (a ``.duckdb`` file, or ``:memory:`` for tests).
+
+    ``lock_timeout``: how long :meth:`connect` keeps retrying while another process holds the
+    file (seconds); ``threads``: DuckDB worker threads (None: DuckDB's default).
+    """
+
+    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0,
+                 initial_backoff: float = 0.05, max_backoff: float = 5.0,
+                 threads: int | None = None):
+        self.path = str(path)
+        self.lock_timeout = float(lock_timeout)
+        self.initial_backoff = float(initial_backoff)
+        self.max_backoff = float(max_backoff)
+        self.threads = threads
+        self._held: duckdb.DuckDBPyConnection | None = None
+        if self.in_memory:
+            self._held = duckdb.connect(MEMORY, config=self._config())
+
+    def __repr__(self) -> str:
+        return f"Warehouse({self.path!r})"
+
+    @property
+    def in_memory(self) -> bool:
+        return self.path == MEMORY
+
+    # ---------------------------------------------------------------- connections
+    def _config(self, read_only_query: bool = False) -> dict:
+        config: dict[str, Any] = {}
+        if self.threads is not None:
+            config["threads"] = int(self.threads)
+        if read_only_query:
+            config["enable_external_access"] = False
+        return config
+
+    def connect(self, read_only: bool = False, *, timeout: float | None = None,
+                _config: dict | None = None) -> duckdb.DuckDBPyConnection:
+        """A new connection to the file; the caller closes it.
+
+        While another process holds the file, retry with exponential backoff (``initial_backoff``
+        doubling up to ``max_backoff``) for at most ``timeout`` (default ``lock_timeout``) seconds
+        in total, logging each wait, then raise :class:`WarehouseLocked`.
+        """
+        if self.in_memory:
+            if self._held is None:
+                raise WarehouseError("this in-memory warehouse was closed; its data is gone")
+            return self._held.cursor()
+        config = self._config() if _config is None else _config
+        limit = self.lock_timeout if timeout is None else float(timeout)
+        if not read_only:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        delay = self.initial_backoff
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return duckdb.connect(self.path, read_only=read_only, config=config)
+            except duckdb.IOException as err:
+                if not _lock_error(err):
+                    raise WarehouseError(f"cannot open DuckDB file {self.path}: {err}") from err
+                waited = time.monotonic() - start
+                left = limit - waited
+                if left <= 0:
+                    raise WarehouseLocked(
+                        f"DuckDB file {self.path} is locked by another process; gave up after "
+                        f"{waited:.1f} s and {attempt} attempts (lock_timeout={limit:g} s). "
+                        f"Only one process may write it at a time: wait for the other job or "
+                        f"stop it. DuckDB said: {err}") from err
+                pause = min(delay, left)
+                log.warning("DuckDB file %s is locked by another process (attempt %d); "
+                            "retrying in %.2f s (%.1f of %.1f s waited)",
+                            self.path, attempt, pause, waited, limit)
+                time.sleep(pause)
+                delay = min(delay * 2.0, self.max_backoff)
+
+    def __enter__(self) -> "Warehouse":
+        if self._held is None:
+            self._held = self.connect()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.in_memory:
+            self.close()
+
+    def close(self) -> None:
+        """Close the held connection (for ``:memory:``, the database goes with it)."""
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    @contextlib.contextmanager
+    def _connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one operation: a cursor of the held one, or a fresh one closed after."""
+        if self._held is not None:
+            cur = self._held.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+            return
+        con = self.connect(read_only=read_only)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[duckdb.DuckDBPyConnection | None]:
+        """A read-only connection, or None when there is no warehouse (file or schema) yet."""
+        if self._held is None and not Path(self.path).exists():
+            yield None
+            return
+        with self._connection(read_only=True) as con:
+            if not self._has_schema(con):
+                yield None
+            else:
+                yield con
+
+    @staticmethod
+    def _has_schema(con) -> bool:
+        found = con.execute("SELECT count(*) FROM information_schema.tables "
+                            "WHERE table_schema = 'main' AND table_name = 'meta'").fetchall()
+        return found[0][0] > 0
+
+    # ---------------------------------------------------------------- schema
+    def ensure_schema(self) -> int:
+        """Create the tables and views when missing; return the schema version."""
+        with self._connection() as con:
+            return self._ensure_schema(con)
+
+    def _ensure_schema(self, con) -> int:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for ddl in TABLES:
+                con.execute(ddl)
+            found = con.execute("SELECT value FROM meta WHERE key = ?", ["schema_version"]).fetchall()
+            if found and int(found[0][0]) > SCHEMA_VERSION:
+                raise WarehouseError(
+                    f"{self.path} has schema version {found[0][0]}, newer than this code's "
+                    f"{SCHEMA_VERSION}: upgrade the pipeline before writing to it")
+            if not found:
+                con.execute("INSERT INTO meta VALUES (?, ?)", ["schema_version", str(SCHEMA_VERSION)])
+            for ddl in VIEWS:
+                con.execute(ddl)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return SCHEMA_VERSION
+
+    # ---------------------------------------------------------------- publishing
+    def publish_run(self, run: Mapping[str, Any], snapshot: Mapping[str, Any] | None,
+                    assignments: pa.Table, classes: Sequence[Mapping[str, Any]] | pa.Table,
+                    lineage_rows: Iterable = ()) -> str:
+        """Publish one run in a single transaction; return its ``run_id``.
+
+        ``run``: ``graph``, ``snapshot_date``, ``content_hash``, ``config_hash`` and any of the
+        other ``runs`` columns; ``scores`` (a dict, e.g. ``{"all": .., "known": .., "novel": ..}``)
+        is stored as JSON and its ``all``/``known``/``novel`` entries fill ``acc_*``.
+        ``published_at`` defaults to now (UTC; pass the first publication's time to make a
+        rerun byte-identical, or let it record the republication). ``run_id``, when given, must equal
+        :func:`make_run_id` of the graph, content hash and configuration hash.
+
+        ``snapshot``: the ``snapshots`` columns (graph, date and hash default to the run's).
+        ``assignments``: Arrow table ``node_id`` (string or integer), ``class_key``, ``is_novel``,
+        ``confidence``; lineage id and class name come from ``classes``, and every class key
+        must have a ``classes`` row. ``classes``: dicts or an Arrow table with the ``classes``
+        columns (``top_features`` and ``exemplars`` as JSON-able values or JSON text).
+        ``lineage_rows``: :class:`tasks.lineage.LineageRow` objects or dicts with their fields.
+
+        The run's previous rows are deleted inside the same transaction, so a rerun leaves
+        exactly the rows of one publication; on any error everything is rolled back.
+        """
+        run_row = self._run_row(run)
+        run_id = run_row["run_id"]
+        snap_row = self._snapshot_row(run_row, snapshot) if snapshot is not None else None
+        class_table = self._class_table(classes)
+        asg = self._assignment_table(assignments, class_table)
+        lineage_table = self._lineage_table(lineage_rows)
+        self._check_lineage(class_table, lineage_table)
+        with self._connection() as con, contextlib.ExitStack() as registered:
+            self._ensure_schema(con)
+            # Arrow tables are registered outside the transaction (an aborted transaction
+            # refuses even the unregistering) and unregistered after COMMIT or ROLLBACK
+            for name, table in (("_oral_classes", class_table), ("_oral_assignments", asg),
+                                ("_oral_lineage", lineage_table)):
+                registered.enter_context(self._registered(con, name, table))
+            con.execute("BEGIN TRANSACTION")
+            try:
+                self._delete_run(con, run_id)
+                if snap_row is not None:
+                    self._insert_snapshot(con, snap_row)
+                self._insert_row(con, "runs", run_row)
+                self._insert_classes(con, run_id)
+                self._insert_assignments(con, run_id)
+                self._insert_lineage(con, run_row)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                log.error("publishing run %s of %r failed; rolled back", run_id, run_row["graph"])
+                raise
+        log.info("published run %s of %r (%s): %d nodes, %d classes, %d lineage rows", run_id,
+                 run_row["graph"], run_row["snapshot_date"], asg.num_rows, class_table.num_rows,
+                 lineage_table.num_rows)
+        return run_id
+
+    @staticmethod
+    def _run_row(run: Mapping[str, Any]) -> dict:
+        extra = set(run) - set(RUN_COLUMNS)
+        if extra:
+            raise WarehouseError(f"unknown run fields {sorted(extra)}; the runs table has {RUN_COLUMNS}")
+        for key in ("graph", "snapshot_date", "content_hash", "config_hash"):
+            if run.get(key) in (None, ""):
+                raise WarehouseError(f"run field {key!r} is required")
+        row = {key: _value(run.get(key)) for key in RUN_COLUMNS}
+        for key in ("graph", "content_hash", "config_hash", "code_version", "prefect_flow_run_id",
+                    "mlflow_run_id", "model_name", "model_version", "device", "run_id"):
+            row[key] = None if row[key] is None else str(row[key])
+        row["snapshot_date"] = _date(run["snapshot_date"])
+        expected = make_run_id(row["graph"], row["content_hash"], row["config_hash"])
+        if row["run_id"] is not None and row["run_id"] != expected:
+            raise WarehouseError(f"run_id {row['run_id']!r} is not the hash of graph, content "
+                                 f"hash and configuration hash ({expected!r})")
+        row["run_id"] = expected
+        row["published_at"] = _timestamp(run.get("published_at")) or _utcnow()
+        scores = run.get("scores")
+        if isinstance(scores, Mapping):
+            for part in ("all", "known", "novel"):
+                if row[f"acc_{part}"] is None and scores.get(part) is not None:
+                    row[f"acc_{part}"] = _value(scores[part])
+        row["scores"] = _json(scores)
+        return row
+
+    @staticmethod
+    def _snapshot_row(run_row: dict, snapshot: Mapping[str, Any]) -> dict:
+        extra = set(snapshot) - set(SNAPSHOT_COLUMNS)
+        if extra:
+            raise WarehouseError(f"unknown snapshot fields {sorted(extra)}; the snapshots table "
+                                 f"has {SNAPSHOT_COLUMNS}")
+        row = {key: _value(snapshot.get(key)) for key in SNAPSHOT_COLUMNS}
+        for key in ("graph", "snapshot_date", "content_hash"):
+            given = _date(row[key]) if key == "snapshot_date" else row[key]
+            if given is not None and given != run_row[key]:
+                raise WarehouseError(f"snapshot {key} {given!r} differs from the run's {run_row[key]!r}")
+            row[key] = run_row[key]
+        row["path"] = None if row["path"] is None else str(row["path"])
+        row["validated_at"] = _timestamp(snapshot.get("validated_at"))
+        return row
+
+    @staticmethod
+    def _class_table(classes) -> pa.Table:
+        if isinstance(classes, pa.Table):
+            rows = classes.to_pylist()
+        else:
+            rows = [dict(c) for c in classes]
+        names = set(CLASS_SCHEMA.names)
+        cols: dict[str, list] = {name: [] for name in CLASS_SCHEMA.names}
+        for row in rows:
+            extra = set(row) - names
+            if extra:
+                raise WarehouseError(f"unknown class fields {sorted(extra)}; the classes table "
+                                     f"has {CLASS_SCHEMA.names}")
+            for key in ("class_key", "lineage_id", "is_novel", "size"):
+                if row.get(key) is None:
+                    raise WarehouseError(f"class field {key!r} is required (class {row})")
+            for name in CLASS_SCHEMA.names:
+                value = row.get(name)
+                if name in ("top_features", "exemplars"):
+                    value = _json(value)
+                else:
+                    value = _value(value)
+                cols[name].append(value)
+        table = pa.table(cols, schema=CLASS_SCHEMA)
+        if pc.count_distinct(table["class_key"]).as_py() != table.num_rows:
+            raise WarehouseError("class keys repeat in classes")
+        if pc.count_distinct(table["lineage_id"]).as_py() != table.num_rows:
+            raise WarehouseError("lineage ids repeat in classes")
+        return table
+
+    @staticmethod
+    def _assignment_table(assignments: pa.Table, class_table: pa.Table) -> pa.Table:
+        missing = ASSIGNMENT_COLUMNS - set(assignments.column_names)
+        if missing:
+            raise WarehouseError(f"assignments lack columns {sorted(missing)}")
+        node_id = assignments["node_id"]
+        if not (pa.types.is_string(node_id.type) or pa.types.is_large_string(node_id.type)):
+            node_id = pc.cast(node_id, pa.string())
+        table = pa.table({
+            "node_id": node_id,
+            "class_key": pc.cast(assignments["class_key"], pa.int32()),
+            "is_novel": pc.cast(assignments["is_novel"], pa.bool_()),
+            "confidence": pc.cast(assignments["confidence"], pa.float64()),
+        })
+        if table["node_id"].null_count:
+            raise WarehouseError("assignments hold null node ids")
+        if pc.count_distinct(table["node_id"]).as_py() != table.num_rows:
+            raise WarehouseError("node ids repeat in assignments")
+        unknown = pc.invert(pc.is_in(table["class_key"],
+                                     value_set=class_table["class_key"].combine_chunks()))
+        if pc.any(unknown).as_py():
+            bad = pc.unique(pc.filter(table["class_key"], unknown)).to_pylist()[:5]
+            raise WarehouseError(f"assignments name class keys with no classes row: {bad}")
+        return table
+
+    @staticmethod
+    def _lineage_table(rows: Iterable) -> pa.Table:
+        cols: dict[str, list] = {name: [] for name in LINEAGE_SCHEMA.names}
+        for row in rows:
+            row = dataclasses.asdict(row) if dataclasses.is_dataclass(row) else dict(row)
+            for name in LINEAGE_SCHEMA.names:
+                value = row.get(name)
+                if name == "parents":
+                    value = _json(list(value or []))
+                elif name in ("first_seen", "last_seen"):
+                    value = _date(value)
+                else:
+                    value = _value(value)
+                cols[name].append(value)
+        return pa.table(cols, schema=LINEAGE_SCHEMA)
+
+    @staticmethod
+    def _check_lineage(class_table: pa.Table, lineage_table: pa.Table) -> None:
+        """Every lineage row of a current class names that class's lineage id."""
+        of_class = dict(zip(class_table["class_key"].to_pylist(), class_table["lineage_id"].to_pylist()))
+        for key, lin in zip(lineage_table["class_key"].to_pylist(), lineage_table["lineage_id"].to_pylist()):
+            if key is not None and of_class.get(key) != lin:
+                raise WarehouseError(f"lineage row {lin!r} names class {key}, whose lineage id in "
+                                     f"classes is {of_class.get(key)!r}")
+
+    @staticmethod
+    def _delete_run(con, run_id: str) -> None:
+        for table in ("node_assignments", "classes", "class_lineage", "runs"):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    @staticmethod
+    def _insert_row(con, table: str, row: dict) -> None:
+        names = list(row)
+        sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
+        con.execute(sql, [row[n] for n in names])
+
+    def _insert_snapshot(self, con, row: dict) -> None:
+        con.execute("DELETE FROM snapshots WHERE graph = ? AND snapshot_date = ? AND content_hash = ?",
+                    [row["graph"], row["snapshot_date"], row["content_hash"]])
+        self._insert_row(con, "snapshots", row)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _registered(con, name: str, table: pa.Table):
+        con.register(name, table)
+        try:
+            yield name
+        finally:
+            con.unregister(name)
+
+    @staticmethod
+    def _insert_classes(con, run_id: str) -> None:
+        con.execute(f"INSERT INTO classes (run_id, {', '.join(CLASS_SCHEMA.names)}) "
+                    f"SELECT ?, {', '.join(CLASS_SCHEMA.names)} FROM _oral_classes", [run_id])
+
+    @staticmethod
+    def _insert_assignments(con, run_id: str) -> None:
+        con.execute(
+            "INSERT INTO node_assignments "
+            "(run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence) "
+            "SELECT ?, a.node_id, a.class_key, c.lineage_id, c.class_name, a.is_novel, "
+            "a.confidence FROM _oral_assignments a "
+            "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key", [run_id, run_id])
+
+    @staticmethod
+    def _insert_lineage(con, run_row: dict) -> None:
+        con.execute(f"INSERT INTO class_lineage (graph, run_id, snapshot_date, "
+                    f"{', '.join(LINEAGE_SCHEMA.names)}) SELECT ?, ?, ?, "
+                    f"{', '.join(LINEAGE_SCHEMA.names)} FROM _oral_lineage",
+                    [run_row["graph"], run_row["run_id"], run_row["snapshot_date"]])
+
+    # ---------------------------------------------------------------- queries for the flow
+    def run_exists(self, run_id: str) -> bool:
+        with self._reader() as con:
+            if con is None:
+                return False
+            found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()
+            return found[0][0] > 0
+
+    def last_processed_date(self, graph: str, config_hash: str | None = None) -> dt.date | None:
+        """The latest snapshot date with a published run of ``graph`` (of that configuration)."""
+        with self._reader() as con:
+            if con is None:
+                return None
+            found = con.execute(
+                "SELECT max(snapshot_date) FROM runs WHERE graph = ? "
+                "AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?)",
+                [graph, config_hash, config_hash]).fetchall()
+            return found[0][0]
+
+    def max_novel_index(self, graph: str, before_date: dt.date | str | None = None,
+                        exclude_run_id: str | None = None) -> int:
+        """The largest ``n`` of the graph's ``<graph>:novel:<n>`` lineage ids (0 when none).
+
+        ``before_date`` counts only runs of earlier snapshots, ``exclude_run_id`` leaves out one
+        run. A nightly run passes ``before_date=<its snapshot date>`` (together with the
+        :meth:`previous_run` of that date): a rerun or a backfill of a date then hands out the
+        same new ids as the first time, so republishing it leaves identical rows."""
+        prefix = f"{graph}:novel:"
+        with self._reader() as con:
+            if con is None:
+                return 0
+            found = con.execute(
+                "SELECT max(TRY_CAST(substr(lineage_id, length(?) + 1) AS BIGINT)) "
+                "FROM class_lineage WHERE graph = ? AND starts_with(lineage_id, ?) "
+                "AND (CAST(? AS DATE) IS NULL OR snapshot_date < ?) "
+                "AND (CAST(? AS VARCHAR) IS NULL OR run_id <> ?)",
+                [prefix, graph, prefix, _date(before_date), _date(before_date),
+                 exclude_run_id, exclude_run_id]).fetchall()
+            return int(found[0][0] or 0)
+
+    def previous_run(self, graph: str, before_date: dt.date | str,
+                     config_hash: str | None = None) -> PreviousClasses | None:
+        """The latest published run of ``graph`` with a snapshot date before ``before_date`` (of
+        that configuration when given), as :class:`tasks.lineage.PreviousClasses`: member node
+        ids per class key, lineage ids, known class names, first-seen dates. None if there is
+        no such run."""
+        day = _date(before_date)
+        with self._reader() as con:
+            if con is None:
+                return None
+            found = con.execute(
+                "SELECT run_id, snapshot_date FROM runs WHERE graph = ? AND snapshot_date < ? "
+                "AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?) "
+                "ORDER BY snapshot_date DESC, published_at DESC, run_id DESC LIMIT 1",
+                [graph, day, config_hash, config_hash]).fetchall()
+            if not found:
+                return None
+            run_id, prev_date = found[0]
+            classes = con.execute(
+                "SELECT c.class_key, c.lineage_id, c.class_name, l.first_seen FROM classes c "
+                "LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id "
+                "WHERE c.run_id = ? ORDER BY c.class_key", [run_id]).fetchall()
+            members = con.sql(
+                "SELECT class_key, node_id FROM node_assignments WHERE run_id = ? "
+                "ORDER BY class_key, node_id", params=[run_id]).to_arrow_table()
+        keys = members["class_key"].to_numpy()
+        nodes = members["node_id"].to_numpy(zero_copy_only=False)
+        uniq, starts = np.unique(keys, return_index=True)
+        bounds = list(starts) + [len(keys)]
+        grouped = {int(k): nodes[bounds[i]:bounds[i + 1]].tolist() for i, k in enumerate(uniq)}
+        return PreviousClasses(
+            members={int(k): grouped.get(int(k), []) for k, *_ in classes},
+            lineage={int(k): lin for k, lin, *_ in classes},
+            names={int(k): name for k, _, name, _ in classes},
+            first_seen={int(k): first for k, _, _, first in classes if first is not None},
+            snapshot_date=prev_date, run_id=run_id)
+
+    def latest_classes(self, graph: str | None = None) -> pa.Table:
+        """The ``latest_classes`` view (of one graph or all), largest classes first."""
+        with self._reader() as con:
+            if con is None:
+                return pa.table({})
+            return con.sql(
+                "SELECT * FROM latest_classes WHERE CAST(? AS VARCHAR) IS NULL OR graph = ? "
+                "ORDER BY graph, size DESC, class_key", params=[graph, graph]).to_arrow_table()
+
+    # ---------------------------------------------------------------- analysts' SQL
+    @staticmethod
+    def check_read_only(sql: str, con: duckdb.DuckDBPyConnection) -> None:
+        """Refuse anything but one SELECT / WITH / SHOW / DESCRIBE / EXPLAIN statement."""
+        try:
+            statements = con.extract_statements(sql)
+        except duckdb.Error as err:
+            raise QueryRefused(f"cannot parse the query: {err}") from None
+        if len(statements) != 1:
+            raise QueryRefused(f"exactly one statement is allowed, got {len(statements)}")
+        stmt = statements[0]
+        head = _first_keyword(sql)
+        if stmt.type not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN) or \
+                head not in _READ_ONLY_KEYWORDS:
+            raise QueryRefused(f"only SELECT, WITH, SHOW, DESCRIBE and EXPLAIN queries are allowed, "
+                               f"got a {stmt.type.name} statement")
+        if stmt.type == duckdb.StatementType.EXPLAIN:
+            # EXPLAIN ANALYZE runs its statement: the explained statement must be read-only too
+            body = _strip_keywords(sql, ("EXPLAIN", "ANALYZE", "ANALYSE"))
+            inner = con.extract_statements(body) if body.strip() else []
+            if len(inner) != 1 or inner[0].type != duckdb.StatementType.SELECT:
+                raise QueryRefused("EXPLAIN is allowed on SELECT queries only")
+
+    def query(self, sql: str, params: Sequence | Mapping | None = None) -> pa.Table:
+        """Run one read-only query (for ``oral sql``) and return its rows as an Arrow table.
+
+        The statement is checked (:meth:`check_read_only`), the file is opened read-only with
+        access to other files disabled, and the query runs inside a transaction that is rolled
+        back; values go in ``params`` (bound ``?`` or ``$name`` parameters). Inside
+        ``with Warehouse(path)`` (and for ``:memory:``) the held read-write connection is used
+        instead: the statement check and the rollback still apply."""
+        if self._held is None and not Path(self.path).exists():
+            raise WarehouseError(f"no warehouse at {self.path}: nothing has been published yet")
+        if self._held is not None:
+            con = self._held.cursor()
+        else:
+            con = self.connect(read_only=True, _config=self._config(read_only_query=True))
+        try:
+            self.check_read_only(sql, con)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                return con.sql(sql, params=params).to_arrow_table()
+            finally:
+                con.execute("ROLLBACK")
+        finally:
+            con.close()
+
+
+def _first_keyword(sql: str) -> str:
+    """The first token of ``sql`` after comments and whitespace, upper-cased."""
+    text = _skip_comments(sql)
+    if text.startswith("("):
+        return "("
+    word = ""
+    for ch in text:
+        if not (ch.isalnum() or ch == "_"):
+            break
+        word += ch
+    return word.upper()
+
+
+def _skip_comments(sql: str) -> str:
+    text = sql.lstrip()
+    while True:
+        if text.startswith("--"):
+            end = text.find("\n")
+            text = "" if end < 0 else text[end + 1:].lstrip()
+        elif text.startswith("/*"):
+            end = text.find("*/")
+            text = "" if end < 0 else text[end + 2:].lstrip()
+        else:
+            return text
+
+
+def _strip_keywords(sql: str, words: tuple[str, ...]) -> str:
+    text = _skip_comments(sql)
+    while True:
+        head = _first_keyword(text)
+        if head in words:
+            text = _skip_comments(text[len(head):])
+        else:
+            return text

@@ -1,0 +1,215 @@
+"""Class lineage across nights, on hand-made consecutive runs."""
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from tasks.lineage import (LineageConfig, PreviousClasses, overlap_matrix, track_lineage)
+
+D1, D2 = dt.date(2026, 3, 1), dt.date(2026, 3, 2)
+
+
+def ids(lo: int, hi: int) -> list[str]:
+    return [f"n{i}" for i in range(lo, hi)]
+
+
+def previous(classes: dict, lineage: dict, names: dict | None = None,
+             first_seen: dict | None = None) -> PreviousClasses:
+    return PreviousClasses(members=classes, lineage=lineage, names=names or {},
+                           first_seen=first_seen or {}, snapshot_date=D1, run_id="r1")
+
+
+def by_lineage(result) -> dict:
+    rows = {}
+    for row in result.rows:
+        assert row.lineage_id not in rows, "a lineage id appears twice in one run"
+        rows[row.lineage_id] = row
+    return rows
+
+
+def test_overlap_matrix_counts_shared_members() -> None:
+    prev = {0: ids(0, 10), 1: ids(10, 20)}
+    cur = {"a": ids(5, 15), "b": ids(15, 30)}
+    ov, ps, cs = overlap_matrix(prev, cur, [0, 1], ["a", "b"])
+    assert ov.tolist() == [[5, 0], [5, 5]]
+    assert ps.tolist() == [10, 10] and cs.tolist() == [10, 15]
+    with pytest.raises(ValueError, match="more than one"):
+        overlap_matrix({0: ["x"], 1: ["x"]}, {}, [0, 1], [])
+
+
+def test_first_run_everything_emerges_and_known_keep_their_name() -> None:
+    res = track_lineage(None, {0: ids(0, 10), 1: ids(10, 20), 2: ids(20, 25)}, graph="g",
+                        snapshot_date=D1, current_names={0: "A"}, max_novel_index=0)
+    assert res.lineage_of == {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}
+    assert {r.status for r in res.rows} == {"emerged"}
+    assert res.max_novel_index == 2
+    assert all(r.first_seen == D1 and r.last_seen == D1 for r in res.rows)
+
+
+def test_identical_classes_persist_with_the_same_ids() -> None:
+    classes = {0: ids(0, 50), 1: ids(50, 80), 2: ids(80, 100)}
+    prev = previous(classes, {0: "known:A", 1: "g:novel:3", 2: "g:novel:4"}, {0: "A"},
+                    first_seen={1: dt.date(2026, 2, 1)})
+    # same members under different class keys tonight (novel ids are reordered every night)
+    res = track_lineage(prev, {0: ids(0, 50), 5: ids(80, 100), 6: ids(50, 80)}, graph="g",
+                        snapshot_date=D2, current_names={0: "A"}, max_novel_index=4)
+    assert res.lineage_of == {0: "known:A", 5: "g:novel:4", 6: "g:novel:3"}
+    rows = by_lineage(res)
+    assert {r.status for r in res.rows} == {"persisting"}
+    assert rows["g:novel:3"].first_seen == dt.date(2026, 2, 1)  # carried over
+    assert rows["g:novel:4"].first_seen == D1  # default: the previous run's date
+    assert rows["g:novel:4"].previous_size == 20 and rows["g:novel:4"].last_seen == D2
+    assert res.max_novel_index == 4
+
+
+def test_new_class_emerges_with_the_next_id() -> None:
+    prev = previous({0: ids(0, 50), 1: ids(50, 80)}, {0: "known:A", 1: "g:novel:7"}, {0: "A"})
+    res = track_lineage(prev, {0: ids(0, 50), 1: ids(50, 80), 2: ids(100, 130)}, graph="g",
+                        snapshot_date=D2, current_names={0: "A"}, max_novel_index=7)
+    assert res.lineage_of[2] == "g:novel:8"
+    row = by_lineage(res)["g:novel:8"]
+    assert (row.status, row.size, row.previous_size, row.parents, row.first_seen) == \
+        ("emerged", 30, None, [], D2)
+    assert res.max_novel_index == 8
+
+
+def test_grown_and_shrunk_by_size_tolerance() -> None:
+    prev = previous({1: ids(0, 100), 2: ids(100, 200), 3: ids(200, 300)},
+                    {1: "g:novel:1", 2: "g:novel:2", 3: "g:novel:3"})
+    cur = {1: ids(0, 100) + ids(1000, 1050),   # 150 vs 100: grown
+           2: ids(100, 170),                   # 70 vs 100: shrunk
+           3: ids(200, 300) + ids(2000, 2015)}  # 115 vs 100: within 20 %: persisting
+    res = by_lineage(track_lineage(prev, cur, graph="g", snapshot_date=D2, max_novel_index=3))
+    assert res["g:novel:1"].status == "grown" and res["g:novel:1"].previous_size == 100
+    assert res["g:novel:2"].status == "shrunk"
+    assert res["g:novel:3"].status == "persisting"
+    loose = by_lineage(track_lineage(prev, cur, graph="g", snapshot_date=D2, max_novel_index=3,
+                                     config=LineageConfig(size_tolerance=0.6)))
+    assert {r.status for r in loose.values()} == {"persisting"}
+
+
+def test_two_classes_merge_into_one() -> None:
+    prev = previous({1: ids(0, 60), 2: ids(60, 100)}, {1: "g:novel:1", 2: "g:novel:2"})
+    res = track_lineage(prev, {4: ids(0, 100)}, graph="g", snapshot_date=D2, max_novel_index=2)
+    rows = by_lineage(res)
+    # the larger overlap is the Hungarian match: the merged class keeps its id
+    assert res.lineage_of == {4: "g:novel:1"}
+    merged = rows["g:novel:1"]
+    assert (merged.status, merged.class_key, merged.size, merged.parents) == \
+        ("merged", 4, 100, ["g:novel:2"])
+    gone = rows["g:novel:2"]
+    assert (gone.status, gone.class_key, gone.size, gone.merged_into, gone.last_seen) == \
+        ("merged", None, 0, "g:novel:1", D1)
+    assert res.max_novel_index == 2
+
+
+def test_merge_without_a_qualifying_match_gets_a_new_id() -> None:
+    # three classes of 40 merge with 80 new nodes: every Jaccard is 40/200 < 0.3
+    prev = previous({1: ids(0, 40), 2: ids(40, 80), 3: ids(80, 120)},
+                    {1: "g:novel:1", 2: "g:novel:2", 3: "g:novel:3"})
+    res = track_lineage(prev, {9: ids(0, 120) + ids(500, 580)}, graph="g", snapshot_date=D2,
+                        max_novel_index=3)
+    rows = by_lineage(res)
+    assert res.lineage_of == {9: "g:novel:4"}
+    assert rows["g:novel:4"].status == "merged"
+    assert rows["g:novel:4"].parents == ["g:novel:1", "g:novel:2", "g:novel:3"]
+    assert all(rows[f"g:novel:{i}"].merged_into == "g:novel:4" for i in (1, 2, 3))
+
+
+def test_one_class_splits_in_two() -> None:
+    prev = previous({1: ids(0, 100)}, {1: "g:novel:5"})
+    res = track_lineage(prev, {3: ids(0, 60), 4: ids(60, 100)}, graph="g", snapshot_date=D2,
+                        max_novel_index=5)
+    rows = by_lineage(res)
+    assert res.lineage_of == {3: "g:novel:5", 4: "g:novel:6"}
+    assert rows["g:novel:5"].status == "shrunk"  # the Hungarian match keeps the id
+    part = rows["g:novel:6"]
+    assert (part.status, part.parents, part.size, part.first_seen) == ("split", ["g:novel:5"], 40, D2)
+
+
+def test_split_into_many_small_parts_ends_the_parent() -> None:
+    # four parts of 25: Jaccard 0.25 < 0.3, so no part continues the class
+    prev = previous({1: ids(0, 100)}, {1: "g:novel:1"})
+    cur = {k: ids(25 * k, 25 * k + 25) for k in range(4)}
+    res = track_lineage(prev, cur, graph="g", snapshot_date=D2, max_novel_index=1)
+    rows = by_lineage(res)
+    assert [res.lineage_of[k] for k in range(4)] == [f"g:novel:{n}" for n in (2, 3, 4, 5)]
+    assert all(rows[f"g:novel:{n}"].status == "split" and rows[f"g:novel:{n}"].parents == ["g:novel:1"]
+               for n in (2, 3, 4, 5))
+    assert (rows["g:novel:1"].status, rows["g:novel:1"].class_key) == ("split", None)
+
+
+def test_a_class_that_disappears_vanishes() -> None:
+    prev = previous({0: ids(0, 50), 1: ids(50, 80)}, {0: "known:A", 1: "g:novel:2"}, {0: "A"},
+                    first_seen={1: dt.date(2026, 1, 15)})
+    res = track_lineage(prev, {0: ids(0, 50)}, graph="g", snapshot_date=D2,
+                        current_names={0: "A"}, max_novel_index=2)
+    row = by_lineage(res)["g:novel:2"]
+    assert (row.status, row.class_key, row.size, row.previous_size) == ("vanished", None, 0, 30)
+    assert (row.first_seen, row.last_seen) == (dt.date(2026, 1, 15), D1)
+
+
+def test_below_threshold_overlap_does_not_match() -> None:
+    # 20 of 100 members shared with a class of 100 otherwise new nodes: Jaccard 20/180 < 0.3
+    prev = previous({1: ids(0, 100)}, {1: "g:novel:1"})
+    res = track_lineage(prev, {1: ids(80, 180)}, graph="g", snapshot_date=D2, max_novel_index=1)
+    rows = by_lineage(res)
+    assert res.lineage_of == {1: "g:novel:2"}
+    assert rows["g:novel:2"].status == "emerged"
+    assert rows["g:novel:1"].status == "vanished"
+    # with a lower threshold the same pair matches (and shrinks/grows by size only)
+    low = track_lineage(prev, {1: ids(80, 180)}, graph="g", snapshot_date=D2, max_novel_index=1,
+                        config=LineageConfig(threshold=0.1))
+    assert low.lineage_of == {1: "g:novel:1"}
+    assert by_lineage(low)["g:novel:1"].status == "persisting"
+
+
+def test_known_classes_keep_their_id_regardless_of_overlap() -> None:
+    prev = previous({0: ids(0, 50), 1: ids(50, 100)}, {0: "known:A", 1: "known:B"},
+                    {0: "A", 1: "B"})
+    # tonight A and B swap every member, and B doubles: names decide, not members
+    res = track_lineage(prev, {0: ids(50, 100), 1: ids(0, 50) + ids(200, 250)}, graph="g",
+                        snapshot_date=D2, current_names={0: "A", 1: "B"}, max_novel_index=9)
+    rows = by_lineage(res)
+    assert res.lineage_of == {0: "known:A", 1: "known:B"}
+    assert rows["known:A"].status == "persisting" and rows["known:B"].status == "grown"
+    assert res.max_novel_index == 9 and len(res.rows) == 2
+
+
+def test_novel_class_absorbed_into_a_known_class_is_recorded() -> None:
+    prev = previous({0: ids(0, 50), 1: ids(50, 70)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"})
+    res = track_lineage(prev, {0: ids(0, 70)}, graph="g", snapshot_date=D2,
+                        current_names={0: "A"}, max_novel_index=1)
+    rows = by_lineage(res)
+    assert rows["known:A"].status == "grown" and rows["known:A"].parents == ["g:novel:1"]
+    assert (rows["g:novel:1"].status, rows["g:novel:1"].merged_into) == ("merged", "known:A")
+
+
+def test_deterministic_whatever_the_input_order() -> None:
+    prev_members = {1: ids(0, 60), 2: ids(60, 100), 3: ids(100, 150)}
+    lin = {1: "g:novel:1", 2: "g:novel:2", 3: "g:novel:3"}
+    cur = {7: ids(0, 100), 8: ids(300, 340), 9: ids(100, 120), 10: ids(120, 150)}
+    rng = np.random.default_rng(0)
+    shuffled_prev = {k: list(rng.permutation(prev_members[k])) for k in reversed(list(prev_members))}
+    shuffled_cur = {k: list(rng.permutation(cur[k])) for k in reversed(list(cur))}
+    a = track_lineage(previous(prev_members, lin), cur, graph="g", snapshot_date=D2, max_novel_index=3)
+    b = track_lineage(previous(shuffled_prev, lin), shuffled_cur, graph="g", snapshot_date=D2,
+                      max_novel_index=3)
+    assert a.rows == b.rows and a.lineage_of == b.lineage_of
+    statuses = {r.lineage_id: r.status for r in a.rows}
+    assert statuses["g:novel:1"] == "merged" and statuses["g:novel:2"] == "merged"
+    assert a.lineage_of[8] == "g:novel:4"  # emerged, new ids in class-key order
+    assert statuses["g:novel:4"] == "emerged"
+    # class 3 splits: key 10 (30 of its 50) keeps its id, key 9 (the other 20) is a new part
+    assert a.lineage_of[10] == "g:novel:3" and statuses["g:novel:3"] == "shrunk"
+    assert a.lineage_of[9] == "g:novel:5" and statuses["g:novel:5"] == "split"
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ValueError):
+        track_lineage(None, {}, graph="g", snapshot_date=D1, config=LineageConfig(threshold=0))
+    with pytest.raises(ValueError, match="lineage id"):
+        track_lineage(PreviousClasses(members={1: ["a"]}, lineage={}), {}, graph="g",
+                      snapshot_date=D1)

@@ -1,0 +1,170 @@
+"""The nightly pipeline end to end, in-process (Prefect test harness, MLflow SQLite, DuckDB file):
+a backfill over three simulated nights, an idempotent rerun, a snapshot that breaks its contract,
+the CLI, and the analyst SQL of the README."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = {"epochs": 20, "hidden_dim": 16, "pol_start_epoch": 10, "cluster_warmup_epochs": 5,
+          "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """One state folder and one Prefect harness for the module (the harness costs ~15 s)."""
+    import torch
+
+    state = tmp_path_factory.mktemp("state")
+    old = {k: os.environ.get(k) for k in ("ORAL_STATE_DIR", "ORAL_TRACKING_URI", "ORAL_WAREHOUSE")}
+    os.environ["ORAL_STATE_DIR"] = str(state)
+    os.environ.pop("ORAL_TRACKING_URI", None)
+    os.environ.pop("ORAL_WAREHOUSE", None)
+    from flows.settings import configure_environment
+
+    configure_environment(state)
+    from prefect.testing.utilities import prefect_test_harness
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with prefect_test_harness(server_startup_timeout=120):
+        from data_contracts.simulate import simulate
+        from data_contracts.synthetic import make_static_graph
+
+        static = make_static_graph(num_nodes=600, num_classes=4, num_features=16, separation=4.0,
+                                   seed=0, name="pipe")
+        root = state / "snapshots"
+        paths = simulate(static, 3, root, "pipe", start_date="2026-03-01", seed=0,
+                         known_classes=[0, 1, 2], novel_start={3: 1})
+        yield {"state": state, "root": root, "paths": paths}
+    torch.set_num_threads(threads)
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _tables(state: Path) -> dict:
+    import duckdb
+
+    con = duckdb.connect(str(state / "oral.duckdb"), read_only=True)
+    try:
+        out = {}
+        for t in ("snapshots", "runs", "node_assignments", "classes", "class_lineage"):
+            cols = [r[0] for r in con.execute(f"DESCRIBE {t}").fetchall()
+                    if r[0] not in ("published_at", "validated_at", "prefect_flow_run_id")]
+            out[t] = sorted(map(repr, con.execute(f"SELECT {', '.join(cols)} FROM {t}").fetchall()))
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def backfilled(env):
+    from flows.nightly import backfill
+
+    results = backfill("pipe", str(env["root"]), config=CONFIG, state_dir=str(env["state"]))
+    return results
+
+
+def test_backfill_publishes_every_night(env, backfilled):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    assert [r["snapshot_date"] for r in backfilled] == ["2026-03-01", "2026-03-02", "2026-03-03"]
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM runs WHERE graph = 'pipe'").fetchall()[0][0] == 3
+        nodes = [pq.read_metadata(p / "nodes.parquet").num_rows for p in env["paths"]]
+        per_run = con.execute("SELECT r.snapshot_date, count(*) FROM node_assignments a JOIN runs r "
+                              "USING (run_id) GROUP BY 1 ORDER BY 1").fetchall()
+        assert [n for _, n in per_run] == nodes
+        assert con.execute("SELECT count(*) FROM class_lineage").fetchall()[0][0] >= 3 * 3
+        runs = con.execute("SELECT mlflow_run_id, model_version FROM runs ORDER BY snapshot_date").fetchall()
+        assert all(r[0] for r in runs) and sorted(int(r[1]) for r in runs) == [1, 2, 3]
+        first = con.execute("SELECT DISTINCT status FROM class_lineage l JOIN runs r USING (run_id) "
+                            "WHERE r.snapshot_date = DATE '2026-03-01'").fetchall()
+        assert {s for (s,) in first} == {"emerged"}
+    finally:
+        con.close()
+
+
+def test_mlflow_has_a_version_per_night_and_a_loadable_champion(env, backfilled):
+    import mlflow
+    import pandas as pd
+
+    from tasks.tracking import TrackingConfig, model_name
+
+    cfg = TrackingConfig(None, env["state"])
+    client = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
+    versions = client.search_model_versions(f"name = '{model_name('pipe')}'")
+    assert len(versions) == 3
+    mlflow.set_tracking_uri(cfg.uri)
+    mlflow.set_registry_uri(cfg.registry)
+    model = mlflow.pyfunc.load_model(f"models:/{model_name('pipe')}@champion")
+    out = model.predict(pd.DataFrame({"snapshot_path": [str(env["paths"][-1])]}))
+    assert len(out) == 600 and set(out.columns) >= {"node_id", "class_id", "is_novel", "confidence"}
+
+
+def test_rerun_is_idempotent_and_reuses_training(env, backfilled):
+    from flows.nightly import nightly_discovery
+
+    before = _tables(env["state"])
+    model = Path(env["state"] / "runs" / "pipe").glob("*/model.pt")
+    mtimes = {p: p.stat().st_mtime_ns for p in model}
+    out = nightly_discovery("pipe", str(env["root"]), "2026-03-02", CONFIG, str(env["state"]))
+    assert out["snapshot_date"] == "2026-03-02"
+    after = _tables(env["state"])
+    assert after == before  # same rows, no duplicates
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # training came from the cache
+
+
+def test_failed_contract_publishes_nothing(env, backfilled):
+    import numpy as np
+
+    from data_contracts import snapshots as snap
+    from flows.nightly import nightly_discovery
+    from tasks.steps import ContractFailed
+
+    good = snap.load_snapshot(env["paths"][-1])
+    x = good.x.copy()
+    x[:3, 0] = np.nan
+    labels = np.asarray(good.class_names + [None], dtype=object)[np.where(good.labels >= 0, good.labels, -1)]
+    nodes = snap.nodes_table(good.node_ids, x, labels.tolist())
+    edges = snap.edges_table(good.node_ids.take(good.edge_index[0]), good.node_ids.take(good.edge_index[1]))
+    snap.write_snapshot(env["root"], "pipe", "2026-03-04", nodes, edges)
+    before = _tables(env["state"])
+    with pytest.raises(ContractFailed) as err:
+        nightly_discovery("pipe", str(env["root"]), "2026-03-04", CONFIG, str(env["state"]))
+    assert "features_finite" in Path(err.value.report_path).read_text()
+    assert _tables(env["state"]) == before
+
+
+def test_cli_classes_and_sql(env, backfilled, capsys):
+    from flows.cli import main
+
+    assert main(["classes", "--state-dir", str(env["state"]), "--graph", "pipe"]) == 0
+    assert "known:" in capsys.readouterr().out
+    assert main(["sql", "--state-dir", str(env["state"]), "SELECT count(*) AS n FROM runs"]) == 0
+    assert "3" in capsys.readouterr().out
+    assert main(["sql", "--state-dir", str(env["state"]), "DROP TABLE runs"]) == 2
+    assert main(["sql", "--state-dir", str(env["state"]), "SELECT * FROM no_such_table"]) == 1
+
+
+def test_readme_sql_runs(env, backfilled):
+    """Every ```sql block of the README runs against a published warehouse."""
+    from tasks.warehouse import Warehouse
+
+    blocks = re.findall(r"```sql\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert blocks, "the README shows analysts some SQL"
+    wh = Warehouse(env["state"] / "oral.duckdb")
+    for sql in blocks:
+        for statement in [s.strip() for s in sql.split(";") if s.strip()]:
+            wh.query(statement)

@@ -1,0 +1,456 @@
+"""The MLflow layer: one run per training (params, per-epoch metrics, artifacts, tags, the pyfunc
+model), the registry with its champion gate, and bounded retries that end in a TrackingError.
+
+All tests share one SQLite store (module-scoped) so the schema is created once."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("DO_NOT_TRACK", "true")
+
+mlflow = pytest.importorskip("mlflow")
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*:DeprecationWarning")  # inside MLflow
+
+from data_contracts.snapshots import edges_table, load_snapshot, nodes_table, write_snapshot  # noqa: E402
+from oral_core.config import ORALConfig  # noqa: E402
+from oral_core.graph import canonical_edges  # noqa: E402
+from oral_core.inference import ORALModel  # noqa: E402
+from oral_core.splits import make_split  # noqa: E402
+from oral_core.synthetic import make_attributed_sbm  # noqa: E402
+from oral_core.trainer import ORAL  # noqa: E402
+from tasks import tracking  # noqa: E402
+from tasks.tracking import TrackingConfig, TrackingError  # noqa: E402
+
+GRAPH = "toy"
+CLASS_NAMES = ["alpha", "beta", "gamma"]
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    graph = make_attributed_sbm(num_nodes=300, num_classes=4, feature_dim=16, seed=0)
+    split = make_split(graph.y, seed=0, known_classes=[0, 1, 2])
+    config = ORALConfig(epochs=20, hidden_dim=16, progress=False, pol_start_epoch=10,
+                        cluster_warmup_epochs=5, device="cpu", seed=0)
+    oral = ORAL(config).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
+                            split.val_labels(graph.y))
+    model = ORALModel.from_fit(oral, CLASS_NAMES)
+    root = tmp_path_factory.mktemp("tracking")
+    ids = [f"n{i:03d}" for i in range(graph.x.shape[0])]
+    train = split.train_labels(graph.y).numpy()
+    labels = [CLASS_NAMES[c] if c >= 0 else None for c in train]
+    src, dst = graph.edge_index.numpy()
+    once = src < dst  # each pair stored once: the reader must symmetrise
+    snap = write_snapshot(root / "snapshots", GRAPH, "2026-01-31",
+                          nodes_table(ids, graph.x.numpy(), labels),
+                          edges_table([ids[i] for i in src[once]], [ids[i] for i in dst[once]]))
+    model_file = model.save(root / "model.pt")
+    yield {"root": root, "config": config, "oral": oral, "model": model, "snapshot": snap,
+           "model_file": model_file}
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def cfg(fitted):
+    return TrackingConfig(None, fitted["root"] / "state", attempts=2, base_delay=0.01, max_delay=0.02)
+
+
+@pytest.fixture(scope="module")
+def logged(fitted, cfg):
+    model = fitted["model"]
+    predictions = tracking.assign_snapshot(model, fitted["snapshot"])
+    report = fitted["root"] / "validation_report.json"
+    report.write_text(json.dumps({"passed": True, "rules": []}))
+    html = fitted["root"] / "validation_report.html"
+    html.write_text("<html><body>passed</body></html>")
+    summary = [{"class_id": 0, "class_name": "alpha", "size": 120, "is_novel": False,
+                "top_features": ["f1", "f2"]},
+               {"class_id": 3, "class_name": "novel_3", "size": 60, "is_novel": True}]
+    oral = fitted["oral"]
+    metrics = {"val_accuracy": float(oral.selected_state()["val_acc"]), "num_classes": 4,
+               "num_novel": 1, "train_seconds": 1.5, "scores": {"all": 0.8, "known": 0.9}}
+    tags = {"snapshot_date": "2026-01-31", "content_hash": "abc123",
+            "prefect_flow_run_id": "flow-run-1", "contracts_passed": "true"}
+    started = time.perf_counter()
+    run_id, model_uri = tracking.log_training_run(
+        cfg, GRAPH, fitted["config"].to_dict(), oral.history,
+        {"predictions": predictions, "class_summary": summary,
+         "validation_report": [report, html]}, tags, model, metrics)
+    return {"run_id": run_id, "model_uri": model_uri, "metrics": metrics, "tags": tags,
+            "predictions": predictions, "seconds": time.perf_counter() - started}
+
+
+def test_import_tasks_does_not_import_mlflow():
+    code = "import sys, tasks; assert 'mlflow' not in sys.modules, 'import tasks pulled in mlflow'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_config_defaults(tmp_path):
+    cfg = TrackingConfig(None, tmp_path)
+    assert cfg.uri == f"sqlite:///{tmp_path.absolute().as_posix()}/mlflow.db"
+    assert cfg.artifact_base == tmp_path.absolute() / "mlartifacts"
+    remote = TrackingConfig("http://user:secret@127.0.0.1:5000", tmp_path)
+    assert remote.is_remote and remote.artifact_base is None and remote.registry == remote.uri
+    assert "secret" not in remote.safe_uri()
+
+
+def test_one_experiment_per_graph(cfg, logged):
+    first = tracking.experiment_for(cfg, GRAPH)
+    assert tracking.experiment_for(cfg, GRAPH) == first
+    exp = tracking.client(cfg).get_experiment(first)
+    assert exp.name == f"oral-{GRAPH}"
+    assert exp.artifact_location == (cfg.state_dir / "mlartifacts" / f"oral-{GRAPH}").as_uri()
+    assert tracking.experiment_for(cfg, "other") != first
+
+
+def test_run_has_params_metrics_and_tags(fitted, cfg, logged):
+    c = tracking.client(cfg)
+    run = c.get_run(logged["run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.info.experiment_id == tracking.experiment_for(cfg, GRAPH)
+    config = fitted["config"].to_dict()
+    assert set(config) <= set(run.data.params)
+    assert run.data.params["hidden_dim"] == "16" and run.data.params["epochs"] == "20"
+    history = fitted["oral"].history
+    for key in tracking.HISTORY_METRICS:
+        points = c.get_metric_history(logged["run_id"], key)
+        expected = [row["epoch"] for row in history if key in row]
+        assert sorted(m.step for m in points) == expected, key
+    val = sorted(c.get_metric_history(logged["run_id"], "val_acc"), key=lambda m: m.step)
+    assert [m.value for m in val] == pytest.approx([row["val_acc"] for row in history])
+    metrics = run.data.metrics
+    assert metrics["val_accuracy"] == pytest.approx(logged["metrics"]["val_accuracy"])
+    assert metrics["num_classes"] == 4 and metrics["num_novel"] == 1
+    assert metrics["scores/all"] == pytest.approx(0.8)
+    for key, value in logged["tags"].items():
+        assert run.data.tags[key] == value
+    assert run.data.tags["graph"] == GRAPH
+
+
+def test_run_artifacts(cfg, logged):
+    c = tracking.client(cfg)
+    run = c.get_run(logged["run_id"])
+    root = Path(run.info.artifact_uri.removeprefix("file://"))
+    assert root.is_relative_to(cfg.state_dir / "mlartifacts")
+    for rel in ("predictions/predictions.parquet", "summary/class_summary.json",
+                "summary/class_summary.md", "validation/validation_report.json",
+                "validation/validation_report.html", "plots/loss_curves.png",
+                "plots/class_sizes.png", "history/history.json"):
+        assert (root / rel).is_file(), rel
+    assert pq.read_table(root / "predictions/predictions.parquet").equals(logged["predictions"])
+    for png in root.glob("plots/*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (root / "summary/class_summary.md").read_text()
+    assert "| class_id | class_name | size | is_novel | top_features |" in markdown
+    assert "novel_3" in markdown
+    assert json.loads((root / "summary/class_summary.json").read_text())[1]["size"] == 60
+    listed = {a.path for a in c.list_artifacts(logged["run_id"], "plots")}
+    assert listed == {"plots/loss_curves.png", "plots/class_sizes.png"}
+
+
+def test_model_is_logged_as_code_with_pinned_requirements(cfg, logged):
+    assert logged["model_uri"].startswith("models:/m-")
+    with tracking.using(cfg):
+        local = Path(mlflow.artifacts.download_artifacts(logged["model_uri"]))
+    names = {p.name for p in local.rglob("*")}
+    assert "oral_model.pt" in names and "oral_pyfunc.py" in names
+    assert not any(name.endswith(".pkl") for name in names)  # nothing to unpickle
+    requirements = (local / "requirements.txt").read_text().split()
+    assert any(r.startswith("torch==2.") for r in requirements)
+    assert any(r.startswith("torch-geometric==") for r in requirements)
+    assert any(r.startswith("pyarrow==") for r in requirements)
+
+
+def test_register_promote_and_load_champion(fitted, cfg, logged):
+    version = tracking.register_model(cfg, GRAPH, logged["model_uri"], logged["run_id"])
+    assert version == 1
+    # a retried registration of the same run returns the same version
+    assert tracking.register_model(cfg, GRAPH, logged["model_uri"], logged["run_id"]) == 1
+    mv = tracking.client(cfg).get_model_version(f"oral-{GRAPH}", "1")
+    assert mv.tags["snapshot_date"] == "2026-01-31" and mv.tags["contracts_passed"] == "true"
+    assert float(mv.tags["val_accuracy"]) == pytest.approx(logged["metrics"]["val_accuracy"])
+    assert tracking.champion_version(cfg, GRAPH) is None
+    promoted, reason = tracking.promote_champion(cfg, GRAPH, version, True,
+                                                 logged["metrics"]["val_accuracy"])
+    assert promoted and "first champion" in reason
+    assert tracking.champion_version(cfg, GRAPH) == 1
+
+    snap = fitted["snapshot"]
+    with tracking.using(cfg):
+        pyfunc = mlflow.pyfunc.load_model(f"models:/oral-{GRAPH}@champion")
+    import pandas as pd
+    out = pyfunc.predict(pd.DataFrame({"snapshot_path": [str(snap)]}))
+    assert list(out.columns) == ["snapshot_path", "node_id", "class_id", "class_name", "is_novel",
+                                 "confidence"]
+    # the reference: ORALModel.assign_raw on the same snapshot, edges symmetrised
+    loaded = load_snapshot(snap)
+    x = torch.tensor(loaded.x)
+    edges = canonical_edges(torch.tensor(loaded.edge_index), loaded.num_nodes)
+    expected = fitted["model"].assign_raw(x, edges)
+    assert len(out) == loaded.num_nodes
+    assert out["node_id"].tolist() == loaded.node_ids.to_pylist()
+    assert np.array_equal(out["class_id"].to_numpy(), expected.class_id.numpy())
+    assert np.array_equal(out["is_novel"].to_numpy(), expected.is_novel.numpy())
+    assert np.allclose(out["confidence"].to_numpy(), expected.confidence.numpy(), atol=1e-6)
+    for cid, name in zip(out["class_id"], out["class_name"]):
+        if cid < 0:
+            assert pd.isna(name)
+        elif cid < 3:
+            assert name == CLASS_NAMES[cid]
+        else:
+            assert name == f"novel_{cid}"
+    # two snapshots in one call: one block of rows per snapshot
+    twice = pyfunc.predict(pd.DataFrame({"snapshot_path": [str(snap), str(snap)]}))
+    assert len(twice) == 2 * loaded.num_nodes
+
+
+def test_champion_gate(fitted, cfg):
+    graph = "gates"
+    model_file = fitted["model_file"]
+
+    def new_version(acc: float, passed: bool = True) -> int:
+        run_id, uri = tracking.log_training_run(
+            cfg, graph, {"seed": 0}, [], {}, {"snapshot_date": "2026-02-01"}, model_file,
+            {"val_accuracy": acc})
+        return tracking.register_model(cfg, graph, uri, run_id, contracts_passed=passed)
+
+    v1 = new_version(0.80, passed=False)
+    assert tracking.promote_champion(cfg, graph, v1, False, 0.80)[0] is False
+    assert tracking.champion_version(cfg, graph) is None  # failed contracts never promote
+    v2 = new_version(0.80)
+    assert tracking.promote_champion(cfg, graph, v2, True, 0.80) == (
+        True, "first champion (val_accuracy 0.8000)")
+    v3 = new_version(0.75)
+    promoted, reason = tracking.promote_champion(cfg, graph, v3, True, 0.75, tolerance=0.02)
+    assert not promoted and "below champion v2" in reason
+    assert tracking.champion_version(cfg, graph) == v2
+    v4 = new_version(0.79)
+    assert tracking.promote_champion(cfg, graph, v4, True, 0.79, tolerance=0.02)[0] is True
+    assert tracking.champion_version(cfg, graph) == v4
+    v5 = new_version(0.99, passed=False)
+    promoted, reason = tracking.promote_champion(cfg, graph, v5, False, 0.99)
+    assert not promoted and "contracts" in reason
+    assert tracking.champion_version(cfg, graph) == v4
+    mv = tracking.client(cfg).get_model_version(f"oral-{graph}", str(v3))
+    assert "below champion" in mv.tags["champion_decision"]
+
+
+def test_with_retries_backs_off_then_succeeds():
+    calls, sleeps = [], []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("down")
+        return "ok"
+
+    assert tracking.with_retries(flaky, attempts=3, base_delay=0.5, sleep=sleeps.append) == "ok"
+    assert sleeps == [0.5, 1.0]
+
+
+def test_with_retries_does_not_retry_permanent_errors():
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST
+    calls = []
+
+    def missing():
+        calls.append(1)
+        raise MlflowException("no such model", error_code=RESOURCE_DOES_NOT_EXIST)
+
+    with pytest.raises(MlflowException):
+        tracking.with_retries(missing, attempts=3, base_delay=0, sleep=lambda _: None)
+    assert len(calls) == 1
+
+
+def test_unreachable_server_gives_tracking_error(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends
+    uri = f"http://127.0.0.1:{port}"
+    cfg = TrackingConfig(uri, tmp_path, attempts=3, base_delay=0.01, max_delay=0.02)
+    calls = []
+
+    def search():
+        calls.append(1)
+        return mlflow.MlflowClient(uri).search_experiments()
+
+    started = time.perf_counter()
+    with pytest.raises(TrackingError, match=f"127.0.0.1:{port}"):
+        tracking.with_retries(search, attempts=3, base_delay=0.01, uri=uri)
+    assert len(calls) == 3
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tasks.tracking"):
+        with pytest.raises(TrackingError, match=f"after 3 attempt.*{uri}"):
+            tracking.experiment_for(cfg, GRAPH)
+    assert sum("retrying" in r.getMessage() for r in caplog.records) == 2
+    assert time.perf_counter() - started < 30
+
+
+def test_artifact_root_that_cannot_be_created(fitted, cfg, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the artifact root should be")
+    bad = TrackingConfig(None, cfg.state_dir, artifact_root=blocker / "mlartifacts",
+                         attempts=2, base_delay=0.01, max_delay=0.02)
+    with pytest.raises(TrackingError, match="tracking URI sqlite:///"):
+        tracking.log_training_run(bad, "blocked", {}, [], {}, {}, fitted["model_file"],
+                                  {"val_accuracy": 0.5})
+
+
+def test_artifact_folder_that_breaks_mid_run(fitted, cfg):
+    graph = "broken"
+    exp_id = tracking.experiment_for(cfg, graph)
+    folder = Path(tracking.client(cfg).get_experiment(exp_id).artifact_location.removeprefix("file://"))
+    folder.rmdir()
+    folder.write_text("the artifact folder was replaced by a file")  # even root cannot write here
+    try:
+        with pytest.raises(TrackingError, match="failed after 2 attempt"):
+            tracking.log_training_run(cfg, graph, {}, [], {}, {}, fitted["model_file"],
+                                      {"val_accuracy": 0.5})
+    finally:
+        folder.unlink()
+        folder.mkdir()
+    runs = tracking.client(cfg).search_runs([exp_id])
+    assert [r.info.status for r in runs] == ["FAILED"]
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root ignores file permissions")
+def test_read_only_artifact_root(fitted, cfg, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        bad = TrackingConfig(None, cfg.state_dir, artifact_root=ro,
+                             attempts=2, base_delay=0.01, max_delay=0.02)
+        with pytest.raises(TrackingError, match="tracking URI"):
+            tracking.log_training_run(bad, "readonly", {}, [], {}, {}, fitted["model_file"],
+                                      {"val_accuracy": 0.5})
+    finally:
+        ro.chmod(0o755)
+
+
+def test_inputs_are_checked_before_a_run_is_created(fitted, cfg):
+    with pytest.raises(FileNotFoundError):
+        tracking.log_training_run(cfg, "checked", {}, [], {"validation_report": "/nonexistent.json"},
+                                  {}, fitted["model_file"], {})
+    with pytest.raises(TypeError, match="predictions"):
+        tracking.log_training_run(cfg, "checked", {}, [], {"predictions": [1, 2]}, {},
+                                  fitted["model_file"], {})
+    assert tracking.client(cfg).get_experiment_by_name("oral-checked") is None
+
+
+def test_logged_run_timing(logged):
+    # the whole run (schema creation included) stays well inside a nightly budget
+    assert logged["seconds"] < 30
+
+
+def test_using_restores_the_process_wide_uris(cfg, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////tmp/elsewhere.db")
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    with tracking.using(cfg):
+        assert mlflow.get_tracking_uri() == cfg.uri
+        assert mlflow.get_registry_uri() == cfg.uri
+    assert os.environ["MLFLOW_TRACKING_URI"] == "sqlite:////tmp/elsewhere.db"
+    assert "MLFLOW_REGISTRY_URI" not in os.environ
+    assert mlflow.get_tracking_uri() == "sqlite:////tmp/elsewhere.db"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """``mlflow server`` on loopback, in its own process group (stopped as a group)."""
+    import urllib.request
+    port = _free_port()
+    log_file = open(tmp_path / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{tmp_path}/server.db",
+         "--artifacts-destination", str(tmp_path / "server-artifacts"), "--workers", "1"],
+        stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true",
+             "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})  # no job-runner processes
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("mlflow server did not start: "
+                            + (tmp_path / "server.log").read_text()[-2000:])
+            time.sleep(0.5)
+        yield url, tmp_path / "server-artifacts"
+    finally:
+        _stop_group(proc)
+        log_file.close()
+
+
+def _stop_group(proc: subprocess.Popen, grace: float = 15.0) -> None:
+    """SIGTERM the server's process group, wait until every member is gone, else SIGKILL it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()
+        try:
+            os.killpg(proc.pid, 0)  # still someone in the group?
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+@pytest.mark.slow
+def test_against_an_mlflow_server(fitted, mlflow_server, tmp_path):
+    url, server_artifacts = mlflow_server
+    cfg = TrackingConfig(url, tmp_path / "client-state", attempts=2, base_delay=0.05)
+    predictions = tracking.assign_snapshot(fitted["model"], fitted["snapshot"])
+    run_id, model_uri = tracking.log_training_run(
+        cfg, GRAPH, fitted["config"].to_dict(), fitted["oral"].history,
+        {"predictions": predictions}, {"snapshot_date": "2026-01-31"}, fitted["model"],
+        {"val_accuracy": 0.9})
+    c = tracking.client(cfg)
+    assert {a.path for a in c.list_artifacts(run_id, "plots")} == {
+        "plots/loss_curves.png", "plots/class_sizes.png"}
+    assert len(c.get_metric_history(run_id, "val_acc")) == len(fitted["oral"].history)
+    version = tracking.register_model(cfg, GRAPH, model_uri, run_id, contracts_passed=True)
+    assert tracking.promote_champion(cfg, GRAPH, version, True, 0.9)[0]
+    assert tracking.champion_version(cfg, GRAPH) == version
+    import pandas as pd
+    out = tracking.load_champion(cfg, GRAPH).predict(
+        pd.DataFrame({"snapshot_path": [str(fitted["snapshot"])]}))
+    assert np.array_equal(out["class_id"].to_numpy(), predictions.column("class_id").to_numpy())
+    # the server keeps the artifacts; nothing is written on the client side
+    assert any(server_artifacts.rglob("predictions.parquet"))
+    assert not (tmp_path / "client-state").exists()

@@ -1,0 +1,338 @@
+"""The DuckDB warehouse: schema, one-transaction idempotent publishing, views, read-only SQL,
+the single-writer lock, and hostile strings stored verbatim."""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import subprocess
+import sys
+import threading
+import time
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from tasks.lineage import LineageConfig, track_lineage
+from tasks.warehouse import (SCHEMA_VERSION, QueryRefused, Warehouse, WarehouseError,
+                             WarehouseLocked, make_run_id)
+
+D1, D2 = dt.date(2026, 4, 1), dt.date(2026, 4, 2)
+TABLES = ["snapshots", "runs", "classes", "node_assignments", "class_lineage"]
+ORDER = {"snapshots": "graph, snapshot_date, content_hash", "runs": "run_id",
+         "classes": "run_id, class_key", "node_assignments": "run_id, node_id",
+         "class_lineage": "run_id, lineage_id"}
+
+
+@pytest.fixture
+def wh(tmp_path) -> Warehouse:
+    w = Warehouse(tmp_path / "wh" / "oral.duckdb", lock_timeout=2.0, threads=1)
+    w.ensure_schema()
+    return w
+
+
+def ids(lo: int, hi: int, prefix: str = "n") -> list[str]:
+    return [f"{prefix}{i}" for i in range(lo, hi)]
+
+
+def night(wh: Warehouse, graph: str, date: dt.date, members: dict, names: dict,
+          content_hash: str | None = None, config_hash: str = "cfg1") -> dict:
+    """Everything one nightly run publishes, with lineage against the warehouse's previous run."""
+    content_hash = content_hash or f"hash-{date.isoformat()}"
+    prev = wh.previous_run(graph, date)
+    lineage = track_lineage(prev, members, graph=graph, snapshot_date=date, current_names=names,
+                            max_novel_index=wh.max_novel_index(graph, before_date=date),
+                            config=LineageConfig())
+    node_ids, keys, conf = [], [], []
+    for key, nodes in members.items():
+        node_ids += nodes
+        keys += [key] * len(nodes)
+        conf += list(np.linspace(0.5, 0.99, len(nodes)))
+    novel = [names.get(k) is None for k in keys]
+    assignments = pa.table({"node_id": node_ids, "class_key": keys, "is_novel": novel,
+                            "confidence": conf})
+    classes = [{"class_key": k, "lineage_id": lineage.lineage_of[k], "class_name": names.get(k),
+                "is_novel": names.get(k) is None, "size": len(v), "mean_confidence": 0.75,
+                "top_features": [{"index": 3, "name": "f3", "lift": 2.5, "class_mean": 0.4}],
+                "exemplars": v[:3], "purity": np.nan, "majority_true_label": None}
+               for k, v in members.items()]
+    run = {"graph": graph, "snapshot_date": date, "content_hash": content_hash,
+           "config_hash": config_hash, "code_version": "abc123", "device": "cpu", "epochs": 50,
+           "val_accuracy": 0.9, "num_classes": len(members),
+           "num_novel": sum(n is None for n in (names.get(k) for k in members)),
+           "num_nodes": len(node_ids), "train_seconds": 1.5,
+           "published_at": dt.datetime(2026, 4, 3, 1, 0), "scores": {"all": 0.8, "known": 0.9, "novel": 0.7}}
+    snapshot = {"path": f"/data/{graph}/snapshot={date}", "nodes": len(node_ids), "edges": 1000,
+                "labelled_nodes": 40, "known_classes": 2, "validation_passed": True,
+                "validated_at": dt.datetime(2026, 4, 3, 0, 30)}
+    return {"run": run, "snapshot": snapshot, "assignments": assignments, "classes": classes,
+            "lineage_rows": lineage.rows}
+
+
+def first_night() -> tuple[dict, dict]:
+    members = {0: ids(0, 100), 1: ids(100, 180), 2: ids(180, 250), 3: ids(250, 300)}
+    return members, {0: "A", 1: "B"}
+
+
+def second_night() -> tuple[dict, dict]:
+    # same classes (novel keys reordered), plus a new novel class of 40 new nodes
+    members = {0: ids(0, 100), 1: ids(100, 180), 2: ids(250, 300), 3: ids(180, 250),
+               4: ids(300, 340)}
+    return members, {0: "A", 1: "B"}
+
+
+def dump(wh: Warehouse) -> dict:
+    con = duckdb.connect(wh.path, read_only=True)
+    try:
+        return {t: con.execute(f"SELECT * FROM {t} ORDER BY {ORDER[t]}").fetchall() for t in TABLES}
+    finally:
+        con.close()
+
+
+def counts(wh: Warehouse, run_id: str | None = None) -> dict:
+    con = duckdb.connect(wh.path, read_only=True)
+    try:
+        if run_id is None:
+            return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
+        return {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchall()[0][0]
+                for t in TABLES if t != "snapshots"}
+    finally:
+        con.close()
+
+
+def test_schema_is_created_once_with_version(wh: Warehouse) -> None:
+    assert wh.ensure_schema() == SCHEMA_VERSION  # second call: nothing changes
+    names = set(wh.query("SELECT table_name FROM information_schema.tables")["table_name"].to_pylist())
+    assert set(TABLES) | {"meta", "latest_runs", "latest_classes", "emerged_classes",
+                          "class_timeline"} <= names
+    assert wh.query("SELECT value FROM meta WHERE key = ?", ["schema_version"]).to_pylist() == \
+        [{"value": str(SCHEMA_VERSION)}]
+    assert wh.previous_run("g", D1) is None and wh.last_processed_date("g") is None
+    assert wh.max_novel_index("g") == 0 and wh.latest_classes().num_rows == 0
+
+
+def test_queries_on_a_missing_warehouse_are_empty(tmp_path) -> None:
+    w = Warehouse(tmp_path / "none.duckdb")
+    assert w.previous_run("g", D1) is None and not w.run_exists("x")
+    assert w.max_novel_index("g") == 0 and w.last_processed_date("g") is None
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_publish_writes_every_table_and_rerun_is_identical(wh: Warehouse) -> None:
+    members, names = first_night()
+    parts = night(wh, "g", D1, members, names)
+    run_id = wh.publish_run(**parts)
+    assert run_id == make_run_id("g", "hash-2026-04-01", "cfg1") and wh.run_exists(run_id)
+    assert counts(wh) == {"snapshots": 1, "runs": 1, "classes": 4, "node_assignments": 300,
+                          "class_lineage": 4}
+    before = dump(wh)
+    run = before["runs"][0]
+    assert run[-4:-1] == (0.8, 0.9, 0.7)  # acc_all/known/novel from the scores
+    # every node carries its class's lineage id and name
+    bad = wh.query("SELECT count(*) AS n FROM node_assignments a JOIN classes c USING (run_id, class_key) "
+                   "WHERE a.lineage_id IS DISTINCT FROM c.lineage_id "
+                   "OR a.class_name IS DISTINCT FROM c.class_name")
+    assert bad["n"].to_pylist() == [0]
+    # the same run again: the same rows, no duplicates
+    assert wh.publish_run(**night(wh, "g", D1, members, names)) == run_id
+    assert dump(wh) == before
+    # a backfill of the first night after a later one: the same lineage ids again
+    wh.publish_run(**night(wh, "g", D2, *second_night()))
+    assert wh.publish_run(**night(wh, "g", D1, members, names)) == run_id
+    after = dump(wh)
+    assert [r for r in after["class_lineage"] if r[2] == run_id] == before["class_lineage"]
+    assert [r for r in after["node_assignments"] if r[0] == run_id] == before["node_assignments"]
+
+
+def test_failure_mid_publish_rolls_back(wh: Warehouse, monkeypatch) -> None:
+    members, names = first_night()
+    run1 = wh.publish_run(**night(wh, "g", D1, members, names))
+    before = dump(wh)
+    members2, names2 = second_night()
+    parts = night(wh, "g", D2, members2, names2)
+    run2 = make_run_id("g", parts["run"]["content_hash"], "cfg1")
+
+    calls = []
+
+    def boom(con, run_row):
+        calls.append(con.execute("SELECT count(*) FROM node_assignments WHERE run_id = ?",
+                                 [run_row["run_id"]]).fetchall()[0][0])
+        raise RuntimeError("injected failure after the assignments insert")
+
+    monkeypatch.setattr(Warehouse, "_insert_lineage", staticmethod(boom))
+    with pytest.raises(RuntimeError, match="injected"):
+        wh.publish_run(**parts)
+    assert calls == [340]  # the assignments were in when it failed
+    assert not wh.run_exists(run2) and counts(wh, run2) == {t: 0 for t in TABLES if t != "snapshots"}
+    assert dump(wh) == before  # the first run (and its snapshot row) untouched
+    # a failing rerun of the first run keeps its earlier publication (the delete rolls back too)
+    with pytest.raises(RuntimeError, match="injected"):
+        wh.publish_run(**night(wh, "g", D1, members, names))
+    assert dump(wh) == before and wh.run_exists(run1)
+    monkeypatch.undo()
+
+    # a classes table with a column the warehouse does not know: refused, nothing written
+    bad = night(wh, "g", D2, members2, names2)
+    bad["classes"] = pa.Table.from_pylist(bad["classes"][:1]).append_column("oops", pa.array([1]))
+    with pytest.raises(WarehouseError, match="oops"):
+        wh.publish_run(**bad)
+    # a class key assigned to nodes but missing from classes: refused
+    bad = night(wh, "g", D2, members2, names2)
+    bad["classes"] = bad["classes"][:-1]
+    bad["lineage_rows"] = [r for r in bad["lineage_rows"] if r.class_key != 4]
+    with pytest.raises(WarehouseError, match="no classes row"):
+        wh.publish_run(**bad)
+    # a database error inside the transaction (duplicate lineage rows break the primary key)
+    bad = night(wh, "g", D2, members2, names2)
+    bad["lineage_rows"] = bad["lineage_rows"] + bad["lineage_rows"][:1]
+    with pytest.raises(duckdb.ConstraintException):
+        wh.publish_run(**bad)
+    assert dump(wh) == before
+
+
+def test_views_over_two_nights(wh: Warehouse) -> None:
+    m1, n1 = first_night()
+    wh.publish_run(**night(wh, "g", D1, m1, n1))
+    prev = wh.previous_run("g", D2)
+    assert prev.snapshot_date == D1 and prev.members[2] == sorted(ids(180, 250))
+    assert prev.lineage == {0: "known:A", 1: "known:B", 2: "g:novel:1", 3: "g:novel:2"}
+    assert prev.names == {0: "A", 1: "B", 2: None, 3: None}
+    assert prev.first_seen[2] == D1
+    m2, n2 = second_night()
+    run2 = wh.publish_run(**night(wh, "g", D2, m2, n2))
+    # another graph, to check the views keep graphs apart
+    wh.publish_run(**night(wh, "h", D1, {0: ids(0, 30, "h"), 1: ids(30, 50, "h")}, {0: "A"}))
+
+    assert wh.last_processed_date("g") == D2 and wh.max_novel_index("g") == 3
+    assert wh.max_novel_index("g", before_date=D2) == 2
+    assert wh.max_novel_index("g", exclude_run_id=run2) == 2
+
+    latest = wh.latest_classes("g").to_pylist()
+    assert {r["run_id"] for r in latest} == {run2} and len(latest) == 5
+    status = {r["lineage_id"]: (r["class_key"], r["status"]) for r in latest}
+    assert status == {"known:A": (0, "persisting"), "known:B": (1, "persisting"),
+                      "g:novel:1": (3, "persisting"), "g:novel:2": (2, "persisting"),
+                      "g:novel:3": (4, "emerged")}
+    assert {r["graph"] for r in wh.latest_classes().to_pylist()} == {"g", "h"}
+
+    emerged = wh.query("SELECT graph, lineage_id, size, snapshot_date FROM emerged_classes "
+                       "ORDER BY graph, lineage_id").to_pylist()
+    assert emerged == [{"graph": "g", "lineage_id": "g:novel:3", "size": 40, "snapshot_date": D2},
+                       {"graph": "h", "lineage_id": "h:novel:1", "size": 20, "snapshot_date": D1},
+                       {"graph": "h", "lineage_id": "known:A", "size": 30, "snapshot_date": D1}]
+
+    timeline = wh.query("SELECT lineage_id, snapshot_date, size, status FROM class_timeline "
+                        "WHERE graph = ? ORDER BY lineage_id, snapshot_date", ["g"]).to_pylist()
+    assert [(r["lineage_id"], r["snapshot_date"], r["status"]) for r in timeline] == [
+        ("g:novel:1", D1, "emerged"), ("g:novel:1", D2, "persisting"),
+        ("g:novel:2", D1, "emerged"), ("g:novel:2", D2, "persisting"),
+        ("g:novel:3", D2, "emerged"),
+        ("known:A", D1, "emerged"), ("known:A", D2, "persisting"),
+        ("known:B", D1, "emerged"), ("known:B", D2, "persisting")]
+
+
+def test_query_is_read_only(wh: Warehouse) -> None:
+    m1, n1 = first_night()
+    wh.publish_run(**night(wh, "g", D1, m1, n1))
+    for sql in ["DROP TABLE runs", "INSERT INTO meta VALUES ('x', 'y')",
+                "SELECT 1; DROP TABLE runs", "DELETE FROM runs",
+                "WITH x AS (SELECT 1) INSERT INTO meta SELECT 'a', 'b'",
+                "EXPLAIN ANALYZE DELETE FROM runs", "COPY runs TO 'out.csv'",
+                "ATTACH 'other.duckdb'", "PRAGMA version", "SET threads = 4", "CALL pragma_version()",
+                "UPDATE runs SET device = 'x'", "CREATE TABLE t (a INT)", "", "   "]:
+        with pytest.raises(QueryRefused):
+            wh.query(sql)
+    assert counts(wh)["runs"] == 1
+    assert wh.query("SELECT count(*) AS n FROM node_assignments WHERE class_key = ?", [2]) \
+        .to_pylist() == [{"n": 70}]
+    assert wh.query("-- analysts' note\nWITH c AS (SELECT * FROM classes) SELECT count(*) AS n FROM c") \
+        .to_pylist() == [{"n": 4}]
+    assert wh.query("SHOW TABLES").num_rows >= 6
+    assert wh.query("DESCRIBE runs").num_rows > 10
+    assert wh.query("EXPLAIN SELECT * FROM runs").num_rows >= 1
+    with pytest.raises(duckdb.Error):  # other files are out of reach of analysts' queries
+        wh.query("SELECT * FROM read_csv(?)", [__file__])
+
+
+def test_hostile_strings_are_stored_verbatim(tmp_path) -> None:
+    wh = Warehouse(tmp_path / "x.duckdb", threads=1)
+    graph = "g'; DROP TABLE runs; --"
+    hostile = ["it's", 'say "hi"', "x'); DROP TABLE classes; --", "; DELETE FROM runs", "back\\slash"]
+    members = {0: hostile + ids(0, 20), 1: ids(20, 40)}
+    names = {0: "O'Brien; DROP TABLE node_assignments; --"}
+    parts = night(wh, graph, D1, members, names, content_hash="h'ash")
+    run_id = wh.publish_run(**parts)
+    back = wh.query("SELECT node_id FROM node_assignments WHERE run_id = ? AND class_key = 0 "
+                    "ORDER BY node_id", [run_id])["node_id"].to_pylist()
+    assert back == sorted(hostile + ids(0, 20))
+    cls = wh.query("SELECT class_name, lineage_id, exemplars FROM classes WHERE class_key = 0").to_pylist()[0]
+    assert cls["class_name"] == names[0] and cls["lineage_id"] == f"known:{names[0]}"
+    assert cls["exemplars"].startswith('["it\'s", "say \\"hi\\""')
+    assert wh.query("SELECT graph FROM runs").to_pylist() == [{"graph": graph}]
+    assert wh.previous_run(graph, D2).members[0] == sorted(hostile + ids(0, 20))
+    assert wh.max_novel_index(graph) == 1
+    assert counts(wh) == {"snapshots": 1, "runs": 1, "classes": 2, "node_assignments": 45,
+                          "class_lineage": 2}
+
+
+def test_in_memory_warehouse_and_input_checks() -> None:
+    wh = Warehouse(":memory:", threads=1)
+    wh.ensure_schema()
+    parts = night(wh, "g", D1, *first_night())
+    run_id = wh.publish_run(**parts)
+    assert wh.run_exists(run_id) and wh.latest_classes("g").num_rows == 4
+    with pytest.raises(WarehouseError, match="run_id"):
+        wh.publish_run(**{**parts, "run": {**parts["run"], "run_id": "forged"}})
+    with pytest.raises(WarehouseError, match="unknown run fields"):
+        wh.publish_run(**{**parts, "run": {**parts["run"], "bogus": 1}})
+    dup = parts["assignments"].slice(0, 5)
+    with pytest.raises(WarehouseError, match="repeat"):
+        wh.publish_run(**{**parts, "assignments": pa.concat_tables([parts["assignments"], dup])})
+    with pytest.raises(QueryRefused):
+        wh.query("DROP TABLE runs")
+    assert wh.query("SELECT count(*) AS n FROM node_assignments").to_pylist() == [{"n": 300}]
+    wh.close()
+
+
+HOLDER = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.read()
+con.close()
+"""
+
+
+def test_locked_file_is_retried_then_refused_clearly(tmp_path, caplog) -> None:
+    path = tmp_path / "locked.duckdb"
+    Warehouse(path, threads=1).ensure_schema()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        wh = Warehouse(path, lock_timeout=2.0, initial_backoff=0.1, max_backoff=0.5, threads=1)
+        caplog.set_level(logging.WARNING, logger="tasks.warehouse")
+        start = time.monotonic()
+        with pytest.raises(WarehouseLocked) as err:
+            wh.connect()
+        waited = time.monotonic() - start
+        assert 1.9 <= waited < 8.0
+        assert str(path) in str(err.value) and "locked by another process" in str(err.value)
+        assert sum("is locked" in r.getMessage() for r in caplog.records) >= 3  # logged retries
+        with pytest.raises(WarehouseLocked):  # readers wait too
+            wh.latest_classes()
+
+        # the holder lets go while we wait: the retry then succeeds
+        threading.Timer(0.7, holder.stdin.close).start()
+        con = wh.connect(timeout=30.0)
+        try:
+            assert con.execute("SELECT value FROM meta").fetchall() == [(str(SCHEMA_VERSION),)]
+        finally:
+            con.close()
+    finally:
+        if holder.poll() is None:
+            if not holder.stdin.closed:
+                holder.stdin.close()
+            holder.wait(timeout=20)
+        holder.stdout.close()
