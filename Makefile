@@ -1,5 +1,5 @@
 # Two commands do their whole set-up on a fresh machine (see README):
-#   make run    reproduce ORAL on Cora (ten seeds, no prior), results under benchmarks/results
+#   make run    the nightly pipeline's demo: a simulated evolving graph, run night by night (state/demo)
 #   make test   run the test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml requirements.lock
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/oral reproduce --dataset cora --seeds 10
+	$(VENV)/bin/oral demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -100,15 +100,13 @@ def test_mlflow_has_a_version_per_night_and_a_loadable_champion(env, backfilled)
     import mlflow
     import pandas as pd
 
-    from tasks.tracking import TrackingConfig, model_name
+    from tasks.tracking import TrackingConfig, load_champion, model_name
 
     cfg = TrackingConfig(None, env["state"])
     client = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
     versions = client.search_model_versions(f"name = '{model_name('pipe')}'")
     assert len(versions) == 3
-    mlflow.set_tracking_uri(cfg.uri)
-    mlflow.set_registry_uri(cfg.registry)
-    model = mlflow.pyfunc.load_model(f"models:/{model_name('pipe')}@champion")
+    model = load_champion(cfg, "pipe")  # process-wide MLflow URIs are restored afterwards
     out = model.predict(pd.DataFrame({"snapshot_path": [str(env["paths"][-1])]}))
     assert len(out) == 600 and set(out.columns) >= {"node_id", "class_id", "is_novel", "confidence"}
 
@@ -168,3 +166,29 @@ def test_readme_sql_runs(env, backfilled):
     for sql in blocks:
         for statement in [s.strip() for s in sql.split(";") if s.strip()]:
             wh.query(statement)
+
+
+def test_demo_reports_emergence_from_the_timeline():
+    """The demo's verdict: the first night a pure-enough novel class of the planted label appears."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from flows.demo import emergence, render
+
+    d = [dt.date(2026, 1, i) for i in (1, 2, 3, 4)]
+    plan = SimpleNamespace(novel_start={4: 1}, dates=d)
+    names = ["a", "b", "c", "d", "planted"]
+    rows = [
+        {"snapshot_date": d[1], "lineage_id": "g:novel:1", "class_name": None, "is_novel": True,
+         "size": 40, "status": "emerged", "purity": 0.3, "majority_true_label": "planted"},
+        {"snapshot_date": d[2], "lineage_id": "g:novel:1", "class_name": None, "is_novel": True,
+         "size": 90, "status": "grown", "purity": 0.95, "majority_true_label": "planted"},
+        {"snapshot_date": d[3], "lineage_id": "known:a", "class_name": "a", "is_novel": False,
+         "size": 90, "status": "persisting", "purity": 1.0, "majority_true_label": "a"},
+    ]
+    [found] = emergence(rows, plan, names)
+    assert found["found"] == d[2] and found["periods_late"] == 1 and found["purity"] == 0.95
+    assert "discovered 2026-01-03 (1 period(s) after its start)" in render("g", rows, [found], 1.0)
+    [missing] = emergence(rows[:1], plan, names)
+    assert missing["found"] is None
+    assert "NOT discovered" in render("g", rows[:1], [missing], 1.0)
