@@ -14,9 +14,10 @@ import math
 from contextlib import contextmanager
 from pathlib import Path
 
+from oral_core.baselines import not_applicable_reason
 from oral_core.config import ORALConfig
-from oral_core.experiment import (PAPER, PAPER_CLASSES, canonical_name, config_hash,
-                                  method_config, prepare, run_seed, summarise)
+from oral_core.experiment import (PAPER, canonical_name, config_hash, method_config,
+                                  paper_classes, prepare, run_seed, summarise)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CSV_COLUMNS = ["method", "dataset", "prior", "seeds", "all_mean", "all_std", "known_mean",
@@ -29,7 +30,12 @@ def run_dir(results: Path, method: str, dataset: str, prior: bool) -> Path:
 
 def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALConfig,
           data_dir: str | None = None, results: Path = RESULTS, echo=print) -> list[dict]:
-    """Run (or reuse) every seed; returns the per-seed rows."""
+    """Run (or reuse) every seed; returns the per-seed rows (none, with a message, for a method
+    that does not apply in this prior setting)."""
+    reason = not_applicable_reason(method, prior)
+    if reason:
+        echo(f"skipped: {reason}")
+        return []
     prep = prepare(dataset, data_dir)
     folder = run_dir(results, method, prep.graph.name, prior)
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,9 +122,13 @@ def write_markdown(results: Path = RESULTS) -> Path:
               "so the file only changes when a result does).", ""]
     lines += ["| method | dataset | prior | seeds | All | paper | Known | paper | Novel | paper | "
               "classes (true) | paper |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in table:
+    for r in sorted(table + not_applicable_rows(table), key=_row_key):
         paper = PAPER.get((r["method"], r["dataset"], r["prior"]), (float("nan"),) * 3)
-        pc = PAPER_CLASSES.get(r["dataset"]) if r["method"] == "oral" and r["prior"] == "no" else None
+        if r.get("n/a"):
+            lines.append(f"| {r['method']} | {r['dataset']} | {r['prior']} | n/a | n/a | "
+                         f"{_fmt(paper[0])} | n/a | {_fmt(paper[1])} | n/a | {_fmt(paper[2])} | n/a | – |")
+            continue
+        pc = paper_classes(r["method"], r["dataset"]) if r["prior"] == "no" else None
         lines.append(
             f"| {r['method']} | {r['dataset']} | {r['prior']} | {r['seeds']} | "
             f"{_fmt(r['all_mean'], r['all_std'])} | {_fmt(paper[0])} | "
@@ -131,17 +141,36 @@ def write_markdown(results: Path = RESULTS) -> Path:
     return path
 
 
+def _row_key(r: dict) -> tuple:
+    return (r["method"], r["dataset"], r["prior"])
+
+
+def not_applicable_rows(table: list[dict]) -> list[dict]:
+    """Placeholder rows ("n/a") for the prior settings a swept method does not apply to (the
+    k-means baseline without the class-number prior)."""
+    have = {_row_key(r) for r in table}
+    out = []
+    for method, dataset in sorted({(r["method"], r["dataset"]) for r in table}):
+        for prior in ("no", "yes"):
+            if (method, dataset, prior) not in have and not_applicable_reason(method, prior == "yes"):
+                out.append({"method": method, "dataset": dataset, "prior": prior, "n/a": True})
+    return out
+
+
 def class_number_lines(table: list[dict], results: Path) -> list[str]:
     """Table 3: estimated class number and mean absolute error (no prior), from the seed files."""
     lines = ["## Class-number estimate (paper's Table 3, no prior)", "",
              "| method | dataset | seeds | estimate | true | MAE | paper estimate |", "|---|---|---|---|---|---|---|"]
-    for r in table:
+    for r in sorted(table + not_applicable_rows(table), key=_row_key):
         if r["prior"] != "no":
+            continue
+        if r.get("n/a"):
+            lines.append(f"| {r['method']} | {r['dataset']} | n/a | n/a | – | n/a | – |")
             continue
         folder = run_dir(results, r["method"], r["dataset"], False)
         errs = [json.loads(f.read_text())["classes_abs_err"] for f in sorted(folder.glob("seed_*.json"))]
         mae = sum(errs) / len(errs) if errs else float("nan")
-        pc = PAPER_CLASSES.get(r["dataset"]) if r["method"] == "oral" else None
+        pc = paper_classes(r["method"], r["dataset"])
         lines.append(f"| {r['method']} | {r['dataset']} | {r['seeds']} | {_fmt(r['classes_est_mean'])} | "
                      f"{r['classes_true']} | {_fmt(mae)} | {_fmt(pc) if pc else '–'} |")
     return lines

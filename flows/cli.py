@@ -54,6 +54,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         except DatasetNotFound as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+        if not rows:  # the method does not apply in this prior setting (sweep said why)
+            continue
         s = update_csv(rows, results)
         print(f"{args.method} {args.dataset} prior={'yes' if prior else 'no'} over {s['seeds']} seeds: "
               f"All {s['all_mean']:.2f} ± {s['all_std']:.2f} | Known {s['known_mean']:.2f} ± "
@@ -79,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--prior", action="store_true", help="give ORAL the true number of classes")
     rep.add_argument("--both-priors", action="store_true", help="run without and with the prior")
     rep.add_argument("--method", default="oral",
-                     choices=["oral", "oral_no_pan", "oral_no_pol", "opennc"])
+                     choices=["oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans",
+                              "gcd"])
     rep.add_argument("--epochs", type=int, default=None, help="override the number of epochs")
     rep.add_argument("--device", default=None, help="auto (default), cpu or cuda")
     rep.add_argument("--data-dir", default=None, help="dataset folder (else $ORAL_DATA_DIR)")

@@ -38,7 +38,7 @@ def resolve_config(overrides: dict | None, device: str | None = None):
 @flow(name="nightly-discovery")
 def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                       config: dict | None = None, state_dir: str | None = None,
-                      device: str | None = None) -> dict:
+                      device: str | None = None, remote_training: bool | None = None) -> dict:
     """Discover classes in one snapshot of ``graph`` and publish them.
 
     Args:
@@ -49,6 +49,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         config: ORALConfig overrides (e.g. ``{"epochs": 60}``).
         state_dir: where the DuckDB file, MLflow store, reports and run folders live.
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+        remote_training: hand training to the deployment ``ORAL_TRAINING_DEPLOYMENT`` (default
+            ``train-remote/gpu``, see :mod:`flows.training`) and wait for it; ``None``: the
+            ``ORAL_REMOTE_TRAINING`` setting (default off: training runs in this process).
     """
     from tasks.tracking import TrackingConfig
     from tasks.warehouse import Warehouse, make_run_id
@@ -74,15 +77,31 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
     cfg = resolve_config(config, device)
     mode = "row" if bool((snapshot.x >= 0).all()) else "standard"
-    from oral_core.experiment import code_version, config_hash
+    from oral_core.experiment import code_version
 
-    chash = config_hash(cfg, mode)
+    chash = steps.run_config_hash(cfg, mode)
     run_id = make_run_id(graph, files.content_hash, chash)
     run_dir = settings.runs_dir / graph / run_id[:16]
-    trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
-    if not Path(trained["model_path"]).exists():  # the cache outlived its files: train again
-        trained = pt.train.with_options(refresh_cache=True)(
-            snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
+    remote = settings.remote_training if remote_training is None else bool(remote_training)
+    if remote:  # the snapshot goes by path, results come back through the (shared) run folder
+        from flows.training import train_via_deployment
+
+        trained = train_via_deployment(
+            settings.training_deployment, settings.remote_training_timeout, snapshot_path=str(path),
+            content_hash=files.content_hash, config=cfg.to_dict(), run_dir=str(run_dir),
+            feature_mode=mode, graph=graph, config_hash=chash)
+    else:
+        import socket
+
+        from flows.training import describe_device
+
+        where, why = describe_device(cfg.device)
+        logger.info("training runs in-process on host %s, device %s (%s)", socket.gethostname(),
+                    where, why)
+        trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
+        if not Path(trained["model_path"]).exists():  # the cache outlived its files: train again
+            trained = pt.train.with_options(refresh_cache=True)(
+                snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
 
     import pyarrow.parquet as pq
     predictions = pq.read_table(trained["predictions_path"])
@@ -126,7 +145,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
 @flow(name="backfill")
 def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str | None = None,
              config: dict | None = None, state_dir: str | None = None,
-             device: str | None = None) -> list[dict]:
+             device: str | None = None, remote_training: bool | None = None) -> list[dict]:
     """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly run."""
     paths = snap.select_snapshots(snapshot_root, graph, start=start or dt.date.min,
                                   end=end or dt.date.max)
@@ -137,7 +156,8 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
     for i, path in enumerate(paths, 1):
         day = snap.snapshot_date(path).isoformat()
         logger.info("backfill %d/%d: %s %s", i, len(paths), graph, day)
-        results.append(nightly_discovery(graph, snapshot_root, day, config, state_dir, device))
+        results.append(nightly_discovery(graph, snapshot_root, day, config, state_dir, device,
+                                         remote_training))
     return results
 
 

@@ -7,6 +7,9 @@
 | ``ORAL_TRACKING_URI`` (or ``MLFLOW_TRACKING_URI``) | ``sqlite:///$ORAL_STATE_DIR/mlflow.db`` | MLflow store or server |
 | ``PREFECT_HOME`` | ``$ORAL_STATE_DIR/prefect`` | Prefect's database and persisted task results |
 | ``PREFECT_API_URL`` | unset: in-process server | a Prefect server to report to |
+| ``ORAL_REMOTE_TRAINING`` | off | ``1``: the nightly flow hands training to a deployment |
+| ``ORAL_TRAINING_DEPLOYMENT`` | ``train-remote/gpu`` | that deployment (``<flow name>/<deployment name>``) |
+| ``ORAL_REMOTE_TRAINING_TIMEOUT`` | ``21600`` (6 h) | seconds the nightly flow waits for it |
 
 :func:`configure_environment` must run before ``prefect`` is imported (the CLI does it first).
 """
@@ -29,11 +32,17 @@ QUIET = {
 }
 
 
+TRUE = ("1", "true", "yes", "on")
+
+
 @dataclass
 class Settings:
     state_dir: Path
     warehouse_path: Path
     tracking_uri: str | None
+    remote_training: bool = False
+    training_deployment: str = "train-remote/gpu"
+    remote_training_timeout: float = 6 * 3600.0
 
     @property
     def reports_dir(self) -> Path:
@@ -48,7 +57,10 @@ class Settings:
         state = Path(state_dir or os.environ.get("ORAL_STATE_DIR", "state")).resolve()
         warehouse = Path(os.environ.get("ORAL_WAREHOUSE", state / "oral.duckdb"))
         uri = os.environ.get("ORAL_TRACKING_URI") or os.environ.get("MLFLOW_TRACKING_URI")
-        return cls(state, warehouse, uri)
+        remote = os.environ.get("ORAL_REMOTE_TRAINING", "").strip().lower() in TRUE
+        deployment = os.environ.get("ORAL_TRAINING_DEPLOYMENT", "").strip() or "train-remote/gpu"
+        timeout = float(os.environ.get("ORAL_REMOTE_TRAINING_TIMEOUT", "").strip() or 6 * 3600)
+        return cls(state, warehouse, uri, remote, deployment, timeout)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

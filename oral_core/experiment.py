@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from . import ALGORITHM_REVISION, __version__
+from .baselines import BASELINES, baseline_config
 from .config import ORALConfig
 from .datasets import load_dataset, preprocess_features
 from .graph import Graph
@@ -30,6 +31,10 @@ METHODS: dict[str, dict] = {
     "oral_no_pol": {"pol": False},
     "opennc": {"pan": False, "pol": False},
 }
+
+#: every method ``oral reproduce --method`` runs: ORAL's variants, then the Table 2 baselines
+#: (:mod:`oral_core.baselines`, each with its own configuration dataclass)
+ALL_METHODS: list[str] = [*METHODS, *BASELINES]
 
 #: feature preprocessing per dataset (count features get log1p first)
 FEATURES = {"cora": "row", "amazonphoto": "row", "blogcatalog": "log_row"}
@@ -50,8 +55,30 @@ PAPER = {
     ("oral_no_pol", "cora", "yes"): (64.53, float("nan"), 49.10),
     ("oral_no_pol", "blogcatalog", "no"): (70.44, float("nan"), 60.38),
     ("oral_no_pol", "blogcatalog", "yes"): (73.10, float("nan"), 63.80),
+    ("gcn", "cora", "no"): (39.29, 67.31, 0.00), ("gcn", "blogcatalog", "no"): (26.04, 70.28, 0.00),
+    ("gcn", "amazonphoto", "no"): (56.69, 93.44, 0.00),
+    ("vgae_kmeans", "cora", "yes"): (50.60, 49.48, 52.22),
+    ("vgae_kmeans", "blogcatalog", "yes"): (38.18, 25.03, 45.92),
+    ("vgae_kmeans", "amazonphoto", "yes"): (66.35, 65.89, 67.06),
+    ("gcd", "cora", "no"): (50.67, 54.31, 45.50), ("gcd", "cora", "yes"): (48.08, 51.69, 43.03),
+    ("gcd", "blogcatalog", "no"): (37.79, 26.00, 44.73),
+    ("gcd", "blogcatalog", "yes"): (37.91, 27.13, 44.25),
+    ("gcd", "amazonphoto", "no"): (70.66, 71.98, 68.44),
+    ("gcd", "amazonphoto", "yes"): (70.52, 71.98, 68.27),
 }
 PAPER_CLASSES = {"cora": 7.7, "amazonphoto": 8.0, "blogcatalog": 5.7}
+#: Table 3's class-number estimates of the other methods (ORAL's are ``PAPER_CLASSES``)
+PAPER_CLASSES_OTHERS = {
+    ("gcd", "cora"): 6.0, ("gcd", "amazonphoto"): 7.1, ("gcd", "blogcatalog"): 6.3,
+    ("opennc", "cora"): 7.4, ("opennc", "amazonphoto"): 8.8, ("opennc", "blogcatalog"): 5.6,
+}
+
+
+def paper_classes(method: str, dataset: str) -> float | None:
+    """The paper's class-number estimate (Table 3, no prior) of ``method`` on ``dataset``."""
+    if method == "oral":
+        return PAPER_CLASSES.get(dataset)
+    return PAPER_CLASSES_OTHERS.get((method, dataset))
 
 
 def canonical_name(dataset: str) -> str:
@@ -74,9 +101,16 @@ def code_version() -> str:
 
 
 def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -> ORALConfig:
-    """The configuration of ``method`` (Table 4 switches) for one seed and prior setting."""
+    """The configuration of ``method`` (Table 4 switches) for one seed and prior setting.
+
+    For a baseline, its own configuration dataclass with its defaults; only the seed, the device
+    and the prior come from the run (raises :class:`~oral_core.baselines.NotApplicable`
+    where it cannot run).
+    """
+    if method in BASELINES:
+        return baseline_config(method, seed, base.device, prior)
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
+        raise ValueError(f"unknown method {method!r}; choose from {ALL_METHODS}")
     values = base.to_dict() | METHODS[method] | {"seed": seed, "prior_num_classes": prior}
     return ORALConfig.from_dict(values)
 
@@ -104,13 +138,18 @@ def prepare(dataset: str, data_dir: str | None = None) -> Prepared:
 
 
 def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConfig) -> dict:
-    """Train ``method`` on one seed's split and score the unlabelled test nodes (Eq. 14)."""
+    """Train ``method`` on one seed's split and score the unlabelled test nodes (Eq. 14).
+
+    Raises :class:`~oral_core.baselines.NotApplicable` for a baseline that cannot run in this
+    prior setting.
+    """
     g = prep.graph
     split = make_split(g.y, seed=seed)
     num_classes = g.num_classes
     config = method_config(method, base, num_classes if prior else None, seed)
     start = time.perf_counter()
-    model = ORAL(config).fit(prep.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
+    model = BASELINES[method](config) if method in BASELINES else ORAL(config)
+    model.fit(prep.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
     found = model.predict()
     seconds = time.perf_counter() - start
     pred = to_dataset_ids(found.class_id, split.known_classes, num_classes)

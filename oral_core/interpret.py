@@ -46,7 +46,8 @@ class Feature(NamedTuple):
 def _as_tensor(values, dtype) -> torch.Tensor:
     if isinstance(values, torch.Tensor):
         return values.detach().cpu().to(dtype)
-    return torch.as_tensor(np.asarray(values), dtype=dtype)
+    # Arrow-backed arrays are read-only; torch wants writable memory (a copy only in that case)
+    return torch.as_tensor(np.require(np.asarray(values), requirements="W"), dtype=dtype)
 
 
 def _valid_classes(class_id: torch.Tensor, num_classes: int) -> torch.Tensor:

@@ -26,6 +26,15 @@ log = logging.getLogger(__name__)
 VALIDATION_SHARE = 15 / 85
 
 
+def run_config_hash(config, feature_mode: str) -> str:
+    """The configuration's identity for a pipeline run: everything that can change a result,
+    the seed included (``oral_core.experiment.config_hash`` leaves the seed out because the
+    reproduction keeps one file per seed)."""
+    from oral_core.experiment import config_hash
+
+    return f"{config_hash(config, feature_mode)}-s{int(config.seed)}"
+
+
 class ContractFailed(RuntimeError):
     """The snapshot broke its data contract: nothing is trained or published."""
 
@@ -122,7 +131,6 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     import torch
 
     from oral_core.datasets import preprocess_features
-    from oral_core.experiment import config_hash
     from oral_core.graph import canonical_edges
     from oral_core.inference import ORALModel
     from oral_core.trainer import ORAL
@@ -139,18 +147,24 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     seconds = time.perf_counter() - start
     found = oral.predict()
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
-    model_path = model.save(run_dir / "model.pt")
+    # every file of the run folder is written under a unique hidden name and renamed into place:
+    # a crash or a full disk leaves the previous file or none, never part of one, and two
+    # processes training the same run (a rerun racing the first) cannot mix their bytes
+    model_path = snap.write_file_atomically(run_dir / "model.pt",
+                                            lambda tmp: torch.save(model.payload, tmp))
     predictions = predictions_table(snapshot, found.class_id.numpy(), found.confidence.numpy(),
                                     oral.num_known)
-    pq.write_table(predictions, run_dir / "predictions.parquet")
+    snap.write_file_atomically(run_dir / "predictions.parquet",
+                               lambda tmp: pq.write_table(predictions, tmp))
     history_path = run_dir / "history.json"
-    history_path.write_text(json.dumps(oral.history, default=float))
+    history_text = json.dumps(oral.history, default=float)
+    snap.write_file_atomically(history_path, lambda tmp: tmp.write_text(history_text))
     device = str(next(oral.network.parameters()).device)
     class_id = found.class_id.numpy()
     return TrainResult(
         run_dir=str(run_dir), model_path=str(model_path),
         predictions_path=str(run_dir / "predictions.parquet"), history_path=str(history_path),
-        config=config.to_dict(), config_hash=config_hash(config, mode), feature_mode=mode,
+        config=config.to_dict(), config_hash=run_config_hash(config, mode), feature_mode=mode,
         val_accuracy=float(found.val_accuracy), epoch=int(found.epoch), epochs=int(config.epochs),
         num_classes=int(found.num_classes), num_known=int(oral.num_known),
         num_novel=int(np.unique(class_id[class_id >= oral.num_known]).size),
@@ -282,25 +296,26 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
     """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
     and the champion gate (:mod:`tasks.tracking`).
 
-    Idempotent per pipeline run id: when a registered version already carries this ``run_id``
-    (a rerun, or a retry after a crash between MLflow and DuckDB), it is reused, so a run never
-    yields a second model version.
+    Idempotent per pipeline run id (tag ``oral_run_id`` on the version):
+
+    - a rerun, or a retry after a crash between MLflow and DuckDB, finds the registered version
+      that carries this ``run_id`` and reuses it (no second version); when the crash came before
+      the champion gate had decided (no ``champion_decision`` tag), the gate runs now;
+    - two processes tracking the same run at once both register, then both look again: the
+      lowest version carrying the ``run_id`` is kept, the other process deletes its own version
+      (and its MLflow run), and both return the kept one, so a run never keeps two versions.
+
+    A failing search is retried and then raised (:class:`tasks.tracking.TrackingError`): taking
+    it for "no version yet" would register a duplicate.
     """
     from tasks import tracking
 
     name = tracking.model_name(graph)
     oral_run_id = run["run_id"]
     client = tracking.client(tracking_cfg)
-    try:
-        existing = client.search_model_versions(f"name = '{name}' and tags.oral_run_id = '{oral_run_id}'")
-    except Exception:  # no such registered model yet
-        existing = []
+    existing = _versions_of_run(tracking_cfg, client, name, oral_run_id)
     if existing:
-        version = max(existing, key=lambda v: int(v.version))
-        champion = tracking.champion_version(tracking_cfg, graph)
-        return {"mlflow_run_id": version.run_id, "model_name": name, "model_version": int(version.version),
-                "promoted": champion == int(version.version), "reason": "reused the registered version",
-                "tracking_uri": tracking_cfg.safe_uri()}
+        return _reuse_version(tracking_cfg, client, graph, existing, trained)
     history = json.loads(Path(trained["history_path"]).read_text())
     params = dict(trained["config"]) | {"feature_mode": trained["feature_mode"],
                                         "config_hash": trained["config_hash"], "graph": graph,
@@ -319,8 +334,81 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
         tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained["val_accuracy"],
         contracts_passed=True, snapshot_date=tags.get("snapshot_date"),
         tags={"oral_run_id": oral_run_id})
+    # another process may have tracked the same run meanwhile: settle on the lowest version
+    found = _versions_of_run(tracking_cfg, client, name, oral_run_id)
+    if found and min(int(v.version) for v in found) != int(version):
+        log.warning("%s: run %s was registered concurrently by another process; dropping version "
+                    "%d in favour of version %d", name, oral_run_id, int(version),
+                    min(int(v.version) for v in found))
+        return _reuse_version(tracking_cfg, client, graph, found, trained)
     promoted, reason = tracking.promote_champion(tracking_cfg, graph, version, True,
                                                  trained["val_accuracy"])
     log.info("MLflow run %s, %s version %d: %s", mlflow_run_id, name, version, reason)
     return {"mlflow_run_id": mlflow_run_id, "model_name": name, "model_version": int(version),
             "promoted": bool(promoted), "reason": reason, "tracking_uri": tracking_cfg.safe_uri()}
+
+
+def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
+    """The registered versions of ``name`` tagged with this pipeline run id (retried, bounded)."""
+    import re
+
+    from mlflow.exceptions import MlflowException
+
+    from tasks import tracking
+
+    if not re.fullmatch(r"[0-9a-f]{16,64}", str(oral_run_id)):  # it goes into a filter string
+        raise ValueError(f"not a pipeline run id: {oral_run_id!r}")
+
+    def search():
+        try:
+            return client.search_model_versions(
+                f"name = '{name}' and tags.oral_run_id = '{oral_run_id}'")
+        except MlflowException as err:
+            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                return []
+            raise
+    return list(tracking._retry(tracking_cfg, search,
+                                f"searching versions of {name!r} for run {oral_run_id}"))
+
+
+def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict) -> dict:
+    """Keep the lowest of ``versions`` (all tagged with one pipeline run id), delete the others
+    (a crashed or concurrent duplicate; never one an alias points at), finish the champion gate
+    if it never decided for the kept one, and describe it like :func:`track` does."""
+    from mlflow.exceptions import MlflowException
+
+    from tasks import tracking
+
+    name = tracking.model_name(graph)
+    keeper = min(versions, key=lambda v: int(v.version))
+    champion = tracking.champion_version(tracking_cfg, graph)
+    for extra in versions:
+        if int(extra.version) == int(keeper.version):
+            continue
+        if champion == int(extra.version) or getattr(extra, "aliases", None):
+            log.warning("%s: version %s duplicates version %s (same run) but carries an alias; "
+                        "left in place", name, extra.version, keeper.version)
+            continue
+
+        def drop(extra=extra):
+            try:
+                client.delete_model_version(name, str(extra.version))
+            except MlflowException as err:  # the other process dropped it already
+                if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                    raise
+        tracking._retry(tracking_cfg, drop, f"deleting duplicate version {extra.version} of {name!r}")
+        if extra.run_id and extra.run_id != keeper.run_id:
+            try:  # best effort: the duplicate's MLflow run goes to the bin (mlflow gc purges it)
+                client.set_tag(extra.run_id, "oral_duplicate_of", keeper.run_id)
+                client.delete_run(extra.run_id)
+            except Exception as err:  # noqa: BLE001
+                log.warning("could not delete duplicate MLflow run %s: %s", extra.run_id, err)
+    reason = "reused the registered version"
+    if "champion_decision" not in (keeper.tags or {}):  # a crash came before the gate decided
+        accuracy = (keeper.tags or {}).get("val_accuracy", trained.get("val_accuracy"))
+        _, reason = tracking.promote_champion(tracking_cfg, graph, keeper.version, True,
+                                              float(accuracy))
+        champion = tracking.champion_version(tracking_cfg, graph)
+    return {"mlflow_run_id": keeper.run_id, "model_name": name, "model_version": int(keeper.version),
+            "promoted": champion == int(keeper.version), "reason": reason,
+            "tracking_uri": tracking_cfg.safe_uri()}

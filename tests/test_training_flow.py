@@ -1,0 +1,144 @@
+"""Training outside the nightly flow's process (flows/training.py) without servers: the content-hash
+check on the training host, the result file in the run folder, the device report, determinism
+(the same seed gives the same classes on the same device, here the CPU), and the deployment
+file's consistency with the CLI's defaults. The servers themselves: tests/test_e2e_servers.py."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+CONFIG = {"epochs": 10, "hidden_dim": 16, "pol_start_epoch": 5, "cluster_warmup_epochs": 3,
+          "device": "cpu", "progress": False, "seed": 3}
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def snapshot_path(tmp_path_factory) -> Path:
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+
+    static = make_static_graph(num_nodes=400, num_classes=4, num_features=16, separation=4.0,
+                               seed=0, name="tiny")
+    root = tmp_path_factory.mktemp("snapshots")
+    return simulate(static, 2, root, "tiny", start_date="2026-03-01", seed=0,
+                    known_classes=[0, 1, 2], novel_start={3: 1})[-1]
+
+
+def test_check_snapshot_accepts_the_validated_content(snapshot_path):
+    from data_contracts import snapshots as snap
+    from flows.training import check_snapshot
+
+    expected = snap.read_snapshot_files(snapshot_path).content_hash
+    assert check_snapshot(snapshot_path, expected).content_hash == expected
+
+
+def test_check_snapshot_refuses_changed_or_missing_content(snapshot_path, tmp_path):
+    from data_contracts import snapshots as snap
+    from flows.training import SnapshotMismatch, check_snapshot
+
+    expected = snap.read_snapshot_files(snapshot_path).content_hash
+    changed = tmp_path / snapshot_path.name
+    shutil.copytree(snapshot_path, changed)
+    edges = pq.read_table(changed / "edges.parquet")
+    pq.write_table(edges.slice(1), changed / "edges.parquet")  # one edge less
+    with pytest.raises(SnapshotMismatch, match="not the validated"):
+        check_snapshot(changed, expected)
+    with pytest.raises(SnapshotMismatch, match="not visible on training host"):
+        check_snapshot(tmp_path / "elsewhere" / snapshot_path.name, expected)
+
+
+def test_result_file_round_trip(tmp_path):
+    from flows.training import read_result, write_result
+
+    (tmp_path / "model.pt").write_bytes(b"m")
+    (tmp_path / "predictions.parquet").write_bytes(b"p")
+    result = {"run_dir": str(tmp_path), "model_path": str(tmp_path / "model.pt"),
+              "predictions_path": str(tmp_path / "predictions.parquet"), "config_hash": "c1",
+              "device": "cpu", "num_classes": 4}
+    write_result(tmp_path, result, content_hash="h1", host="somewhere")
+    assert read_result(tmp_path, "h1", "c1") == result  # the extras stay in the file only
+    assert read_result(tmp_path, "h2", "c1") is None    # another snapshot
+    assert read_result(tmp_path, "h1", "c2") is None    # another configuration
+    (tmp_path / "model.pt").unlink()
+    assert read_result(tmp_path, "h1", "c1") is None    # the model is gone: train again
+
+
+def test_describe_device_says_which_and_why():
+    import torch
+
+    from flows.training import describe_device
+
+    assert describe_device("cpu") == ("cpu", "requested")
+    device, why = describe_device("auto")
+    assert device == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert why.startswith("device auto: ")
+
+
+def test_same_seed_gives_the_same_classes(snapshot_path, tmp_path, one_thread):
+    """Two in-process fits with the same seed on the CPU: identical class ids and confidences."""
+    from data_contracts import snapshots as snap
+    from oral_core.config import ORALConfig
+    from tasks import steps
+
+    snapshot = snap.load_snapshot(snapshot_path)
+    snapshot.x = np.require(snapshot.x, requirements="W")
+    snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
+    config = ORALConfig.from_dict(ORALConfig().to_dict() | CONFIG)
+    first = steps.train(snapshot, config, tmp_path / "a")
+    second = steps.train(snapshot, config, tmp_path / "b")
+    a, b = pq.read_table(first.predictions_path), pq.read_table(second.predictions_path)
+    assert first.device == second.device == "cpu"
+    assert a.column("class_key").to_pylist() == b.column("class_key").to_pylist()
+    assert a.column("confidence").to_pylist() == b.column("confidence").to_pylist()
+    assert (first.num_classes, first.epoch, first.val_accuracy) == \
+        (second.num_classes, second.epoch, second.val_accuracy)
+
+
+def test_deployment_file_is_consistent():
+    """Every deployment in deployments/prefect.yaml names an existing flow and pool, and flow runs
+    get the same quiet, offline defaults as the ``oral`` CLI."""
+    import importlib
+
+    import yaml
+
+    from flows.settings import QUIET, Settings
+
+    root = Path(__file__).resolve().parent.parent
+    spec = yaml.safe_load((root / "deployments" / "prefect.yaml").read_text())
+    seen = set()
+    for d in spec["deployments"]:
+        path, name = d["entrypoint"].split(":")
+        module = path.removesuffix(".py").replace("/", ".")
+        flow = getattr(importlib.import_module(module), name)
+        seen.add((flow.name, d["name"], d["work_pool"]["name"]))
+        env = d["work_pool"]["job_variables"]["env"]
+        assert {k: QUIET[k] for k in env} == env
+    assert seen == {("nightly-discovery", "nightly", "cpu"), ("train-remote", "gpu", "gpu"),
+                    ("backfill", "backfill", "cpu"), ("reproduce", "sweep", "cpu")}
+    # the nightly flow's default training deployment is the one in the file
+    assert Settings(Path("/tmp"), Path("/tmp/x"), None).training_deployment == "train-remote/gpu"
+
+
+def test_remote_training_needs_a_prefect_server(tmp_path):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.training import RemoteTrainingError, train_via_deployment
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        with pytest.raises(RemoteTrainingError, match="needs a Prefect server"):
+            train_via_deployment("train-remote/gpu", 10, snapshot_path=str(tmp_path),
+                                 content_hash="h", config={}, run_dir=str(tmp_path),
+                                 feature_mode="row", graph="g", config_hash="c")
