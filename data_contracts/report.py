@@ -124,9 +124,10 @@ class ValidationReport:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def write_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json() + "\n", encoding="utf-8")
-        return path
+        from data_contracts.snapshots import write_file_atomically
+
+        text = self.to_json() + "\n"
+        return write_file_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
     # ------------------------------------------------------------------------------ text
     def summary(self) -> str:
@@ -199,6 +200,7 @@ expectations: <code>{e(json.dumps(jsonable(self.expectations)))}</code>;
 """
 
     def write_html(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_html(), encoding="utf-8")
-        return path
+        from data_contracts.snapshots import write_file_atomically
+
+        text = self.to_html()
+        return write_file_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -197,6 +197,25 @@ def publish_folder(tmp: Path, final: Path) -> None:
         os.replace(tmp, final)
 
 
+def write_file_atomically(path: str | Path, write) -> Path:
+    """Call ``write(tmp)`` to write a hidden temporary file next to ``path``, then rename it onto
+    ``path``: readers (and a process that crashes or runs out of disk half-way) see the old file
+    or the whole new one, never part of one. The temporary file is removed when ``write`` fails;
+    its name is unique, so two processes writing the same ``path`` do not mix their bytes."""
+    path = Path(path)
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    return path
+
+
 # ---------------------------------------------------------------------------------- reading
 def read_bytes(path: Path) -> bytes:
     try:
@@ -207,8 +226,55 @@ def read_bytes(path: Path) -> bytes:
         raise SnapshotError(f"{path}: cannot read ({err.strerror or err})") from None
 
 
+#: Limits checked on a Parquet footer before its data is parsed (:func:`check_parquet_footer`).
+MAX_COLUMNS = 1024          # leaf columns per file (features is one leaf column)
+MAX_NESTING = 8             # optional/repeated levels of a column (list<float32> features: 3)
+MAX_ROWS_PER_BYTE = 1000    # rows a row group may claim per byte of its column chunks
+
+
+def check_parquet_footer(path: Path, data: bytes) -> None:
+    """Refuse a Parquet file whose footer is implausible, before anything is allocated from it.
+
+    Arrow sizes its buffers from the footer: a row group that claims 100 million rows in a few
+    kilobytes makes it reserve gigabytes before it finds out. Checked here, on the footer alone
+    (a few kilobytes): at most :data:`MAX_COLUMNS` leaf columns, each at most
+    :data:`MAX_NESTING` levels deep, no column name twice, and every row group's row count at
+    most :data:`MAX_ROWS_PER_BYTE` times the bytes of its column chunks (real snapshot data
+    needs at least a byte per row or so; only a lie comes near the bound)."""
+    try:
+        meta = pq.read_metadata(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise SnapshotError(f"{path}: not a readable Parquet file ({err})") from None
+    if meta.num_columns > MAX_COLUMNS:
+        raise SnapshotError(f"{path}: rule parquet_footer: {meta.num_columns} columns, more than "
+                            f"the {MAX_COLUMNS} a snapshot file may have")
+    schema = meta.schema
+    for i in range(meta.num_columns):
+        depth = schema.column(i).max_definition_level  # one per optional or repeated level
+        if depth > MAX_NESTING:
+            raise SnapshotError(f"{path}: rule parquet_footer: column {schema.column(i).path!r} "
+                                f"is nested {depth} levels deep (at most {MAX_NESTING})")
+    try:
+        names = schema.to_arrow_schema().names
+    except (pa.ArrowException, ValueError) as err:
+        raise SnapshotError(f"{path}: not a readable Parquet file ({err})") from None
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SnapshotError(f"{path}: rule column_names_unique: column name(s) "
+                            f"{', '.join(map(repr, repeated))} occur more than once")
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        size = sum(max(0, group.column(c).total_compressed_size) for c in range(group.num_columns))
+        if group.num_rows < 0 or group.num_rows > MAX_ROWS_PER_BYTE * max(size, 1):
+            raise SnapshotError(
+                f"{path}: rule parquet_footer: row group {g} claims {group.num_rows} rows in "
+                f"{size} bytes of data; the footer is not trusted to size buffers")
+
+
 def parse_parquet(path: Path, data: bytes) -> pa.Table:
-    """Parse Parquet bytes; a truncated or non-Parquet file is a :class:`SnapshotError`."""
+    """Parse Parquet bytes; a truncated or non-Parquet file, or one whose footer is implausible
+    (:func:`check_parquet_footer`), is a :class:`SnapshotError`."""
+    check_parquet_footer(path, data)
     try:
         return pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as err:
@@ -228,24 +294,64 @@ class SnapshotFiles:
     sizes: dict = field(default_factory=dict)
 
 
+#: How often :func:`read_snapshot_files` reads a snapshot that changes under it before giving up.
+READ_ATTEMPTS = 3
+
+
+def _identity(path: Path) -> tuple:
+    """What identifies the version of a snapshot folder on disk: the folder's inode and each
+    file's inode, size and modification time (a folder replaced by a rename, or a file
+    rewritten, changes it)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ("missing",)
+    out: list = [(st.st_dev, st.st_ino)]
+    for name in (NODES, EDGES, TRUTH):
+        try:
+            f = (path / name).stat()
+            out.append((name, f.st_ino, f.st_size, f.st_mtime_ns))
+        except OSError:
+            out.append((name, None))
+    return tuple(out)
+
+
 def read_snapshot_files(path: str | Path) -> SnapshotFiles:
     """Read ``nodes``, ``edges`` and (if present) ``truth`` of one snapshot folder, each file's
-    bytes exactly once; ``content_hash`` is the SHA-256 over the three files' bytes."""
+    bytes exactly once; ``content_hash`` is the SHA-256 over the three files' bytes.
+
+    The three files are one version of the snapshot: the folder and its files are identified
+    (inode, size, modification time) before and after the bytes are read, and a snapshot that
+    changed in between (a writer replaced the folder or rewrote a file) is read again, up to
+    :data:`READ_ATTEMPTS` times, then refused with a :class:`SnapshotError`. Without this, a
+    reader racing a writer could hash and parse the old nodes with the new edges."""
     path = Path(path)
     if not path.is_dir():
         raise SnapshotError(f"{path}: snapshot folder does not exist")
+    for _ in range(READ_ATTEMPTS):
+        before = _identity(path)
+        raw: dict[str, bytes | None] = {}
+        for name in (NODES, EDGES, TRUTH):
+            file = path / name
+            raw[name] = None if name == TRUTH and not file.exists() else read_bytes(file)
+        if _identity(path) == before:
+            break
+    else:
+        raise SnapshotError(
+            f"{path}: the snapshot changed while it was being read ({READ_ATTEMPTS} attempts); "
+            "write snapshots with data_contracts.snapshots.write_snapshot (a hidden folder "
+            "renamed into place) and never rewrite a published one in place")
     digest = hashlib.sha256()
     tables, sizes = {}, {}
     for name in (NODES, EDGES, TRUTH):
-        file = path / name
-        if name == TRUTH and not file.exists():
+        data = raw[name]
+        if data is None:
             tables[name] = None
             continue
-        data = read_bytes(file)
         digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "little"))
         digest.update(data)
         sizes[name] = len(data)
-        tables[name] = parse_parquet(file, data)
+        tables[name] = parse_parquet(path / name, data)
     try:
         date = snapshot_date(path)
     except SnapshotError:

@@ -99,7 +99,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         logger.info("training runs in-process on host %s, device %s (%s)", socket.gethostname(),
                     where, why)
         trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
-        if not Path(trained["model_path"]).exists():  # the cache outlived its files: train again
+        if not all(Path(trained[k]).exists() for k in ("model_path", "predictions_path", "history_path")):  # the cache outlived its files: train again
             trained = pt.train.with_options(refresh_cache=True)(
                 snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
 

@@ -113,7 +113,9 @@ class TrackingConfig:
         """The tracking URI in effect."""
         if self.tracking_uri:
             return str(self.tracking_uri)
-        return f"sqlite:///{(self.state_dir / 'mlflow.db').as_posix()}"
+        # percent-encoded: SQLAlchemy reads '?' as the start of a query and decodes '%xx', so a
+        # state folder named with them would put the store somewhere else
+        return f"sqlite:///{urllib.parse.quote((self.state_dir / 'mlflow.db').as_posix())}"
 
     @property
     def registry(self) -> str:

@@ -300,6 +300,13 @@ class Warehouse:
                  initial_backoff: float = 0.05, max_backoff: float = 5.0,
                  threads: int | None = None):
         self.path = str(path)
+        if not self.in_memory and "?" in self.path:
+            # DuckDB reads '?' in a file path as the start of options: it keeps the database at
+            # the path but puts the write-ahead log at '<text before ?>.wal?<rest>', another
+            # folder (outside the state folder, over whatever is there)
+            raise WarehouseError(f"DuckDB cannot keep a database at a path containing '?' "
+                                 f"({self.path}): its write-ahead log would go elsewhere; "
+                                 f"choose a state folder or ORAL_WAREHOUSE path without '?'")
         self.lock_timeout = float(lock_timeout)
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
