@@ -127,18 +127,34 @@ def match_groups_to_classes(pred_group: torch.Tensor, labels: torch.Tensor, num_
 
 
 def finest_partition(r: torch.Tensor, labels: torch.Tensor, num_known: int) -> Partition:
-    """Every prototype its own group, matched to the known classes by Eq. 4.
+    """Every prototype its own group, matched to the known classes on their mean representativeness.
 
-    Used while the prototypes are still untrained (the clustering warm-up): the Jaccard graph of
-    random prototypes is nearly complete, so Eq. 4 would pick one group and Eq. 7 would give no
-    gradient. Singleton groups let the labelled nodes shape the prototypes first.
+    Used while the prototypes are untrained (the clustering warm-up) and whenever a layer's
+    clustering cannot separate the known classes (fewer groups than known classes at every
+    resolution). In both states the top-k associations of most nodes fall on the same few
+    prototypes, so Eq. 4's argmax matching would pair one class with one prototype and Eq. 7
+    would train that class only: the layer stays collapsed. Here each known class ``c`` is matched
+    (Hungarian) to a prototype on the mean ``r_ij`` of its labelled nodes instead, so every known
+    class gets its own target prototype and the layer learns to separate them. ``accuracy`` is
+    still Eq. 4 (argmax) under that matching.
     """
     n_pro = r.shape[1]
     groups = torch.arange(n_pro)
     labelled = (labels >= 0).nonzero().flatten()
     r_l = r.detach()[labelled.to(r.device)].cpu().double()
-    n, g2c, acc = _evaluate(r_l, groups, labels[labelled].cpu(), num_known)
-    return Partition(groups, n, g2c, acc, float("inf"), [])
+    y_l = labels[labelled].cpu()
+    group_to_class = torch.full((n_pro,), -1, dtype=torch.long)
+    if y_l.numel() == 0:
+        return Partition(groups, n_pro, group_to_class, 0.0, float("inf"), [])
+    onehot = F.one_hot(y_l, num_known).double()
+    mean_r = (r_l.t() @ onehot) / onehot.sum(dim=0).clamp_min(1.0)  # [N_pro, num_known]
+    # relative to each prototype's overall share, so a prototype every node likes wins no class
+    mean_r = mean_r / r_l.mean(dim=0).clamp_min(1e-12)[:, None]
+    rows, cols = max_assignment(mean_r.numpy())
+    group_to_class[torch.as_tensor(rows, dtype=torch.long)] = torch.as_tensor(cols, dtype=torch.long)
+    pred = r_l.argmax(dim=1)
+    accuracy = float((group_to_class[pred] == y_l).double().mean())
+    return Partition(groups, n_pro, group_to_class, accuracy, float("inf"), [])
 
 
 def _evaluate(r_labelled: torch.Tensor, groups: torch.Tensor, labels: torch.Tensor,
@@ -194,6 +210,11 @@ def semi_supervised_prototypical_clustering(
 
     for res in resolutions:
         attempt(float(res))
+    if max(v[1] for v in tried.values()) < num_known:
+        # the layer's associations have collapsed: no granularity can fit the known classes
+        collapsed = finest_partition(r, labels, num_known)
+        collapsed.sweep = sorted((k, v[1], v[3]) for k, v in tried.items())
+        return collapsed
     if prior_num_classes is not None and all(v[1] != prior_num_classes for v in tried.values()):
         _bisect_to_count(tried, attempt, prior_num_classes, bisection_steps)
 
