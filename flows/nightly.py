@@ -76,7 +76,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     snapshot.x = np.require(snapshot.x, requirements="W")
     snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
     cfg = resolve_config(config, device)
-    mode = "row" if bool((snapshot.x >= 0).all()) else "standard"
+    from oral_core.datasets import auto_feature_mode
+
+    mode = auto_feature_mode(snapshot.x)
     from oral_core.experiment import code_version
 
     chash = steps.run_config_hash(cfg, mode)

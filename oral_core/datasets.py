@@ -341,13 +341,19 @@ def load_mat(path: PathLike, name: str | None = None) -> Graph:
 # Feature preprocessing and checksums
 # --------------------------------------------------------------------------------------------
 
+def auto_feature_mode(x) -> str:
+    """The mode ``"auto"`` stands for: ``"row"`` when no feature is negative, else ``"standard"``
+    (``x``: a tensor or a numpy array)."""
+    return "row" if bool((x >= 0).all()) else "standard"
+
+
 def preprocess_features(x: torch.Tensor, mode: str = "row") -> torch.Tensor:
     """Normalise node features: ``"row"`` (rows sum to 1, zero rows stay zero), ``"log_row"``
     (``log1p`` first, for count features such as BlogCatalog's), ``"standard"`` (every feature
     centred and scaled to unit variance, for real-valued features that can be negative),
     ``"auto"`` (``"row"`` when no feature is negative, else ``"standard"``) or ``"none"``."""
     if mode == "auto":
-        mode = "row" if bool((x >= 0).all()) else "standard"
+        mode = auto_feature_mode(x)
     if mode == "none":
         return x
     if mode == "standard":

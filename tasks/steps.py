@@ -130,7 +130,7 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     (weights only), the per-node predictions (Parquet) and the per-epoch history (JSON)."""
     import torch
 
-    from oral_core.datasets import preprocess_features
+    from oral_core.datasets import auto_feature_mode, preprocess_features
     from oral_core.graph import canonical_edges
     from oral_core.inference import ORALModel
     from oral_core.trainer import ORAL
@@ -138,7 +138,7 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     x_raw = torch.from_numpy(np.require(snapshot.x, requirements="W"))
-    mode = ("row" if bool((x_raw >= 0).all()) else "standard") if feature_mode == "auto" else feature_mode
+    mode = auto_feature_mode(x_raw) if feature_mode == "auto" else feature_mode
     x = preprocess_features(x_raw, mode)
     edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
     train_labels, val_labels = split_labelled(snapshot.labels, config.seed)
@@ -234,7 +234,6 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
     pur = maj = None
     if snapshot.truth is not None:
         pur, maj = purity(cid, snapshot.truth, keys.size, len(snapshot.truth_names or []))
-    node_ids = snapshot.node_ids.to_pylist() if snapshot.num_nodes <= 5_000_000 else None
     out = []
     for j, key in enumerate(keys.tolist()):
         members = cid == j
@@ -246,8 +245,8 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
             "mean_confidence": float(conf[members].mean()),
             "top_features": [{"feature": f.name, "lift": round(float(f.lift), 3),
                               "class_mean": round(float(f.class_mean), 5)} for f in feats[j]],
-            "exemplars": [str(node_ids[i]) if node_ids is not None else str(snapshot.node_ids[i].as_py())
-                          for i in ex[j]],
+            "exemplars": [str(v) for v in
+                          snapshot.node_ids.take(pa.array(ex[j], type=pa.int64())).to_pylist()],
             "purity": None if pur is None or np.isnan(pur[j]) else float(pur[j]),
             "majority_true_label": (None if maj is None or maj[j] < 0
                                     else snapshot.truth_names[int(maj[j])]),
