@@ -15,12 +15,35 @@ from torch_geometric.utils import add_self_loops, remove_self_loops, softmax
 
 from .clustering import Partition, group_assignment
 from .prototypes import representativeness
+from .sampling import CSR
 
 
 def with_self_loops(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """Exactly one self loop per node (Eq. 6 sums over ``N(i) ∪ {i}``)."""
     edge_index, _ = remove_self_loops(edge_index)
     return add_self_loops(edge_index, num_nodes=num_nodes)[0]
+
+
+def target_chunks(csr: CSR, max_edges: int) -> list[tuple[int, int]]:
+    """Consecutive target-node ranges ``[a, b)`` whose incoming edges number at most
+    ``max_edges`` each (a node with more edges gets a range of its own)."""
+    n = csr.num_nodes
+    bounds, a = [], 0
+    rowptr = csr.rowptr.cpu()
+    while a < n:
+        b = int(torch.searchsorted(rowptr, int(rowptr[a]) + max_edges, right=True)) - 1
+        b = min(max(b, a + 1), n)
+        bounds.append((a, b))
+        a = b
+    return bounds
+
+
+def chunk_edges(csr: CSR, a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The incoming edges of targets ``a..b-1``: global sources and targets relative to ``a``."""
+    start, stop = int(csr.rowptr[a]), int(csr.rowptr[b])
+    src = csr.col[start:stop]
+    dst = torch.repeat_interleave(torch.arange(b - a, device=src.device), csr.rowptr[a + 1:b + 1] - csr.rowptr[a:b])
+    return src, dst
 
 
 class GroupAwareAttention(MessagePassing):
@@ -61,6 +84,20 @@ class GroupAwareAttention(MessagePassing):
     def message(self, z_j: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
         return alpha.unsqueeze(-1) * z_j
 
+    @torch.no_grad()
+    def chunked(self, z: torch.Tensor, p: torch.Tensor, csr: CSR, max_edges: int) -> torch.Tensor:
+        """Eq. 5-6 for every node, target range by target range (``csr`` holds the self loops):
+        no ``[E, D]`` tensor larger than ``max_edges`` rows. Equal to :meth:`forward`."""
+        pn = F.normalize(p, dim=-1)
+        out = z.new_empty(z.shape)
+        for a, b in target_chunks(csr, max_edges):
+            src, dst = chunk_edges(csr, a, b)
+            e = (pn.index_select(0, src) * pn[a:b].index_select(0, dst)).sum(dim=-1)
+            alpha = softmax(e / self.temperature, dst, num_nodes=b - a)
+            out[a:b] = z.new_zeros(b - a, z.shape[1]).index_add_(
+                0, dst, alpha.unsqueeze(-1) * z.index_select(0, src))
+        return out
+
 
 class GCNAggregation(MessagePassing):
     """The ablation's aggregation (no PAN): symmetric-normalised GCN propagation with self loops."""
@@ -75,6 +112,19 @@ class GCNAggregation(MessagePassing):
 
     def message(self, z_j: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return weight.unsqueeze(-1) * z_j
+
+    @torch.no_grad()
+    def chunked(self, z: torch.Tensor, p: torch.Tensor, csr: CSR, max_edges: int) -> torch.Tensor:
+        """The GCN propagation target range by target range (``csr`` holds the self loops)."""
+        dinv = csr.degree().to(z.dtype).pow(-0.5)
+        dinv[torch.isinf(dinv)] = 0
+        out = z.new_empty(z.shape)
+        for a, b in target_chunks(csr, max_edges):
+            src, dst = chunk_edges(csr, a, b)
+            w = dinv.index_select(0, src) * dinv[a:b].index_select(0, dst)
+            out[a:b] = z.new_zeros(b - a, z.shape[1]).index_add_(
+                0, dst, w.unsqueeze(-1) * z.index_select(0, src))
+        return out
 
 
 @dataclass
@@ -163,4 +213,32 @@ class ORALNetwork(nn.Module):
             outputs.append(out)
             used.append(part)
             h = out.h
+        return outputs, used
+
+    @torch.no_grad()
+    def forward_chunked(self, x: torch.Tensor, csr: CSR, partitions=None, cluster=None,
+                        max_edges: int = 1 << 21, max_rows: int = 1 << 18,
+                        keep_hidden: bool = False) -> tuple[list[LayerOutput], list[Partition]]:
+        """Evaluation-mode :meth:`forward` on a large graph, layer by layer, in chunks.
+
+        Every layer's projection runs over at most ``max_rows`` nodes at a time and its
+        aggregation over at most ``max_edges`` edges at a time (``csr``: the incoming adjacency
+        *with* one self loop per node, see :func:`with_self_loops`), so the peak memory is the
+        ``[N, D]`` / ``[N, N_pro]`` results plus one chunk, never ``[E, D]``. Clustering and the
+        group assignments still see every node's scores (Eq. 3-4 on the whole graph). The hidden
+        representations of all but the last layer are dropped unless ``keep_hidden``.
+        """
+        outputs, used = [], []
+        h = x
+        for idx, layer in enumerate(self.layers):
+            z = torch.cat([layer.lin(h[i:i + max_rows]) for i in range(0, h.shape[0], max_rows)])
+            r = torch.cat([layer.score(z[i:i + max_rows]) for i in range(0, z.shape[0], max_rows)])
+            part = partitions[idx] if partitions is not None else cluster(idx, r, layer.prototypes)
+            p = group_assignment(r, part.prototype_group, part.num_groups)
+            h = F.relu(layer.aggregate.chunked(z, p, csr, max_edges))
+            del z
+            if outputs and not keep_hidden:
+                outputs[-1].h = None
+            outputs.append(LayerOutput(r=r, p=p, h=h))
+            used.append(part)
         return outputs, used

@@ -62,6 +62,55 @@ def group_assignment(r: torch.Tensor, prototype_group: torch.Tensor, num_groups:
     return r @ onehot
 
 
+class PrototypeGraph:
+    """The weighted prototype graph as igraph needs it, built once for a whole resolution sweep.
+
+    Only prototypes with at least one associated node ("live": a non-zero row) are vertices.
+    """
+
+    def __init__(self, similarity: torch.Tensor, prototypes: torch.Tensor | None = None):
+        self.n = similarity.shape[0]
+        sim = similarity.cpu().numpy()
+        self.live = np.flatnonzero(sim.sum(axis=1) > 0)
+        sub = sim[np.ix_(self.live, self.live)]
+        iu, ju = np.nonzero(np.triu(sub, 1))
+        self.graph = igraph.Graph(n=self.live.size, edges=list(zip(iu.tolist(), ju.tolist())))
+        self.weights = sub[iu, ju].tolist()
+        self.prototypes = prototypes
+        self._nearest: torch.Tensor | None = None  # live index nearest to each dead prototype
+
+    def leiden(self, resolution: float, seed: int) -> torch.Tensor:
+        """Leiden communities at ``resolution``, numbered by smallest member; see
+        :func:`leiden_prototype_groups`."""
+        n, live = self.n, self.live
+        if live.size == 0:
+            return torch.zeros(n, dtype=torch.long)
+        igraph.set_random_number_generator(random.Random(seed))
+        # a bounded number of iterations: igraph's "until stable" (-1) can cycle forever on some graphs
+        membership = self.graph.community_leiden(
+            objective_function="modularity", weights=self.weights, resolution=resolution,
+            n_iterations=LEIDEN_ITERATIONS).membership
+        membership = torch.as_tensor(membership, dtype=torch.long)
+        # deterministic numbering: by smallest member
+        first = torch.full((int(membership.max()) + 1,), live.size, dtype=torch.long)
+        first.scatter_reduce_(0, membership, torch.arange(live.size), reduce="amin")
+        rank = torch.empty_like(first)
+        rank[torch.argsort(first)] = torch.arange(first.numel())
+        groups = torch.full((n,), -1, dtype=torch.long)
+        live_t = torch.as_tensor(live, dtype=torch.long)
+        groups[live_t] = rank[membership]
+        if live.size < n:
+            dead = (groups < 0).nonzero().flatten()
+            groups[dead] = 0 if self.prototypes is None else groups[live_t[self._dead_nearest(dead, live_t)]]
+        return groups
+
+    def _dead_nearest(self, dead: torch.Tensor, live_t: torch.Tensor) -> torch.Tensor:
+        if self._nearest is None:
+            pn = F.normalize(self.prototypes.detach().cpu().double(), dim=-1)
+            self._nearest = (pn[dead] @ pn[live_t].t()).argmax(dim=1)
+        return self._nearest
+
+
 def leiden_prototype_groups(similarity: torch.Tensor, resolution: float, seed: int,
                             prototypes: torch.Tensor | None = None) -> torch.Tensor:
     """Leiden communities (modularity at ``resolution``) of the weighted prototype graph.
@@ -71,36 +120,7 @@ def leiden_prototype_groups(similarity: torch.Tensor, resolution: float, seed: i
     of its own, they join the group of the live prototype whose vector is most similar (cosine),
     or group 0 when no vectors are given.
     """
-    n = similarity.shape[0]
-    sim = similarity.cpu().numpy()
-    live = np.flatnonzero(sim.sum(axis=1) > 0)
-    if live.size == 0:
-        return torch.zeros(n, dtype=torch.long)
-    sub = sim[np.ix_(live, live)]
-    iu, ju = np.nonzero(np.triu(sub, 1))
-    graph = igraph.Graph(n=live.size, edges=list(zip(iu.tolist(), ju.tolist())))
-    igraph.set_random_number_generator(random.Random(seed))
-    # a bounded number of iterations: igraph's "until stable" (-1) can cycle forever on some graphs
-    membership = graph.community_leiden(objective_function="modularity", weights=sub[iu, ju].tolist(),
-                                        resolution=resolution, n_iterations=LEIDEN_ITERATIONS).membership
-    membership = torch.as_tensor(membership, dtype=torch.long)
-    # deterministic numbering: by smallest member
-    first = torch.full((int(membership.max()) + 1,), live.size, dtype=torch.long)
-    first.scatter_reduce_(0, membership, torch.arange(live.size), reduce="amin")
-    rank = torch.empty_like(first)
-    rank[torch.argsort(first)] = torch.arange(first.numel())
-    groups = torch.full((n,), -1, dtype=torch.long)
-    live_t = torch.as_tensor(live, dtype=torch.long)
-    groups[live_t] = rank[membership]
-    dead = (groups < 0).nonzero().flatten()
-    if dead.numel():
-        if prototypes is None:
-            groups[dead] = 0
-        else:
-            pn = F.normalize(prototypes.detach().cpu().double(), dim=-1)
-            nearest = (pn[dead] @ pn[live_t].t()).argmax(dim=1)
-            groups[dead] = groups[live_t[nearest]]
-    return groups
+    return PrototypeGraph(similarity, prototypes).leiden(resolution, seed)
 
 
 def match_groups_to_classes(pred_group: torch.Tensor, labels: torch.Tensor, num_groups: int,
@@ -201,10 +221,15 @@ def semi_supervised_prototypical_clustering(
     y_l = labels[labelled].cpu()
     r_l = r[labelled.to(r.device)].cpu().double()
     tried: dict[float, tuple[torch.Tensor, int, torch.Tensor, float]] = {}
+    graph = PrototypeGraph(sim, prototypes)  # built once for the whole sweep
+    scored: dict[bytes, tuple[int, torch.Tensor, float]] = {}  # resolutions often repeat a partition
 
     def attempt(res: float):
-        groups = leiden_prototype_groups(sim, float(res), seed, prototypes)
-        n, g2c, acc = _evaluate(r_l, groups, y_l, num_known)
+        groups = graph.leiden(float(res), seed)
+        key = groups.numpy().tobytes()
+        if key not in scored:
+            scored[key] = _evaluate(r_l, groups, y_l, num_known)
+        n, g2c, acc = scored[key]
         tried[float(res)] = (groups, n, g2c, acc)
         return n
 

@@ -46,6 +46,11 @@ class ORALConfig:
     # loss weights (Eq. 13: all 1 in the paper)
     reg_weight: float = 1.0
     consistency_weight: float = 1.0
+    # mini-batch training for graphs that do not fit full-batch (None: full batch, the default)
+    batch_size: int | None = None  # seed nodes per optimiser step
+    num_neighbors: int = 10  # neighbours sampled per node and layer (-1: all)
+    batches_per_epoch: int | None = None  # None: every node is a seed once per epoch
+    eval_chunk_edges: int = 1 << 21  # edges per chunk of the whole-graph evaluation pass
     # optimisation
     epochs: int = 100
     lr: float = 0.005
@@ -53,6 +58,10 @@ class ORALConfig:
     seed: int = 0
     device: str = "auto"  # "auto": CUDA when present, else CPU
     progress: bool = True
+
+    @property
+    def minibatch(self) -> bool:
+        return self.batch_size is not None
 
     def resolutions(self) -> np.ndarray:
         """The geometric sweep of clustering resolutions."""
@@ -85,6 +94,11 @@ class ORALConfig:
             (self.attention_temperature > 0, "attention_temperature must be > 0"),
             (self.prior_num_classes is None or self.prior_num_classes >= 1,
              "prior_num_classes must be >= 1"),
+            (self.batch_size is None or self.batch_size >= 1, "batch_size must be >= 1 or None"),
+            (self.num_neighbors == -1 or self.num_neighbors >= 1, "num_neighbors must be >= 1 or -1"),
+            (self.batches_per_epoch is None or self.batches_per_epoch >= 1,
+             "batches_per_epoch must be >= 1 or None"),
+            (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
         ]
         bad = [msg for ok, msg in checks if not ok]
         if bad:

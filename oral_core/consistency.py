@@ -31,6 +31,23 @@ def adaptive_edge_drop(edge_index: torch.Tensor, num_nodes: int, drop_rate: floa
     return torch.cat([keep, keep.flip(0)], dim=1)
 
 
+def sampled_edge_drop(edge_index: torch.Tensor, degrees: torch.Tensor, drop_rate: float,
+                      max_drop: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Adaptive edge dropping on a sampled (directed) subgraph for mini-batch training.
+
+    The same GCA probabilities as :func:`edge_drop_probabilities`, from the *whole graph's*
+    degrees of each edge's two ends (``degrees``: one per subgraph node), each sampled edge
+    dropped on its own (a sampled subgraph need not hold both directions of an edge)."""
+    if edge_index.shape[1] == 0:
+        return edge_index
+    deg = degrees.to(torch.float32)
+    s = torch.log((deg[edge_index[0]] + deg[edge_index[1]]) / 2 + 1)
+    spread = (s.max() - s.mean()).clamp_min(1e-12)
+    prob = ((s.max() - s) / spread * drop_rate).clamp(max=max_drop)
+    u = torch.rand(prob.shape, generator=generator).to(prob.device)
+    return edge_index[:, u >= prob]
+
+
 def consistency_loss(p_layers: list[torch.Tensor], p_aug_layers: list[torch.Tensor],
                      eps: float = 1e-8) -> torch.Tensor:
     """Eq. 12: ``sum_l KL(p^(l)_i || p_bar^(l)_i)``, averaged over nodes (the paper sums; the mean

@@ -115,9 +115,17 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
     return ORALConfig.from_dict(values)
 
 
+#: configuration fields added after revision 4 whose default reproduces the earlier behaviour
+#: exactly: left out of the hash while at their default, so finished seeds stay valid
+LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": None,
+                "eval_chunk_edges": 1 << 21}
+
+
 def config_hash(config: ORALConfig, features: str) -> str:
     # everything that can change a result; not the seed (one file per seed) or the progress bar
-    payload = json.dumps({**config.to_dict(), "features": features, "seed": None, "progress": None,
+    values = {k: v for k, v in config.to_dict().items()
+              if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    payload = json.dumps({**values, "features": features, "seed": None, "progress": None,
                           "algorithm_revision": ALGORITHM_REVISION}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 

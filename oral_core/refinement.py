@@ -15,10 +15,17 @@ import torch.nn.functional as F
 from .graph import canonical_edges
 
 
+def normalised_scores(r_layers: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Every layer's representativeness rows scaled to unit length (for Eq. 10's cosines)."""
+    return [F.normalize(r.detach(), dim=-1) for r in r_layers]
+
+
 def node_similarity(r_layers: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor,
-                    chunk: int = 1 << 18) -> torch.Tensor:
-    """Eq. 10: ``s^n_ij = (1/L) sum_l cos(r^(l)_i, r^(l)_j)`` for the given pairs (chunked)."""
-    normed = [F.normalize(r.detach(), dim=-1) for r in r_layers]
+                    chunk: int = 1 << 18, normed: list[torch.Tensor] | None = None) -> torch.Tensor:
+    """Eq. 10: ``s^n_ij = (1/L) sum_l cos(r^(l)_i, r^(l)_j)`` for the given pairs (chunked).
+
+    ``normed``: :func:`normalised_scores` of ``r_layers``, when the caller already has them."""
+    normed = normalised_scores(r_layers) if normed is None else normed
     out = torch.empty(src.numel(), dtype=normed[0].dtype, device=src.device)
     for start in range(0, src.numel(), chunk):
         s, d = src[start:start + chunk], dst[start:start + chunk]
@@ -56,6 +63,7 @@ def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor],
     Eq. 10 similarity. Returns long ``[2, M]`` (one direction; the caller symmetrises)."""
     device = node_label.device
     found = []
+    normed = normalised_scores(r_layers)  # once, not once per label
     labels = torch.unique(node_label[node_label >= 0])
     order = torch.argsort(node_label, stable=True)
     sorted_labels = node_label[order]
@@ -70,7 +78,7 @@ def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor],
         take = int(round(mu * i.numel()))
         if take == 0:
             continue
-        sim = node_similarity(r_layers, members[i], members[j])
+        sim = node_similarity(r_layers, members[i], members[j], normed=normed)
         lowest = torch.topk(sim, take, largest=False).indices
         found.append(torch.stack([members[i[lowest]], members[j[lowest]]]))
     if not found:

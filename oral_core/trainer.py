@@ -20,16 +20,51 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .attention import LayerOutput, ORALNetwork
+from .attention import LayerOutput, ORALNetwork, with_self_loops
 from .clustering import (Partition, finest_partition, match_groups_to_classes,
                          semi_supervised_prototypical_clustering)
 from .config import ORALConfig
-from .consistency import adaptive_edge_drop, consistency_loss
+from .consistency import adaptive_edge_drop, consistency_loss, sampled_edge_drop
 from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, select_confident
 from .refinement import refine_structure
+from .sampling import CSR, mini_batches, sample_subgraph
 
 log = logging.getLogger(__name__)
+
+
+class Stopwatch:
+    """Seconds spent per named section of an epoch (the profile of ``benchmarks.profile``).
+
+    On CUDA the device is synchronised at each section's end so that asynchronous kernels are
+    charged to the section that launched them.
+    """
+
+    def __init__(self, device: torch.device):
+        self.sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        self.totals: dict[str, float] = {}
+
+    def section(self, name: str):
+        watch = self
+
+        class _Section:
+            def __enter__(self):
+                watch.sync()
+                self.start = time.perf_counter()
+
+            def __exit__(self, *exc):
+                watch.sync()
+                watch.add(name, time.perf_counter() - self.start)
+        return _Section()
+
+    def add(self, name: str, seconds: float) -> None:
+        self.totals[name] = self.totals.get(name, 0.0) + seconds
+
+    def take(self) -> dict[str, float]:
+        """The totals since the last call, as ``t_<section>`` keys, then reset."""
+        out = {f"t_{k}": v for k, v in self.totals.items()}
+        self.totals = {}
+        return out
 
 
 def select_device(requested: str = "auto") -> torch.device:
@@ -131,17 +166,18 @@ class ORAL:
         self._best: dict | None = None
 
     # ------------------------------------------------------------------ helpers
-    def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool):
+    def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
         cfg = self.config
         resolutions = cfg.resolutions()
 
         def cluster(idx: int, r: torch.Tensor, prototypes: torch.Tensor) -> Partition:
-            if warmup:
-                return finest_partition(r, labels, num_known)
-            return semi_supervised_prototypical_clustering(
-                r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
-                prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
-                selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance)
+            with watch.section("cluster"):
+                if warmup:
+                    return finest_partition(r, labels, num_known)
+                return semi_supervised_prototypical_clustering(
+                    r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
+                    prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
+                    selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance)
         return cluster
 
     def _targets(self, partitions: list[Partition], ens: Ensemble | None, labels: torch.Tensor,
@@ -187,6 +223,7 @@ class ORAL:
         val = (val_labels if val_labels is not None else torch.full_like(train_labels, -1)).to(device)
         num_known = int(labels.max()) + 1
         self.num_known = num_known
+        self.network_nodes = x.shape[0]
         net = ORALNetwork(x.shape[1], cfg.hidden_dim, cfg.num_layers, cfg.num_prototypes,
                           cfg.temperature, cfg.attention_temperature, cfg.dropout,
                           use_attention=cfg.pan).to(device)
@@ -197,34 +234,41 @@ class ORAL:
         # the known-class accuracy used for model selection is measured on nodes the model never
         # trains on, not even through a pseudo-label.
         candidates = (labels < 0) & (val < 0)
+        self._csr = None
         self.history, self._best = [], None
         bar = _progress(cfg.epochs + 1, cfg.progress)
+        watch = Stopwatch(device)
         for epoch in range(cfg.epochs + 1):
             started = time.perf_counter()
             recluster = partitions is None or (
                 epoch % cfg.cluster_every == 0
                 and (cfg.cluster_freeze_epoch is None or epoch < cfg.cluster_freeze_epoch))
-            cluster = self._cluster_fn(labels.cpu(), num_known, epoch < cfg.cluster_warmup_epochs)
+            cluster = self._cluster_fn(labels.cpu(), num_known, epoch < cfg.cluster_warmup_epochs,
+                                       watch)
             outs, partitions, ens, group_class = self._evaluate(
-                x, edges, None if recluster else partitions, cluster, labels, num_known)
+                x, edges, None if recluster else partitions, cluster, labels, num_known, watch)
             row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known)
             if epoch == cfg.epochs:  # the last pass only evaluates the final parameters
+                row.update(watch.take())
                 self.history.append(row)
                 bar.update(1)
                 break
             pseudo = None
             if cfg.pol and epoch >= cfg.pol_start_epoch:
-                pseudo = select_confident(ens.p, candidates, cfg.gamma)
-                node_label = labels.clone()
-                has = (pseudo >= 0) & candidates
-                node_label[has] = group_class.to(device)[pseudo[has]]
-                edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
-                                         cfg.refine_candidates_per_node, gen)
+                with watch.section("pseudo_labels"):
+                    pseudo = select_confident(ens.p, candidates, cfg.gamma)
+                    node_label = labels.clone()
+                    has = (pseudo >= 0) & candidates
+                    node_label[has] = group_class.to(device)[pseudo[has]]
+                with watch.section("refinement"):
+                    edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
+                                             cfg.refine_candidates_per_node, gen)
                 row["pseudo_labels"] = int(has.sum())
-            row.update(self._step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known,
-                                  gen))
+            step = self._minibatch_steps if cfg.minibatch else self._step
+            row.update(step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen, watch))
             row["edges"] = int(edges.shape[1])
             row["seconds"] = time.perf_counter() - started
+            row.update(watch.take())
             self.history.append(row)
             bar.update(1)
             bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",
@@ -232,13 +276,22 @@ class ORAL:
         bar.close()
         return self
 
-    def _evaluate(self, x, edges, partitions, cluster, labels, num_known):
+    def _evaluate(self, x, edges, partitions, cluster, labels, num_known, watch: Stopwatch):
         net = self.network
         net.eval()
+        start = time.perf_counter()
+        before = watch.totals.get("cluster", 0.0)
         with torch.no_grad():
-            outs, partitions = net(x, edges, partitions=partitions, cluster=cluster)
-        ens = ensemble_layers([o.p for o in outs], self.config.eta)
-        group_class = ensemble_classes(ens, labels.cpu(), num_known)
+            if self.config.minibatch:  # whole graph, layer by layer, in chunks
+                outs, partitions = net.forward_chunked(x, self._adjacency(edges)[0], partitions,
+                                                       cluster, self.config.eval_chunk_edges)
+            else:
+                outs, partitions = net(x, edges, partitions=partitions, cluster=cluster)
+        watch.sync()
+        watch.add("eval_forward", time.perf_counter() - start - (watch.totals.get("cluster", 0.0) - before))
+        with watch.section("ensemble"):
+            ens = ensemble_layers([o.p for o in outs], self.config.eta)
+            group_class = ensemble_classes(ens, labels.cpu(), num_known)
         return outs, partitions, ens, group_class
 
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known) -> dict:
@@ -263,28 +316,94 @@ class ORAL:
                 "groups": [p.num_groups for p in partitions],
                 "train_cluster_acc": [round(p.accuracy, 4) for p in partitions]}
 
-    def _step(self, net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen) -> dict:
+    def _step(self, net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen,
+              watch: Stopwatch) -> dict:
         """One optimiser step on ``L = L_ce + L_reg + L_con`` (Eq. 13)."""
         cfg = self.config
         net.train()
         opt.zero_grad()
-        x_in = F.dropout(x, cfg.dropout, training=True)  # one input mask shared by both views
-        outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False)
-        targets = self._targets(partitions, ens, labels, pseudo, num_known)
-        weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
-        l_ce = sum(self._ce(o.p, t, weight) for o, t in zip(outs, targets))
-        l_reg = sum(balance_regulariser(o.r) for o in outs)
-        loss = l_ce + cfg.reg_weight * l_reg
+        with watch.section("train_forward"):
+            x_in = F.dropout(x, cfg.dropout, training=True)  # one input mask shared by both views
+            outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False)
+            targets = self._targets(partitions, ens, labels, pseudo, num_known)
+            weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
+            l_ce = sum(self._ce(o.p, t, weight) for o, t in zip(outs, targets))
+            l_reg = sum(balance_regulariser(o.r) for o in outs)
+            loss = l_ce + cfg.reg_weight * l_reg
         l_con = torch.zeros(())
         if cfg.pol and pseudo is not None and cfg.consistency_weight > 0:
-            view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate, cfg.edge_drop_max, gen)
-            outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
-            l_con = consistency_loss([o.p for o in outs], [o.p for o in outs_aug])
-            loss = loss + cfg.consistency_weight * l_con
-        loss.backward()
-        opt.step()
+            with watch.section("augmentation"):
+                view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate, cfg.edge_drop_max, gen)
+            with watch.section("augmented_forward"):
+                outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
+                l_con = consistency_loss([o.p for o in outs], [o.p for o in outs_aug])
+                loss = loss + cfg.consistency_weight * l_con
+        with watch.section("backward"):
+            loss.backward()
+            opt.step()
         return {"loss": float(loss.detach()), "l_ce": float(l_ce.detach()),
                 "l_reg": float(l_reg.detach()), "l_con": float(l_con.detach())}
+
+    def _adjacency(self, edges: torch.Tensor) -> tuple[CSR, CSR, torch.Tensor]:
+        """Incoming adjacency of the current structure: with self loops (evaluation pass), without
+        (neighbour sampling), and the degrees; rebuilt only when the structure changes."""
+        if self._csr is None or self._csr[0] is not edges:
+            n = self.network_nodes
+            plain = CSR.from_edge_index(edges, n)
+            looped = CSR.from_edge_index(with_self_loops(edges, n), n)
+            self._csr = (edges, looped, plain, plain.degree())
+        return self._csr[1:]
+
+    def _minibatch_steps(self, net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen,
+                         watch: Stopwatch) -> dict:
+        """Eq. 13 on sampled subgraphs: one optimiser step per batch of seed nodes.
+
+        Every node is a seed once per epoch (or ``batches_per_epoch`` batches of a shuffled
+        order). A batch's subgraph holds ``num_neighbors`` sampled incoming edges per node and
+        layer (:func:`oral_core.sampling.sample_subgraph`); the losses of Eq. 7, 2 and 12 are taken
+        over the seeds, whose L-layer receptive field the subgraph contains.
+        """
+        cfg = self.config
+        net.train()
+        _, plain, degrees = self._adjacency(edges)
+        targets = self._targets(partitions, ens, labels, pseudo, num_known)
+        weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
+        fanouts = [cfg.num_neighbors] * cfg.num_layers
+        use_con = cfg.pol and pseudo is not None and cfg.consistency_weight > 0
+        totals = {"loss": 0.0, "l_ce": 0.0, "l_reg": 0.0, "l_con": 0.0}
+        steps = 0
+        for seeds in mini_batches(torch.arange(x.shape[0]), cfg.batch_size, gen):
+            if cfg.batches_per_epoch is not None and steps >= cfg.batches_per_epoch:
+                break
+            with watch.section("sampling"):
+                sub = sample_subgraph(plain, seeds.to(x.device), fanouts, gen)
+                k = sub.num_seeds
+                x_sub = x.index_select(0, sub.nodes)
+            opt.zero_grad()
+            with watch.section("train_forward"):
+                x_in = F.dropout(x_sub, cfg.dropout, training=True)
+                outs, _ = net(x_in, sub.edge_index, partitions=partitions, input_dropout=False)
+                seed_ids = sub.nodes[:k]
+                w = weight[seed_ids]
+                l_ce = sum(self._ce(o.p[:k], t[seed_ids], w) for o, t in zip(outs, targets))
+                l_reg = sum(balance_regulariser(o.r[:k]) for o in outs)
+                loss = l_ce + cfg.reg_weight * l_reg
+            l_con = torch.zeros(())
+            if use_con:
+                with watch.section("augmentation"):
+                    view = sampled_edge_drop(sub.edge_index, degrees[sub.nodes], cfg.edge_drop_rate,
+                                             cfg.edge_drop_max, gen)
+                with watch.section("augmented_forward"):
+                    outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
+                    l_con = consistency_loss([o.p[:k] for o in outs], [o.p[:k] for o in outs_aug])
+                    loss = loss + cfg.consistency_weight * l_con
+            with watch.section("backward"):
+                loss.backward()
+                opt.step()
+            for key, value in (("loss", loss), ("l_ce", l_ce), ("l_reg", l_reg), ("l_con", l_con)):
+                totals[key] += float(value.detach()) if torch.is_tensor(value) else float(value)
+            steps += 1
+        return {key: value / max(steps, 1) for key, value in totals.items()} | {"batches": steps}
 
     # ------------------------------------------------------------------ predict
     def predict(self) -> Discovery:
