@@ -7,7 +7,7 @@ The reference is PyG's GATConv (8 heads of 8, then 1 head), full-batch training 
 features and edges, median over as many epochs. Machines here are noisy, so only the ratio is
 meant to be compared across runs.
 
-    python -m benchmarks.speed --dataset cora --dataset amazonphoto
+    python -m benchmarks.speed --dataset cora --dataset amazonphoto --dataset synthetic:100000
 
 appends one row per graph and device to ``benchmarks/results/speed.csv``.
 """
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch_geometric.nn import GATConv
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import canonical_name, prepare
+from oral_core.experiment import canonical_name
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL, select_device
 
@@ -62,26 +62,28 @@ def gat_epoch_times(x, edge_index, labels, epochs: int, device) -> list[float]:
     return times[2:] if len(times) > 4 else times
 
 
-def oral_epoch_ms(prep, labels, val, config: ORALConfig) -> float:
-    model = ORAL(config).fit(prep.x, prep.graph.edge_index, labels, val)
+def oral_epoch_ms(x, edge_index, labels, val, config: ORALConfig) -> float:
+    model = ORAL(config).fit(x, edge_index, labels, val)
     steady = [h["seconds"] for h in model.history
               if "seconds" in h and h["epoch"] >= max(config.pol_start_epoch, config.cluster_warmup_epochs)]
     return 1000 * statistics.median(steady)
 
 
-def measure(dataset: str, epochs: int, device_name: str, data_dir=None) -> dict:
-    prep = prepare(dataset, data_dir)
-    g = prep.graph
+def measure(dataset: str, epochs: int, device_name: str, data_dir=None,
+            overrides: dict | None = None) -> dict:
+    from benchmarks.profile import load_graph
+    g, x = load_graph(dataset, data_dir)  # a dataset name / path, or synthetic:N
     split = make_split(g.y, seed=0)
     device = select_device(device_name)
     labels, val = split.train_labels(g.y), split.val_labels(g.y)
     config = ORALConfig(epochs=epochs, pol_start_epoch=epochs // 3, cluster_warmup_epochs=epochs // 6,
-                        device=str(device), progress=False)
-    args = (prep.x.to(device), g.edge_index.to(device), labels.to(device), epochs // 2 + 2, device)
+                        device=str(device), progress=False, **(overrides or {}))
+    args = (x.to(device), g.edge_index.to(device), labels.to(device), epochs // 2 + 2, device)
     gat = gat_epoch_times(*args)  # half the reference before ORAL and half after, so that a
-    oral_ms = oral_epoch_ms(prep, labels, val, config)  # change in machine load hits both
+    oral_ms = oral_epoch_ms(x, g.edge_index, labels, val, config)  # load change hits both
     gat_ms = 1000 * statistics.median(gat + gat_epoch_times(*args))
-    return {"graph": canonical_name(g.name), "device": _device_name(device), "nodes": g.num_nodes,
+    name = canonical_name(g.name) + "".join(f" {k}={v}" for k, v in (overrides or {}).items())
+    return {"graph": name, "device": _device_name(device), "nodes": g.num_nodes,
             "edges": g.num_edges, "oral_ms_per_epoch": round(oral_ms, 1),
             "gat_ms_per_epoch": round(gat_ms, 1), "ratio": round(oral_ms / gat_ms, 2)}
 
@@ -98,10 +100,13 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="ORALConfig override, e.g. --set batch_size=8192")
     ap.add_argument("--out", type=Path, default=RESULTS / "speed.csv")
     args = ap.parse_args(argv)
+    from benchmarks.profile import parse_overrides
     for name in args.dataset:
-        row = measure(name, args.epochs, args.device, args.data_dir)
+        row = measure(name, args.epochs, args.device, args.data_dir, parse_overrides(args.set))
         print(row, flush=True)
         new = not args.out.exists()
         args.out.parent.mkdir(parents=True, exist_ok=True)

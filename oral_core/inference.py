@@ -13,12 +13,15 @@ from pathlib import Path
 
 import torch
 
-from .attention import ORALNetwork
+from .attention import ORALNetwork, with_self_loops
 from .clustering import Partition
 from .config import ORALConfig
 from .pseudo_labels import ensemble_assignment, pad_assignments
+from .sampling import CSR
 
 FORMAT = "oral-model/1"
+#: Nodes per block of the ensemble step of :meth:`ORALModel.assign` (after the forward pass).
+CHUNK_ROWS = 1_000_000
 
 
 @dataclass
@@ -79,36 +82,58 @@ class ORALModel:
         payload = torch.load(Path(path), map_location=map_location, weights_only=True)
         return cls(payload)
 
-    def assign_raw(self, x: torch.Tensor, edge_index: torch.Tensor) -> Assignment:
+    def assign_raw(self, x: torch.Tensor, edge_index: torch.Tensor,
+                   chunk_size: int | None = CHUNK_ROWS) -> Assignment:
         """:meth:`assign` on raw features, preprocessed as at training time."""
         from .datasets import preprocess_features
-        return self.assign(preprocess_features(x, self.feature_mode), edge_index)
+        return self.assign(preprocess_features(x, self.feature_mode), edge_index,
+                           chunk_size=chunk_size)
 
     @torch.no_grad()
-    def assign(self, x: torch.Tensor, edge_index: torch.Tensor) -> Assignment:
+    def assign(self, x: torch.Tensor, edge_index: torch.Tensor,
+               chunk_size: int | None = CHUNK_ROWS) -> Assignment:
         """Eq. 3 per layer with the fitted partitions, then Eq. 8-9 with the fitted alignment.
 
-        ``x`` must be preprocessed as during training (same feature width).
+        ``x`` must be preprocessed as during training (same feature width). After the network's
+        forward pass, the ensemble (align, average, mask, argmax) runs on ``chunk_size`` nodes
+        at a time (None: all at once): it is row by row, so the result is the same, and its
+        ``[nodes, layers, groups]`` temporaries stay the size of one chunk. The outputs are
+        filled into preallocated CPU tensors, one value per node.
         """
         if x.shape[1] != int(self.payload["in_dim"]):
             raise ValueError(f"the model expects {self.payload['in_dim']} features per node, got {x.shape[1]}")
         device = next(self.network.parameters()).device
-        outs, _ = self.network(x.to(device).float(), edge_index.to(device).long(),
-                               partitions=self.partitions, input_dropout=False)
-        padded = pad_assignments([o.p for o in outs])
+        # layer by layer in chunks: no [edges, hidden] tensor, only the last layer's hidden kept
+        n_nodes = x.shape[0]
+        looped = with_self_loops(edge_index.to(device).long(), n_nodes)
+        outs, _ = self.network.forward_chunked(x.to(device).float(), CSR.from_edge_index(looped, n_nodes),
+                                               partitions=self.partitions)
+        layers = [o.p for o in outs]
+        n = layers[0].shape[0]
+        step = n if chunk_size is None else int(chunk_size)
+        if step < 1 and n:
+            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         width = self.mask.numel()
-        padded = [torch.nn.functional.pad(p, (0, width - p.shape[1])) if p.shape[1] < width else p
-                  for p in padded]
-        p_hat = ensemble_assignment(padded, [q.to(device) for q in self.perms]) * self.mask.to(device)
-        scores = p_hat + 1e-12 * self.mask.to(device)
-        group = scores.argmax(dim=1)
-        total = p_hat.sum(dim=1)
-        conf = torch.where(total > 0, p_hat.gather(1, group[:, None]).squeeze(1) / total.clamp_min(1e-12),
-                           torch.zeros_like(total))
-        class_id = self.group_class.to(device)[group]
-        # a group that had no class at training time (suppressed there): treat as unassigned
-        class_id = torch.where(class_id < 0, torch.full_like(class_id, -1), class_id)
-        return Assignment(class_id.cpu(), conf.cpu(), (class_id >= self.num_known).cpu(),
+        mask = self.mask.to(device)
+        perms = [q.to(device) for q in self.perms]
+        group_class = self.group_class.to(device)
+        class_id = torch.empty(n, dtype=group_class.dtype)
+        conf = torch.empty(n, dtype=layers[0].dtype)
+        for start in range(0, n, max(step, 1)):
+            rows = slice(start, min(n, start + step))
+            padded = pad_assignments([p[rows] for p in layers])
+            padded = [torch.nn.functional.pad(p, (0, width - p.shape[1])) if p.shape[1] < width
+                      else p for p in padded]
+            p_hat = ensemble_assignment(padded, perms) * mask
+            group = (p_hat + 1e-12 * mask).argmax(dim=1)
+            total = p_hat.sum(dim=1)
+            conf[rows] = torch.where(
+                total > 0, p_hat.gather(1, group[:, None]).squeeze(1) / total.clamp_min(1e-12),
+                torch.zeros_like(total)).cpu()
+            # a group that had no class at training time (suppressed there): unassigned (-1)
+            cls = group_class[group]
+            class_id[rows] = torch.where(cls < 0, torch.full_like(cls, -1), cls).cpu()
+        return Assignment(class_id, conf, class_id >= self.num_known,
                           int(torch.unique(class_id[class_id >= 0]).numel()))
 
 

@@ -87,15 +87,16 @@ def ensure_writer_limit() -> None:
 @task(name="publish", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
 def publish(warehouse_path: str, run: dict, snapshot_row: dict, predictions_path: str,
             classes: list[dict], graph: str, snapshot_date: dt.date) -> dict:
-    import pyarrow.parquet as pq
+    from pathlib import Path
+
     from prefect.concurrency.sync import concurrency
 
     from tasks.warehouse import Warehouse
 
-    predictions = pq.read_table(predictions_path)
     ensure_writer_limit()
     with concurrency(WRITER_LIMIT, occupy=1, timeout_seconds=600):
-        out = steps.publish(Warehouse(warehouse_path), run, snapshot_row, predictions, classes,
-                            graph, snapshot_date)
+        # the Parquet file, not a loaded table: DuckDB streams it in row groups (memory bounded)
+        out = steps.publish(Warehouse(warehouse_path), run, snapshot_row, Path(predictions_path),
+                            classes, graph, snapshot_date)
     get_run_logger().info("published run %s to %s", out["run_id"][:12], warehouse_path)
     return out

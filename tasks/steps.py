@@ -3,18 +3,27 @@
 
 snapshot -> :func:`read_snapshot` -> :func:`validate` -> :func:`train` -> :func:`score` ->
 :func:`describe_classes` -> (MLflow in :mod:`tasks.tracking`) -> :func:`publish` (lineage + DuckDB).
+
+Per-node outputs stay in numpy and Arrow buffers, never one Python object per node, so a graph of
+millions of nodes is handled in bounded memory: :func:`write_predictions` writes the predictions
+Parquet in row groups of :data:`CHUNK_ROWS` rows, and :func:`publish` hands that file (or the
+table) to DuckDB, which streams it into ``node_assignments``; lineage pairs the nights' nodes
+by a join in DuckDB and compares 8-byte stand-ins for their ids (:func:`lineage_members`).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from data_contracts import snapshots as snap
@@ -24,6 +33,9 @@ log = logging.getLogger(__name__)
 #: Of the labelled nodes, the share held out for model selection: the paper labels 70% + 15% of
 #: known-class nodes for training and validation, i.e. 15/85 of the labelled ones.
 VALIDATION_SHARE = 15 / 85
+
+#: Rows per row group of the predictions Parquet (and per Arrow chunk built to write one).
+CHUNK_ROWS = 1_000_000
 
 
 def run_config_hash(config, feature_mode: str) -> str:
@@ -152,10 +164,8 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     # processes training the same run (a rerun racing the first) cannot mix their bytes
     model_path = snap.write_file_atomically(run_dir / "model.pt",
                                             lambda tmp: torch.save(model.payload, tmp))
-    predictions = predictions_table(snapshot, found.class_id.numpy(), found.confidence.numpy(),
-                                    oral.num_known)
-    snap.write_file_atomically(run_dir / "predictions.parquet",
-                               lambda tmp: pq.write_table(predictions, tmp))
+    write_predictions(run_dir / "predictions.parquet", snapshot.node_ids, found.class_id,
+                      found.confidence, oral.num_known, snapshot.class_names)
     history_path = run_dir / "history.json"
     history_text = json.dumps(oral.history, default=float)
     snap.write_file_atomically(history_path, lambda tmp: tmp.write_text(history_text))
@@ -176,17 +186,93 @@ def class_name_of(class_id: int, class_names: list[str], num_known: int) -> str 
     return class_names[class_id] if 0 <= class_id < num_known and class_id < len(class_names) else None
 
 
-def predictions_table(snapshot: snap.Snapshot, class_id: np.ndarray, confidence: np.ndarray,
-                      num_known: int) -> pa.Table:
-    names = np.asarray(list(snapshot.class_names) + [None], dtype=object)
-    name_idx = np.where((class_id >= 0) & (class_id < num_known), class_id, len(names) - 1)
+def _numpy(values) -> np.ndarray:
+    """A torch tensor (any device) or array-like as a numpy array (no copy for CPU data)."""
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def _arrow(values) -> pa.Array | pa.ChunkedArray:
+    return values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(_numpy(values))
+
+
+def predictions_schema(node_id_type: pa.DataType) -> pa.Schema:
+    """The columns of ``predictions.parquet``: ``node_id`` (the snapshot's type), ``class_key``
+    (int64; known ``0..K-1``, novel ``K..``), ``class_name`` (the known class's name, null for a
+    novel class), ``is_novel``, ``confidence`` (float64)."""
+    return pa.schema([("node_id", node_id_type), ("class_key", pa.int64()),
+                      ("class_name", pa.string()), ("is_novel", pa.bool_()),
+                      ("confidence", pa.float64())])
+
+
+def _predictions_chunk(node_ids, class_id: np.ndarray, confidence: np.ndarray, num_known: int,
+                       names: pa.Array) -> pa.Table:
+    """The predictions rows of one chunk. ``names``: the known class names plus a final null;
+    each row's name is taken from it by index (Arrow ``take``), never a Python string per row."""
+    class_id = np.asarray(class_id).astype(np.int64, copy=False)
+    known = (class_id >= 0) & (class_id < min(num_known, len(names) - 1))
+    name_idx = np.where(known, class_id, len(names) - 1)
+    node_ids = _arrow(node_ids)
     return pa.table({
-        "node_id": snapshot.node_ids,
-        "class_key": pa.array(class_id.astype(np.int64)),
-        "class_name": pa.array(names[name_idx], type=pa.string()),
+        "node_id": node_ids,
+        "class_key": pa.array(class_id),
+        "class_name": names.take(pa.array(name_idx)),
         "is_novel": pa.array(class_id >= num_known),
-        "confidence": pa.array(confidence.astype(np.float64)),
-    })
+        "confidence": pa.array(np.asarray(confidence).astype(np.float64, copy=False)),
+    }, schema=predictions_schema(node_ids.type))
+
+
+def _class_name_lookup(class_names) -> pa.Array:
+    return pa.array(list(class_names) + [None], type=pa.string())
+
+
+def predictions_table(snapshot: snap.Snapshot, class_id, confidence, num_known: int) -> pa.Table:
+    """Every node's prediction as one Arrow table (columns: :func:`predictions_schema`). For a
+    large graph write them with :func:`write_predictions` instead, chunk by chunk."""
+    return _predictions_chunk(snapshot.node_ids, _numpy(class_id), _numpy(confidence), num_known,
+                              _class_name_lookup(snapshot.class_names))
+
+
+def write_predictions(path: str | Path, node_ids, class_id, confidence, num_known: int,
+                      class_names, chunk_size: int = CHUNK_ROWS) -> Path:
+    """Write the per-node predictions to the Parquet file ``path``, atomically, one row group
+    of at most ``chunk_size`` rows at a time.
+
+    ``node_ids``: an Arrow array (the snapshot's) or a numpy array; ``class_id`` and
+    ``confidence``: numpy arrays or torch tensors, one entry per node; ``class_names``: the
+    known classes' names. Only one chunk's Arrow columns exist at a time (slices of the inputs,
+    no Python object per node), and the file reads back as :func:`predictions_table` would
+    build it (same columns, types and rows). The file is written under a temporary name and
+    renamed into place (:func:`data_contracts.snapshots.write_file_atomically`): a failure
+    leaves the previous file or none."""
+    chunk_size = int(chunk_size)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    class_id, confidence = _numpy(class_id), _numpy(confidence)
+    if not isinstance(node_ids, (pa.Array, pa.ChunkedArray)):
+        node_ids = _numpy(node_ids)
+    n = len(node_ids)
+    if class_id.shape != (n,) or confidence.shape != (n,):
+        raise ValueError(f"one class id and one confidence per node: {n} nodes, class_id "
+                         f"{class_id.shape}, confidence {confidence.shape}")
+    names = _class_name_lookup(class_names)
+    if isinstance(node_ids, (pa.Array, pa.ChunkedArray)):
+        node_type = node_ids.type
+    elif node_ids.dtype.kind in "OUS":
+        node_type = pa.array(node_ids[:1]).type if n else pa.string()
+    else:
+        node_type = pa.from_numpy_dtype(node_ids.dtype)
+    schema = predictions_schema(node_type)
+
+    def write(tmp: Path) -> None:
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for start in range(0, n, chunk_size):
+                stop = min(n, start + chunk_size)
+                chunk = _predictions_chunk(node_ids[start:stop], class_id[start:stop],
+                                           confidence[start:stop], num_known, names)
+                writer.write_table(chunk, row_group_size=chunk_size)
+    return snap.write_file_atomically(path, write)
 
 
 def score(snapshot: snap.Snapshot, class_id: np.ndarray, num_known: int) -> dict | None:
@@ -228,6 +314,11 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
     dense = np.full(int(keys.max()) + 1, -1, dtype=np.int64)
     dense[keys] = np.arange(keys.size)
     cid = np.where(class_id >= 0, dense[np.maximum(class_id, 0)], -1)
+    # members of class j: one stable sort, then a slice per class (the same values in the same
+    # order as a mask, so the means are the same to the bit)
+    order = np.argsort(cid, kind="stable")
+    conf_sorted = conf[order]
+    bounds = np.searchsorted(cid[order], np.arange(keys.size + 1), side="left")
     feats = characteristic_features(snapshot.x, cid, keys.size, top=top,
                                     feature_names=snapshot.feature_names)
     ex = exemplars(cid, conf, keys.size, top=top)
@@ -236,13 +327,13 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
         pur, maj = purity(cid, snapshot.truth, keys.size, len(snapshot.truth_names or []))
     out = []
     for j, key in enumerate(keys.tolist()):
-        members = cid == j
+        members = conf_sorted[bounds[j]:bounds[j + 1]]
         out.append({
             "class_key": int(key),
             "class_name": class_name_of(int(key), snapshot.class_names, num_known),
             "is_novel": bool(key >= num_known),
-            "size": int(members.sum()),
-            "mean_confidence": float(conf[members].mean()),
+            "size": int(members.size),
+            "mean_confidence": float(members.mean()),
             "top_features": [{"feature": f.name, "lift": round(float(f.lift), 3),
                               "class_mean": round(float(f.class_mean), 5)} for f in feats[j]],
             "exemplars": [str(v) for v in
@@ -254,37 +345,93 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
     return out
 
 
-def class_members(predictions: pa.Table) -> dict[int, np.ndarray]:
-    """Class key -> member node ids (as strings), vectorised by one sort."""
-    class_id = predictions.column("class_key").to_numpy()
-    ids = np.asarray(predictions.column("node_id").cast(pa.string()).to_numpy(zero_copy_only=False),
-                     dtype=object)
-    order = np.argsort(class_id, kind="stable")
-    keys, starts = np.unique(class_id[order], return_index=True)
-    parts = np.split(ids[order], starts[1:])
-    return {int(k): p for k, p in zip(keys, parts) if k >= 0}
+def node_keys(index: np.ndarray) -> np.ndarray:
+    """Compact stand-ins for node ids: node ``i`` (``0 <= i < 2**32``) as a two-character numpy
+    string (``U2``, 8 bytes), bijective and built without a Python object per node.
+
+    Lineage (:func:`tasks.lineage.track_lineage`) compares member ids only for equality, after
+    turning them into a numpy string array; these keys keep that at 8 bytes per node where node
+    id strings would take their longest id's length times 4. Each character is a valid code
+    point (``U+10000`` plus 16 bits of ``i``), so a key is an ordinary string if ever read."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size and (index.min() < 0 or index.max() >= 2**32):
+        raise ValueError("node keys cover node indices 0 .. 2**32-1")
+    units = np.empty((index.size, 2), dtype=np.uint32)
+    units[:, 0] = 0x10000 + (index >> 16)
+    units[:, 1] = 0x10000 + (index & 0xFFFF)
+    return units.view(np.dtype("U2")).reshape(index.shape)
 
 
-def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table, classes: list[dict],
-            graph: str, snapshot_date: dt.date, lineage_config=None) -> dict:
+def _members(keys: np.ndarray, node: np.ndarray, valid: np.ndarray) -> dict[int, np.ndarray]:
+    """Class key -> ``node[i]`` of the rows ``i`` of that class (``valid`` rows only), by one
+    stable sort; one Python object per class."""
+    idx = np.flatnonzero(valid)
+    idx = idx[np.argsort(keys[idx], kind="stable")]
+    sorted_keys = keys[idx]
+    starts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    firsts = np.concatenate([[0], starts]) if idx.size else starts
+    return {int(sorted_keys[i]): part for i, part in zip(firsts, np.split(node[idx], starts))}
+
+
+def lineage_members(warehouse, predictions: pa.Table | str | Path, previous=None):
+    """Members per class of the previous run and of tonight's, for
+    :func:`tasks.lineage.track_lineage`, as :func:`node_keys` (never a Python string per node).
+
+    ``predictions``: tonight's table or Parquet file (``node_id``, ``class_key``; keys below 0
+    are unassigned and belong to no class); ``previous``: the
+    :class:`tasks.lineage.PreviousClasses` of the previous run (its ``members`` are ignored), or
+    None. The nodes of both runs are paired by one join in DuckDB
+    (:meth:`tasks.warehouse.Warehouse.node_pairs`) and node ``i`` of that join gets key ``i``:
+    a node keeps one key across the two runs, which is all lineage compares.
+
+    Returns ``(previous with members filled in, or None; current members)``; every class of
+    the previous run has an entry, empty when it had no nodes.
+    """
+    from tasks.warehouse import NO_CLASS
+
+    if previous is None:
+        if isinstance(predictions, pa.Table):
+            cur = predictions.column("class_key")
+        else:
+            cur = pq.read_table(predictions, columns=["class_key"]).column("class_key")
+        cur = np.asarray(pc.fill_null(cur, -1).to_numpy(), dtype=np.int64)
+        return None, _members(cur, node_keys(np.arange(cur.size)), cur >= 0)
+    prev, cur = warehouse.node_pairs(previous.run_id, predictions)
+    node = node_keys(np.arange(prev.size))
+    members = _members(prev, node, prev != NO_CLASS)
+    empty = node[:0]
+    members = {int(k): members.get(int(k), empty) for k in previous.lineage} | members
+    current = _members(cur, node, cur >= 0)  # NO_CLASS is negative too
+    return dataclasses.replace(previous, members=members), current
+
+
+def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,
+            classes: list[dict], graph: str, snapshot_date: dt.date, lineage_config=None) -> dict:
     """Lineage against the graph's previous run, then everything in one DuckDB transaction.
+
+    ``predictions``: the run's predictions (:func:`predictions_schema`) as an Arrow table or,
+    for a large graph, the path of its ``predictions.parquet``, which DuckDB then streams
+    (:meth:`tasks.warehouse.Warehouse.publish_run`); lineage pairs the nodes with the previous
+    run's in DuckDB (:func:`lineage_members`). Neither builds a Python object per node.
 
     Returns ``{"run_id", "lineage": {class_key: lineage_id}, "statuses": {lineage_id: status}}``.
     """
     from tasks.lineage import track_lineage
     from tasks.warehouse import make_run_id
 
+    if not isinstance(predictions, pa.Table):
+        predictions = os.fspath(predictions)
     run_id = make_run_id(graph, run["content_hash"], run["config_hash"])
-    previous = warehouse.previous_run(graph, snapshot_date)
+    previous = warehouse.previous_run(graph, snapshot_date, with_members=False)
     max_index = warehouse.max_novel_index(graph, before_date=snapshot_date, exclude_run_id=run_id)
     names = {c["class_key"]: c["class_name"] for c in classes}
-    result = track_lineage(previous, class_members(predictions), graph=graph,
+    previous, current = lineage_members(warehouse, predictions, previous)
+    result = track_lineage(previous, current, graph=graph,
                            snapshot_date=snapshot_date, current_names=names,
                            max_novel_index=max_index, config=lineage_config)
     for c in classes:
         c["lineage_id"] = result.lineage_of[c["class_key"]]
-    assignments = predictions.select(["node_id", "class_key", "is_novel", "confidence"])
-    warehouse.publish_run(run | {"run_id": run_id}, snapshot_row, assignments, classes, result.rows)
+    warehouse.publish_run(run | {"run_id": run_id}, snapshot_row, predictions, classes, result.rows)
     statuses = {r.lineage_id: r.status for r in result.rows}
     return {"run_id": run_id, "lineage": {int(k): v for k, v in result.lineage_of.items()},
             "statuses": statuses}

@@ -38,6 +38,13 @@ graph, lineage id and snapshot date: size and status; when several configuration
 date, the latest published run of that date counts).
 
 Values always travel as bound parameters or registered Arrow tables, never inside SQL text.
+
+Large runs (millions of nodes) stay memory bounded: ``node_assignments`` is filled by one
+``INSERT ... SELECT`` that DuckDB streams from the predictions Parquet file (``read_parquet``,
+row group by row group) or from a registered Arrow table, joining each row to its class for the
+lineage id and class name inside that same statement; its checks (null and repeated node ids,
+class keys without a ``classes`` row) are SQL inside the publishing transaction. No step of
+publishing builds a Python object per node.
 """
 from __future__ import annotations
 
@@ -57,6 +64,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from .lineage import STATUSES, PreviousClasses
 
@@ -203,6 +211,10 @@ LINEAGE_SCHEMA = pa.schema([
     ("size", pa.int64()), ("previous_size", pa.int64()), ("parents", pa.string()),
     ("merged_into", pa.string()), ("first_seen", pa.date32()), ("last_seen", pa.date32())])
 
+#: ``Warehouse.node_pairs``: the class key of a node absent from one of the two runs.
+NO_CLASS = np.iinfo(np.int64).min
+_GLOB_CHARS = frozenset("*?[]{}")  # read_parquet would expand these in a path
+
 _READ_ONLY_KEYWORDS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "EXPLAIN", "FROM", "SUMMARIZE",
                        "VALUES", "(")
 
@@ -293,12 +305,15 @@ class Warehouse:
     """The DuckDB warehouse at ``path`` (a ``.duckdb`` file, or ``:memory:`` for tests).
 
     ``lock_timeout``: how long :meth:`connect` keeps retrying while another process holds the
-    file (seconds); ``threads``: DuckDB worker threads (None: DuckDB's default).
+    file (seconds); ``threads``: DuckDB worker threads (None: DuckDB's default);
+    ``memory_limit``: DuckDB's ``memory_limit`` (e.g. ``"512MB"``; None: DuckDB's default, 80%
+    of the machine's memory). Under the limit DuckDB spills the hash tables of a large publish
+    (the repeated-node check, lineage's node join) to its temporary folder instead of growing.
     """
 
     def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0,
                  initial_backoff: float = 0.05, max_backoff: float = 5.0,
-                 threads: int | None = None):
+                 threads: int | None = None, memory_limit: str | None = None):
         self.path = str(path)
         if not self.in_memory and "?" in self.path:
             # DuckDB reads '?' in a file path as the start of options: it keeps the database at
@@ -311,6 +326,7 @@ class Warehouse:
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.threads = threads
+        self.memory_limit = memory_limit
         self._held: duckdb.DuckDBPyConnection | None = None
         if self.in_memory:
             self._held = duckdb.connect(MEMORY, config=self._config())
@@ -327,6 +343,8 @@ class Warehouse:
         config: dict[str, Any] = {}
         if self.threads is not None:
             config["threads"] = int(self.threads)
+        if self.memory_limit is not None:
+            config["memory_limit"] = str(self.memory_limit)
         if read_only_query:
             config["enable_external_access"] = False
         return config
@@ -449,7 +467,8 @@ class Warehouse:
 
     # ---------------------------------------------------------------- publishing
     def publish_run(self, run: Mapping[str, Any], snapshot: Mapping[str, Any] | None,
-                    assignments: pa.Table, classes: Sequence[Mapping[str, Any]] | pa.Table,
+                    assignments: pa.Table | str | os.PathLike,
+                    classes: Sequence[Mapping[str, Any]] | pa.Table,
                     lineage_rows: Iterable = ()) -> str:
         """Publish one run in a single transaction; return its ``run_id``.
 
@@ -461,29 +480,35 @@ class Warehouse:
         :func:`make_run_id` of the graph, content hash and configuration hash.
 
         ``snapshot``: the ``snapshots`` columns (graph, date and hash default to the run's).
-        ``assignments``: Arrow table ``node_id`` (string or integer), ``class_key``, ``is_novel``,
-        ``confidence``; lineage id and class name come from ``classes``, and every class key
-        must have a ``classes`` row. ``classes``: dicts or an Arrow table with the ``classes``
-        columns (``top_features`` and ``exemplars`` as JSON-able values or JSON text).
+        ``assignments``: the per-node rows, as an Arrow table or the path of a Parquet file
+        (e.g. the run's ``predictions.parquet``), with columns ``node_id`` (string or integer),
+        ``class_key``, ``is_novel``, ``confidence`` (other columns are ignored); lineage id and
+        class name come from ``classes``, and every class key must have a ``classes`` row. A
+        Parquet file is streamed by DuckDB row group by row group (memory bounded by the row
+        groups in flight, not by the number of nodes); a table is scanned in place, no copy.
+        ``classes``: dicts or an Arrow table with the ``classes`` columns (``top_features`` and
+        ``exemplars`` as JSON-able values or JSON text).
         ``lineage_rows``: :class:`tasks.lineage.LineageRow` objects or dicts with their fields.
 
         The run's previous rows are deleted inside the same transaction, so a rerun leaves
-        exactly the rows of one publication; on any error everything is rolled back.
+        exactly the rows of one publication; on any error (a refused assignment row included:
+        null or repeated node ids, class keys without a ``classes`` row) everything is rolled
+        back.
         """
         run_row = self._run_row(run)
         run_id = run_row["run_id"]
         snap_row = self._snapshot_row(run_row, snapshot) if snapshot is not None else None
         class_table = self._class_table(classes)
-        asg = self._assignment_table(assignments, class_table)
+        source = _AssignmentSource.of(assignments)
         lineage_table = self._lineage_table(lineage_rows)
         self._check_lineage(class_table, lineage_table)
         with self._connection() as con, contextlib.ExitStack() as registered:
             self._ensure_schema(con)
             # Arrow tables are registered outside the transaction (an aborted transaction
             # refuses even the unregistering) and unregistered after COMMIT or ROLLBACK
-            for name, table in (("_oral_classes", class_table), ("_oral_assignments", asg),
-                                ("_oral_lineage", lineage_table)):
+            for name, table in (("_oral_classes", class_table), ("_oral_lineage", lineage_table)):
                 registered.enter_context(self._registered(con, name, table))
+            registered.enter_context(source.registered(con))
             con.execute("BEGIN TRANSACTION")
             try:
                 self._delete_run(con, run_id)
@@ -491,7 +516,7 @@ class Warehouse:
                     self._insert_snapshot(con, snap_row)
                 self._insert_row(con, "runs", run_row)
                 self._insert_classes(con, run_id)
-                self._insert_assignments(con, run_id)
+                nodes = self._insert_assignments(con, run_id, source)
                 self._insert_lineage(con, run_row)
                 con.execute("COMMIT")
             except BaseException:
@@ -499,7 +524,7 @@ class Warehouse:
                 log.error("publishing run %s of %r failed; rolled back", run_id, run_row["graph"])
                 raise
         log.info("published run %s of %r (%s): %d nodes, %d classes, %d lineage rows", run_id,
-                 run_row["graph"], run_row["snapshot_date"], asg.num_rows, class_table.num_rows,
+                 run_row["graph"], run_row["snapshot_date"], nodes, class_table.num_rows,
                  lineage_table.num_rows)
         return run_id
 
@@ -577,31 +602,6 @@ class Warehouse:
         return table
 
     @staticmethod
-    def _assignment_table(assignments: pa.Table, class_table: pa.Table) -> pa.Table:
-        missing = ASSIGNMENT_COLUMNS - set(assignments.column_names)
-        if missing:
-            raise WarehouseError(f"assignments lack columns {sorted(missing)}")
-        node_id = assignments["node_id"]
-        if not (pa.types.is_string(node_id.type) or pa.types.is_large_string(node_id.type)):
-            node_id = pc.cast(node_id, pa.string())
-        table = pa.table({
-            "node_id": node_id,
-            "class_key": pc.cast(assignments["class_key"], pa.int32()),
-            "is_novel": pc.cast(assignments["is_novel"], pa.bool_()),
-            "confidence": pc.cast(assignments["confidence"], pa.float64()),
-        })
-        if table["node_id"].null_count:
-            raise WarehouseError("assignments hold null node ids")
-        if pc.count_distinct(table["node_id"]).as_py() != table.num_rows:
-            raise WarehouseError("node ids repeat in assignments")
-        unknown = pc.invert(pc.is_in(table["class_key"],
-                                     value_set=class_table["class_key"].combine_chunks()))
-        if pc.any(unknown).as_py():
-            bad = pc.unique(pc.filter(table["class_key"], unknown)).to_pylist()[:5]
-            raise WarehouseError(f"assignments name class keys with no classes row: {bad}")
-        return table
-
-    @staticmethod
     def _lineage_table(rows: Iterable) -> pa.Table:
         cols: dict[str, list] = {name: [] for name in LINEAGE_SCHEMA.names}
         for row in rows:
@@ -619,7 +619,8 @@ class Warehouse:
 
     @staticmethod
     def _check_lineage(class_table: pa.Table, lineage_table: pa.Table) -> None:
-        """Every lineage row of a current class names that class's lineage id."""
+        """Every lineage row of a current class names that class's lineage id (per class and
+        lineage row: both tables are small)."""
         of_class = dict(zip(class_table["class_key"].to_pylist(), class_table["lineage_id"].to_pylist()))
         for key, lin in zip(lineage_table["class_key"].to_pylist(), lineage_table["lineage_id"].to_pylist()):
             if key is not None and of_class.get(key) != lin:
@@ -657,13 +658,35 @@ class Warehouse:
                     f"SELECT ?, {', '.join(CLASS_SCHEMA.names)} FROM _oral_classes", [run_id])
 
     @staticmethod
-    def _insert_assignments(con, run_id: str) -> None:
-        con.execute(
+    def _insert_assignments(con, run_id: str, source: "_AssignmentSource") -> int:
+        """One streaming ``INSERT ... SELECT`` from the source, joined to this run's classes (in
+        the open transaction), then the checks in SQL: a row lost to the join (null node id, or
+        a class key without a classes row) or a node id inserted twice raises
+        :class:`WarehouseError`, which rolls the transaction back. Returns the rows inserted."""
+        inserted = con.execute(
             "INSERT INTO node_assignments "
             "(run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence) "
-            "SELECT ?, a.node_id, a.class_key, c.lineage_id, c.class_name, a.is_novel, "
-            "a.confidence FROM _oral_assignments a "
-            "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key", [run_id, run_id])
+            "SELECT ?, CAST(a.node_id AS VARCHAR), c.class_key, c.lineage_id, c.class_name, "
+            "CAST(a.is_novel AS BOOLEAN), CAST(a.confidence AS DOUBLE) FROM _oral_assignments a "
+            "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key "
+            "WHERE a.node_id IS NOT NULL", [run_id, run_id]).fetchall()[0][0]
+        if inserted != source.num_rows:
+            nulls = con.execute("SELECT count(*) FROM _oral_assignments a "
+                                "WHERE a.node_id IS NULL").fetchall()[0][0]
+            if nulls:
+                raise WarehouseError(f"assignments hold null node ids ({nulls} rows)")
+            bad = con.execute(
+                "SELECT DISTINCT a.class_key FROM _oral_assignments a WHERE NOT EXISTS "
+                "(SELECT 1 FROM classes c WHERE c.run_id = ? AND c.class_key = a.class_key) "
+                "ORDER BY 1 NULLS FIRST LIMIT 5", [run_id]).fetchall()
+            raise WarehouseError(f"assignments name class keys with no classes row: "
+                                 f"{[r[0] for r in bad]} ({source.num_rows - inserted} rows)")
+        repeated = con.execute(
+            "SELECT node_id FROM node_assignments WHERE run_id = ? GROUP BY node_id "
+            "HAVING count(*) > 1 ORDER BY node_id LIMIT 5", [run_id]).fetchall()
+        if repeated:
+            raise WarehouseError(f"node ids repeat in assignments: {[r[0] for r in repeated]}")
+        return int(inserted)
 
     @staticmethod
     def _insert_lineage(con, run_row: dict) -> None:
@@ -713,11 +736,16 @@ class Warehouse:
             return int(found[0][0] or 0)
 
     def previous_run(self, graph: str, before_date: dt.date | str,
-                     config_hash: str | None = None) -> PreviousClasses | None:
+                     config_hash: str | None = None, *,
+                     with_members: bool = True) -> PreviousClasses | None:
         """The latest published run of ``graph`` with a snapshot date before ``before_date`` (of
         that configuration when given), as :class:`tasks.lineage.PreviousClasses`: member node
         ids per class key, lineage ids, known class names, first-seen dates. None if there is
-        no such run."""
+        no such run.
+
+        The member lists hold one Python string per node: for small graphs and inspection.
+        ``with_members=False`` leaves ``members`` empty (``{}``, to be filled before lineage);
+        :func:`tasks.steps.publish` does so and takes the members from :meth:`node_pairs`."""
         day = _date(before_date)
         with self._reader() as con:
             if con is None:
@@ -734,6 +762,12 @@ class Warehouse:
                 "SELECT c.class_key, c.lineage_id, c.class_name, l.first_seen FROM classes c "
                 "LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id "
                 "WHERE c.run_id = ? ORDER BY c.class_key", [run_id]).fetchall()
+            if not with_members:
+                return PreviousClasses(
+                    members={}, lineage={int(k): lin for k, lin, *_ in classes},
+                    names={int(k): name for k, _, name, _ in classes},
+                    first_seen={int(k): first for k, _, _, first in classes if first is not None},
+                    snapshot_date=prev_date, run_id=run_id)
             members = con.sql(
                 "SELECT class_key, node_id FROM node_assignments WHERE run_id = ? "
                 "ORDER BY class_key, node_id", params=[run_id]).to_arrow_table()
@@ -748,6 +782,34 @@ class Warehouse:
             names={int(k): name for k, _, name, _ in classes},
             first_seen={int(k): first for k, _, _, first in classes if first is not None},
             snapshot_date=prev_date, run_id=run_id)
+
+    def node_pairs(self, run_id: str, assignments: pa.Table | str | os.PathLike
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Both runs' classes of every node, for lineage without a Python string per node.
+
+        ``run_id``: a published run (the previous one); ``assignments``: tonight's rows (an
+        Arrow table or a Parquet file, as for :meth:`publish_run`; ``node_id`` and ``class_key``
+        are read). One full outer join on the node id in DuckDB (streamed from the file, its
+        hash table in DuckDB's own memory) gives, per distinct node of either run, the int64
+        arrays ``(previous_key, current_key)``: the node's class key in the published run and
+        in ``assignments``, :data:`NO_CLASS` where the node is not in that run (or has a null
+        class key). Row ``i`` of both arrays is one node, so ``i`` can stand for its id."""
+        source = _AssignmentSource.of(assignments, columns=("node_id", "class_key"))
+        with contextlib.ExitStack() as stack:
+            con = stack.enter_context(self._connection(read_only=True))
+            if not self._has_schema(con):
+                raise WarehouseError(f"no warehouse schema in {self.path}: run {run_id} was "
+                                     f"never published")
+            stack.enter_context(source.registered(con))
+            pairs = con.execute(
+                "SELECT coalesce(CAST(p.class_key AS BIGINT), ?) AS previous_key, "
+                "coalesce(CAST(c.class_key AS BIGINT), ?) AS current_key "
+                "FROM (SELECT node_id, class_key FROM node_assignments WHERE run_id = ?) p "
+                "FULL OUTER JOIN (SELECT CAST(a.node_id AS VARCHAR) AS node_id, a.class_key "
+                "FROM _oral_assignments a) c ON p.node_id = c.node_id",
+                [NO_CLASS, NO_CLASS, run_id]).fetchnumpy()
+        return (np.asarray(pairs["previous_key"], dtype=np.int64),
+                np.asarray(pairs["current_key"], dtype=np.int64))
 
     def latest_classes(self, graph: str | None = None) -> pa.Table:
         """The ``latest_classes`` view (of one graph or all), largest classes first."""
@@ -804,6 +866,55 @@ class Warehouse:
                 con.execute("ROLLBACK")
         finally:
             con.close()
+
+
+class _AssignmentSource:
+    """Per-node assignment rows for DuckDB to stream, registered on a connection as the
+    temporary view ``_oral_assignments``: a Parquet file as DuckDB's own ``read_parquet``
+    relation (row group by row group; the path is passed as a value, never inside SQL text),
+    or an Arrow table (scanned in place). A file whose path holds pattern characters
+    (``*?[]{}``), which ``read_parquet`` would expand, is registered as a pyarrow dataset over
+    that one file instead."""
+
+    NAME = "_oral_assignments"
+
+    def __init__(self, table, path: str | None, num_rows: int):
+        self.table, self.path, self.num_rows = table, path, num_rows
+
+    @classmethod
+    def of(cls, assignments, columns: Iterable[str] = ASSIGNMENT_COLUMNS) -> "_AssignmentSource":
+        """Check the columns (from the Parquet footer alone for a file) and count the rows."""
+        if isinstance(assignments, (pa.Table, pa.RecordBatch)):
+            table = pa.Table.from_batches([assignments]) if isinstance(
+                assignments, pa.RecordBatch) else assignments
+            schema, path, rows = table.schema, None, table.num_rows
+        elif isinstance(assignments, (str, os.PathLike)):
+            path = os.fspath(assignments)
+            try:
+                meta = pq.read_metadata(path)
+            except (OSError, pa.ArrowException) as err:
+                raise WarehouseError(f"cannot read the assignments file {path}: {err}") from err
+            schema, table, rows = meta.schema.to_arrow_schema(), None, meta.num_rows
+            if _GLOB_CHARS & set(path):  # read_parquet would take it for a pattern
+                import pyarrow.dataset as ds
+                table = ds.dataset(path, format="parquet")
+        else:
+            raise WarehouseError(f"assignments must be an Arrow table or the path of a Parquet "
+                                 f"file, got {type(assignments).__name__}")
+        missing = set(columns) - set(schema.names)
+        if missing:
+            raise WarehouseError(f"assignments lack columns {sorted(missing)}")
+        return cls(table, path, int(rows))
+
+    @contextlib.contextmanager
+    def registered(self, con):
+        """``_oral_assignments`` on ``con`` for the duration (register and unregister outside
+        any transaction)."""
+        con.register(self.NAME, con.read_parquet(self.path) if self.table is None else self.table)
+        try:
+            yield
+        finally:
+            con.unregister(self.NAME)
 
 
 def _first_keyword(sql: str) -> str:

@@ -766,14 +766,14 @@ def test_disk_full_while_training_leaves_no_partial_file(env, monkeypatch):
     from oral_core.inference import ORALModel
 
     graph = env.graph("disk-full")
-    real = pq.write_table
+    real = pq.ParquetWriter.write_table
 
-    def full(table, where, *args, **kwargs):
-        if "predictions" in str(where):
-            Path(where).write_bytes(b"PAR1" + b"\0" * 64)  # what made it to disk
-            raise OSError(errno.ENOSPC, "No space left on device", str(where))
-        return real(table, where, *args, **kwargs)
-    monkeypatch.setattr(pq, "write_table", full)
+    def full(self, table, *args, **kwargs):  # the predictions are written row group by row group
+        if "predictions" in str(self.where):
+            real(self, table, *args, **kwargs)  # a row group made it to disk, then none
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.where))
+        return real(self, table, *args, **kwargs)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
     with pytest.raises(OSError) as err:
         env.night(graph)
     assert err.value.errno == errno.ENOSPC

@@ -1,0 +1,144 @@
+"""The paper's figures from finished seeds: Figure 4 (each layer against the ensemble) and Figure 5
+(sensitivity to N_pro, gamma and mu).
+
+Figure 4 reads the per-seed files of ``oral reproduce`` (``runs/oral/<dataset>-<prior>/seed_*.json``
+hold every layer's own All / Known / Novel accuracy beside the ensemble's)::
+
+    python -m benchmarks.figures layers
+
+writes ``figure4_layers.md`` and ``figure4_layers.png``. Figure 5 first runs (resumable: finished
+seeds are skipped) one sweep per value under ``results/sensitivity/<key>=<value>/``, then plots::
+
+    python -m benchmarks.figures sensitivity --dataset cora --seeds 3
+
+writes ``figure5_sensitivity.md`` and ``figure5_sensitivity.png``. Test labels are only read to
+score finished runs; no setting is chosen from these numbers (the defaults are the paper's).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: the paper's Figure 5 grid (defaults: N_pro 40, gamma 0.3, mu 0.015)
+GRID = {"num_prototypes": [20, 40, 60, 80], "gamma": [0.2, 0.3, 0.4, 0.5],
+        "mu": [0.01, 0.015, 0.02, 0.025]}
+
+
+def _seeds(folder: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("seed_*.json"))]
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.2f} ± {sd:.2f}"
+
+
+def layers(results: Path = RESULTS) -> None:
+    """Figure 4: every layer's own prediction against the ensemble (Eq. 8-9), per dataset."""
+    rows = []
+    for folder in sorted((results / "runs" / "oral").glob("*-*prior")):
+        seeds = [s for s in _seeds(folder) if s.get("layers_all")]
+        if not seeds:
+            continue
+        n_layers = len(seeds[0]["layers_all"])
+        entry = {"run": folder.name, "seeds": len(seeds)}
+        for metric in ("all", "known", "novel"):
+            for l in range(n_layers):
+                entry[f"layer{l + 1}_{metric}"] = [s[f"layers_{metric}"][l] for s in seeds]
+            entry[f"ensemble_{metric}"] = [s[metric] for s in seeds]
+        rows.append(entry)
+    if not rows:
+        raise SystemExit(f"no finished ORAL seeds under {results / 'runs' / 'oral'}")
+    names = [k[:-4] for k in rows[0] if k.endswith("_all")]
+    lines = ["# Figure 4: each layer against the ensemble", "",
+             "Command: `python -m benchmarks.figures layers`. Accuracy (%) of each layer's own "
+             "prediction (its groups, matched as in Eq. 4) and of the ensemble (Eq. 8-9), mean ± "
+             "std over the finished seeds of `oral reproduce --method oral`.", "",
+             "| run | seeds | metric | " + " | ".join(names) + " |",
+             "|---|---:|---|" + "---:|" * len(names)]
+    for r in rows:
+        for metric in ("all", "known", "novel"):
+            cells = [_mean_std(r[f"{n}_{metric}"]) for n in names]
+            lines.append(f"| {r['run']} | {r['seeds']} | {metric} | " + " | ".join(cells) + " |")
+    (results / "figure4_layers.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.2), squeeze=False)
+    for ax, r in zip(axes[0], rows):
+        means = [statistics.mean(r[f"{n}_all"]) for n in names]
+        ax.bar(range(len(names)), means, color=["#999"] * (len(names) - 1) + ["#c33"])
+        ax.set_xticks(range(len(names)), [n.replace("layer", "L") for n in names], fontsize=8)
+        ax.set_title(f"{r['run']} ({r['seeds']} seeds)", fontsize=9)
+        ax.set_ylabel("All accuracy (%)")
+    fig.tight_layout()
+    fig.savefig(results / "figure4_layers.png", dpi=100)
+
+
+def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = RESULTS,
+                run: bool = True) -> None:
+    """Figure 5: All accuracy against N_pro, gamma and mu (one changed at a time)."""
+    base = results / "sensitivity"
+    table = []
+    for key, values in GRID.items():
+        for value in values:
+            out = base / f"{key}={value}"
+            if run:
+                cmd = [sys.executable, "-m", "flows.cli", "reproduce", "--dataset", dataset,
+                       "--method", "oral", "--seeds", str(seeds), "--set", f"{key}={value}",
+                       "--out", str(out), "--quiet"]
+                if data_dir:
+                    cmd += ["--data-dir", data_dir]
+                subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parent.parent)
+            finished = _seeds(out / "runs" / "oral" / f"{dataset}-noprior")
+            table.append((key, value, [s["all"] for s in finished], [s["novel"] for s in finished]))
+    lines = ["# Figure 5: sensitivity to N_pro, gamma and mu", "",
+             f"Command: `python -m benchmarks.figures sensitivity --dataset {dataset} --seeds {seeds}`. "
+             "ORAL without the prior, one setting changed at a time from the paper's defaults "
+             "(N_pro 40, gamma 0.3, mu 0.015); All and Novel accuracy (%), mean ± std over seeds.", "",
+             "| setting | value | seeds | All | Novel |", "|---|---:|---:|---:|---:|"]
+    for key, value, all_, novel in table:
+        lines.append(f"| {key} | {value} | {len(all_)} | {_mean_std(all_)} | {_mean_std(novel)} |")
+    (results / "figure5_sensitivity.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
+    for ax, key in zip(axes, GRID):
+        pts = [(v, statistics.mean(a), statistics.stdev(a) if len(a) > 1 else 0.0)
+               for k, v, a, _ in table if k == key and a]
+        if pts:
+            ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o")
+        ax.set_xlabel(key)
+        ax.set_ylabel("All accuracy (%)")
+    fig.suptitle(f"{dataset}: sensitivity (one setting changed at a time)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(results / "figure5_sensitivity.png", dpi=100)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="figure", required=True)
+    sub.add_parser("layers", help="Figure 4 from finished seeds")
+    sens = sub.add_parser("sensitivity", help="Figure 5 (runs the missing seeds first)")
+    sens.add_argument("--dataset", default="cora")
+    sens.add_argument("--seeds", type=int, default=3)
+    sens.add_argument("--data-dir", default=None)
+    sens.add_argument("--no-run", action="store_true", help="only tabulate finished seeds")
+    args = ap.parse_args(argv)
+    if args.figure == "layers":
+        layers()
+    else:
+        sensitivity(args.dataset, args.seeds, args.data_dir, run=not args.no_run)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
