@@ -59,7 +59,9 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str) -> dict:
     for item in overrides:
         cmd += ["--set", item]
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    # a loaded 2-core machine can take minutes to start Prefect's temporary server
+    env = os.environ | {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600"}
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"nightly run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}")

@@ -31,12 +31,7 @@ GCD_SMALL = dict(epochs=40, batch_size=256, hidden_dim=64, out_dim=32, proj_dim=
                  kmeans_restarts=3, k_search_extra=4, k_search_restarts=2, device="cpu")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

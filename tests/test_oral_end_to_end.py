@@ -20,14 +20,7 @@ from oral_core.trainer import ORAL, Discovery
 NUM_KNOWN = 3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small graphs train far faster on one intra-op thread: on a shared 2-core machine torch's
-    thread pool made the same 60-epoch run ~10x slower (63 s instead of 7 s)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def small_config(**overrides) -> ORALConfig:

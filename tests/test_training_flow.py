@@ -15,15 +15,6 @@ CONFIG = {"epochs": 10, "hidden_dim": 16, "pol_start_epoch": 5, "cluster_warmup_
           "device": "cpu", "progress": False, "seed": 3}
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 @pytest.fixture(scope="module")
 def snapshot_path(tmp_path_factory) -> Path:
