@@ -69,4 +69,7 @@ def configure_environment(state_dir: str | Path | None = None) -> Settings:
     for key, value in QUIET.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("PREFECT_HOME", str(settings.state_dir / "prefect"))
+    # Prefect creates its home without parents: under a state folder that does not exist yet its
+    # temporary server cannot open its database and the run waits for the start-up timeout
+    Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
     return settings

@@ -192,3 +192,16 @@ def test_demo_reports_emergence_from_the_timeline():
     [missing] = emergence(rows[:1], plan, names)
     assert missing["found"] is None
     assert "NOT discovered" in render("g", rows[:1], [missing], 1.0)
+
+
+def test_a_new_nested_state_folder_gets_its_prefect_home(tmp_path, monkeypatch):
+    """`oral run --state-dir NEW/DEEP` used to wait out Prefect's start-up timeout: Prefect
+    creates its home without parents, so its temporary server could not open its database."""
+    from flows.settings import configure_environment
+
+    monkeypatch.delenv("PREFECT_HOME", raising=False)
+    state = tmp_path / "not" / "there" / "yet"
+    settings = configure_environment(state)
+    assert settings.state_dir == state.resolve()
+    assert (state / "prefect").is_dir()
+    assert os.environ["PREFECT_HOME"] == str(state.resolve() / "prefect")
