@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -67,13 +68,18 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str) -> dict:
         raise SystemExit(f"nightly run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
     history = json.loads(next(state.rglob("history.json")).read_text())
-    steady = [h["seconds"] for h in history if "seconds" in h and h.get("l_con", 0) > 0] or \
+    # epochs with every module on (pseudo-labels and refinement start at pol_start_epoch); a run
+    # too short to reach them reports its warm-up epochs
+    steady = [h["seconds"] for h in history if "seconds" in h and "pseudo_labels" in h] or \
         [h["seconds"] for h in history if "seconds" in h]
     edges = _edge_count(snapshots)
     label = f"synthetic-{_short(nodes)} ({epochs} epochs" + "".join(f", {o}" for o in overrides) + ")"
+    scored = re.search(r"scored (All [\d.]+% Known [\d.]+% Novel [\d.]+%)", proc.stdout + proc.stderr)
+    accuracy = scored.group(1) if scored else "-"
+    (folder / "last_accuracy.txt").write_text(accuracy)
     return {"graph": label, "nodes": nodes, "edges": edges, "device": _device(proc.stdout + proc.stderr),
             "epoch_s": round(statistics.median(steady), 2), "nightly_s": round(wall, 1),
-            "peak_mem_gb": round(peak, 2)}
+            "peak_mem_gb": round(peak, 2), "accuracy": accuracy}
 
 
 def _edge_count(snapshots: Path) -> int:
@@ -101,11 +107,16 @@ def write_report(csv_path: Path) -> None:
              "one `oral run` in a fresh process (Prefect, MLflow, ingest, contracts, training, "
              "DuckDB publish); `epoch_s`: median steady epoch; `peak_mem_gb`: largest resident "
              "set of the run's processes.", "",
-             "| graph | nodes | edges | device | epoch (s) | nightly run (s) | peak memory (GB) |",
-             "|---|---:|---:|---|---:|---:|---:|"]
+             "The last column is the run's own score against the generator's truth (`truth.parquet`): "
+             "one Hungarian matching over the unlabelled nodes, as `oral run` prints it.", "",
+             "| graph | nodes | edges | device | epoch (s) | nightly run (s) | peak memory (GB) | scored |",
+             "|---|---:|---:|---|---:|---:|---:|---|"]
+    acc_path = csv_path.with_name("scale_accuracy.csv")
+    scored = dict(csv.reader(acc_path.open())) if acc_path.exists() else {}
     for r in rows:
         lines.append(f"| {r['graph']} | {int(r['nodes']):,} | {int(r['edges']):,} | {r['device']} | "
-                     f"{r['epoch_s']} | {r['nightly_s']} | {r['peak_mem_gb']} |")
+                     f"{r['epoch_s']} | {r['nightly_s']} | {r['peak_mem_gb']} | "
+                     f"{scored.get(r['graph'], '-')} |")
     md.write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
@@ -138,6 +149,9 @@ def main(argv=None) -> int:
         row = nightly(n, args.epochs, args.set, args.device)
         print(row, flush=True)
         new = not args.out.exists()
+        accuracy = row.pop("accuracy")
+        with args.out.with_name("scale_accuracy.csv").open("a", newline="") as fh:
+            csv.writer(fh).writerow([row["graph"], accuracy])
         with args.out.open("a", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=COLUMNS)
             if new:
