@@ -53,6 +53,21 @@ def proxy_score(prep, seed: int, config: ORALConfig) -> dict:
     return {k2: 100 * v for k2, v in acc.items()} | {"classes": found.num_classes}
 
 
+def _cast(default, text: str):
+    """A grid value in the type of the field's default (``none`` for None; a field whose default
+    is None takes an int, else a float)."""
+    if text.lower() in ("none", "null"):
+        return None
+    if isinstance(default, bool):
+        return text.lower() in ("1", "true")
+    if default is None:
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    return type(default)(text)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)
@@ -67,9 +82,8 @@ def main(argv=None) -> int:
     keys, choices = [], []
     for item in args.grid:
         key, values = item.split("=", 1)
-        cast = type(getattr(base, key))
         keys.append(key)
-        choices.append([(v.lower() in ("1", "true")) if cast is bool else cast(v) for v in values.split(",")])
+        choices.append([_cast(getattr(base, key), v) for v in values.split(",")])
     prep = prepare(args.dataset, args.data_dir)
     rows = []
     for combo in itertools.product(*choices) if keys else [()]:
