@@ -99,6 +99,12 @@ def _device(output: str) -> str:
     return f"cpu-{os.environ.get('OMP_NUM_THREADS', os.cpu_count())}threads"
 
 
+def _series(row: dict) -> str:
+    """Runs are only comparable within one device and one training mode."""
+    mode = "mini-batch" if "batch_size=" in row["graph"] else "full batch"
+    return f"{row['device']}, {mode}"
+
+
 def write_report(csv_path: Path) -> None:
     rows = list(csv.DictReader(csv_path.open()))
     md = csv_path.with_suffix(".md")
@@ -127,9 +133,9 @@ def write_report(csv_path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
     for ax, key, title in zip(axes, ["epoch_s", "nightly_s", "peak_mem_gb"],
                               ["seconds per epoch", "nightly run (s)", "peak memory (GB)"]):
-        for device in sorted({r["device"] for r in rows}):
-            pts = sorted((int(r["nodes"]), float(r[key])) for r in rows if r["device"] == device)
-            ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-", label=device)
+        for series in sorted({_series(r) for r in rows}):
+            pts = sorted((int(r["nodes"]), float(r[key])) for r in rows if _series(r) == series)
+            ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-", label=series)
         ax.set_xlabel("nodes")
         ax.set_title(title)
     axes[0].legend(fontsize=7)
