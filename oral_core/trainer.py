@@ -12,6 +12,7 @@ Each epoch:
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import time
@@ -44,18 +45,15 @@ class Stopwatch:
         self.sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
         self.totals: dict[str, float] = {}
 
+    @contextlib.contextmanager
     def section(self, name: str):
-        watch = self
-
-        class _Section:
-            def __enter__(self):
-                watch.sync()
-                self.start = time.perf_counter()
-
-            def __exit__(self, *exc):
-                watch.sync()
-                watch.add(name, time.perf_counter() - self.start)
-        return _Section()
+        self.sync()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.sync()
+            self.add(name, time.perf_counter() - start)
 
     def add(self, name: str, seconds: float) -> None:
         self.totals[name] = self.totals.get(name, 0.0) + seconds

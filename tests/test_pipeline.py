@@ -17,38 +17,28 @@ CONFIG = {"epochs": 20, "hidden_dim": 16, "pol_start_epoch": 10, "cluster_warmup
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
+def env(tmp_path_factory, one_thread):
     """One state folder and one Prefect harness for the module (the harness costs ~15 s)."""
-    import torch
-
     state = tmp_path_factory.mktemp("state")
-    old = {k: os.environ.get(k) for k in ("ORAL_STATE_DIR", "ORAL_TRACKING_URI", "ORAL_WAREHOUSE")}
-    os.environ["ORAL_STATE_DIR"] = str(state)
-    os.environ.pop("ORAL_TRACKING_URI", None)
-    os.environ.pop("ORAL_WAREHOUSE", None)
-    from flows.settings import configure_environment
+    with pytest.MonkeyPatch.context() as mp:  # every variable is restored afterwards
+        mp.setenv("ORAL_STATE_DIR", str(state))
+        mp.delenv("ORAL_TRACKING_URI", raising=False)
+        mp.delenv("ORAL_WAREHOUSE", raising=False)
+        from flows.settings import configure_environment
 
-    configure_environment(state)
-    from prefect.testing.utilities import prefect_test_harness
+        configure_environment(state)
+        from prefect.testing.utilities import prefect_test_harness
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with prefect_test_harness(server_startup_timeout=120):
-        from data_contracts.simulate import simulate
-        from data_contracts.synthetic import make_static_graph
+        with prefect_test_harness(server_startup_timeout=120):
+            from data_contracts.simulate import simulate
+            from data_contracts.synthetic import make_static_graph
 
-        static = make_static_graph(num_nodes=600, num_classes=4, num_features=16, separation=4.0,
-                                   seed=0, name="pipe")
-        root = state / "snapshots"
-        paths = simulate(static, 3, root, "pipe", start_date="2026-03-01", seed=0,
-                         known_classes=[0, 1, 2], novel_start={3: 1})
-        yield {"state": state, "root": root, "paths": paths}
-    torch.set_num_threads(threads)
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+            static = make_static_graph(num_nodes=600, num_classes=4, num_features=16,
+                                       separation=4.0, seed=0, name="pipe")
+            root = state / "snapshots"
+            paths = simulate(static, 3, root, "pipe", start_date="2026-03-01", seed=0,
+                             known_classes=[0, 1, 2], novel_start={3: 1})
+            yield {"state": state, "root": root, "paths": paths}
 
 
 def _tables(state: Path) -> dict:

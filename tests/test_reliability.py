@@ -123,26 +123,20 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    import torch
-
+def env(tmp_path_factory, one_thread):
     base = tmp_path_factory.mktemp("reliability")
     state = base / "st'ate; DROP TABLE runs; --"
     root = base / 'snap"shots\' OR 1=1; --'
     state.mkdir()  # Prefect creates its home inside it when it is first imported
-    keys = ("ORAL_STATE_DIR", "ORAL_TRACKING_URI", "ORAL_WAREHOUSE", "MLFLOW_TRACKING_URI")
-    old = {k: os.environ.get(k) for k in keys}
-    for k in keys:
-        os.environ.pop(k, None)
-    os.environ["ORAL_STATE_DIR"] = str(state)
-    from flows.settings import configure_environment
+    with pytest.MonkeyPatch.context() as mp:  # every variable is restored afterwards
+        for k in ("ORAL_TRACKING_URI", "ORAL_WAREHOUSE", "MLFLOW_TRACKING_URI"):
+            mp.delenv(k, raising=False)
+        mp.setenv("ORAL_STATE_DIR", str(state))
+        from flows.settings import configure_environment
 
-    configure_environment(state)
-    from prefect.testing.utilities import prefect_test_harness
+        configure_environment(state)
+        from prefect.testing.utilities import prefect_test_harness
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
         with prefect_test_harness(server_startup_timeout=120):
             import prefect.settings as ps
 
@@ -162,13 +156,6 @@ def env(tmp_path_factory):
                              "PREFECT_HOME": str(ps.PREFECT_HOME.value()),
                              "PREFECT_LOCAL_STORAGE_PATH": str(ps.PREFECT_LOCAL_STORAGE_PATH.value())}
             yield e
-    finally:
-        torch.set_num_threads(threads)
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def check_consistent(env: Env) -> None:
