@@ -50,7 +50,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"ORAL reproduction: {args.method} on {args.dataset}, prior={'yes' if prior else 'no'}, "
               f"seeds {seeds[0]}..{seeds[-1]}")
         try:
-            rows = sweep(args.dataset, args.method, seeds, prior, base, args.data_dir, results)
+            rows = sweep(args.dataset, args.method, seeds, prior, base, args.data_dir, results,
+                         refresh=args.refresh)
         except DatasetNotFound as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -91,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="override any ORALConfig field, e.g. --set gamma=0.4")
     rep.add_argument("--quiet", action="store_true", help="no per-epoch progress bar")
+    rep.add_argument("--refresh", action="store_true",
+                     help="run again finished seeds whose files lack a score this version records")
     rep.set_defaults(func=cmd_reproduce)
     from flows import cli_pipeline, cli_snapshots, cli_validate  # light: heavy imports inside commands
     cli_pipeline.register(sub)

@@ -20,7 +20,8 @@ from .baselines import BASELINES, baseline_config
 from .config import ORALConfig
 from .datasets import load_dataset, preprocess_features
 from .graph import Graph
-from .metrics import class_number_error, open_world_accuracy, orca_accuracy
+from .metrics import (class_number_error, contingency, fixed_id_accuracy, open_world_accuracy,
+                      orca_accuracy)
 from .splits import make_split
 from .trainer import ORAL
 
@@ -164,6 +165,7 @@ def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConf
     test = split.test_mask
     gcd = open_world_accuracy(g.y[test], pred[test], split.known_classes)
     orca = orca_accuracy(g.y[test], pred[test], split.known_classes)
+    fixed = fixed_id_accuracy(g.y[test], pred[test], split.known_classes)
     layers = [open_world_accuracy(g.y[test], to_dataset_ids(c, split.known_classes, num_classes)[test],
                                   split.known_classes) for c in found.layer_class_ids]
     return {
@@ -171,6 +173,10 @@ def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConf
         "prior": "yes" if prior else "no",
         "all": 100 * gcd["all"], "known": 100 * gcd["known"], "novel": 100 * gcd["novel"],
         "orca_known": 100 * orca["known"], "orca_novel": 100 * orca["novel"],
+        "fixed_all": 100 * fixed["all"], "fixed_known": 100 * fixed["known"],
+        "fixed_novel": 100 * fixed["novel"],
+        "contingency": contingency(g.y[test], pred[test]),
+        "known_classes": split.known_classes.tolist(),
         "classes_est": found.num_classes, "classes_true": num_classes,
         "classes_abs_err": class_number_error(found.num_classes, num_classes),
         "layers_all": [100 * a["all"] for a in layers],
@@ -191,10 +197,16 @@ def to_dataset_ids(class_id: torch.Tensor, known_classes: torch.Tensor, num_clas
 
 
 def summarise(rows: list[dict]) -> dict:
-    """Mean and (sample) standard deviation of every metric over seeds."""
+    """Mean and (sample) standard deviation of every metric over seeds.
+
+    A metric that some seed files lack (written before it existed) is NaN rather than a mean over
+    a subset of the seeds."""
     out = {"seeds": len(rows)}
-    for key in ("all", "known", "novel", "orca_known", "orca_novel", "classes_est", "classes_abs_err",
-                "seconds"):
+    for key in ("all", "known", "novel", "orca_known", "orca_novel", "fixed_all", "fixed_known",
+                "fixed_novel", "classes_est", "classes_abs_err", "seconds"):
+        if not all(key in r for r in rows):
+            out[f"{key}_mean"] = out[f"{key}_std"] = float("nan")
+            continue
         vals = [float(r[key]) for r in rows if not math.isnan(float(r[key]))]
         mean = sum(vals) / len(vals) if vals else float("nan")
         var = sum((v - mean) ** 2 for v in vals) / (len(vals) - 1) if len(vals) > 1 else 0.0

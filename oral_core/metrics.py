@@ -8,6 +8,10 @@ Two conventions are reported:
 * ORCA (Cao et al. 2022): known-class accuracy compares predicted ids with true ids directly (the
   model keeps known class ids), novel-class accuracy uses a Hungarian matching computed on the
   novel-class nodes alone (:func:`orca_accuracy`).
+* Fixed ids (open-set classification): a prediction with a known class id is right only when it
+  is the true id, and the novel ids are matched (Hungarian) to the novel classes only, so a node
+  of a novel class given any known id is wrong (:func:`fixed_id_accuracy`). A model that can only
+  output known ids (the GCN baseline) scores 0 on novel classes here, as in the paper's Table 2.
 
 Class ids may be arbitrary non-negative integers; they are made contiguous before counting.
 """
@@ -95,6 +99,41 @@ def orca_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor,
     return {"all": cluster_accuracy(y_true, y_pred),
             "known": _mean(y_pred[known] == y_true[known]),
             "novel": cluster_accuracy(y_true[~known], y_pred[~known])}
+
+
+def fixed_id_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor,
+                      known_classes: torch.Tensor | Sequence[int]) -> dict[str, float]:
+    """Fixed-id convention: ``{"all", "known", "novel"}`` where a predicted known id counts only
+    when equal to the true id, and predicted novel ids (any id outside ``known_classes``) are
+    mapped one-to-one onto the novel classes by the Hungarian algorithm over the nodes that are
+    both predicted novel and truly novel (the only nodes such a map can make right)."""
+    y_true, y_pred = _pair(y_true, y_pred)
+    known = _known_mask(y_true, known_classes)
+    said_known = _known_mask(y_pred, known_classes)
+    correct = said_known & (y_pred == y_true)
+    both_novel = ~said_known & ~known
+    correct[both_novel] = matched_correct(y_true[both_novel], y_pred[both_novel])
+    return {"all": _mean(correct), "known": _mean(correct[known]), "novel": _mean(correct[~known])}
+
+
+def contingency(y_true: torch.Tensor, y_pred: torch.Tensor) -> list[list[int]]:
+    """Sparse contingency table ``[[true id, predicted id, count], ...]`` (sorted), from which
+    every convention above can be recomputed (:func:`from_contingency`)."""
+    y_true, y_pred = _pair(y_true, y_pred)
+    if y_true.numel() == 0:
+        return []
+    pairs, counts = torch.unique(torch.stack([y_true, y_pred], 1), dim=0, return_counts=True)
+    return [[int(t), int(p), int(c)] for (t, p), c in zip(pairs.tolist(), counts.tolist())]
+
+
+def from_contingency(table: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(y_true, y_pred)`` expanded back from :func:`contingency` (order aside, the same items)."""
+    if not table:
+        return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+    t = torch.tensor([list(r) for r in table], dtype=torch.long)
+    if t.dim() != 2 or t.shape[1] != 3 or int(t[:, 2].min()) < 0:
+        raise ValueError("a contingency table is rows of [true id, predicted id, count >= 0]")
+    return (torch.repeat_interleave(t[:, 0], t[:, 2]), torch.repeat_interleave(t[:, 1], t[:, 2]))
 
 
 def class_number_error(estimated: int | float, true: int | float) -> float:

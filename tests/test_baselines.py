@@ -185,7 +185,8 @@ def test_run_seed_gives_a_standard_row_for_every_baseline(planted, tmp_path):
     g, _, _, _ = planted
     prep = Prepared(g, g.x, "none")
     reference = {"method", "dataset", "seed", "prior", "all", "known", "novel", "orca_known",
-                 "orca_novel", "classes_est", "classes_true", "classes_abs_err", "layers_all",
+                 "orca_novel", "fixed_all", "fixed_known", "fixed_novel", "contingency",
+                 "known_classes", "classes_est", "classes_true", "classes_abs_err", "layers_all",
                  "layers_known", "layers_novel", "val_acc", "selected_epoch", "seconds", "device",
                  "config", "features", "config_hash", "code_version"}
     row = run_seed(prep, "gcn", 0, False, ORALConfig(device="cpu"))
@@ -193,6 +194,9 @@ def test_run_seed_gives_a_standard_row_for_every_baseline(planted, tmp_path):
     assert row["method"] == "gcn" and row["prior"] == "no" and row["layers_all"] == []
     assert row["classes_est"] == 3 and row["selected_epoch"] >= 0 and row["device"] == "cpu"
     assert row["config"]["baseline"] == "gcn" and row["known"] > 50
+    # the GCN never outputs a novel id: no novel node can be right with known ids fixed
+    assert row["fixed_novel"] == 0.0 and row["fixed_known"] == row["orca_known"] > 50
+    assert sum(c for _, _, c in row["contingency"]) > 0
     json.dumps(row)  # what the sweep writes
     with pytest.raises(NotApplicable):
         run_seed(prep, "vgae_kmeans", 0, False, ORALConfig())

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from oral_core.metrics import (class_number_error, cluster_accuracy, matched_correct,
+from oral_core.metrics import (class_number_error, cluster_accuracy, contingency,
+                               fixed_id_accuracy, from_contingency, matched_correct,
                                open_world_accuracy, orca_accuracy)
 
 
@@ -80,6 +81,52 @@ def test_orca_known_compares_ids_directly() -> None:
     y_pred = t([1, 1, 0, 0, 2, 2])  # known classes swapped: perfect up to relabelling only
     assert open_world_accuracy(y_true, y_pred, [0, 1])["known"] == 1.0
     assert orca_accuracy(y_true, y_pred, [0, 1])["known"] == 0.0
+
+
+def test_fixed_ids_hand_computed() -> None:
+    # known {0, 1}, novel {2, 3}. Known nodes: t0 x4 predicted 0,0,0,1 (3 right); t1 x2 predicted
+    # 1,7 (1 right: 7 is a novel id, wrong on a known node). Novel nodes: t2 x3 predicted 7,7,0;
+    # t3 x3 predicted 8,8,7. Novel ids over truly novel nodes: 7->{t2: 2, t3: 1}, 8->{t3: 2};
+    # best map 7->2, 8->3: 4 right; the t2 node predicted 0 is wrong whatever the map.
+    y_true = t([0, 0, 0, 0, 1, 1, 2, 2, 2, 3, 3, 3])
+    y_pred = t([0, 0, 0, 1, 1, 7, 7, 7, 0, 8, 8, 7])
+    fixed = fixed_id_accuracy(y_true, y_pred, known_classes=[0, 1])
+    assert fixed == pytest.approx({"all": 8 / 12, "known": 4 / 6, "novel": 4 / 6})
+    # ORCA matches the novel nodes on their own, so the t2 node predicted 0 can count there
+    assert orca_accuracy(y_true, y_pred, [0, 1])["known"] == pytest.approx(4 / 6)
+
+
+def test_fixed_ids_give_zero_novel_to_a_closed_world_model() -> None:
+    # a model that only outputs known ids: one Hungarian matching lends it novel classes (GCD
+    # convention), the fixed-id convention cannot.
+    y_true = t([0, 0, 1, 1, 2, 2, 2])
+    y_pred = t([0, 0, 1, 1, 1, 1, 1])
+    assert open_world_accuracy(y_true, y_pred, [0, 1])["novel"] == 1.0
+    fixed = fixed_id_accuracy(y_true, y_pred, [0, 1])
+    assert fixed == pytest.approx({"all": 4 / 7, "known": 1.0, "novel": 0.0})
+
+
+def test_fixed_ids_of_a_perfect_open_world_prediction() -> None:
+    y_true = t([0, 1, 2, 2, 3])
+    y_pred = t([0, 1, 9, 9, 5])  # novel ids arbitrary, known ids kept
+    assert fixed_id_accuracy(y_true, y_pred, [0, 1]) == pytest.approx(
+        {"all": 1.0, "known": 1.0, "novel": 1.0})
+    # swapping two known ids is wrong here (unlike the GCD convention)
+    assert fixed_id_accuracy(t([0, 1]), t([1, 0]), [0, 1])["all"] == 0.0
+
+
+def test_contingency_round_trip_rescores_identically() -> None:
+    gen = torch.Generator().manual_seed(0)
+    y_true = torch.randint(0, 5, (300,), generator=gen)
+    y_pred = torch.randint(0, 8, (300,), generator=gen)
+    table = contingency(y_true, y_pred)
+    assert sum(c for _, _, c in table) == 300 and table == sorted(table)
+    back_true, back_pred = from_contingency(table)
+    for score in (open_world_accuracy, orca_accuracy, fixed_id_accuracy):
+        assert score(back_true, back_pred, [0, 1, 2]) == pytest.approx(score(y_true, y_pred, [0, 1, 2]))
+    assert contingency(t([]), t([])) == []
+    with pytest.raises(ValueError, match="contingency"):
+        from_contingency([[0, 1]])
 
 
 def test_empty_subsets_give_nan() -> None:

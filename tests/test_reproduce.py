@@ -65,6 +65,30 @@ def test_sweep_resumes_and_reruns_on_changed_config(npz_graph, tmp_path):
     assert json.loads(files[0].read_text())["config"]["gamma"] == 0.4
 
 
+def test_refresh_reruns_only_seeds_that_lack_a_score(npz_graph, tmp_path):
+    out = tmp_path / "results"
+    sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=lambda s: None)
+    old = out / "runs" / "oral" / "tiny-noprior" / "seed_1.json"
+    row = json.loads(old.read_text())
+    fixed = row.pop("fixed_novel")
+    del row["fixed_all"], row["fixed_known"]
+    old.write_text(json.dumps(row))  # as a file written before the fixed-id scores existed
+    said = []
+    rows = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append)
+    assert all("reused" in line for line in said)  # without --refresh: kept as it is
+    assert "fixed_novel" not in rows[1]
+    update_csv(rows, out)
+    md = write_markdown(out).read_text().split("## Scoring conventions")[1]
+    assert "| oral | tiny | no | 2 |" in md and md.rstrip().endswith("| – | – | – |")
+    said.clear()
+    rows = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append,
+                 refresh=True)
+    assert "reused" in said[0] and "lacks fixed_all, fixed_known, fixed_novel" in said[1]
+    assert rows[1]["fixed_novel"] == fixed  # deterministic: the same score comes back
+    write_markdown(out)
+    assert not (out / "reproduction.md").read_text().rstrip().endswith("| – | – | – |")
+
+
 def test_seed_result_is_deterministic(npz_graph, tmp_path):
     a = sweep(str(npz_graph), "opennc", [2], True, TINY, results=tmp_path / "a", echo=lambda s: None)
     b = sweep(str(npz_graph), "opennc", [2], True, TINY, results=tmp_path / "b", echo=lambda s: None)
