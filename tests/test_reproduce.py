@@ -127,3 +127,22 @@ def test_cli_reports_a_missing_dataset(tmp_path, capsys, monkeypatch):
 def test_cli_rejects_unknown_config_keys(tmp_path):
     with pytest.raises(SystemExit, match="unknown configuration key"):
         main(["reproduce", "--dataset", "cora", "--set", "no_such_key=1", "--out", str(tmp_path)])
+
+
+def test_paired_table_differences_seed_by_seed(tmp_path):
+    def seed_files(method, scores):
+        folder = tmp_path / "runs" / method / "cora-noprior"
+        folder.mkdir(parents=True)
+        rows = []
+        for seed, a in scores.items():
+            row = {"method": method, "dataset": "cora", "prior": "no", "seed": seed, "all": a,
+                   "known": a, "novel": a, "classes_est": 7, "classes_true": 7,
+                   "classes_abs_err": 0, "seconds": 1.0}
+            (folder / f"seed_{seed}.json").write_text(json.dumps(row))
+            rows.append(row)
+        update_csv(rows, tmp_path)
+    seed_files("oral", {0: 60.0, 1: 50.0, 2: 70.0})
+    seed_files("opennc", {0: 55.0, 1: 52.0, 3: 99.0})  # seed 3 has no ORAL partner: left out
+    md = write_markdown(tmp_path).read_text().split("paired by seed")[1]
+    # differences +5 and -2: mean +1.5, s.e. = sd / sqrt(2) = 4.95 / 1.41 = 3.50, ahead on 1 of 2
+    assert "| cora | no | opennc | 2 | +1.50 | 3.50 | 1/2 |" in md
