@@ -1,5 +1,12 @@
-"""The paper's figures from finished seeds: Figure 4 (each layer against the ensemble) and Figure 5
-(sensitivity to N_pro, gamma and mu).
+"""The paper's figures from finished seeds: Table 2 as a plot (ours beside the paper), Figure 4
+(each layer against the ensemble) and Figure 5 (sensitivity to N_pro, gamma and mu).
+
+Table 2 reads ``reproduction.csv``::
+
+    python -m benchmarks.figures table2
+
+writes ``table2_all.png``: All accuracy per method, one panel per dataset and prior setting, our
+mean with its standard deviation beside the paper's value.
 
 Figure 4 reads the per-seed files of ``oral reproduce`` (``runs/oral/<dataset>-<prior>/seed_*.json``
 hold every layer's own All / Known / Novel accuracy beside the ensemble's)::
@@ -38,6 +45,39 @@ def _mean_std(values: list[float]) -> str:
         return "-"
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return f"{statistics.mean(values):.2f} ± {sd:.2f}"
+
+
+def table2(results: Path = RESULTS) -> Path:
+    """Table 2 as bars: our All accuracy (mean ± std over seeds) beside the paper's, per method."""
+    import csv
+    from oral_core.experiment import PAPER
+    with (results / "reproduction.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    if not table:
+        raise SystemExit(f"{results / 'reproduction.csv'} has no rows: run oral reproduce first")
+    panels = sorted({(r["dataset"], r["prior"]) for r in table})
+    methods = sorted({r["method"] for r in table})
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.6), squeeze=False)
+    for ax, (dataset, prior) in zip(axes[0], panels):
+        rows = {r["method"]: r for r in table if (r["dataset"], r["prior"]) == (dataset, prior)}
+        xs = range(len(methods))
+        ours = [float(rows[m]["all_mean"]) if m in rows else 0.0 for m in methods]
+        sd = [float(rows[m]["all_std"]) if m in rows else 0.0 for m in methods]
+        paper = [PAPER.get((m, dataset, prior), (float("nan"),))[0] for m in methods]
+        ax.bar([x - 0.2 for x in xs], ours, 0.4, yerr=sd, color="#c33", label="ours")
+        ax.bar([x + 0.2 for x in xs], paper, 0.4, color="#999", label="paper")
+        ax.set_xticks(list(xs), methods, rotation=60, fontsize=7)
+        ax.set_title(f"{dataset}, prior {prior}", fontsize=9)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("All accuracy (%)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path = results / "table2_all.png"
+    fig.savefig(path, dpi=100)
+    return path
 
 
 def layers(results: Path = RESULTS) -> None:
@@ -130,6 +170,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="figure", required=True)
+    sub.add_parser("table2", help="Table 2 (All accuracy) as a plot, ours beside the paper")
     sub.add_parser("layers", help="Figure 4 from finished seeds")
     sens = sub.add_parser("sensitivity", help="Figure 5 (runs the missing seeds first)")
     sens.add_argument("--dataset", default="cora")
@@ -137,7 +178,9 @@ def main(argv=None) -> int:
     sens.add_argument("--data-dir", default=None)
     sens.add_argument("--no-run", action="store_true", help="only tabulate finished seeds")
     args = ap.parse_args(argv)
-    if args.figure == "layers":
+    if args.figure == "table2":
+        print(table2())
+    elif args.figure == "layers":
         layers()
     else:
         sensitivity(args.dataset, args.seeds, args.data_dir, run=not args.no_run)

@@ -1,0 +1,46 @@
+"""The experiment figures render from finished results, and say what is missing otherwise."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.figures import layers, table2
+from benchmarks.reproduction import update_csv
+
+
+def _row(method, dataset, prior, all_, seed=0):
+    return {"method": method, "dataset": dataset, "prior": prior, "seed": seed, "all": all_,
+            "known": all_, "novel": all_, "classes_est": 7, "classes_true": 7,
+            "classes_abs_err": 0, "seconds": 1.0, "layers_all": [all_ - 5, all_ + 5],
+            "layers_known": [all_, all_], "layers_novel": [all_, all_]}
+
+
+def test_table2_plots_every_dataset_and_prior(tmp_path):
+    update_csv([_row("oral", "cora", "no", 55.0), _row("oral", "cora", "no", 57.0)], tmp_path)
+    update_csv([_row("gcd", "cora", "yes", 60.0)], tmp_path)
+    path = table2(tmp_path)
+    assert path.name == "table2_all.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_table2_without_results_says_so(tmp_path):
+    (tmp_path / "reproduction.csv").write_text("method,dataset,prior\n")
+    with pytest.raises(SystemExit, match="no rows"):
+        table2(tmp_path)
+
+
+def test_layers_table_has_each_layer_and_the_ensemble(tmp_path):
+    folder = tmp_path / "runs" / "oral" / "cora-noprior"
+    folder.mkdir(parents=True)
+    for seed, a in enumerate((50.0, 60.0)):
+        (folder / f"seed_{seed}.json").write_text(json.dumps(_row("oral", "cora", "no", a, seed)))
+    layers(tmp_path)
+    md = (tmp_path / "figure4_layers.md").read_text()
+    # layer 1 = all - 5, layer 2 = all + 5, ensemble = all: means 50, 60, 55 over the two seeds
+    assert "| cora-noprior | 2 | all | 50.00 ± 7.07 | 60.00 ± 7.07 | 55.00 ± 7.07 |" in md
+    assert (tmp_path / "figure4_layers.png").exists()
+
+
+def test_layers_without_seeds_says_where_it_looked(tmp_path):
+    with pytest.raises(SystemExit, match="no finished ORAL seeds"):
+        layers(tmp_path)
