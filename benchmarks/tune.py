@@ -2,7 +2,8 @@
 
 Model selection may only see labelled nodes of known classes. To judge settings that matter for
 *novel* classes (granularity rule, attention temperature, association size, ...) this script hides
-the labels of one known class (the last one), trains ORAL on the remaining known classes, and
+the labels of one known class (the last one; with ``--hide rotate`` seed s hides known class
+s mod K, so several seeds test several stand-ins), trains ORAL on the remaining known classes, and
 scores, on labelled nodes only (training and validation nodes of every known class), the
 open-world accuracy with the hidden class playing the novel class. No test node is scored.
 
@@ -30,12 +31,21 @@ from oral_core.trainer import ORAL
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def proxy_score(prep, seed: int, config: ORALConfig) -> dict:
-    """Open-world accuracy (%) on labelled nodes with the last known class hidden from training."""
+def hidden_class(known_classes: torch.Tensor, seed: int, hide: str = "last") -> int:
+    """The known class that plays the novel one: the last, or (``rotate``) the seed's turn."""
+    if hide == "last":
+        return int(known_classes[-1])
+    if hide == "rotate":
+        return int(known_classes[seed % known_classes.numel()])
+    raise ValueError(f"hide must be 'last' or 'rotate', got {hide!r}")
+
+
+def proxy_score(prep, seed: int, config: ORALConfig, hide: str = "last") -> dict:
+    """Open-world accuracy (%) on labelled nodes with one known class hidden from training."""
     g = prep.graph
     split = make_split(g.y, seed=seed)
-    hidden = int(split.known_classes[-1])
-    visible = split.known_classes[:-1]
+    hidden = hidden_class(split.known_classes, seed, hide)
+    visible = split.known_classes[split.known_classes != hidden]
     labelled = split.train_mask | split.val_mask
     index = torch.full((g.num_classes,), -1, dtype=torch.long)
     index[visible] = torch.arange(visible.numel())
@@ -75,6 +85,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2")
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--hide", choices=["last", "rotate"], default="last",
+                    help="which known class plays the novel one (rotate: seed s hides class s mod K)")
     args = ap.parse_args(argv)
     base = ORALConfig()
     if args.epochs:
@@ -90,13 +102,13 @@ def main(argv=None) -> int:
         cfg = ORALConfig.from_dict(base.to_dict() | dict(zip(keys, combo)))
         for seed in range(args.seeds):
             t = time.perf_counter()
-            s = proxy_score(prep, seed, cfg)
+            s = proxy_score(prep, seed, cfg, args.hide)
             row = dict(zip(keys, combo)) | {"seed": seed} | {k: round(v, 2) for k, v in s.items()}
             row["seconds"] = round(time.perf_counter() - t, 1)
             print(row, flush=True)
             rows.append(row)
     name = prep.graph.name.lower()
-    stem = f"tuning_{name}" + "".join(f"_{k}" for k in keys)
+    stem = f"tuning_{name}" + "".join(f"_{k}" for k in keys) + ("_rotate" if args.hide == "rotate" else "")
     RESULTS.mkdir(parents=True, exist_ok=True)
     with (RESULTS / f"{stem}.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

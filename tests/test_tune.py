@@ -1,0 +1,54 @@
+"""The held-out-class proxy that chooses open settings: it must never read a test label."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from benchmarks.tune import _cast, hidden_class, proxy_score
+from oral_core.config import ORALConfig
+from oral_core.experiment import Prepared
+from oral_core.splits import make_split
+from oral_core.synthetic import make_attributed_sbm
+
+TINY = ORALConfig(epochs=4, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
+                  pol_start_epoch=2, resolution_steps=5, progress=False, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def prep():
+    g = make_attributed_sbm(num_nodes=240, num_classes=5, feature_dim=8, seed=1)
+    return Prepared(g, g.x, "none")
+
+
+def test_proxy_ignores_test_labels(prep, one_thread, monkeypatch):
+    score = proxy_score(prep, 0, TINY)
+    split = make_split(prep.graph.y, seed=0)
+    # the split protocol itself draws per class; hold it fixed, then make every test label wrong
+    monkeypatch.setattr("benchmarks.tune.make_split", lambda y, seed: split)
+    scrambled = prep.graph.y.clone()
+    test = split.test_mask
+    scrambled[test] = (scrambled[test] + 1) % prep.graph.num_classes
+    other = Prepared(dataclasses.replace(prep.graph, y=scrambled), prep.x, "none")
+    assert proxy_score(other, 0, TINY) == score
+    assert 0 <= score["all"] <= 100 and score["classes"] >= 1
+
+
+def test_hidden_class_last_or_rotating():
+    known = torch.tensor([0, 1, 2, 3])
+    assert [hidden_class(known, s) for s in range(3)] == [3, 3, 3]
+    assert [hidden_class(known, s, "rotate") for s in range(6)] == [0, 1, 2, 3, 0, 1]
+    with pytest.raises(ValueError, match="last' or 'rotate"):
+        hidden_class(known, 0, "first")
+
+
+def test_rotating_proxy_hides_another_class(prep, one_thread):
+    # seed 1 hides known class 1 instead of the last one: a different task, a different score
+    last, rotate = proxy_score(prep, 1, TINY), proxy_score(prep, 1, TINY, "rotate")
+    assert last != rotate
+
+
+def test_grid_values_take_the_fields_type():
+    assert _cast(None, "none") is None and _cast(None, "1024") == 1024
+    assert _cast(0.3, "0.4") == 0.4 and _cast(True, "false") is False and _cast(40, "20") == 20
