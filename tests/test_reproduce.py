@@ -146,3 +146,19 @@ def test_paired_table_differences_seed_by_seed(tmp_path):
     md = write_markdown(tmp_path).read_text().split("paired by seed")[1]
     # differences +5 and -2: mean +1.5, s.e. = sd / sqrt(2) = 4.95 / 1.41 = 3.50, ahead on 1 of 2
     assert "| cora | no | opennc | 2 | +1.50 | 3.50 | 1/2 |" in md
+
+
+def test_selection_table_counts_seeds_kept_before_pol_starts(tmp_path):
+    folder = tmp_path / "runs" / "oral" / "cora-noprior"
+    folder.mkdir(parents=True)
+    rows = []
+    for seed, epoch in enumerate((5, 40, 29, 90)):
+        row = {"method": "oral", "dataset": "cora", "prior": "no", "seed": seed, "all": 50.0,
+               "known": 50.0, "novel": 50.0, "classes_est": 7, "classes_true": 7,
+               "classes_abs_err": 0, "seconds": 1.0, "selected_epoch": epoch,
+               "config": {"pol": True, "pol_start_epoch": 30, "epochs": 100}}
+        (folder / f"seed_{seed}.json").write_text(json.dumps(row))
+        rows.append(row)
+    update_csv(rows, tmp_path)
+    md = write_markdown(tmp_path).read_text().split("## Model selection")[1]
+    assert "| oral | cora | no | 4 | 40 | 100 | 2/4 |" in md  # epochs 5 and 29 precede epoch 30
