@@ -16,7 +16,7 @@ from pathlib import Path
 
 from oral_core.baselines import not_applicable_reason
 from oral_core.config import ORALConfig
-from oral_core.experiment import (PAPER, canonical_name, config_hash, method_config,
+from oral_core.experiment import (PAPER, SCORES, canonical_name, config_hash, method_config,
                                   paper_classes, prepare, run_seed, summarise)
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -28,8 +28,10 @@ def run_dir(results: Path, method: str, dataset: str, prior: bool) -> Path:
     return results / "runs" / method / f"{canonical_name(dataset)}-{'prior' if prior else 'noprior'}"
 
 
-SCORES = ("all", "known", "novel", "orca_known", "orca_novel", "fixed_all", "fixed_known",
-          "fixed_novel")
+def seed_rows(results: Path, method: str, dataset: str, prior: str) -> list[dict]:
+    """The finished seed files of one table row (``prior`` is "yes" or "no"), in file order."""
+    folder = run_dir(results, method, dataset, prior == "yes")
+    return [json.loads(f.read_text()) for f in sorted(folder.glob("seed_*.json"))]
 
 
 def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALConfig,
@@ -179,8 +181,7 @@ def class_number_lines(table: list[dict], results: Path) -> list[str]:
         if r.get("n/a"):
             lines.append(f"| {r['method']} | {r['dataset']} | n/a | n/a | – | n/a | – |")
             continue
-        folder = run_dir(results, r["method"], r["dataset"], False)
-        errs = [json.loads(f.read_text())["classes_abs_err"] for f in sorted(folder.glob("seed_*.json"))]
+        errs = [row["classes_abs_err"] for row in seed_rows(results, r["method"], r["dataset"], "no")]
         mae = sum(errs) / len(errs) if errs else float("nan")
         pc = paper_classes(r["method"], r["dataset"])
         lines.append(f"| {r['method']} | {r['dataset']} | {r['seeds']} | {_fmt(r['classes_est_mean'])} | "
@@ -248,9 +249,7 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
 
 
 def _seed_scores(results: Path, method: str, dataset: str, prior: str) -> dict[int, float]:
-    folder = run_dir(results, method, dataset, prior == "yes")
-    return {r["seed"]: float(r["all"]) for r in
-            (json.loads(f.read_text()) for f in folder.glob("seed_*.json"))}
+    return {r["seed"]: float(r["all"]) for r in seed_rows(results, method, dataset, prior)}
 
 
 def selection_lines(table: list[dict], results: Path) -> list[str]:
@@ -263,9 +262,8 @@ def selection_lines(table: list[dict], results: Path) -> list[str]:
              "| method | dataset | prior | seeds | median epoch | epochs | before POL starts |",
              "|---|---|---|---|---|---|---|"]
     for r in sorted(table, key=_row_key):
-        folder = run_dir(results, r["method"], r["dataset"], r["prior"] == "yes")
-        rows = [json.loads(f.read_text()) for f in sorted(folder.glob("seed_*.json"))]
-        rows = [row for row in rows if "selected_epoch" in row and "pol" in row.get("config", {})]
+        rows = [row for row in seed_rows(results, r["method"], r["dataset"], r["prior"])
+                if "selected_epoch" in row and "pol" in row.get("config", {})]
         if not rows:
             continue
         kept = sorted(int(row["selected_epoch"]) for row in rows)
@@ -289,8 +287,7 @@ def convention_lines(table: list[dict], results: Path) -> list[str]:
              "", "| method | dataset | prior | seeds | GCD All | ORCA Known | ORCA Novel | "
              "Fixed All | Fixed Known | Fixed Novel |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(table, key=_row_key):
-        folder = run_dir(results, r["method"], r["dataset"], r["prior"] == "yes")
-        rows = [json.loads(f.read_text()) for f in sorted(folder.glob("seed_*.json"))]
+        rows = seed_rows(results, r["method"], r["dataset"], r["prior"])
         if not rows:
             continue
         s = summarise(rows)

@@ -196,14 +196,18 @@ def to_dataset_ids(class_id: torch.Tensor, known_classes: torch.Tensor, num_clas
     return torch.where(known, known_classes[class_id.clamp(max=k - 1)], num_classes + class_id - k)
 
 
+#: The per-seed accuracies under the three scoring conventions (:mod:`oral_core.metrics`).
+SCORES = ("all", "known", "novel", "orca_known", "orca_novel", "fixed_all", "fixed_known",
+          "fixed_novel")
+
+
 def summarise(rows: list[dict]) -> dict:
     """Mean and (sample) standard deviation of every metric over seeds.
 
     A metric that some seed files lack (written before it existed) is NaN rather than a mean over
     a subset of the seeds."""
     out = {"seeds": len(rows)}
-    for key in ("all", "known", "novel", "orca_known", "orca_novel", "fixed_all", "fixed_known",
-                "fixed_novel", "classes_est", "classes_abs_err", "seconds"):
+    for key in (*SCORES, "classes_est", "classes_abs_err", "seconds"):
         if not all(key in r for r in rows):
             out[f"{key}_mean"] = out[f"{key}_std"] = float("nan")
             continue
