@@ -229,6 +229,17 @@ def test_tables_list_baselines_and_mark_vgae_without_prior_na(tmp_path):
     assert "| vgae_kmeans | cora | n/a |" in table3
 
 
+def test_table2_marks_the_papers_cells_not_run_yet(tmp_path):
+    update_csv([{"method": "gcd", "dataset": "cora", "prior": "no", "classes_true": 7, "all": 50.0,
+                 "known": 60.0, "novel": 40.0, "orca_known": 60.0, "orca_novel": 40.0,
+                 "classes_est": 6, "classes_abs_err": 1, "seconds": 1.0}], tmp_path)
+    table2 = write_markdown(tmp_path).read_text().split("## Class-number")[0]
+    assert "| gcd | cora | no | 1 | 50.00 ± 0.00 | 50.67 |" in table2
+    assert "| gcd | amazonphoto | yes | 0 | not run | 70.52 | not run | 71.98 |" in table2
+    assert "| oral | blogcatalog | no | 0 | not run | 70.23 |" in table2
+    assert "| gcd | cora | no | 0 |" not in table2  # a cell that was run is listed once
+
+
 @pytest.fixture()
 def npz_graph(tmp_path):
     g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
