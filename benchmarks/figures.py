@@ -16,10 +16,11 @@ hold every layer's own All / Known / Novel accuracy beside the ensemble's)::
 writes ``figure4_layers.md`` and ``figure4_layers.png``. Figure 5 first runs (resumable: finished
 seeds are skipped) one sweep per value under ``results/sensitivity/<key>=<value>/``, then plots::
 
-    python -m benchmarks.figures sensitivity --dataset cora --seeds 3
+    python -m benchmarks.figures sensitivity --dataset blogcatalog --prior --seeds 3
 
-writes ``figure5_sensitivity.md`` and ``figure5_sensitivity.png``. Test labels are only read to
-score finished runs; no setting is chosen from these numbers (the defaults are the paper's).
+writes ``figure5_sensitivity_<dataset>-<prior|noprior>.md`` and ``.png``. The paper's Figure 5 is
+BlogCatalog with the class number known (``--prior``), the default here. Test labels are only read
+to score finished runs; no setting is chosen from these numbers (the defaults are the paper's).
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ GRID = {"num_prototypes": [20, 40, 60, 80], "gamma": [0.2, 0.3, 0.4, 0.5],
 
 
 def _seeds(folder: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("seed_*.json"))]
+    paths = sorted(folder.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+    return [json.loads(p.read_text()) for p in paths]
 
 
 def _mean_std(values: list[float]) -> str:
@@ -123,11 +125,13 @@ def layers(results: Path = RESULTS) -> None:
 
 
 def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = RESULTS,
-                run: bool = True) -> None:
-    """Figure 5: All accuracy against N_pro, gamma and mu (one changed at a time)."""
+                run: bool = True, prior: bool = True) -> Path:
+    """Figure 5: All accuracy against N_pro, gamma and mu (one changed at a time); the paper's is
+    BlogCatalog with the class-number prior. Returns the Markdown file written."""
     from oral_core.config import ORALConfig
     defaults = ORALConfig()
     base = results / "sensitivity"
+    setting = f"{dataset}-{'prior' if prior else 'noprior'}"
     table = []
     for key, values in GRID.items():
         for value in values:
@@ -137,20 +141,23 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
             elif run:
                 cmd = [sys.executable, "-m", "flows.cli", "reproduce", "--dataset", dataset,
                        "--method", "oral", "--seeds", str(seeds), "--set", f"{key}={value}",
-                       "--out", str(out), "--quiet"]
+                       "--out", str(out), "--quiet"] + (["--prior"] if prior else [])
                 if data_dir:
                     cmd += ["--data-dir", data_dir]
                 subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parent.parent)
-            finished = _seeds(out / "runs" / "oral" / f"{dataset}-noprior")[:seeds]
+            finished = _seeds(out / "runs" / "oral" / setting)[:seeds]
             table.append((key, value, [s["all"] for s in finished], [s["novel"] for s in finished]))
     lines = ["# Figure 5: sensitivity to N_pro, gamma and mu", "",
-             f"Command: `python -m benchmarks.figures sensitivity --dataset {dataset} --seeds {seeds}`. "
-             "ORAL without the prior, one setting changed at a time from the paper's defaults "
+             f"Command: `python -m benchmarks.figures sensitivity --dataset {dataset} "
+             f"{'--prior' if prior else '--no-prior'} --seeds {seeds}`. "
+             f"ORAL {'with' if prior else 'without'} the class-number prior, one setting changed at "
+             "a time from the paper's defaults "
              "(N_pro 40, gamma 0.3, mu 0.015); All and Novel accuracy (%), mean ± std over seeds.", "",
              "| setting | value | seeds | All | Novel |", "|---|---:|---:|---:|---:|"]
     for key, value, all_, novel in table:
         lines.append(f"| {key} | {value} | {len(all_)} | {_mean_std(all_)} | {_mean_std(novel)} |")
-    (results / "figure5_sensitivity.md").write_text("\n".join(lines) + "\n")
+    md = results / f"figure5_sensitivity_{setting}.md"
+    md.write_text("\n".join(lines) + "\n")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -162,9 +169,11 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
             ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o")
         ax.set_xlabel(key)
         ax.set_ylabel("All accuracy (%)")
-    fig.suptitle(f"{dataset}: sensitivity (one setting changed at a time)", fontsize=10)
+    fig.suptitle(f"{setting}: sensitivity (one setting changed at a time)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(results / "figure5_sensitivity.png", dpi=100)
+    fig.savefig(md.with_suffix(".png"), dpi=100)
+    plt.close(fig)
+    return md
 
 
 def main(argv=None) -> int:
@@ -173,7 +182,9 @@ def main(argv=None) -> int:
     sub.add_parser("table2", help="Table 2 (All accuracy) as a plot, ours beside the paper")
     sub.add_parser("layers", help="Figure 4 from finished seeds")
     sens = sub.add_parser("sensitivity", help="Figure 5 (runs the missing seeds first)")
-    sens.add_argument("--dataset", default="cora")
+    sens.add_argument("--dataset", default="blogcatalog", help="the paper's: blogcatalog")
+    sens.add_argument("--prior", action=argparse.BooleanOptionalAction, default=True,
+                      help="with the class-number prior (the paper's setting; --no-prior: without)")
     sens.add_argument("--seeds", type=int, default=3)
     sens.add_argument("--data-dir", default=None)
     sens.add_argument("--no-run", action="store_true", help="only tabulate finished seeds")
@@ -183,7 +194,8 @@ def main(argv=None) -> int:
     elif args.figure == "layers":
         layers()
     else:
-        sensitivity(args.dataset, args.seeds, args.data_dir, run=not args.no_run)
+        print(sensitivity(args.dataset, args.seeds, args.data_dir, run=not args.no_run,
+                          prior=args.prior))
     return 0
 
 

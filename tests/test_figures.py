@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks.figures import layers, table2
+from benchmarks.figures import layers, sensitivity, table2
 from benchmarks.reproduction import update_csv
 
 
@@ -44,3 +44,25 @@ def test_layers_table_has_each_layer_and_the_ensemble(tmp_path):
 def test_layers_without_seeds_says_where_it_looked(tmp_path):
     with pytest.raises(SystemExit, match="no finished ORAL seeds"):
         layers(tmp_path)
+
+
+def _write_seeds(folder, values):
+    folder.mkdir(parents=True)
+    for seed, a in enumerate(values):
+        (folder / f"seed_{seed}.json").write_text(json.dumps(_row("oral", "blogcatalog", "yes", a, seed)))
+
+
+def test_sensitivity_reads_the_prior_setting_and_numeric_seed_order(tmp_path):
+    # the paper's default (N_pro 40) comes from the main sweep; eleven seeds so that seed_10
+    # would sort before seed_2 as text: the first three by number are 50, 52, 54
+    _write_seeds(tmp_path / "runs" / "oral" / "blogcatalog-prior", [50.0 + 2 * i for i in range(11)])
+    _write_seeds(tmp_path / "runs" / "oral" / "blogcatalog-noprior", [10.0, 10.0, 10.0])
+    _write_seeds(tmp_path / "sensitivity" / "gamma=0.2" / "runs" / "oral" / "blogcatalog-prior",
+                 [70.0])
+    md = sensitivity("blogcatalog", 3, None, results=tmp_path, run=False)
+    text = md.read_text()
+    assert md.name == "figure5_sensitivity_blogcatalog-prior.md" and "--prior --seeds 3" in text
+    assert "| num_prototypes | 40 | 3 | 52.00 ± 2.00 |" in text  # not the no-prior 10.0s
+    assert "| gamma | 0.2 | 1 | 70.00 ± 0.00 |" in text
+    assert "| mu | 0.01 | 0 | - |" in text  # not run: shown as missing
+    assert md.with_suffix(".png").exists()
