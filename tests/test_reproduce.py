@@ -162,3 +162,23 @@ def test_selection_table_counts_seeds_kept_before_pol_starts(tmp_path):
     update_csv(rows, tmp_path)
     md = write_markdown(tmp_path).read_text().split("## Model selection")[1]
     assert "| oral | cora | no | 4 | 40 | 100 | 2/4 |" in md  # epochs 5 and 29 precede epoch 30
+
+
+def test_run_tables_script_sweeps_every_method_of_the_tables(tmp_path):
+    """benchmarks/run_tables.sh calls `oral reproduce` for ORAL, its ablations and the baselines,
+    each in the prior settings it applies to (checked with a stand-in that logs its arguments)."""
+    import os
+    import subprocess
+    from pathlib import Path
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "oral"
+    fake.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
+    fake.chmod(0o755)
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_tables.sh"
+    subprocess.run(["bash", str(script), "cora"], check=True, env={**os.environ, "ORAL": str(fake)})
+    calls = log.read_text().splitlines()
+    methods = {c.split("--method ")[1].split()[0]: c for c in calls}
+    assert set(methods) == {"oral", "opennc", "oral_no_pol", "oral_no_pan", "gcd", "gcn", "vgae_kmeans"}
+    assert all("--dataset cora" in c and "--seeds 10" in c for c in calls)
+    assert "--both-priors" in methods["gcd"] and "--both-priors" in methods["oral"]
+    assert "--prior" in methods["vgae_kmeans"].split() and "prior" not in methods["gcn"]
