@@ -25,7 +25,6 @@ to score finished runs; no setting is chosen from these numbers (the defaults ar
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -35,11 +34,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: the paper's Figure 5 grid (defaults: N_pro 40, gamma 0.3, mu 0.015)
 GRID = {"num_prototypes": [20, 40, 60, 80], "gamma": [0.2, 0.3, 0.4, 0.5],
         "mu": [0.01, 0.015, 0.02, 0.025]}
-
-
-def _seeds(folder: Path) -> list[dict]:
-    paths = sorted(folder.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1]))
-    return [json.loads(p.read_text()) for p in paths]
 
 
 def _mean_std(values: list[float]) -> str:
@@ -84,9 +78,10 @@ def table2(results: Path = RESULTS) -> Path:
 
 def layers(results: Path = RESULTS) -> None:
     """Figure 4: every layer's own prediction against the ensemble (Eq. 8-9), per dataset."""
+    from benchmarks.reproduction import read_seed_files
     rows = []
     for folder in sorted((results / "runs" / "oral").glob("*-*prior")):
-        seeds = [s for s in _seeds(folder) if s.get("layers_all")]
+        seeds = [s for s in read_seed_files(folder) if s.get("layers_all")]
         if not seeds:
             continue
         n_layers = len(seeds[0]["layers_all"])
@@ -128,6 +123,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
                 run: bool = True, prior: bool = True) -> Path:
     """Figure 5: All accuracy against N_pro, gamma and mu (one changed at a time); the paper's is
     BlogCatalog with the class-number prior. Returns the Markdown file written."""
+    from benchmarks.reproduction import seed_rows
     from oral_core.config import ORALConfig
     defaults = ORALConfig()
     base = results / "sensitivity"
@@ -145,7 +141,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
                 if data_dir:
                     cmd += ["--data-dir", data_dir]
                 subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parent.parent)
-            finished = _seeds(out / "runs" / "oral" / setting)[:seeds]
+            finished = seed_rows(out, "oral", dataset, "yes" if prior else "no")[:seeds]
             table.append((key, value, [s["all"] for s in finished], [s["novel"] for s in finished]))
     lines = ["# Figure 5: sensitivity to N_pro, gamma and mu", "",
              f"Command: `python -m benchmarks.figures sensitivity --dataset {dataset} "

@@ -28,10 +28,15 @@ def run_dir(results: Path, method: str, dataset: str, prior: bool) -> Path:
     return results / "runs" / method / f"{canonical_name(dataset)}-{'prior' if prior else 'noprior'}"
 
 
+def read_seed_files(folder: Path) -> list[dict]:
+    """Every ``seed_<n>.json`` in ``folder``, in seed order (seed_2 before seed_10)."""
+    paths = sorted(folder.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+    return [json.loads(p.read_text()) for p in paths]
+
+
 def seed_rows(results: Path, method: str, dataset: str, prior: str) -> list[dict]:
-    """The finished seed files of one table row (``prior`` is "yes" or "no"), in file order."""
-    folder = run_dir(results, method, dataset, prior == "yes")
-    return [json.loads(f.read_text()) for f in sorted(folder.glob("seed_*.json"))]
+    """The finished seed files of one table row (``prior`` is "yes" or "no"), in seed order."""
+    return read_seed_files(run_dir(results, method, dataset, prior == "yes"))
 
 
 def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALConfig,
