@@ -59,10 +59,15 @@ def test_sensitivity_reads_the_prior_setting_and_numeric_seed_order(tmp_path):
     _write_seeds(tmp_path / "runs" / "oral" / "blogcatalog-noprior", [10.0, 10.0, 10.0])
     _write_seeds(tmp_path / "sensitivity" / "gamma=0.2" / "runs" / "oral" / "blogcatalog-prior",
                  [70.0])
+    _write_seeds(tmp_path / "sensitivity" / "mu=0.02" / "runs" / "oral" / "blogcatalog-prior",
+                 [45.0])
     md = sensitivity("blogcatalog", 3, None, results=tmp_path, run=False)
     text = md.read_text()
     assert md.name == "figure5_sensitivity_blogcatalog-prior.md" and "--prior --seeds 3" in text
     assert "| num_prototypes | 40 | 3 | 52.00 ± 2.00 |" in text  # not the no-prior 10.0s
-    assert "| gamma | 0.2 | 1 | 70.00 ± 0.00 |" in text
-    assert "| mu | 0.01 | 0 | - |" in text  # not run: shown as missing
+    # the default row against itself: zero; gamma 0.2 ran seed 0 only, paired with seed 0 (50.0)
+    assert "| num_prototypes | 40 | 3 | 52.00 ± 2.00 | 52.00 ± 2.00 | +0.00 ± 0.00 |" in text
+    assert "| gamma | 0.2 | 1 | 70.00 ± 0.00 | 70.00 ± 0.00 | +20.00 ± 0.00 |" in text
+    assert "| mu | 0.01 | 0 | - | - | - |" in text  # not run: shown as missing
+    assert "| mu | 0.02 | 1 | 45.00 ± 0.00 | 45.00 ± 0.00 | -5.00 ± 0.00 |" in text
     assert md.with_suffix(".png").exists()
