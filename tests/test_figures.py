@@ -13,7 +13,7 @@ def _row(method, dataset, prior, all_, seed=0):
     return {"method": method, "dataset": dataset, "prior": prior, "seed": seed, "all": all_,
             "known": all_, "novel": all_, "classes_est": 7, "classes_true": 7,
             "classes_abs_err": 0, "seconds": 1.0, "layers_all": [all_ - 5, all_ + 5],
-            "layers_known": [all_, all_], "layers_novel": [all_, all_]}
+            "layers_known": [all_, all_], "layers_novel": [all_, all_], "selected_epoch": 20}
 
 
 def test_table2_plots_every_dataset_and_prior(tmp_path):
@@ -66,8 +66,8 @@ def test_sensitivity_reads_the_prior_setting_and_numeric_seed_order(tmp_path):
     assert md.name == "figure5_sensitivity_blogcatalog-prior.md" and "--prior --seeds 3" in text
     assert "| num_prototypes | 40 | 3 | 52.00 ± 2.00 |" in text  # not the no-prior 10.0s
     # the default row against itself: zero; gamma 0.2 ran seed 0 only, paired with seed 0 (50.0)
-    assert "| num_prototypes | 40 | 3 | 52.00 ± 2.00 | 52.00 ± 2.00 | +0.00 ± 0.00 |" in text
-    assert "| gamma | 0.2 | 1 | 70.00 ± 0.00 | 70.00 ± 0.00 | +20.00 ± 0.00 |" in text
-    assert "| mu | 0.01 | 0 | - | - | - |" in text  # not run: shown as missing
-    assert "| mu | 0.02 | 1 | 45.00 ± 0.00 | 45.00 ± 0.00 | -5.00 ± 0.00 |" in text
+    assert "| num_prototypes | 40 | 3 | 52.00 ± 2.00 | 52.00 ± 2.00 | +0.00 ± 0.00 | 20, 20, 20 |" in text
+    assert "| gamma | 0.2 | 1 | 70.00 ± 0.00 | 70.00 ± 0.00 | +20.00 ± 0.00 | 20 |" in text
+    assert "| mu | 0.01 | 0 | - | - | - | - |" in text  # not run: shown as missing
+    assert "| mu | 0.02 | 1 | 45.00 ± 0.00 | 45.00 ± 0.00 | -5.00 ± 0.00 | 20 |" in text
     assert md.with_suffix(".png").exists()
