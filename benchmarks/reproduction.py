@@ -216,6 +216,11 @@ ABLATION = [("opennc", "×", "×"), ("oral_no_pan", "×", "✓"), ("oral_no_pol"
             ("oral", "✓", "✓")]
 
 
+#: where the paper's Table 4 disagrees with its own Table 2 for the same method and setting
+#: (OpenNCD on BlogCatalog with the prior: Novel 47.27 in Table 4, 47.37 in Table 2)
+PAPER_TABLE4 = {("opennc", "blogcatalog", "yes"): (42.73, 34.84, 47.27)}
+
+
 def ablation_lines(table: list[dict]) -> list[str]:
     """Table 4: All / Novel accuracy of the module switches (PAN, POL), ours beside the paper, one
     row per dataset, prior setting and method."""
@@ -228,13 +233,16 @@ def ablation_lines(table: list[dict]) -> list[str]:
         for prior in ("no", "yes"):
             for method, pan, pol in ABLATION:
                 r = index.get((method, d, prior))
-                paper = PAPER.get((method, d, prior), (float("nan"),) * 3)
+                paper = PAPER_TABLE4.get((method, d, prior),
+                                         PAPER.get((method, d, prior), (float("nan"),) * 3))
                 if r is None and math.isnan(paper[0]):
                     continue
                 lines.append(
                     f"| {d} | {prior} | {pan} | {pol} | {method} | {r['seeds'] if r else '–'} | "
                     f"{_fmt(r['all_mean'], r['all_std']) if r else '–'} | {_fmt(paper[0])} | "
                     f"{_fmt(r['novel_mean'], r['novel_std']) if r else '–'} | {_fmt(paper[2])} |")
+    lines += ["", "`paper` is the paper's Table 4; it equals its Table 2 in every cell but one "
+              "(OpenNCD, BlogCatalog, prior: Novel 47.27 here, 47.37 in Table 2)."]
     return lines
 
 
