@@ -18,7 +18,10 @@ seeds are skipped) one sweep per value under ``results/sensitivity/<key>=<value>
 
     python -m benchmarks.figures sensitivity --dataset blogcatalog --prior --seeds 3
 
-writes ``figure5_sensitivity_<dataset>-<prior|noprior>.md`` and ``.png``. The paper's Figure 5 is
+writes ``figure5_sensitivity_<dataset>-<prior|noprior>.md`` and ``.png``. ``--set KEY=VALUE``
+changes the base configuration of every point (the defaults then run again, in
+``sensitivity/<KEY=VALUE>/default``), e.g. ``--set select_from_epoch=31`` keeps only epochs after
+pseudo-label learning started (epoch 30), so that gamma and mu can matter; the files get ``_<KEY=VALUE>``. The paper's Figure 5 is
 BlogCatalog with the class number known (``--prior``), the default here. Test labels are only read
 to score finished runs; no setting is chosen from these numbers (the defaults are the paper's).
 """
@@ -125,41 +128,71 @@ def layers(results: Path = RESULTS) -> None:
     fig.savefig(results / "figure4_layers.png", dpi=100)
 
 
+def _tag(overrides: dict[str, str]) -> str:
+    """Folder and file suffix of a study run with base overrides (``""`` without any)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))
+
+
 def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = RESULTS,
-                run: bool = True, prior: bool = True) -> Path:
+                run: bool = True, prior: bool = True, overrides: dict[str, str] | None = None) -> Path:
     """Figure 5: All accuracy against N_pro, gamma and mu (one changed at a time); the paper's is
-    BlogCatalog with the class-number prior. Returns the Markdown file written."""
+    BlogCatalog with the class-number prior. ``overrides`` (``--set``) change the base
+    configuration of every point, the paper's defaults included, which then run in their own
+    folder ``sensitivity/<overrides>/default`` instead of reusing the main sweep. Returns the
+    Markdown file written."""
     from benchmarks.reproduction import seed_rows
     from oral_core.config import ORALConfig
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(ORALConfig().to_dict())
+    if unknown:
+        raise SystemExit(f"--set: unknown configuration key(s) {sorted(unknown)}")
+    clash = set(overrides) & set(GRID)
+    if clash:
+        raise SystemExit(f"--set: {sorted(clash)} is what the study varies; set another key")
     defaults = ORALConfig()
-    base = results / "sensitivity"
+    tag = _tag(overrides)
+    base = results / "sensitivity" / tag if tag else results / "sensitivity"
     setting = f"{dataset}-{'prior' if prior else 'noprior'}"
-    default_all = {s["seed"]: s["all"] for s in seed_rows(results, "oral", dataset,
-                                                         "yes" if prior else "no")}
+    prior_word = "yes" if prior else "no"
+    extra = [a for k, v in sorted(overrides.items()) for a in ("--set", f"{k}={v}")]
+
+    def folder(key: str, value) -> Path:
+        if value != getattr(defaults, key):
+            return base / f"{key}={value}"
+        return base / "default" if tag else results  # no overrides: the main sweep's seeds
+
+    def sweep(out: Path, setting_args: list[str]) -> None:
+        if not run or (out == results):
+            return
+        cmd = [sys.executable, "-m", "flows.cli", "reproduce", "--dataset", dataset,
+               "--method", "oral", "--seeds", str(seeds), *setting_args, *extra,
+               "--out", str(out), "--quiet"] + (["--prior"] if prior else [])
+        if data_dir:
+            cmd += ["--data-dir", data_dir]
+        subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parent.parent)
+
+    default_out = folder("num_prototypes", defaults.num_prototypes)
+    sweep(default_out, [])
+    default_all = {s["seed"]: s["all"] for s in seed_rows(default_out, "oral", dataset, prior_word)}
     table = []
     for key, values in GRID.items():
         for value in values:
-            out = base / f"{key}={value}"
-            if value == getattr(defaults, key):  # the paper's default: the main sweep's seeds
-                out = results
-            elif run:
-                cmd = [sys.executable, "-m", "flows.cli", "reproduce", "--dataset", dataset,
-                       "--method", "oral", "--seeds", str(seeds), "--set", f"{key}={value}",
-                       "--out", str(out), "--quiet"] + (["--prior"] if prior else [])
-                if data_dir:
-                    cmd += ["--data-dir", data_dir]
-                subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parent.parent)
-            finished = seed_rows(out, "oral", dataset, "yes" if prior else "no")[:seeds]
+            out = folder(key, value)
+            if out != default_out:
+                sweep(out, ["--set", f"{key}={value}"])
+            finished = seed_rows(out, "oral", dataset, prior_word)[:seeds]
             paired = [s["all"] - default_all[s["seed"]] for s in finished if s["seed"] in default_all]
             epochs = [str(s["selected_epoch"]) for s in finished if "selected_epoch" in s]
             table.append((key, value, [s["all"] for s in finished], [s["novel"] for s in finished],
                           paired, epochs))
+    sets = "".join(f" --set {k}={v}" for k, v in sorted(overrides.items()))
+    base_words = (f" Every point, the defaults included, also sets {tag} (`--set`)." if tag else "")
     lines = ["# Figure 5: sensitivity to N_pro, gamma and mu", "",
              f"Command: `python -m benchmarks.figures sensitivity --dataset {dataset} "
-             f"{'--prior' if prior else '--no-prior'} --seeds {seeds}`. "
+             f"{'--prior' if prior else '--no-prior'} --seeds {seeds}{sets}`. "
              f"ORAL {'with' if prior else 'without'} the class-number prior, one setting changed at "
              "a time from the paper's defaults "
-             "(N_pro 40, gamma 0.3, mu 0.015); All and Novel accuracy (%), mean ± std over seeds. "
+             f"(N_pro 40, gamma 0.3, mu 0.015).{base_words} All and Novel accuracy (%), mean ± std over seeds. "
              "`All − default` pairs each seed with the same seed (same split) at the defaults, "
              "which removes the split-to-split spread (the std of the default row) from the "
              "comparison; with one seed it is still a single draw of training noise. "
@@ -173,7 +206,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
     for key, value, all_, novel, paired, epochs in table:
         lines.append(f"| {key} | {value} | {len(all_)} | {_mean_std(all_)} | {_mean_std(novel)} "
                      f"| {_signed_mean_std(paired)} | {', '.join(epochs) or '-'} |")
-    md = results / f"figure5_sensitivity_{setting}.md"
+    md = results / f"figure5_sensitivity_{setting}{'_' + tag if tag else ''}.md"
     md.write_text("\n".join(lines) + "\n")
     import matplotlib
     matplotlib.use("Agg")
@@ -186,7 +219,8 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
             ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o")
         ax.set_xlabel(key)
         ax.set_ylabel("All accuracy (%)")
-    fig.suptitle(f"{setting}: sensitivity (one setting changed at a time)", fontsize=10)
+    fig.suptitle(f"{setting}{' ' + tag if tag else ''}: sensitivity (one setting changed at a time)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(md.with_suffix(".png"), dpi=100)
     plt.close(fig)
@@ -205,14 +239,22 @@ def main(argv=None) -> int:
     sens.add_argument("--seeds", type=int, default=3)
     sens.add_argument("--data-dir", default=None)
     sens.add_argument("--no-run", action="store_true", help="only tabulate finished seeds")
+    sens.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                      help="change the base configuration of every point (e.g. select_from_epoch=31)")
     args = ap.parse_args(argv)
     if args.figure == "table2":
         print(table2())
     elif args.figure == "layers":
         layers()
     else:
+        overrides = {}
+        for item in args.set:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+            overrides[key] = value
         print(sensitivity(args.dataset, args.seeds, args.data_dir, run=not args.no_run,
-                          prior=args.prior))
+                          prior=args.prior, overrides=overrides))
     return 0
 
 

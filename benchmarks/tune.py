@@ -85,6 +85,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2")
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--prior", action="store_true",
+                    help="give ORAL the true total class number (the paper's 'with prior' setting)")
     ap.add_argument("--hide", choices=["last", "rotate"], default="last",
                     help="which known class plays the novel one (rotate: seed s hides class s mod K)")
     args = ap.parse_args(argv)
@@ -97,6 +99,8 @@ def main(argv=None) -> int:
         keys.append(key)
         choices.append([_cast(getattr(base, key), v) for v in values.split(",")])
     prep = prepare(args.dataset, args.data_dir)
+    if args.prior:
+        base.prior_num_classes = prep.graph.num_classes
     rows = []
     for combo in itertools.product(*choices) if keys else [()]:
         cfg = ORALConfig.from_dict(base.to_dict() | dict(zip(keys, combo)))
@@ -108,7 +112,8 @@ def main(argv=None) -> int:
             print(row, flush=True)
             rows.append(row)
     name = prep.graph.name.lower()
-    stem = f"tuning_{name}" + "".join(f"_{k}" for k in keys) + ("_rotate" if args.hide == "rotate" else "")
+    stem = (f"tuning_{name}" + "".join(f"_{k}" for k in keys) + ("_prior" if args.prior else "")
+            + ("_rotate" if args.hide == "rotate" else ""))
     RESULTS.mkdir(parents=True, exist_ok=True)
     with (RESULTS / f"{stem}.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -55,6 +55,11 @@ class ORALConfig:
     epochs: int = 100
     lr: float = 0.005
     weight_decay: float = 5e-4
+    # model selection: the epoch with the best accuracy on labelled validation nodes of known
+    # classes, among epochs >= select_from_epoch (None: every epoch, the default). Setting it to
+    # pol_start_epoch + 1 keeps only epochs whose parameters and structure have been through
+    # pseudo-label learning (every module active; epoch e is evaluated after e optimiser steps).
+    select_from_epoch: int | None = None
     seed: int = 0
     device: str = "auto"  # "auto": CUDA when present, else CPU
     progress: bool = True
@@ -99,6 +104,8 @@ class ORALConfig:
             (self.batches_per_epoch is None or self.batches_per_epoch >= 1,
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
+            (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
+             "select_from_epoch must be in [0, epochs] or None"),
         ]
         bad = [msg for ok, msg in checks if not ok]
         if bad:

@@ -293,12 +293,16 @@ class ORAL:
         return outs, partitions, ens, group_class
 
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known) -> dict:
-        """Model selection on labelled validation nodes of known classes only."""
+        """Model selection on labelled validation nodes of known classes only: the latest epoch
+        with the best validation accuracy among the eligible ones (``epoch >= select_from_epoch``;
+        every epoch when it is None; the last epoch when there is no validation node)."""
         class_id, conf, novel = discover(ens, group_class, num_known)
         has_val = val >= 0
         val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
         n_classes = int(torch.unique(class_id).numel())
-        if self._best is None or not has_val.any() or val_acc >= self._best["val_acc"]:
+        start = self.config.select_from_epoch
+        eligible = start is None or epoch >= start
+        if eligible and (self._best is None or not has_val.any() or val_acc >= self._best["val_acc"]):
             self._best = {
                 "epoch": epoch, "val_acc": val_acc,
                 "state": copy.deepcopy(self.network.state_dict()),

@@ -71,3 +71,26 @@ def test_sensitivity_reads_the_prior_setting_and_numeric_seed_order(tmp_path):
     assert "| mu | 0.01 | 0 | - | - | - | - |" in text  # not run: shown as missing
     assert "| mu | 0.02 | 1 | 45.00 ± 0.00 | 45.00 ± 0.00 | -5.00 ± 0.00 | 20 |" in text
     assert md.with_suffix(".png").exists()
+
+
+def test_sensitivity_with_base_overrides_reads_its_own_defaults(tmp_path):
+    # the main sweep's seeds must not be used as the default point once the base changes
+    _write_seeds(tmp_path / "runs" / "oral" / "blogcatalog-prior", [10.0, 10.0])
+    study = tmp_path / "sensitivity" / "select_from_epoch=30"
+    _write_seeds(study / "default" / "runs" / "oral" / "blogcatalog-prior", [50.0, 54.0])
+    _write_seeds(study / "gamma=0.5" / "runs" / "oral" / "blogcatalog-prior", [60.0, 58.0])
+    md = sensitivity("blogcatalog", 2, None, results=tmp_path, run=False,
+                     overrides={"select_from_epoch": "30"})
+    text = md.read_text()
+    assert md.name == "figure5_sensitivity_blogcatalog-prior_select_from_epoch=30.md"
+    assert "--seeds 2 --set select_from_epoch=30" in text
+    assert "| gamma | 0.3 | 2 | 52.00 ± 2.83 |" in text
+    assert "| gamma | 0.5 | 2 | 59.00 ± 1.41 | 59.00 ± 1.41 | +7.00 ± 4.24 |" in text
+    assert "| mu | 0.01 | 0 | - |" in text
+
+
+@pytest.mark.parametrize("overrides, message", [({"gamma": "0.5"}, "what the study varies"),
+                                                ({"no_such_key": "1"}, "unknown configuration")])
+def test_sensitivity_refuses_bad_overrides(tmp_path, overrides, message):
+    with pytest.raises(SystemExit, match=message):
+        sensitivity("blogcatalog", 1, None, results=tmp_path, run=False, overrides=overrides)

@@ -117,6 +117,29 @@ def test_same_seed_gives_same_classes(sbm) -> None:
     assert first.epoch == second.epoch
 
 
+def test_select_from_epoch_keeps_the_best_eligible_epoch_of_the_same_run(sbm) -> None:
+    """Selection does not change training: with ``select_from_epoch`` the kept epoch is the latest
+    best-validation epoch at or after it, read from the same per-epoch history."""
+    graph, split = sbm
+    config = small_config(epochs=12, pol_start_epoch=6, cluster_warmup_epochs=3)
+    free = ORAL(config).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
+                            split.val_labels(graph.y))
+    late = ORAL(small_config(epochs=12, pol_start_epoch=6, cluster_warmup_epochs=3,
+                             select_from_epoch=6)).fit(
+        graph.x, graph.edge_index, split.train_labels(graph.y), split.val_labels(graph.y))
+    assert [h["val_acc"] for h in free.history] == [h["val_acc"] for h in late.history]
+    eligible = [h for h in late.history if h["epoch"] >= 6]
+    best = max(h["val_acc"] for h in eligible)
+    expected = max(h["epoch"] for h in eligible if h["val_acc"] == best)
+    assert late.predict().epoch == expected >= 6
+    assert late.predict().val_accuracy == pytest.approx(best)
+
+
+def test_select_from_epoch_beyond_training_is_refused() -> None:
+    with pytest.raises(ValueError, match="select_from_epoch"):
+        ORAL(small_config(epochs=5, select_from_epoch=6))
+
+
 # --------------------------------------------------------------------------- Cora (real data)
 def cora_available() -> bool:
     env = os.environ.get("ORAL_DATA_DIR")

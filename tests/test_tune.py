@@ -52,3 +52,23 @@ def test_rotating_proxy_hides_another_class(prep, one_thread):
 def test_grid_values_take_the_fields_type():
     assert _cast(None, "none") is None and _cast(None, "1024") == 1024
     assert _cast(0.3, "0.4") == 0.4 and _cast(True, "false") is False and _cast(40, "20") == 20
+
+
+def test_prior_flag_gives_the_true_class_number_and_names_the_files(prep, tmp_path, monkeypatch):
+    seen = []
+
+    def fake_score(prep_, seed, cfg, hide):
+        seen.append((seed, cfg.prior_num_classes, cfg.select_from_epoch))
+        return {"all": 50.0, "known": 60.0, "novel": 40.0, "classes": 5}
+
+    monkeypatch.setattr("benchmarks.tune.prepare", lambda name, data_dir: prep)
+    monkeypatch.setattr("benchmarks.tune.proxy_score", fake_score)
+    monkeypatch.setattr("benchmarks.tune.RESULTS", tmp_path)
+    from benchmarks.tune import main
+    main(["--dataset", "sbm", "--seeds", "2", "--prior", "--hide", "rotate",
+          "--grid", "select_from_epoch=none,30"])
+    assert seen == [(0, 5, None), (1, 5, None), (0, 5, 30), (1, 5, 30)]
+    stem = f"tuning_{prep.graph.name.lower()}_select_from_epoch_prior_rotate"
+    md = (tmp_path / f"{stem}.md").read_text()
+    assert "| None | 50.00 | 60.00 | 40.00 | 5.0 |" in md and "| 30 | 50.00 |" in md
+    assert (tmp_path / f"{stem}.csv").exists()
