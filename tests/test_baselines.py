@@ -266,3 +266,22 @@ def test_cli_runs_a_baseline_and_skips_vgae_without_prior(npz_graph, tmp_path, c
     assert not (out / "runs" / "vgae_kmeans" / "tiny-noprior").exists()
     assert (out / "runs" / "vgae_kmeans" / "tiny-prior" / "seed_0.json").exists()
     assert "| vgae_kmeans | tiny | no | n/a |" in (out / "reproduction.md").read_text()
+
+
+@pytest.mark.parametrize("method", ["opennc", "oral_no_pan", "oral_no_pol"])
+def test_ablations_share_oral_and_find_the_planted_novel_class(planted, method):
+    """OpenNCD (neither module) and the two one-module ablations run through the same harness
+    and score above chance. On this graph predicting the majority (novel) class for every test
+    node gives All ~69%, and a method that cannot name a novel class gets fixed-id Novel 0.
+    Measured at seed 0 (40 epochs): All 95.4 / 99.5 / 95.9, known-id accuracy 100, fixed-id
+    Novel 93.3 / 99.3 / 94.0 (opennc / oral_no_pan / oral_no_pol); floors set with a margin."""
+    g, _, _, _ = planted
+    small = ORALConfig(epochs=40, hidden_dim=32, pol_start_epoch=15, cluster_warmup_epochs=5,
+                       progress=False, device="cpu")
+    row = run_seed(Prepared(g, g.x, "none"), method, 0, False, small)
+    config = method_config(method, small, None, 0)
+    switches = {"opennc": (False, False), "oral_no_pan": (False, True), "oral_no_pol": (True, False)}
+    assert (config.pan, config.pol) == switches[method]  # the ORAL trainer with modules switched
+    assert row["config"]["pan"] == config.pan and row["config"]["pol"] == config.pol
+    assert row["all"] > 85 and row["orca_known"] > 85 and row["fixed_novel"] > 60
+    assert len(row["layers_all"]) == small.num_layers  # per-layer scores: the ORAL ensemble ran
