@@ -152,7 +152,7 @@ def test_selection_table_counts_seeds_kept_before_pol_starts(tmp_path):
     folder = tmp_path / "runs" / "oral" / "cora-noprior"
     folder.mkdir(parents=True)
     rows = []
-    for seed, epoch in enumerate((5, 40, 29, 90)):
+    for seed, epoch in enumerate((5, 40, 30, 31, 90)):
         row = {"method": "oral", "dataset": "cora", "prior": "no", "seed": seed, "all": 50.0,
                "known": 50.0, "novel": 50.0, "classes_est": 7, "classes_true": 7,
                "classes_abs_err": 0, "seconds": 1.0, "selected_epoch": epoch,
@@ -161,7 +161,8 @@ def test_selection_table_counts_seeds_kept_before_pol_starts(tmp_path):
         rows.append(row)
     update_csv(rows, tmp_path)
     md = write_markdown(tmp_path).read_text().split("## Model selection")[1]
-    assert "| oral | cora | no | 4 | 40 | 100 | 2/4 |" in md  # epochs 5 and 29 precede epoch 30
+    # epochs 5 and 30 were evaluated before any step with pseudo-labels; 31 after the first
+    assert "| oral | cora | no | 5 | 31 | 100 | 2/5 |" in md
 
 
 def test_run_tables_script_sweeps_every_method_of_the_tables(tmp_path):
