@@ -156,13 +156,13 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
     prior_word = "yes" if prior else "no"
     extra = [a for k, v in sorted(overrides.items()) for a in ("--set", f"{k}={v}")]
 
+    default_out = base / "default" if tag else results  # no overrides: the main sweep's seeds
+
     def folder(key: str, value) -> Path:
-        if value != getattr(defaults, key):
-            return base / f"{key}={value}"
-        return base / "default" if tag else results  # no overrides: the main sweep's seeds
+        return default_out if value == getattr(defaults, key) else base / f"{key}={value}"
 
     def sweep(out: Path, setting_args: list[str]) -> None:
-        if not run or (out == results):
+        if not run or out == results:
             return
         cmd = [sys.executable, "-m", "flows.cli", "reproduce", "--dataset", dataset,
                "--method", "oral", "--seeds", str(seeds), *setting_args, *extra,
@@ -171,7 +171,6 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
             cmd += ["--data-dir", data_dir]
         subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parent.parent)
 
-    default_out = folder("num_prototypes", defaults.num_prototypes)
     sweep(default_out, [])
     default_all = {s["seed"]: s["all"] for s in seed_rows(default_out, "oral", dataset, prior_word)}
     table = []
