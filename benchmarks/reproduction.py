@@ -16,16 +16,21 @@ from pathlib import Path
 
 from oral_core.baselines import not_applicable_reason
 from oral_core.config import ORALConfig
-from oral_core.experiment import (PAPER, SCORES, canonical_name, config_hash, method_config,
-                                  paper_classes, prepare, run_seed, summarise)
+from oral_core.experiment import (PAPER, SCORES, FailedRun, canonical_name, config_hash,
+                                  method_config, paper_classes, prepare, protocol_tag, run_seed,
+                                  summarise)
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CSV_COLUMNS = ["method", "dataset", "prior", "seeds", "all_mean", "all_std", "known_mean",
+CSV_COLUMNS = ["method", "dataset", "prior", "protocol", "seeds", "all_mean", "all_std", "known_mean",
                "known_std", "novel_mean", "novel_std", "classes_est_mean", "classes_true"]
 
 
-def run_dir(results: Path, method: str, dataset: str, prior: bool) -> Path:
-    return results / "runs" / method / f"{canonical_name(dataset)}-{'prior' if prior else 'noprior'}"
+def run_dir(results: Path, method: str, dataset: str, prior: bool, protocol: str = "ours") -> Path:
+    """``runs/<method>/<dataset>-<prior>[-<protocol>]``: the strict protocol keeps the folder it
+    always had, so its finished seeds stay valid."""
+    suffix = "" if protocol == "ours" else "-" + protocol.replace("+", "-")
+    return (results / "runs" / method
+            / f"{canonical_name(dataset)}-{'prior' if prior else 'noprior'}{suffix}")
 
 
 def read_seed_files(folder: Path) -> list[dict]:
@@ -34,23 +39,34 @@ def read_seed_files(folder: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in paths]
 
 
-def seed_rows(results: Path, method: str, dataset: str, prior: str) -> list[dict]:
-    """The finished seed files of one table row (``prior`` is "yes" or "no"), in seed order."""
-    return read_seed_files(run_dir(results, method, dataset, prior == "yes"))
+def seed_rows(results: Path, method: str, dataset: str, prior: str, protocol: str = "ours") -> list[dict]:
+    """The finished, scored seed files of one table row (``prior`` is "yes" or "no"), in seed
+    order; seeds that failed to train (:func:`failed_seeds`) are left out."""
+    return [r for r in read_seed_files(run_dir(results, method, dataset, prior == "yes", protocol))
+            if not r.get("failed")]
+
+
+def failed_seeds(results: Path, method: str, dataset: str, prior: str, protocol: str = "ours") -> list[dict]:
+    """Seed files of runs that failed to train (:class:`~oral_core.experiment.FailedRun`)."""
+    return [r for r in read_seed_files(run_dir(results, method, dataset, prior == "yes", protocol))
+            if r.get("failed")]
 
 
 def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALConfig,
           data_dir: str | None = None, results: Path = RESULTS, echo=print,
-          refresh: bool = False) -> list[dict]:
-    """Run (or reuse) every seed; returns the per-seed rows (none, with a message, for a method
-    that does not apply in this prior setting). With ``refresh``, a finished seed whose file lacks
-    one of the current scores (:data:`SCORES`, written before that score existed) is run again."""
+          refresh: bool = False, protocol: str = "ours", known: str = "default") -> list[dict]:
+    """Run (or reuse) every seed under ``protocol`` (:func:`oral_core.experiment.protocol_split`);
+    returns the per-seed rows of the seeds that trained (none, with a message, for a method that
+    does not apply in this prior setting). A seed that failed to train is recorded as failed (its
+    file says why), echoed, and left out of the rows. With ``refresh``, a finished seed whose file
+    lacks one of the current scores (:data:`SCORES`) is run again."""
+    tag = protocol_tag(protocol, known)
     reason = not_applicable_reason(method, prior)
     if reason:
         echo(f"skipped: {reason}")
         return []
     prep = prepare(dataset, data_dir)
-    folder = run_dir(results, method, prep.graph.name, prior)
+    folder = run_dir(results, method, prep.graph.name, prior, tag)
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for i, seed in enumerate(seeds):
@@ -59,7 +75,10 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
                                              seed), prep.features)
         if path.exists():
             row = json.loads(path.read_text())
-            missing = [k for k in SCORES if k not in row] if refresh else []
+            missing = [k for k in SCORES if k not in row] if refresh and not row.get("failed") else []
+            if row.get("config_hash") == expected and row.get("failed"):
+                echo(f"[{i + 1}/{len(seeds)}] seed {seed}: FAILED before, not rerun ({row['failed']})")
+                continue
             if row.get("config_hash") == expected and missing:
                 echo(f"[{i + 1}/{len(seeds)}] seed {seed}: lacks {', '.join(missing)}, running again")
             elif row.get("config_hash") == expected:
@@ -68,10 +87,18 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
                 continue
             else:
                 echo(f"[{i + 1}/{len(seeds)}] seed {seed}: configuration changed, running again")
-        row = run_seed(prep, method, seed, prior, base)
+        try:
+            row = run_seed(prep, method, seed, prior, base, protocol, known)
+        except FailedRun as err:
+            row = {"method": method, "dataset": canonical_name(prep.graph.name), "seed": seed,
+                   "prior": "yes" if prior else "no", "protocol": tag, "failed": str(err),
+                   "config_hash": expected}
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(row, indent=1))
         tmp.replace(path)  # atomic: a killed sweep never leaves half a result
+        if row.get("failed"):
+            echo(f"[{i + 1}/{len(seeds)}] seed {seed}: FAILED: {row['failed']}")
+            continue
         echo(f"[{i + 1}/{len(seeds)}] seed {seed}: all {row['all']:.2f} known {row['known']:.2f} "
              f"novel {row['novel']:.2f} classes {row['classes_est']} ({row['seconds']:.0f}s)")
         rows.append(row)
@@ -83,7 +110,8 @@ def update_csv(rows: list[dict], results: Path = RESULTS) -> dict:
     s = summarise(rows)
     first = rows[0]
     new = {"method": first["method"], "dataset": first["dataset"], "prior": first["prior"],
-           "seeds": s["seeds"], "classes_true": first["classes_true"]}
+           "protocol": first.get("protocol", "ours"), "seeds": s["seeds"],
+           "classes_true": first["classes_true"]}
     for key in ("all", "known", "novel"):
         new[f"{key}_mean"], new[f"{key}_std"] = round(s[f"{key}_mean"], 2), round(s[f"{key}_std"], 2)
     new["classes_est_mean"] = round(s["classes_est_mean"], 2)
@@ -91,9 +119,11 @@ def update_csv(rows: list[dict], results: Path = RESULTS) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(results / ".reproduction.lock"):  # sweeps of other datasets may run beside us
         table = read_csv(path)
-        key = (new["method"], new["dataset"], new["prior"])
-        table = [r for r in table if (r["method"], r["dataset"], r["prior"]) != key] + [new]
-        table.sort(key=lambda r: (r["method"], r["dataset"], r["prior"]))
+        key = (new["method"], new["dataset"], new["prior"], new["protocol"])
+        table = [r for r in table
+                 if (r["method"], r["dataset"], r["prior"], r["protocol"]) != key] + [new]
+        table.sort(key=lambda r: (r["protocol"] != "ours", r["protocol"], r["method"],
+                                  r["dataset"], r["prior"]))
         tmp = path.with_suffix(".tmp")
         with tmp.open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
@@ -114,10 +144,11 @@ def _locked(path: Path):
 
 
 def read_csv(path: Path) -> list[dict]:
+    """Rows of ``reproduction.csv``; rows written before the protocol column are ``ours``."""
     if not path.exists():
         return []
     with path.open() as fh:
-        return list(csv.DictReader(fh))
+        return [r | {"protocol": r.get("protocol") or "ours"} for r in csv.DictReader(fh)]
 
 
 def _fmt(mean, std=None) -> str:
@@ -127,20 +158,50 @@ def _fmt(mean, std=None) -> str:
     return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {float(std):.2f}"
 
 
+PROTOCOL_TEXT = {
+    "ours": ["Protocol `ours` (strict): the lowest class ids are known; only the unlabelled nodes",
+             "V_U are scored, never the validation nodes that model selection may read."],
+    "paper": ["Protocol `paper`: the known classes that reproduce the paper's known share f of its",
+              "test set (`oral_core.experiment.PAPER_KNOWN`), and every node outside the labelled",
+              "training set is scored, validation nodes included. A rule that reads validation",
+              "nodes (model selection with `selection=best_val`) is partly scored on nodes it chose",
+              "by, which inflates this protocol's numbers for that rule."],
+}
+
+
+def markdown_path(results: Path, protocol: str = "ours") -> Path:
+    """``reproduction.md`` for the strict protocol, ``reproduction_<protocol>.md`` for others."""
+    stem = "reproduction" if protocol == "ours" else "reproduction_" + protocol.replace("+", "_")
+    return results / f"{stem}.md"
+
+
 def write_markdown(results: Path = RESULTS) -> Path:
-    """``reproduction.md``: Table 2 / 3 / 4 views of ``reproduction.csv`` beside the paper."""
+    """One Markdown file per protocol in ``reproduction.csv`` (:func:`markdown_path`); returns the
+    strict protocol's ``reproduction.md``."""
     table = read_csv(results / "reproduction.csv")
-    lines = ["# ORAL reproduction (generated by `oral reproduce`; do not edit by hand)", "",
-             "Accuracies in percent on the unlabelled test nodes, one Hungarian matching over all of",
+    for protocol in sorted({r["protocol"] for r in table} - {"ours"}):
+        _write_protocol(results, [r for r in table if r["protocol"] == protocol], protocol)
+    return _write_protocol(results, [r for r in table if r["protocol"] == "ours"], "ours")
+
+
+def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
+    """Table 2 / 3 / 4 views of one protocol's rows of ``reproduction.csv`` beside the paper."""
+    base = protocol.split("+")[0]
+    lines = [f"# ORAL reproduction, protocol `{protocol}` (generated by `oral reproduce`; do not "
+             "edit by hand)", "", *PROTOCOL_TEXT[base],
+             *(["Known classes: a seeded random choice per seed."] if "random" in protocol else []), "",
+             "Accuracies in percent on the scored nodes, one Hungarian matching over all of",
              "them, then split into known and novel (GCD convention). Mean ± standard deviation over",
              "seeds. `paper` is the value the paper reports (– where it reports none); `not run`",
              "marks a cell of the paper's table no seed has been run for yet.", ""]
+    flag = "" if protocol == "ours" else f" --protocol {base}"
+    flag += " --known random" if "random" in protocol else ""
     lines += ["Made by `bash benchmarks/run_tables.sh [dataset ...]`; each row is one",
-              "`oral reproduce --dataset D --method M --seeds 10 --both-priors` (finished seeds are reused,",
-              "so the file only changes when a result does).", ""]
+              f"`oral reproduce --dataset D --method M --seeds 10 --both-priors{flag}` (finished seeds",
+              "are reused, so the file only changes when a result does).", ""]
     lines += ["| method | dataset | prior | seeds | All | paper | Known | paper | Novel | paper | "
               "classes (true) | paper |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(table + not_applicable_rows(table) + pending_rows(table), key=_row_key):
+    for r in sorted(table + not_applicable_rows(table) + pending_rows(table, protocol), key=_row_key):
         paper = PAPER.get((r["method"], r["dataset"], r["prior"]), (float("nan"),) * 3)
         if r.get("n/a") or r.get("pending"):
             seeds, cell = ("n/a", "n/a") if r.get("n/a") else ("0", "not run")
@@ -157,8 +218,9 @@ def write_markdown(results: Path = RESULTS) -> Path:
             f"{_fmt(r['classes_est_mean'])} ({r['classes_true']}) | {_fmt(pc) if pc else '–'} |")
     lines += ["", *class_number_lines(table, results), "", *ablation_lines(table), "",
               *paired_lines(table, results), "", *selection_lines(table, results), "",
-              *convention_lines(table, results)]
-    path = results / "reproduction.md"
+              *convention_lines(table, results), "", *alternative_lines(table, results), "",
+              *failure_lines(table, results, protocol)]
+    path = markdown_path(results, protocol)
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -171,19 +233,21 @@ def not_applicable_rows(table: list[dict]) -> list[dict]:
     """Placeholder rows ("n/a") for the prior settings a swept method does not apply to (the
     k-means baseline without the class-number prior)."""
     have = {_row_key(r) for r in table}
+    protocol = table[0]["protocol"] if table else "ours"
     out = []
     for method, dataset in sorted({(r["method"], r["dataset"]) for r in table}):
         for prior in ("no", "yes"):
             if (method, dataset, prior) not in have and not_applicable_reason(method, prior == "yes"):
-                out.append({"method": method, "dataset": dataset, "prior": prior, "n/a": True})
+                out.append({"method": method, "dataset": dataset, "prior": prior, "n/a": True,
+                            "protocol": protocol})
     return out
 
 
-def pending_rows(table: list[dict]) -> list[dict]:
+def pending_rows(table: list[dict], protocol: str = "ours") -> list[dict]:
     """Placeholder rows ("not run") for the paper's Table 2 cells no seed has been run for yet, so
     the table shows what is missing instead of silently leaving it out."""
     have = {_row_key(r) for r in table}
-    return [{"method": m, "dataset": d, "prior": p, "pending": True}
+    return [{"method": m, "dataset": d, "prior": p, "pending": True, "protocol": protocol}
             for (m, d, p) in sorted(PAPER) if (m, d, p) not in have]
 
 
@@ -201,7 +265,8 @@ def class_number_lines(table: list[dict], results: Path) -> list[str]:
         if r.get("n/a"):
             lines.append(f"| {r['method']} | {r['dataset']} | n/a | n/a | – | n/a | n/a | – | – |")
             continue
-        errs = [row["classes_abs_err"] for row in seed_rows(results, r["method"], r["dataset"], "no")]
+        errs = [row["classes_abs_err"]
+                for row in seed_rows(results, r["method"], r["dataset"], "no", r["protocol"])]
         mae = sum(errs) / len(errs) if errs else float("nan")
         bias = abs(float(r["classes_est_mean"]) - float(r["classes_true"]))
         pc = paper_classes(r["method"], r["dataset"])
@@ -258,15 +323,16 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
              "| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead |",
              "|---|---|---|---|---|---|---|"]
     have = {_row_key(r) for r in table}
+    protocol = table[0]["protocol"] if table else "ours"
     for dataset in sorted({r["dataset"] for r in table}):
         for prior in ("no", "yes"):
             if ("oral", dataset, prior) not in have:
                 continue
-            ours = _seed_scores(results, "oral", dataset, prior)
+            ours = _seed_scores(results, "oral", dataset, prior, protocol)
             for method in PAIRED:
                 if (method, dataset, prior) not in have:
                     continue
-                theirs = _seed_scores(results, method, dataset, prior)
+                theirs = _seed_scores(results, method, dataset, prior, protocol)
                 diffs = [ours[s] - theirs[s] for s in sorted(set(ours) & set(theirs))]
                 if not diffs:
                     continue
@@ -279,8 +345,9 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
     return lines
 
 
-def _seed_scores(results: Path, method: str, dataset: str, prior: str) -> dict[int, float]:
-    return {r["seed"]: float(r["all"]) for r in seed_rows(results, method, dataset, prior)}
+def _seed_scores(results: Path, method: str, dataset: str, prior: str,
+                 protocol: str = "ours") -> dict[int, float]:
+    return {r["seed"]: float(r["all"]) for r in seed_rows(results, method, dataset, prior, protocol)}
 
 
 def selection_lines(table: list[dict], results: Path) -> list[str]:
@@ -294,7 +361,7 @@ def selection_lines(table: list[dict], results: Path) -> list[str]:
              "| method | dataset | prior | seeds | median epoch | epochs | before POL starts |",
              "|---|---|---|---|---|---|---|"]
     for r in sorted(table, key=_row_key):
-        rows = [row for row in seed_rows(results, r["method"], r["dataset"], r["prior"])
+        rows = [row for row in seed_rows(results, r["method"], r["dataset"], r["prior"], r["protocol"])
                 if "selected_epoch" in row and "pol" in row.get("config", {})]
         if not rows:
             continue
@@ -321,11 +388,53 @@ def convention_lines(table: list[dict], results: Path) -> list[str]:
              "", "| method | dataset | prior | seeds | GCD All | ORCA Known | ORCA Novel | "
              "Fixed All | Fixed Known | Fixed Novel |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(table, key=_row_key):
-        rows = seed_rows(results, r["method"], r["dataset"], r["prior"])
+        rows = seed_rows(results, r["method"], r["dataset"], r["prior"], r["protocol"])
         if not rows:
             continue
         s = summarise(rows)
         cells = [_fmt(s[f"{k}_mean"], s[f"{k}_std"]) for k in
                  ("all", "orca_known", "orca_novel", "fixed_all", "fixed_known", "fixed_novel")]
         lines.append(f"| {r['method']} | {r['dataset']} | {r['prior']} | {len(rows)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def alternative_lines(table: list[dict], results: Path) -> list[str]:
+    """What each model-selection rule scores on the same training runs (seed files that record
+    ``selection_alternatives``). A diagnostic read off test labels: it never chooses anything."""
+    lines = ["## Selection rules on the same training runs (diagnostic, test labels)", "",
+             "Every ORAL run records what `selection=best_val` and `selection=last` would have kept.",
+             "Defaults are chosen by the held-out-class proxy on labelled nodes only",
+             "(`benchmarks/results/proxy_rules_*.md`), never from this table.", "",
+             "| method | dataset | prior | seeds | kept (config) | All best_val | All last | last − best_val |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(table, key=_row_key):
+        rows = [row for row in seed_rows(results, r["method"], r["dataset"], r["prior"], r["protocol"])
+                if len(row.get("selection_alternatives") or {}) == 2]
+        if not rows:
+            continue
+        best = [row["selection_alternatives"]["best_val"]["all"] for row in rows]
+        last = [row["selection_alternatives"]["last"]["all"] for row in rows]
+        kept = rows[0]["config"].get("selection", "best_val")
+        diff = sum(b - a for a, b in zip(best, last)) / len(rows)
+        lines.append(f"| {r['method']} | {r['dataset']} | {r['prior']} | {len(rows)} | {kept} | "
+                     f"{sum(best) / len(best):.2f} | {sum(last) / len(last):.2f} | {diff:+.2f} |")
+    return lines
+
+
+def failure_lines(table: list[dict], results: Path, protocol: str) -> list[str]:
+    """Seeds that failed to train: reported as failures, never as numbers in the tables above."""
+    lines = ["## Runs that failed to train", "",
+             "A run whose validation accuracy never rose above the majority-class share learnt",
+             "nothing; it is left out of every mean above and listed here.", ""]
+    found = []
+    keys = {(r["method"], r["dataset"], r["prior"]) for r in table}
+    runs = results / "runs"
+    if runs.exists():
+        for folder in sorted(p for p in runs.glob("*/*") if p.is_dir()):
+            for row in read_seed_files(folder):
+                if row.get("failed") and row.get("protocol", "ours") == protocol:
+                    found.append(row)
+                    keys.discard((row["method"], row["dataset"], row["prior"]))
+    lines += [f"- {row['method']} {row['dataset']} prior={row['prior']} seed {row['seed']}: "
+              f"{row['failed']}" for row in found] or ["None."]
     return lines

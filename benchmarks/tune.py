@@ -18,6 +18,7 @@ import argparse
 import csv
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -40,27 +41,100 @@ def hidden_class(known_classes: torch.Tensor, seed: int, hide: str = "last") -> 
     raise ValueError(f"hide must be 'last' or 'rotate', got {hide!r}")
 
 
+@dataclass
+class ProxyTask:
+    """One held-out-class task, built from labelled nodes only.
+
+    ``train`` / ``val`` are the label vectors ORAL sees (visible known classes re-indexed
+    ``0..K-2``, -1 elsewhere); ``scored`` the nodes the proxy scores; ``visible`` the dataset ids
+    of the visible known classes (the hidden one plays the novel class)."""
+
+    train: torch.Tensor
+    val: torch.Tensor
+    scored: torch.Tensor
+    visible: torch.Tensor
+    hidden: int
+
+
+def proxy_task(graph, seed: int, hide: str = "last", disjoint_val: bool = False) -> ProxyTask:
+    """Hide one known class's labels. Scored: every labelled node of the hidden class and the
+    visible classes' validation nodes. With ``disjoint_val`` the visible validation nodes are
+    halved at random (seeded): model selection reads one half, the proxy scores the other, so a
+    rule that reads validation accuracy is not scored on the nodes it chose by."""
+    split = make_split(graph.y, seed=seed)
+    hidden = hidden_class(split.known_classes, seed, hide)
+    visible = split.known_classes[split.known_classes != hidden]
+    index = torch.full((graph.num_classes,), -1, dtype=torch.long)
+    index[visible] = torch.arange(visible.numel())
+    shown = graph.y != hidden
+    train = torch.where(split.train_mask & shown, index[graph.y], -1)
+    val_nodes = split.val_mask & shown
+    scored = (split.train_mask | split.val_mask) & ~(split.train_mask & shown)
+    if disjoint_val:
+        nodes = val_nodes.nonzero().flatten()
+        order = torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(10_007 + seed))
+        held = nodes[order[nodes.numel() // 2:]]
+        val_nodes = val_nodes.clone()
+        val_nodes[held] = False  # selection reads the first half only
+        scored = scored & ~val_nodes
+    val = torch.where(val_nodes, index[graph.y], -1)
+    return ProxyTask(train, val, scored, visible, hidden)
+
+
+def _proxy_config(config: ORALConfig, seed: int, num_classes: int) -> ORALConfig:
+    return ORALConfig.from_dict(config.to_dict() | {
+        "seed": seed, "progress": False,
+        "prior_num_classes": None if config.prior_num_classes is None else num_classes})
+
+
+def _proxy_accuracy(graph, task: ProxyTask, class_id: torch.Tensor) -> dict:
+    k = task.visible.numel()
+    pred = torch.where(class_id < k, task.visible[class_id.clamp(max=k - 1)],
+                       graph.num_classes + class_id - k)
+    acc = open_world_accuracy(graph.y[task.scored], pred[task.scored], task.visible)
+    return {k2: 100 * v for k2, v in acc.items()} | {"classes": int(torch.unique(class_id).numel())}
+
+
 def proxy_score(prep, seed: int, config: ORALConfig, hide: str = "last") -> dict:
     """Open-world accuracy (%) on labelled nodes with one known class hidden from training."""
     g = prep.graph
-    split = make_split(g.y, seed=seed)
-    hidden = hidden_class(split.known_classes, seed, hide)
-    visible = split.known_classes[split.known_classes != hidden]
-    labelled = split.train_mask | split.val_mask
-    index = torch.full((g.num_classes,), -1, dtype=torch.long)
-    index[visible] = torch.arange(visible.numel())
-    train = torch.where(split.train_mask & (g.y != hidden), index[g.y], -1)
-    val = torch.where(split.val_mask & (g.y != hidden), index[g.y], -1)
-    cfg = ORALConfig.from_dict(config.to_dict() | {
-        "seed": seed, "progress": False,
-        "prior_num_classes": None if config.prior_num_classes is None else g.num_classes})
-    found = ORAL(cfg).fit(prep.x, g.edge_index, train, val).predict()
-    k = visible.numel()
-    pred = torch.where(found.class_id < k, visible[found.class_id.clamp(max=k - 1)],
-                       g.num_classes + found.class_id - k)
-    scored = labelled & ~(split.train_mask & (g.y != hidden))  # never score nodes trained on
-    acc = open_world_accuracy(g.y[scored], pred[scored], visible)
-    return {k2: 100 * v for k2, v in acc.items()} | {"classes": found.num_classes}
+    task = proxy_task(g, seed, hide)
+    found = ORAL(_proxy_config(config, seed, g.num_classes)).fit(
+        prep.x, g.edge_index, task.train, task.val).predict()
+    return _proxy_accuracy(g, task, found.class_id)
+
+
+def rule_epochs(history: list[dict], horizons: list[int]) -> dict[str, int]:
+    """The epoch each model-selection rule keeps, for training stopped at each horizon E:
+    ``last@E`` keeps E, ``best_val@E`` the latest epoch <= E with the best validation accuracy
+    (the trainer's ``selection="best_val"``). One training run of ``max(horizons)`` epochs
+    answers every rule, since nothing in training depends on the total number of epochs."""
+    out = {}
+    for e in horizons:
+        rows = [r for r in history if r["epoch"] <= e]
+        best = max(rows, key=lambda r: (r["val_acc"], r["epoch"]))
+        out[f"best_val@{e}"] = int(best["epoch"])
+        out[f"last@{e}"] = e
+    return out
+
+
+def proxy_rules(prep, seed: int, config: ORALConfig, horizons: list[int],
+                hide: str = "rotate") -> list[dict]:
+    """The held-out-class proxy for every selection rule and horizon, from one training run.
+
+    Validation nodes are split (``disjoint_val``): selection reads half, the proxy scores half."""
+    g = prep.graph
+    task = proxy_task(g, seed, hide, disjoint_val=True)
+    cfg = _proxy_config(config, seed, g.num_classes)
+    cfg.epochs = max(horizons)
+    model = ORAL(cfg)
+    model.record_epochs = True
+    model.fit(prep.x, g.edge_index, task.train, task.val)
+    rows = []
+    for rule, epoch in rule_epochs(model.history, horizons).items():
+        acc = _proxy_accuracy(g, task, model.epoch_class_ids[epoch])
+        rows.append({"rule": rule, "seed": seed, "hidden": task.hidden, "epoch": epoch} | acc)
+    return rows
 
 
 def _cast(default, text: str):

@@ -48,21 +48,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     results = args.out or RESULTS
     for prior in ([False, True] if args.both_priors else [args.prior]):
         print(f"ORAL reproduction: {args.method} on {args.dataset}, prior={'yes' if prior else 'no'}, "
-              f"seeds {seeds[0]}..{seeds[-1]}")
+              f"protocol {args.protocol}, known classes {args.known}, seeds {seeds[0]}..{seeds[-1]}")
         try:
             rows = sweep(args.dataset, args.method, seeds, prior, base, args.data_dir, results,
-                         refresh=args.refresh)
+                         refresh=args.refresh, protocol=args.protocol, known=args.known)
         except DatasetNotFound as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        if not rows:  # the method does not apply in this prior setting (sweep said why)
+        if not rows:  # not applicable in this prior setting, or every seed failed (sweep said why)
             continue
         s = update_csv(rows, results)
         print(f"{args.method} {args.dataset} prior={'yes' if prior else 'no'} over {s['seeds']} seeds: "
               f"All {s['all_mean']:.2f} ± {s['all_std']:.2f} | Known {s['known_mean']:.2f} ± "
               f"{s['known_std']:.2f} | Novel {s['novel_mean']:.2f} ± {s['novel_std']:.2f} | "
               f"classes {s['classes_est_mean']:.2f} (true {rows[0]['classes_true']})")
-    md = write_markdown(results)
+    write_markdown(results)
+    from benchmarks.reproduction import markdown_path
+    from oral_core.experiment import protocol_tag
+    md = markdown_path(results, protocol_tag(args.protocol, args.known))
     print(f"tables: {results / 'reproduction.csv'} and {md}")
     return 0
 
@@ -84,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--method", default="oral",
                      choices=["oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans",
                               "gcd"])
+    rep.add_argument("--protocol", choices=["ours", "paper"], default="ours",
+                     help="ours (default): lowest class ids known, only unlabelled nodes scored; "
+                          "paper: the paper's known classes, every node outside the training set "
+                          "scored (validation nodes included)")
+    rep.add_argument("--known", choices=["default", "random"], default="default",
+                     help="known classes: the protocol's choice, or a seeded random choice per seed")
     rep.add_argument("--epochs", type=int, default=None, help="override the number of epochs")
     rep.add_argument("--device", default=None, help="auto (default), cpu or cuda")
     rep.add_argument("--data-dir", default=None, help="dataset folder (else $ORAL_DATA_DIR)")

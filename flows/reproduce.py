@@ -18,7 +18,7 @@ from prefect.artifacts import create_markdown_artifact
 def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior: bool = False,
               both_priors: bool = False, method: str = "oral", config: dict | None = None,
               device: str | None = None, data_dir: str | None = None,
-              out: str | None = None) -> list[dict]:
+              out: str | None = None, protocol: str = "ours", known: str = "default") -> list[dict]:
     """Train and score ORAL (or an ablation) on a benchmark dataset over several seeds.
 
     Args:
@@ -31,6 +31,8 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
         data_dir: dataset folder (else ``ORAL_DATA_DIR``, see the README's "Data").
         out: results folder (default ``benchmarks/results`` of the checkout the worker runs).
+        protocol: ``ours`` (strict) or ``paper`` (see ``oral reproduce --protocol``).
+        known: ``default`` (the protocol's known classes) or ``random`` (seeded, per seed).
 
     Returns one summary per prior setting (means and standard deviations over seeds).
     """
@@ -50,7 +52,7 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
         logger.info("reproduction: %s on %s, prior=%s, seeds %d..%d, results in %s", method, dataset,
                     with_prior, seed_list[0], seed_list[-1], results)
         rows = sweep(dataset, method, seed_list, with_prior, base, data_dir, results,
-                     echo=logger.info)
+                     echo=logger.info, protocol=protocol, known=known)
         if not rows:  # the method does not apply in this prior setting (sweep logged why)
             continue
         s = update_csv(rows, results)
@@ -58,8 +60,12 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
                     "%.2f ± %.2f | classes %.2f (true %s)", method, dataset, with_prior, s["seeds"],
                     s["all_mean"], s["all_std"], s["known_mean"], s["known_std"], s["novel_mean"],
                     s["novel_std"], s["classes_est_mean"], rows[0]["classes_true"])
-        summaries.append({"method": method, "dataset": dataset, "prior": with_prior} | s)
-    md = write_markdown(results)
+        summaries.append({"method": method, "dataset": dataset, "prior": with_prior,
+                          "protocol": protocol, "known": known} | s)
+    from benchmarks.reproduction import markdown_path
+    from oral_core.experiment import protocol_tag
+    write_markdown(results)
+    md = markdown_path(results, protocol_tag(protocol, known))
     create_markdown_artifact(md.read_text(), key="oral-reproduction",
                              description=f"reproduction tables ({md})")
     return summaries

@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 
+#: model-selection rules (``ORALConfig.selection``)
+SELECTION_RULES = ("best_val", "last")
+
+
 @dataclass
 class ORALConfig:
     """Configuration of :class:`oral_core.trainer.ORAL`.
@@ -60,6 +64,10 @@ class ORALConfig:
     # pol_start_epoch + 1 keeps only epochs whose parameters and structure have been through
     # pseudo-label learning (every module active; epoch e is evaluated after e optimiser steps).
     select_from_epoch: int | None = None
+    # which epoch's model is kept: "best_val" (the epoch with the best validation accuracy, as
+    # above; our earlier default) or "last" (the final epoch, as the paper's Algorithm 1 predicts
+    # after its training loop; OpenNCD and ORCA also report their final model)
+    selection: str = "best_val"
     seed: int = 0
     device: str = "auto"  # "auto": CUDA when present, else CPU
     progress: bool = True
@@ -106,6 +114,8 @@ class ORALConfig:
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
              "select_from_epoch must be in [0, epochs] or None"),
+            (self.selection in SELECTION_RULES,
+             f"selection must be one of {list(SELECTION_RULES)}"),
         ]
         bad = [msg for ok, msg in checks if not ok]
         if bad:

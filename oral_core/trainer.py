@@ -162,6 +162,11 @@ class ORAL:
         self.history: list[dict] = []
         self.network: ORALNetwork | None = None
         self._best: dict | None = None
+        #: the prediction each selection rule would keep ("best_val", "last"), whatever the rule
+        self.discoveries: dict[str, Discovery] = {}
+        #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
+        self.record_epochs = False
+        self.epoch_class_ids: list[torch.Tensor] = []
 
     # ------------------------------------------------------------------ helpers
     def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
@@ -234,6 +239,7 @@ class ORAL:
         candidates = (labels < 0) & (val < 0)
         self._csr = None
         self.history, self._best = [], None
+        self.discoveries, self.epoch_class_ids = {}, []
         bar = _progress(cfg.epochs + 1, cfg.progress)
         watch = Stopwatch(device)
         for epoch in range(cfg.epochs + 1):
@@ -293,16 +299,40 @@ class ORAL:
         return outs, partitions, ens, group_class
 
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known) -> dict:
-        """Model selection on labelled validation nodes of known classes only: the latest epoch
-        with the best validation accuracy among the eligible ones (``epoch >= select_from_epoch``;
-        every epoch when it is None; the last epoch when there is no validation node)."""
+        """Model selection on labelled validation nodes of known classes only.
+
+        ``selection="best_val"``: the latest epoch with the best validation accuracy among the
+        eligible ones (``epoch >= select_from_epoch``; every epoch when it is None; the last epoch
+        when there is no validation node). ``selection="last"``: the final epoch (the paper's
+        Algorithm 1 predicts after its loop). Whatever the rule, :attr:`discoveries` keeps the
+        predictions both rules would give, and with :attr:`record_epochs` every epoch's class ids
+        are kept in :attr:`epoch_class_ids` (for the held-out-class proxy, which compares rules
+        on one training run)."""
+        cfg = self.config
         class_id, conf, novel = discover(ens, group_class, num_known)
         has_val = val >= 0
         val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
         n_classes = int(torch.unique(class_id).numel())
-        start = self.config.select_from_epoch
+        start = cfg.select_from_epoch
         eligible = start is None or epoch >= start
-        if eligible and (self._best is None or not has_val.any() or val_acc >= self._best["val_acc"]):
+        improved = eligible and (
+            "best_val" not in self.discoveries or not has_val.any()
+            or val_acc >= self.discoveries["best_val"].val_accuracy)
+        final = epoch == cfg.epochs
+
+        def discovery() -> Discovery:
+            return Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
+                             [c.cpu() for c in layer_classes(outs, partitions, num_known)],
+                             epoch, val_acc)
+
+        if improved:
+            self.discoveries["best_val"] = discovery()
+        if final:
+            self.discoveries["last"] = discovery()
+        if self.record_epochs:
+            self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
+        keep = improved if cfg.selection == "best_val" else final
+        if keep:
             self._best = {
                 "epoch": epoch, "val_acc": val_acc,
                 "state": copy.deepcopy(self.network.state_dict()),
@@ -310,9 +340,7 @@ class ORAL:
                 "ensemble": {"perms": [q.cpu() for q in ens.perms], "mask": ens.mask.cpu(),
                              "layer_groups": list(ens.layer_groups)},
                 "group_class": group_class.cpu(),
-                "discovery": Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
-                                       [c.cpu() for c in layer_classes(outs, partitions, num_known)],
-                                       epoch, val_acc),
+                "discovery": self.discoveries[cfg.selection],
             }
         return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes,
                 "groups": [p.num_groups for p in partitions],

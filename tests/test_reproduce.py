@@ -17,7 +17,7 @@ from oral_core.synthetic import make_attributed_sbm
 
 import torch
 
-TINY = ORALConfig(epochs=3, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
+TINY = ORALConfig(epochs=8, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
                   pol_start_epoch=1, resolution_steps=5, progress=False)
 
 
@@ -78,7 +78,7 @@ def test_refresh_reruns_only_seeds_that_lack_a_score(npz_graph, tmp_path):
     assert all("reused" in line for line in said)  # without --refresh: kept as it is
     assert "fixed_novel" not in rows[1]
     update_csv(rows, out)
-    md = write_markdown(out).read_text().split("## Scoring conventions")[1]
+    md = write_markdown(out).read_text().split("## Scoring conventions")[1].split("## Selection")[0]
     assert "| oral | tiny | no | 2 |" in md and md.rstrip().endswith("| – | – | – |")
     said.clear()
     rows = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append,
@@ -86,7 +86,8 @@ def test_refresh_reruns_only_seeds_that_lack_a_score(npz_graph, tmp_path):
     assert "reused" in said[0] and "lacks fixed_all, fixed_known, fixed_novel" in said[1]
     assert rows[1]["fixed_novel"] == fixed  # deterministic: the same score comes back
     write_markdown(out)
-    assert not (out / "reproduction.md").read_text().rstrip().endswith("| – | – | – |")
+    conventions = (out / "reproduction.md").read_text().split("## Scoring conventions")[1]
+    assert not conventions.split("## Selection")[0].rstrip().endswith("| – | – | – |")
 
 
 def test_seed_result_is_deterministic(npz_graph, tmp_path):
