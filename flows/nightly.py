@@ -54,7 +54,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             ``ORAL_REMOTE_TRAINING`` setting (default off: training runs in this process).
     """
     from tasks.tracking import TrackingConfig
-    from tasks.warehouse import Warehouse, make_run_id
+    from tasks.warehouse import Warehouse, make_run_id, make_training_id
 
     logger = get_run_logger()
     settings = Settings.from_env(state_dir)
@@ -82,8 +82,11 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     from oral_core.experiment import code_version
 
     chash = steps.run_config_hash(cfg, mode)
-    run_id = make_run_id(graph, files.content_hash, chash)
-    run_dir = settings.runs_dir / graph / run_id[:16]
+    # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
+    # content and configuration; training depends on content and configuration only, so a graph
+    # that did not change overnight is a new night that reuses the previous night's training
+    run_id = make_run_id(graph, snapshot_date, files.content_hash, chash)
+    run_dir = settings.runs_dir / graph / make_training_id(graph, files.content_hash, chash)[:16]
     remote = settings.remote_training if remote_training is None else bool(remote_training)
     if remote:  # the snapshot goes by path, results come back through the (shared) run folder
         from flows.training import train_via_deployment

@@ -421,7 +421,7 @@ def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | st
 
     if not isinstance(predictions, pa.Table):
         predictions = os.fspath(predictions)
-    run_id = make_run_id(graph, run["content_hash"], run["config_hash"])
+    run_id = make_run_id(graph, snapshot_date, run["content_hash"], run["config_hash"])
     previous = warehouse.previous_run(graph, snapshot_date, with_members=False)
     max_index = warehouse.max_novel_index(graph, before_date=snapshot_date, exclude_run_id=run_id)
     names = {c["class_key"]: c["class_name"] for c in classes}

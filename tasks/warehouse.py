@@ -3,8 +3,12 @@
 One embedded DuckDB file holds every graph's runs. A run is published in **one transaction**
 (:meth:`Warehouse.publish_run`): its snapshot row, run row, classes, node assignments and
 class-lineage rows appear together or not at all, and publishing the same run again (same graph,
-snapshot content and configuration, hence the same ``run_id``) replaces its rows with identical
-ones instead of adding duplicates.
+snapshot date, snapshot content and configuration, hence the same ``run_id``) replaces its rows
+with identical ones instead of adding duplicates. The snapshot date is part of the run id: a graph
+that did not change overnight (a snapshot byte for byte equal to the previous one) is a night of
+its own, with its own run, classes, assignments and lineage (``persisting``), and does not replace
+the previous night's rows. (Training is reused across such nights: it is keyed on content and
+configuration only, :func:`make_training_id`.)
 
 DuckDB lets one process write a file at a time; a second process that opens it (even read-only)
 fails at once with ``Could not set lock on file``. :meth:`Warehouse.connect` therefore retries
@@ -220,8 +224,24 @@ _READ_ONLY_KEYWORDS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "EXPLAIN", "FROM", 
 
 
 # ----------------------------------------------------------------------------------- helpers
-def make_run_id(graph: str, content_hash: str, config_hash: str) -> str:
-    """The run id: a hash of what makes a run, so publishing the same run twice replaces it."""
+def make_run_id(graph: str, snapshot_date: dt.date | str, content_hash: str,
+                config_hash: str) -> str:
+    """The run id: a hash of what makes a published run (graph, snapshot date, snapshot content,
+    configuration), so publishing the same run twice replaces it, while the same bytes published
+    under another date (a graph that did not change overnight) are another night's run."""
+    day = _date(snapshot_date)
+    if day is None:
+        raise WarehouseError("a run id needs the snapshot date")
+    payload = json.dumps(["run", graph, day.isoformat(), content_hash, config_hash],
+                         separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def make_training_id(graph: str, content_hash: str, config_hash: str) -> str:
+    """What training depends on (graph, snapshot content, configuration), as a hash: it names the
+    run folder, so nights whose snapshots have equal bytes share one training. It is also the
+    run id that runs published before the snapshot date joined :func:`make_run_id` carry;
+    :meth:`Warehouse.publish_run` replaces such a row of the same date like its own."""
     payload = json.dumps([graph, content_hash, config_hash], separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
@@ -477,7 +497,7 @@ class Warehouse:
         is stored as JSON and its ``all``/``known``/``novel`` entries fill ``acc_*``.
         ``published_at`` defaults to now (UTC; pass the first publication's time to make a
         rerun byte-identical, or let it record the republication). ``run_id``, when given, must equal
-        :func:`make_run_id` of the graph, content hash and configuration hash.
+        :func:`make_run_id` of the graph, snapshot date, content hash and configuration hash.
 
         ``snapshot``: the ``snapshots`` columns (graph, date and hash default to the run's).
         ``assignments``: the per-node rows, as an Arrow table or the path of a Parquet file
@@ -491,9 +511,11 @@ class Warehouse:
         ``lineage_rows``: :class:`tasks.lineage.LineageRow` objects or dicts with their fields.
 
         The run's previous rows are deleted inside the same transaction, so a rerun leaves
-        exactly the rows of one publication; on any error (a refused assignment row included:
-        null or repeated node ids, class keys without a ``classes`` row) everything is rolled
-        back.
+        exactly the rows of one publication (a row of the same graph, date, content and
+        configuration published under the older run id without the date,
+        :func:`make_training_id`, is replaced too); runs of other dates are never touched. On
+        any error (a refused assignment row included: null or repeated node ids, class keys
+        without a ``classes`` row) everything is rolled back.
         """
         run_row = self._run_row(run)
         run_id = run_row["run_id"]
@@ -512,6 +534,7 @@ class Warehouse:
             con.execute("BEGIN TRANSACTION")
             try:
                 self._delete_run(con, run_id)
+                self._delete_legacy_run(con, run_row)
                 if snap_row is not None:
                     self._insert_snapshot(con, snap_row)
                 self._insert_row(con, "runs", run_row)
@@ -541,10 +564,11 @@ class Warehouse:
                     "mlflow_run_id", "model_name", "model_version", "device", "run_id"):
             row[key] = None if row[key] is None else str(row[key])
         row["snapshot_date"] = _date(run["snapshot_date"])
-        expected = make_run_id(row["graph"], row["content_hash"], row["config_hash"])
+        expected = make_run_id(row["graph"], row["snapshot_date"], row["content_hash"],
+                               row["config_hash"])
         if row["run_id"] is not None and row["run_id"] != expected:
-            raise WarehouseError(f"run_id {row['run_id']!r} is not the hash of graph, content "
-                                 f"hash and configuration hash ({expected!r})")
+            raise WarehouseError(f"run_id {row['run_id']!r} is not the hash of graph, snapshot "
+                                 f"date, content hash and configuration hash ({expected!r})")
         row["run_id"] = expected
         row["published_at"] = _timestamp(run.get("published_at")) or _utcnow()
         scores = run.get("scores")
@@ -631,6 +655,19 @@ class Warehouse:
     def _delete_run(con, run_id: str) -> None:
         for table in ("node_assignments", "classes", "class_lineage", "runs"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    @classmethod
+    def _delete_legacy_run(cls, con, run_row: dict) -> None:
+        """Delete this run's rows published under the run id of before the snapshot date was
+        part of it (:func:`make_training_id`), when that run is of this very date: a rerun of
+        a night published by older code replaces it instead of adding a second run. The same
+        id on another date is another night's run (published before the fix), left alone."""
+        legacy = make_training_id(run_row["graph"], run_row["content_hash"], run_row["config_hash"])
+        found = con.execute("SELECT count(*) FROM runs WHERE run_id = ? AND graph = ? "
+                            "AND snapshot_date = ?",
+                            [legacy, run_row["graph"], run_row["snapshot_date"]]).fetchall()
+        if found[0][0]:
+            cls._delete_run(con, legacy)
 
     @staticmethod
     def _insert_row(con, table: str, row: dict) -> None:

@@ -197,7 +197,7 @@ def test_chunked_publish_matches_the_previous_behaviour(tmp_path, chunk):
         table = pq.read_table(path)
         classes = steps.describe_classes(snapshot_like(ids), table, 3)
         run = run_of(night)
-        run_id = make_run_id("g", run["content_hash"], "cfg")
+        run_id = make_run_id("g", run["snapshot_date"], run["content_hash"], "cfg")
         lineage, rows = previous_behaviour(from_file, table, classes, "g", run["snapshot_date"],
                                            run_id)
         out = steps.publish(from_file, run, {"nodes": len(ids)}, path, [dict(c) for c in classes],
@@ -256,7 +256,7 @@ def test_failure_mid_insert_leaves_nothing_published(tmp_path, monkeypatch):
                           steps.describe_classes(snapshot_like(ids), table, 3), "g",
                           run_of(0)["snapshot_date"])
     before = dump(wh.path)
-    run1 = make_run_id("g", "h1", "cfg")
+    run1 = make_run_id("g", run_of(1)["snapshot_date"], "h1", "cfg")
     classes = steps.describe_classes(snapshot_like(ids), table, 3)
 
     def attempt(source, error, match):
@@ -363,7 +363,7 @@ def test_memory_stays_bounded_by_the_chunk(tmp_path):
     classes = steps.describe_classes(snapshot_like(ids, x=np.ones((n, 1), np.float32)),
                                      pq.read_table(path), 3)
     wh = Warehouse(tmp_path / "wh.duckdb", threads=1)
-    run0 = {**run_of(0), "run_id": make_run_id("g", "h0", "cfg")}
+    run0 = {**run_of(0), "run_id": make_run_id("g", run_of(0)["snapshot_date"], "h0", "cfg")}
     lineage = track_lineage(None, {c["class_key"]: [] for c in classes}, graph="g",
                             snapshot_date=run0["snapshot_date"])
     for c in classes:

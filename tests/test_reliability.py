@@ -242,8 +242,9 @@ def test_sigkill_mid_publish_leaves_whole_run_or_none(tmp_path):
 
     db = tmp_path / "wh" / "oral.duckdb"
     Warehouse(db, threads=1).publish_run(**helpers.publish_data("first"))
-    first_id = make_run_id(helpers.GRAPH, "content-first", "cfg")
-    second_id = make_run_id(helpers.GRAPH, "content-second", "cfg")
+    first_id = make_run_id(helpers.GRAPH, helpers.RUN_DATES["first"], "content-first", "cfg")
+    second_id = make_run_id(helpers.GRAPH, helpers.RUN_DATES["second"], "content-second",
+                            "cfg")
     whole_first = _publish_counts(db, first_id)
     assert whole_first["node_assignments"] == helpers.NODES and whole_first["runs"] == 1
     before = _dump(db)
@@ -292,7 +293,8 @@ def test_disk_full_in_duckdb_rolls_back(tmp_path, monkeypatch):
     assert _dump(db) == before
     monkeypatch.undo()
     wh.publish_run(**helpers.publish_data("second"))
-    assert _publish_counts(db, make_run_id(helpers.GRAPH, "content-second", "cfg"))["runs"] == 1
+    assert _publish_counts(db, make_run_id(helpers.GRAPH, helpers.RUN_DATES["second"],
+                                           "content-second", "cfg"))["runs"] == 1
 
 
 # ----------------------------------------------------------------- 2. crashes, retries, reruns
@@ -534,6 +536,60 @@ def test_same_snapshot_twice_leaves_the_same_rows(env):
     assert [int(v.version) for v in env.versions(graph)] == [first["model_version"]]
     assert again["model_version"] == first["model_version"] and again["run_id"] == first["run_id"]
     assert model.stat().st_mtime_ns == stamp
+
+
+def test_unchanged_graph_on_the_next_date_keeps_the_previous_night(env, monkeypatch):
+    """Case 3 (issue 21.1). A snapshot copied byte for byte to the next date (a graph that did
+    not change over a weekend) is a night of its own: both nights stay in ``runs``,
+    ``node_assignments``, ``classes``, ``class_lineage`` and ``class_timeline`` (the second
+    night's classes ``persisting`` with the first night's lineage ids), each night has its own
+    MLflow run and version, training is reused by content (not run again), and rerunning the
+    second night leaves the same rows and versions."""
+    from tasks import steps
+
+    graph = "unchanged"
+    folder = env.root / graph
+    shutil.copytree(env.root / "base" / f"snapshot={D1}", folder / f"snapshot={D1}")
+    shutil.copytree(env.root / "base" / f"snapshot={D1}", folder / f"snapshot={D2}")
+    first = env.night(graph, D1)
+    model = next((env.state / "runs" / graph).glob("*/model.pt"))
+    stamp = model.stat().st_mtime_ns
+    real, trained = steps.train, []
+    monkeypatch.setattr(steps, "train", lambda *a, **k: trained.append(1) or real(*a, **k))
+    second = env.night(graph, D2)
+    assert trained == [] and model.stat().st_mtime_ns == stamp  # training reused by content
+    assert [p.name for p in (env.state / "runs" / graph).iterdir()] == [model.parent.name]
+    assert first["run_id"] != second["run_id"]
+
+    rows = env.rows(graph)
+    assert sorted((str(r["snapshot_date"]), r["run_id"]) for r in rows["runs"]) == [
+        (D1, first["run_id"]), (D2, second["run_id"])]
+    assert len({r["content_hash"] for r in rows["runs"]}) == 1
+    assert sorted(str(r["snapshot_date"]) for r in rows["snapshots"]) == [D1, D2]
+    nodes = _snapshot_node_ids(env, graph)
+    for out in (first, second):
+        assert sorted(r["node_id"] for r in rows["node_assignments"]
+                      if r["run_id"] == out["run_id"]) == nodes
+        assert any(r["run_id"] == out["run_id"] for r in rows["classes"])
+    lineage = {out["run_id"]: {r["lineage_id"]: r["status"] for r in rows["class_lineage"]
+                               if r["run_id"] == out["run_id"]} for out in (first, second)}
+    assert lineage[first["run_id"]] and set(lineage[first["run_id"]].values()) == {"emerged"}
+    assert lineage[second["run_id"]] == dict.fromkeys(lineage[first["run_id"]], "persisting")
+    assert second["statuses"] == lineage[second["run_id"]]
+    with env.con() as con:
+        timeline = con.execute("SELECT DISTINCT CAST(snapshot_date AS VARCHAR), run_id FROM "
+                               "class_timeline WHERE graph = ? ORDER BY 1", [graph]).fetchall()
+    assert timeline == [(D1, first["run_id"]), (D2, second["run_id"])]
+    versions = env.versions(graph)
+    assert [v.tags.get("oral_run_id") for v in versions] == [first["run_id"], second["run_id"]]
+    assert [int(v.version) for v in versions] == [first["model_version"], second["model_version"]]
+    check_consistent(env)
+
+    again = env.night(graph, D2)  # idempotent per graph, date and configuration
+    assert again["run_id"] == second["run_id"] and again["model_version"] == second["model_version"]
+    assert env.rows(graph) == rows
+    assert [int(v.version) for v in env.versions(graph)] == [int(v.version) for v in versions]
+    assert trained == []
 
 
 def test_two_graphs_at_once_wait_for_the_lock_and_keep_their_rows(env, concurrent):

@@ -123,7 +123,7 @@ def test_publish_writes_every_table_and_rerun_is_identical(wh: Warehouse) -> Non
     members, names = first_night()
     parts = night(wh, "g", D1, members, names)
     run_id = wh.publish_run(**parts)
-    assert run_id == make_run_id("g", "hash-2026-04-01", "cfg1") and wh.run_exists(run_id)
+    assert run_id == make_run_id("g", D1, "hash-2026-04-01", "cfg1") and wh.run_exists(run_id)
     assert counts(wh) == {"snapshots": 1, "runs": 1, "classes": 4, "node_assignments": 300,
                           "class_lineage": 4}
     before = dump(wh)
@@ -151,7 +151,7 @@ def test_failure_mid_publish_rolls_back(wh: Warehouse, monkeypatch) -> None:
     before = dump(wh)
     members2, names2 = second_night()
     parts = night(wh, "g", D2, members2, names2)
-    run2 = make_run_id("g", parts["run"]["content_hash"], "cfg1")
+    run2 = make_run_id("g", D2, parts["run"]["content_hash"], "cfg1")
 
     calls = []
 
@@ -230,6 +230,63 @@ def test_views_over_two_nights(wh: Warehouse) -> None:
         ("g:novel:3", D2, "emerged"),
         ("known:A", D1, "emerged"), ("known:A", D2, "persisting"),
         ("known:B", D1, "emerged"), ("known:B", D2, "persisting")]
+
+
+def test_unchanged_snapshot_on_the_next_date_keeps_both_nights(wh: Warehouse) -> None:
+    """Issue 21.1: the same snapshot bytes (same content hash) and configuration on two dates are
+    two nights, not one run published twice: the second publish adds its own runs, classes,
+    node_assignments and class_lineage rows (everything ``persisting``) instead of replacing the
+    first night's; republishing the second night leaves the same rows."""
+    members, names = first_night()
+    run1 = wh.publish_run(**night(wh, "g", D1, members, names, content_hash="same"))
+    night1 = dump(wh)
+    run2 = wh.publish_run(**night(wh, "g", D2, members, names, content_hash="same"))
+    assert run1 != run2
+    assert run2 == make_run_id("g", D2, "same", "cfg1") and run1 == make_run_id("g", D1, "same", "cfg1")
+    runs = wh.query("SELECT run_id, snapshot_date FROM runs ORDER BY snapshot_date").to_pylist()
+    assert runs == [{"run_id": run1, "snapshot_date": D1}, {"run_id": run2, "snapshot_date": D2}]
+    assert counts(wh, run1) == {"runs": 1, "classes": 4, "node_assignments": 300, "class_lineage": 4}
+    assert counts(wh, run2) == counts(wh, run1)
+    after = dump(wh)
+    for table in TABLES:  # the first night's rows are all still there, unchanged
+        assert set(night1[table]) <= set(after[table]), table
+    timeline = wh.query("SELECT lineage_id, snapshot_date, status FROM class_timeline "
+                        "WHERE graph = ? ORDER BY lineage_id, snapshot_date", ["g"]).to_pylist()
+    assert [(r["lineage_id"], r["snapshot_date"], r["status"]) for r in timeline] == [
+        (lin, day, "emerged" if day == D1 else "persisting")
+        for lin in ("g:novel:1", "g:novel:2", "known:A", "known:B") for day in (D1, D2)]
+    assert wh.last_processed_date("g") == D2 and wh.previous_run("g", D2).run_id == run1
+    # a rerun of the second night replaces its own rows only
+    assert wh.publish_run(**night(wh, "g", D2, members, names, content_hash="same")) == run2
+    assert dump(wh) == after
+
+
+def test_rerun_replaces_a_night_published_under_the_old_run_id(wh: Warehouse) -> None:
+    """Rows published before the snapshot date joined the run id carry the old id (graph, content
+    and configuration, :func:`make_training_id`): a rerun of that night replaces them instead of
+    adding a second run of the date, and publishing the same bytes on the next date keeps them."""
+    from tasks.warehouse import make_training_id
+
+    members, names = first_night()
+    new_id = wh.publish_run(**night(wh, "g", D1, members, names, content_hash="same"))
+    old_id = make_training_id("g", "same", "cfg1")
+    con = duckdb.connect(wh.path)
+    try:  # what older code left: the same rows under the id without the date
+        for table in ("runs", "classes", "node_assignments", "class_lineage"):
+            con.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", [old_id, new_id])
+    finally:
+        con.close()
+    legacy = dump(wh)
+    # the next date with the same bytes: a night of its own, the old night stays
+    run2 = wh.publish_run(**night(wh, "g", D2, members, names, content_hash="same"))
+    assert counts(wh, old_id)["runs"] == 1 and counts(wh, run2)["node_assignments"] == 300
+    assert all(set(legacy[t]) <= set(dump(wh)[t]) for t in TABLES)
+    # a rerun of the old night: its rows now under the new id, no second run on that date
+    assert wh.publish_run(**night(wh, "g", D1, members, names, content_hash="same")) == new_id
+    assert counts(wh, old_id) == {"runs": 0, "classes": 0, "node_assignments": 0, "class_lineage": 0}
+    assert counts(wh, new_id) == {"runs": 1, "classes": 4, "node_assignments": 300, "class_lineage": 4}
+    assert wh.query("SELECT snapshot_date, count(*) AS n FROM runs GROUP BY 1 ORDER BY 1").to_pylist() \
+        == [{"snapshot_date": D1, "n": 1}, {"snapshot_date": D2, "n": 1}]
 
 
 def test_query_is_read_only(wh: Warehouse) -> None:
