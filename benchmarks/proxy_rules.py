@@ -66,6 +66,35 @@ def table(rows: list[dict], reference: str) -> list[str]:
     return lines
 
 
+def read_folder(folder: Path) -> list[dict]:
+    """Every finished seed's rows in one proxy folder, in seed order."""
+    rows = []
+    for path in sorted(folder.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1])):
+        rows += json.loads(path.read_text())["rows"]
+    return rows
+
+
+def compare(results: Path, reference: str, other: str) -> list[str]:
+    """Paired by seed and rule: the proxy's All of folder ``other`` minus folder ``reference``
+    (two settings of one lever, same seeds, same hidden classes)."""
+    a = {(r["rule"], r["seed"]): r for r in read_folder(results / "proxy" / reference)}
+    b = {(r["rule"], r["seed"]): r for r in read_folder(results / "proxy" / other)}
+    lines = [f"| rule | seeds | all `{reference}` | all `{other}` | difference (s.e.) | ahead |",
+             "|---|---|---|---|---|---|"]
+    for rule in dict.fromkeys(rule for rule, _ in a):
+        seeds = sorted(s for (r, s) in a if r == rule and (rule, s) in b)
+        if not seeds:
+            continue
+        diffs = [b[(rule, s)]["all"] - a[(rule, s)]["all"] for s in seeds]
+        mean = sum(diffs) / len(diffs)
+        se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
+              if len(diffs) > 1 else float("nan"))
+        lines.append(f"| {rule} | {len(seeds)} | {sum(a[(rule, s)]['all'] for s in seeds) / len(seeds):.2f} "
+                     f"| {sum(b[(rule, s)]['all'] for s in seeds) / len(seeds):.2f} | {mean:+.2f} "
+                     f"({se:.2f}) | {sum(d > 0 for d in diffs)}/{len(diffs)} |")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)
@@ -79,7 +108,19 @@ def main(argv=None) -> int:
                     help="ORALConfig override for every run (names the output folder)")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--results", default=str(RESULTS))
+    ap.add_argument("--compare", nargs=2, metavar=("REFERENCE", "OTHER"),
+                    help="no training: compare two finished proxy folders (names under "
+                         "results/proxy) paired by seed, and write proxy_compare_<OTHER>.md")
     args = ap.parse_args(argv)
+    if args.compare:
+        reference, other = args.compare
+        lines = [f"# Held-out-class proxy: `{other}` against `{reference}`", "",
+                 f"Command: `python -m benchmarks.proxy_rules --dataset {args.dataset} --compare "
+                 f"{reference} {other}`", "", "Proxy All (%), paired by seed and rule.", "",
+                 *compare(Path(args.results), reference, other)]
+        Path(f"{Path(args.results) / ('proxy_compare_' + other)}.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        return 0
     horizons = sorted({int(h) for h in args.horizons.split(",")})
     base = ORALConfig()
     overrides = {}
@@ -117,11 +158,9 @@ def main(argv=None) -> int:
             f"{r['rule']} {r['all']:.1f}" for r in seed_rows), flush=True)
         rows += seed_rows
     # every finished seed in the folder feeds the table (other invocations may have added seeds)
-    rows = []
-    for path in sorted(folder.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1])):
-        saved = json.loads(path.read_text())
-        if saved.get("key", {}).get("horizons") == horizons:
-            rows += saved["rows"]
+    rows = [r for path in sorted(folder.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+            if (saved := json.loads(path.read_text())).get("key", {}).get("horizons") == horizons
+            for r in saved["rows"]]
     reference = f"best_val@{horizons[0]}"
     lines = [f"# Held-out-class proxy: model selection and training length ({tag})", "",
              f"Command: `python -m benchmarks.proxy_rules {' '.join(argv or __import__('sys').argv[1:])}`",

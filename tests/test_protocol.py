@@ -238,3 +238,17 @@ def test_proxy_rules_command_is_resumable(planted, tmp_path, monkeypatch):
     stamp = (tmp_path / "proxy" / tag / "seed_1.json").stat().st_mtime_ns
     proxy_main(args)  # finished seeds are reused, not retrained
     assert (tmp_path / "proxy" / tag / "seed_1.json").stat().st_mtime_ns == stamp
+
+
+def test_proxy_compare_pairs_two_settings_by_seed_and_rule(tmp_path):
+    from benchmarks.proxy_rules import compare
+    for name, scores in (("a", [50.0, 60.0, 70.0]), ("b", [55.0, 58.0, 80.0])):
+        folder = tmp_path / "proxy" / name
+        folder.mkdir(parents=True)
+        for seed, score in enumerate(scores):
+            rows = [{"rule": "last@4", "seed": seed, "all": score}]
+            (folder / f"seed_{seed}.json").write_text(json.dumps({"rows": rows}))
+    (tmp_path / "proxy" / "a" / "seed_3.json").write_text(json.dumps(
+        {"rows": [{"rule": "last@4", "seed": 3, "all": 99.0}]}))  # unpaired: left out
+    line = compare(tmp_path, "a", "b")[2]
+    assert line.startswith("| last@4 | 3 | 60.00 | 64.33 | +4.33 (") and line.endswith("| 2/3 |")
