@@ -318,21 +318,33 @@ class _Checker:
         self.observe(NODES, "feature_width_limit", width,
                      f"feature width {width} exceeds max_feature_width "
                      f"{self.config.max_feature_width}", 1, [{"width": width}])
-        # pass 2: every flattened value finite, chunk by chunk, rows mapped back by offsets
-        bad_rows, examples, offset = 0, [], 0
+        # pass 2: every flattened value finite, as the float32 that training holds (a float64
+        # 1e300 is finite but becomes inf), chunk by chunk, rows mapped back by offsets
+        found = {"nonfinite": [0, []], "float32_overflow": [0, []]}
+        offset = 0
         for chunk in col.chunks:
-            n_bad, rows = _nonfinite_rows(chunk, k - len(examples))
-            bad_rows += n_bad
-            for row, position, value in rows:
-                examples.append({"row": row + offset, "position": position, "value": value})
+            for problem, (n_bad, rows) in _bad_value_rows(chunk, k).items():
+                found[problem][0] += n_bad
+                room = k - len(found[problem][1])
+                found[problem][1].extend({"row": row + offset, "position": position,
+                                          "value": value} for row, position, value in rows[:room])
             offset += len(chunk)
-        if examples and ident:
-            ids = nodes.column("node_id").take(pa.array([e["row"] for e in examples], pa.int64()))
-            for e, node in zip(examples, ids.to_pylist()):
-                e["node_id"] = node
+        if ident:
+            for _, examples in found.values():
+                if examples:
+                    ids = nodes.column("node_id").take(pa.array([e["row"] for e in examples],
+                                                                pa.int64()))
+                    for e, node in zip(examples, ids.to_pylist()):
+                        e["node_id"] = node
+        bad_rows, examples = found["nonfinite"]
         self.observe(NODES, "features_finite", bad_rows,
                      f"{bad_rows} row(s) have a NaN, infinite or null feature value", bad_rows,
                      examples)
+        big_rows, examples = found["float32_overflow"]
+        self.observe(NODES, "features_float32_range", big_rows,
+                     f"{big_rows} row(s) have a feature value beyond float32's range "
+                     f"(|value| > {F32_MAX:.7g}): finite in {col.type.value_type}, infinite once "
+                     "cast to the float32 that training uses", big_rows, examples)
         meta = nodes.schema.metadata or {}
         if FEATURE_NAMES_KEY in meta:
             problem = ""
@@ -402,9 +414,17 @@ class _Checker:
             if pa.types.is_floating(w.type):
                 wrong = pc.or_(wrong, pc.invert(pc.is_finite(w)))
             wrong = pc.or_(wrong, pc.less_equal(w, 0))
+            if pa.types.is_floating(w.type) and w.type.bit_width > 32:
+                # as the float32 training holds: 1e300 becomes inf, 1e-50 becomes 0
+                as32 = pa.chunked_array(
+                    [pa.array(_as_float32(c.to_numpy(zero_copy_only=False))) for c in w.chunks],
+                    pa.float32())
+                wrong = pc.or_(wrong, pc.or_(pc.invert(pc.is_finite(as32)),
+                                             pc.less_equal(as32, 0)))
             n_wrong = _sum(wrong)
             self.observe(EDGES, "weight_positive_finite", n_wrong,
-                         f"{n_wrong} edge(s) have a null, NaN, infinite, zero or negative weight",
+                         f"{n_wrong} edge(s) have a null, NaN, infinite, zero or negative weight "
+                         "(as float32, which training uses)",
                          n_wrong, _rows(edges, _first_rows(wrong, k), show) if n_wrong else [])
         if not all(c in cols and c not in bad for c in EDGE_COLUMNS) or m == 0:
             return
@@ -519,10 +539,26 @@ class _Checker:
                      n_differ, examples)
 
 
-def _nonfinite_rows(chunk: pa.Array, k: int) -> tuple[int, list[tuple[int, int, object]]]:
-    """Rows of one feature chunk holding a NaN, infinite or null value: their number, and up to
-    ``k`` of them as ``(row, position in the list, value)``. One vectorised pass over the values;
-    row numbers come from cumulative list lengths, never from a Python loop over rows."""
+#: The largest finite float32: features (and edge weights) are trained as float32, and a wider
+#: value beyond it (a float64 1e300) becomes infinite in the cast.
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _as_float32(values: np.ndarray) -> np.ndarray:
+    """``values`` as the float32 training will hold (overflow to +-inf, no warning)."""
+    if values.dtype == np.float32:
+        return values
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(np.float32)
+
+
+def _bad_value_rows(chunk: pa.Array, k: int) -> dict[str, tuple[int, list[tuple]]]:
+    """Rows of one feature chunk holding a bad value, per problem: ``"nonfinite"`` (a NaN,
+    infinite or null value) and ``"float32_overflow"`` (finite as stored, infinite as float32).
+    Each gives the number of rows and up to ``k`` of them as ``(row, position in the list,
+    value)``. One vectorised pass over the values; row numbers come from cumulative list
+    lengths, never from a Python loop over rows."""
+    out: dict = {"nonfinite": (0, []), "float32_overflow": (0, [])}
     if chunk.null_count:  # null lists are reported by features_not_null; check the others
         valid = np.flatnonzero(chunk.is_valid().to_numpy(zero_copy_only=False))
         chunk = chunk.filter(chunk.is_valid())
@@ -530,29 +566,36 @@ def _nonfinite_rows(chunk: pa.Array, k: int) -> tuple[int, list[tuple[int, int, 
         valid = None
     values = chunk.flatten()
     if pa.types.is_integer(values.type) and not values.null_count:
-        return 0, []
+        return out  # every integer a list can hold (int64 < 1e19) is finite as float32
     v = values.to_numpy(zero_copy_only=False)  # nulls become NaN
-    bad = ~np.isfinite(v)
-    if not bad.any():
-        return 0, []
-    lengths = pc.list_value_length(chunk).to_numpy(zero_copy_only=False).astype(np.int64)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    width = int(lengths[0]) if len(lengths) else 0
-    if width and (lengths == width).all():
-        per_row = bad.reshape(len(lengths), width).any(axis=1)
-    else:
-        running = np.zeros(len(bad) + 1, dtype=np.int64)
-        np.cumsum(bad, out=running[1:])
-        per_row = (running[offsets[1:]] - running[offsets[:-1]]) > 0
-    rows = np.flatnonzero(per_row)
-    examples = []
-    for r in rows[:k].tolist():
-        start = int(offsets[r])
-        pos = int(np.argmax(bad[start:int(offsets[r + 1])]))
-        value = values[start + pos].as_py()
-        examples.append((int(valid[r]) if valid is not None else r, pos, value))
-    return int(len(rows)), examples
+    finite = np.isfinite(v)
+    masks = {"nonfinite": ~finite}
+    if v.dtype.itemsize > 4 and pa.types.is_floating(values.type):
+        masks["float32_overflow"] = finite & ~np.isfinite(_as_float32(v))
+    lengths = offsets = None
+    for problem, bad in masks.items():
+        if not bad.any():
+            continue
+        if lengths is None:
+            lengths = pc.list_value_length(chunk).to_numpy(zero_copy_only=False).astype(np.int64)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+        width = int(lengths[0]) if len(lengths) else 0
+        if width and (lengths == width).all():
+            per_row = bad.reshape(len(lengths), width).any(axis=1)
+        else:
+            running = np.zeros(len(bad) + 1, dtype=np.int64)
+            np.cumsum(bad, out=running[1:])
+            per_row = (running[offsets[1:]] - running[offsets[:-1]]) > 0
+        rows = np.flatnonzero(per_row)
+        examples = []
+        for r in rows[:k].tolist():
+            start = int(offsets[r])
+            pos = int(np.argmax(bad[start:int(offsets[r + 1])]))
+            value = values[start + pos].as_py()
+            examples.append((int(valid[r]) if valid is not None else r, pos, value))
+        out[problem] = (int(len(rows)), examples)
+    return out
 
 
 # ---------------------------------------------------------------------------------- entry

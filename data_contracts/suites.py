@@ -95,6 +95,10 @@ def _rules() -> list[Rule]:
         r(NODES, "features_finite", ERROR,
           "every feature value is a finite number: no NaN, no infinity, no null element "
           "(observed: rows with such a value)", **none),
+        r(NODES, "features_float32_range", ERROR,
+          "every feature value stays finite as float32, the type training uses: a wider value "
+          "beyond float32's range (a float64 1e300) would become infinite (observed: rows with "
+          "such a value)", **none),
         r(NODES, "feature_width_limit", ERROR,
           "the feature width is at most max_feature_width (a guard against absurd inputs)",
           max_value="max_feature_width"),
@@ -128,7 +132,8 @@ def _rules() -> list[Rule]:
         r(EDGES, "no_duplicate_edges", WARNING,
           "no (src, dst) pair repeats (observed: rows repeating an earlier pair)", **none),
         r(EDGES, "weight_positive_finite", ERROR,
-          "every weight, when the column exists, is finite, not null, and > 0", **none),
+          "every weight, when the column exists, is finite, not null, and > 0, also as the "
+          "float32 training uses", **none),
         # truth.parquet (optional; scoring only)
         r(TRUTH, "readable_parquet", ERROR, "truth.parquet is a readable Parquet file", **present),
         r(TRUTH, "column_names_unique", ERROR, "no column name occurs twice", **none),

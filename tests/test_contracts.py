@@ -116,6 +116,15 @@ def inf_features(t):
     t[NODES] = with_column(t[NODES], "features", features(rows))
 
 
+def float32_overflow_features(t):
+    """float64 features hold 1e300 and -1e39: finite in float64, infinite once cast to the float32
+    that training uses (issue 21.5)."""
+    rows = feature_rows()
+    rows[3][1] = 1e300
+    rows[8][0] = -1e39
+    t[NODES] = with_column(t[NODES], "features", pa.array(rows, pa.list_(pa.float64())))
+
+
 def null_feature_value(t):
     rows = feature_rows()
     rows[6][2] = None
@@ -211,6 +220,11 @@ def nan_weight(t):
     t[EDGES] = edges_table(IDS, IDS[1:] + IDS[:1], weight=[float("nan")] + [1.0] * (N - 1))
 
 
+def float32_overflow_weight(t):
+    t[EDGES] = pa.table({"src": pa.array(IDS), "dst": pa.array(IDS[1:] + IDS[:1]),
+                         "weight": pa.array([1.0] * (N - 1) + [1e300], pa.float64())})
+
+
 def endpoint_type_mismatch(t):
     t[EDGES] = edges_table(np.arange(N), np.roll(np.arange(N), 1))
 
@@ -241,6 +255,8 @@ BAD = {
     "nan_features": (nan_features, NODES, "features_finite", ERROR),
     "inf_features": (inf_features, NODES, "features_finite", ERROR),
     "null_feature_value": (null_feature_value, NODES, "features_finite", ERROR),
+    "float32_overflow_features": (float32_overflow_features, NODES, "features_float32_range",
+                                  ERROR),
     "null_features": (null_features, NODES, "features_not_null", ERROR),
     "zero_length_features": (zero_length_features, NODES, "features_nonzero_length", ERROR),
     "feature_width_limit": (wide_features, NODES, "feature_width_limit", ERROR,
@@ -272,6 +288,7 @@ BAD = {
     "labels_differ_from_truth": (truth_mismatch, TRUTH, "labels_match_truth", WARNING),
     "negative_weight": (negative_weight, EDGES, "weight_positive_finite", ERROR),
     "nan_weight": (nan_weight, EDGES, "weight_positive_finite", ERROR),
+    "float32_overflow_weight": (float32_overflow_weight, EDGES, "weight_positive_finite", ERROR),
     "endpoint_type_mismatch": (endpoint_type_mismatch, EDGES, "endpoint_type_matches_node_id",
                                ERROR),
     "src_float": (src_float, EDGES, "column_types", ERROR),
@@ -384,6 +401,27 @@ def test_examples_limited_and_counted(tmp_path):
     assert finding.count == N and len(finding.examples) == 5
     assert finding.examples[0] == {"row": 0, "position": 0, "value": "nan", "node_id": "n0"}
     assert [e["row"] for e in finding.examples] == [0, 1, 2, 3, 4]
+
+
+def test_float32_overflow_names_rows_and_values(tmp_path):
+    """Issue 21.5: values beyond float32's range are refused as float32 will hold them, with the
+    rows, positions and values; NaN stays a features_finite error and float64 values inside the
+    range pass."""
+    t = good_tables()
+    float32_overflow_features(t)
+    report = validate_snapshot(write(tmp_path, t))
+    assert report.rules(ERROR) == {(NODES, "features_float32_range")}, report.summary()
+    finding = report.findings[0]
+    assert finding.count == 2 and "float32" in finding.message
+    assert finding.examples == [{"row": 3, "position": 1, "value": 1e300, "node_id": "n3"},
+                                {"row": 8, "position": 0, "value": -1e39, "node_id": "n8"}]
+    rows = feature_rows()
+    rows[2][0] = float(np.finfo(np.float32).max)  # the largest float32: still finite
+    rows[5][3] = float("nan")
+    t[NODES] = with_column(t[NODES], "features", pa.array(rows, pa.list_(pa.float64())))
+    report = validate_snapshot(write(tmp_path / "two", t))
+    assert report.rules(ERROR) == {(NODES, "features_finite")}, report.summary()
+    assert [e["row"] for e in report.findings[0].examples] == [5]
 
 
 def test_duplicate_and_ragged_examples_name_rows(tmp_path):

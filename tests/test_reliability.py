@@ -984,6 +984,34 @@ def test_feature_width_over_the_limit_is_rejected_before_training(env):
     assert not (env.state / "runs" / graph).exists() and env.rows(graph)["runs"] == []
 
 
+def test_float32_overflow_is_refused_before_training(env, capsys):
+    """Issue 21.5. ``list<float64>`` features holding 1e300 (finite in float64, infinite once
+    cast to the float32 training uses) break the contract: ``oral run`` exits 1 with one line and
+    the report, which names the file, the rule and the example rows; nothing is trained or
+    published."""
+    from flows.cli import main
+
+    graph = "float32-overflow"
+    good = _good_nodes()
+    rows = good.column("features").to_pylist()
+    rows[7][2], rows[30][0] = 1e300, -1e39
+    nodes = good.set_column(good.column_names.index("features"), "features",
+                            pa.array(rows, pa.list_(pa.float64())))
+    _write_snapshot_files(env.root / graph / f"snapshot={D1}", nodes, _good_edges())
+    capsys.readouterr()
+    code = main(["run", "--graph", graph, "--snapshots", str(env.root), "--date", D1,
+                 "--state-dir", str(env.state), "--epochs", "10", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    report_html = Path(err.split("Report: ")[1].strip())
+    doc = json.loads(report_html.with_suffix(".json").read_text())
+    finding = next(f for f in doc["findings"] if f["rule"] == "features_float32_range")
+    assert finding["file"] == "nodes.parquet" and finding["count"] == 2
+    assert [(e["row"], e["value"]) for e in finding["examples"]] == [(7, 1e300), (30, -1e39)]
+    assert not (env.state / "runs" / graph).exists() and env.rows(graph)["runs"] == []
+
+
 def _varint(n: int) -> bytes:
     out = bytearray()
     while True:
