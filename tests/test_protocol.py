@@ -161,7 +161,7 @@ def test_selection_last_keeps_the_final_epoch_and_records_both_rules(planted):
     vals = [r["val_acc"] for r in last.history]
     best_epoch = max(range(len(vals)), key=lambda e: (vals[e], e))
     assert last.discoveries["best_val"].epoch == best_epoch
-    best = ORAL(SMALL).fit(*args)  # the same training run, the other rule
+    best = ORAL(SMALL, selection="best_val").fit(*args)  # the same training run, the other rule
     assert best.predict().epoch == best_epoch
     assert torch.equal(best.predict().class_id, last.discoveries["best_val"].class_id)
     with pytest.raises(ValueError, match="selection must be one of"):
