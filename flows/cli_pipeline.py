@@ -23,12 +23,27 @@ def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
                    help="DuckDB file, MLflow store, reports, models (default $ORAL_STATE_DIR or ./state)")
 
 
-def _overrides(args) -> dict:
-    from flows.cli import _parse_set
+def _checked(check, *args):
+    """Run an option check of :mod:`flows.options`; ``(result, None)``, or ``(None, 2)`` after
+    printing the one-line ``error:`` message."""
+    from flows.options import OptionError
 
-    values = _parse_set(args.set or [])
-    if args.epochs is not None:
-        values["epochs"] = args.epochs
+    try:
+        return check(*args), None
+    except OptionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return None, 2
+
+
+def _overrides(args) -> dict | None:
+    """The checked ORALConfig overrides of ``oral run`` / ``oral backfill`` (``--set``, then
+    ``--epochs``), or None after printing the error: every option is checked here, before the
+    Prefect server starts or a snapshot is read."""
+    from flows.options import check_pipeline
+
+    values, code = _checked(check_pipeline, args)
+    if code is not None:
+        return None
     values.setdefault("progress", sys.stderr.isatty())  # a per-epoch bar when someone watches
     return values
 
@@ -64,13 +79,16 @@ def _run_flow(fn) -> int:
 
 
 def cmd_run(args) -> int:
+    overrides = _overrides(args)
+    if overrides is None:
+        return 2
     from flows.settings import configure_environment
 
     configure_environment(args.state_dir)
     from flows.nightly import nightly_discovery
 
     def go():
-        out = nightly_discovery(args.graph, str(args.snapshots), args.date, _overrides(args),
+        out = nightly_discovery(args.graph, str(args.snapshots), args.date, overrides,
                                 str(args.state_dir) if args.state_dir else None, args.device)
         print(_summary_line(out))
     return _run_flow(go)
@@ -86,13 +104,16 @@ def _summary_line(out: dict) -> str:
 
 
 def cmd_backfill(args) -> int:
+    overrides = _overrides(args)
+    if overrides is None:
+        return 2
     from flows.settings import configure_environment
 
     configure_environment(args.state_dir)
     from flows.nightly import backfill
 
     def go():
-        for out in backfill(args.graph, str(args.snapshots), args.start, args.end, _overrides(args),
+        for out in backfill(args.graph, str(args.snapshots), args.start, args.end, overrides,
                             str(args.state_dir) if args.state_dir else None, args.device):
             print(_summary_line(out))
     return _run_flow(go)
@@ -146,9 +167,19 @@ def cmd_sql(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from flows.demo import run_demo
+    from flows.options import check_demo
 
-    return run_demo(args)
+    _, code = _checked(check_demo, args)
+    if code is not None:
+        return code
+    from flows.demo import run_demo
+    from oral_core.datasets import DatasetNotFound
+
+    try:
+        return run_demo(args)
+    except DatasetNotFound as err:
+        print(f"error: --dataset {args.dataset}: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -59,6 +59,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     logger = get_run_logger()
     settings = Settings.from_env(state_dir)
     snap.check_graph_name(graph)
+    cfg = resolve_config(config, device)  # a bad configuration fails before any snapshot is read
     warehouse = Warehouse(settings.warehouse_path)
     last = warehouse.last_processed_date(graph) if settings.warehouse_path.exists() else None
     path = pt.find_snapshot(snapshot_root, graph, date, last)
@@ -75,7 +76,6 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     # Arrow hands out read-only buffers; torch wants writable memory (one copy, shared below)
     snapshot.x = np.require(snapshot.x, requirements="W")
     snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
-    cfg = resolve_config(config, device)
     from oral_core.datasets import auto_feature_mode
 
     mode = auto_feature_mode(snapshot.x)
@@ -152,6 +152,7 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
              config: dict | None = None, state_dir: str | None = None,
              device: str | None = None, remote_training: bool | None = None) -> list[dict]:
     """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly run."""
+    resolve_config(config, device)  # a bad configuration fails before the first night
     paths = snap.select_snapshots(snapshot_root, graph, start=start or dt.date.min,
                                   end=end or dt.date.max)
     if not paths:

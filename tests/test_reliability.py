@@ -913,6 +913,83 @@ def test_hostile_names_and_dates_stop_the_flow_before_any_write(env, capsys, mon
     assert not [p for p in env.base.rglob("*") if p.name in ("evil", "etc")]
 
 
+BAD_OPTIONS = [
+    # (command, options, the one-line message after "error: ")
+    ("run", ["--epochs", "0"], "--epochs 0: epochs must be >= 1"),
+    ("run", ["--set", "gamma=5"], "--set gamma=5: gamma must be in (0, 1]"),
+    ("run", ["--set", "gamma=abc"], "--set gamma=abc: gamma must be a number, got 'abc'"),
+    ("run", ["--device", "cuda"], "--device cuda: CUDA is not available on this machine"),
+    ("run", ["--state-dir", "{file}"], "--state-dir {file}: {file} is not a folder"),
+    ("run", ["--state-dir", "{file}/state"], "--state-dir {file}/state: {file}/state lies under "
+     "{file}, which is not a folder"),
+    ("run", ["--set", "pol=ture"], "--set pol=ture: pol must be true or false"),
+    ("run", ["--set", "cluster_freeze_epoch=0.5"],
+     "--set cluster_freeze_epoch=0.5: cluster_freeze_epoch must be an integer or none, got '0.5'"),
+    ("run", ["--set", "gama=0.3"], "--set gama=0.3: unknown configuration key 'gama'; did you "
+     "mean gamma?"),
+    ("run", ["--set", "cluster_every=0"], "--set cluster_every=0: cluster_every must be >= 1"),
+    ("run", ["--date", "2026-13-45"], "--date 2026-13-45: not a date; expected YYYY-MM-DD"),
+    ("backfill", ["--set", "gamma=5", "--epochs", "0"],
+     "--set gamma=5: gamma must be in (0, 1]; --epochs 0: epochs must be >= 1"),
+    ("demo", ["--epochs", "0"], "--epochs 0: epochs must be >= 1"),
+    ("demo", ["--device", "cuda"], "--device cuda: CUDA is not available on this machine"),
+]
+
+
+@pytest.mark.parametrize("command,options,message", BAD_OPTIONS,
+                         ids=[" ".join([c, *o]) for c, o, _ in BAD_OPTIONS])
+def test_bad_options_are_refused_before_any_work(tmp_path, capsys, monkeypatch, command, options,
+                                                 message):
+    """Issue 21.6. A configuration that cannot work is refused by the CLI before anything starts
+    (no Prefect server, no snapshot read, no state folder): one line naming the option, exit 2.
+    Before: tracebacks, some after ingest and validation; ``pol=ture`` silently became False."""
+    import torch
+
+    import flows.settings
+    from flows.cli import main
+
+    def started(*args, **kwargs):
+        raise AssertionError("work started before the options were checked")
+
+    monkeypatch.setattr(flows.settings, "configure_environment", started)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # also on a GPU host
+    monkeypatch.delenv("ORAL_REMOTE_TRAINING", raising=False)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    root = tmp_path / "snapshots"
+    (root / "g").mkdir(parents=True)
+    options = [o.replace("{file}", str(blocker)) for o in options]
+    message = message.replace("{file}", str(blocker))
+    args = [command] + ([] if command == "demo" else ["--graph", "g", "--snapshots", str(root)])
+    if "--state-dir" not in options:
+        args += ["--state-dir", str(tmp_path / "state")]
+    capsys.readouterr()
+    assert main(args + options) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+    assert not (tmp_path / "state").exists() and blocker.read_text() == "x"
+
+
+def test_bad_configuration_fails_the_flow_before_the_snapshot_is_read(env, monkeypatch):
+    """Issue 21.6. Called directly (a deployment, Python), the flow checks its configuration
+    before it looks for, reads or validates a snapshot."""
+    from flows.nightly import backfill, nightly_discovery
+    from tasks import steps
+
+    graph = env.graph("bad-config")
+
+    def read(*args, **kwargs):
+        raise AssertionError("the snapshot was read before the configuration was checked")
+
+    monkeypatch.setattr(steps, "read_snapshot", read)
+    monkeypatch.setattr(steps, "pick_snapshot", read)
+    with pytest.raises(ValueError, match="gamma must be in"):
+        nightly_discovery(graph, str(env.root), D1, CONFIG | {"gamma": 5}, str(env.state))
+    with pytest.raises(ValueError, match="epochs must be >= 1"):
+        backfill(graph, str(env.root), config=CONFIG | {"epochs": 0}, state_dir=str(env.state))
+    assert env.rows(graph)["runs"] == []
+
+
 def test_state_and_snapshot_paths_with_quotes_and_sql_are_data(env, concurrent):
     """Case 8. The state folder and the snapshot root of this module are named with quotes and
     SQL: the runs above stored them verbatim (bound parameters) and kept every store inside."""
@@ -1003,8 +1080,9 @@ def test_float32_overflow_is_refused_before_training(env, capsys):
                  "--state-dir", str(env.state), "--epochs", "10", "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 1, err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
-    report_html = Path(err.split("Report: ")[1].strip())
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]  # Prefect logs too
+    assert len(errors) == 1 and "broke its data contract" in errors[0], err
+    report_html = Path(errors[0].split("Report: ")[1].strip())
     doc = json.loads(report_html.with_suffix(".json").read_text())
     finding = next(f for f in doc["findings"] if f["rule"] == "features_float32_range")
     assert finding["file"] == "nodes.parquet" and finding["count"] == 2

@@ -1,0 +1,335 @@
+"""Command-line options of the pipeline, checked before any work starts.
+
+``oral run``, ``oral backfill`` and ``oral demo`` check every option that can be checked without
+reading a snapshot here, before the Prefect server starts: ``--set KEY=VALUE`` (typed strictly by
+the :class:`~oral_core.config.ORALConfig` field), the resulting configuration
+(``ORALConfig.validate`` and the ranges below), ``--device`` (CUDA present when asked for),
+``--state-dir`` (a folder, or creatable as one), the graph name and the dates. A problem is one
+:class:`OptionError` whose message names the option as the user wrote it::
+
+    --set gamma=5: gamma must be in (0, 1]
+    --set pol=ture: pol must be true or false (true/false, 1/0, yes/no, on/off), got 'ture'
+    --device cuda: CUDA is not available on this machine (torch.cuda.is_available() is false)
+
+and the command prints ``error: <message>`` on one line and exits 2.
+
+:func:`parse_set` is the strict ``--set`` parser any command can use (``flows.cli._parse_set``,
+used by ``oral reproduce``, is the older lenient one).
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import types
+import typing
+from dataclasses import fields
+from pathlib import Path
+
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
+NONE_WORDS = ("none", "null")
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+class OptionError(ValueError):
+    """A command-line option that cannot work; ``str(err)`` is the one-line message."""
+
+
+def _field_types() -> dict[str, tuple[type, bool]]:
+    """``{field: (base type, accepts None)}`` of every ORALConfig field, from its annotation."""
+    from oral_core.config import ORALConfig
+
+    hints = typing.get_type_hints(ORALConfig)
+    out = {}
+    for f in fields(ORALConfig):
+        hint = hints[f.name]
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) or \
+            typing.get_origin(hint) is typing.Union else ()
+        if args:
+            base = [a for a in args if a is not type(None)]
+            out[f.name] = (base[0], type(None) in args)
+        else:
+            out[f.name] = (hint, False)
+    return out
+
+
+def parse_value(key: str, raw: str, kind: type, nullable: bool):
+    """``raw`` as a value of ``kind`` (``None`` when ``nullable`` and raw is none/null), or a
+    ``ValueError`` whose message names ``key`` and what it accepts."""
+    text = raw.strip()
+    if nullable and text.lower() in NONE_WORDS:
+        return None
+    or_none = " or none" if nullable else ""
+    if kind is bool:
+        if text.lower() in TRUE_WORDS:
+            return True
+        if text.lower() in FALSE_WORDS:
+            return False
+        raise ValueError(f"{key} must be true or false (true/false, 1/0, yes/no, on/off{or_none}),"
+                         f" got {raw!r}")
+    if kind is int:
+        if not _INT.match(text):
+            raise ValueError(f"{key} must be an integer{or_none}, got {raw!r}")
+        return int(text)
+    if kind is float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{key} must be a number{or_none}, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{key} must be a finite number{or_none}, got {raw!r}")
+        return value
+    if kind is str:
+        if not text:
+            raise ValueError(f"{key} must not be empty")
+        return text
+    raise ValueError(f"{key} cannot be set from the command line (type {kind.__name__})")
+
+
+def parse_set(values: list[str] | None) -> tuple[dict, dict[str, str]]:
+    """``--set KEY=VALUE`` items as ORALConfig overrides, typed strictly by each field.
+
+    Returns ``(overrides, sources)``: ``sources`` maps each key to the option that set it
+    (``"--set gamma=0.4"``), for messages. Raises :class:`OptionError` naming the item: no ``=``,
+    an unknown key (with the closest known ones), or a value that is not of the field's type
+    (booleans: only true/false, 1/0, yes/no, on/off; integers: no fractions; numbers: finite;
+    ``none``/``null`` where the field accepts None)."""
+    types_ = _field_types()
+    out: dict = {}
+    sources: dict[str, str] = {}
+    for item in values or []:
+        option = f"--set {item}"
+        if "=" not in item:
+            raise OptionError(f"{option}: expected KEY=VALUE, e.g. --set gamma=0.4")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if key not in types_:
+            close = difflib.get_close_matches(key, list(types_), n=3)
+            hint = (f"; did you mean {', '.join(close)}?" if close else
+                    "; see oral_core/config.py (ORALConfig) for the keys")
+            raise OptionError(f"{option}: unknown configuration key {key!r}{hint}")
+        kind, nullable = types_[key]
+        try:
+            out[key] = parse_value(key, raw, kind, nullable)
+        except ValueError as err:
+            raise OptionError(f"{option}: {err}") from None
+        sources[key] = option
+    return out, sources
+
+
+# ---------------------------------------------------------------------------------- the config
+#: Ranges ORALConfig.validate does not check, whose violation fails (or silently misbehaves)
+#: only once training runs.
+EXTRA_CHECKS = (
+    ("hidden_dim", lambda v: v >= 1, "hidden_dim must be >= 1"),
+    ("dropout", lambda v: 0 <= v < 1, "dropout must be in [0, 1)"),
+    ("resolution_steps", lambda v: v >= 1, "resolution_steps must be >= 1"),
+    ("granularity_rule", lambda v: v in ("plateau", "best"),
+     "granularity_rule must be 'plateau' or 'best'"),
+    ("granularity_tolerance", lambda v: v >= 0, "granularity_tolerance must be >= 0"),
+    ("cluster_warmup_epochs", lambda v: v >= 0, "cluster_warmup_epochs must be >= 0"),
+    ("cluster_every", lambda v: v >= 1, "cluster_every must be >= 1"),
+    ("cluster_freeze_epoch", lambda v: v is None or v >= 0,
+     "cluster_freeze_epoch must be >= 0 or none"),
+    ("pol_start_epoch", lambda v: v >= 0, "pol_start_epoch must be >= 0"),
+    ("refine_candidates_per_node", lambda v: v >= 0, "refine_candidates_per_node must be >= 0"),
+    ("pseudo_label_weight", lambda v: v >= 0, "pseudo_label_weight must be >= 0"),
+    ("edge_drop_rate", lambda v: 0 <= v <= 1, "edge_drop_rate must be in [0, 1]"),
+    ("edge_drop_max", lambda v: 0 <= v <= 1, "edge_drop_max must be in [0, 1]"),
+    ("reg_weight", lambda v: v >= 0, "reg_weight must be >= 0"),
+    ("consistency_weight", lambda v: v >= 0, "consistency_weight must be >= 0"),
+    ("lr", lambda v: v > 0, "lr must be > 0"),
+    ("weight_decay", lambda v: v >= 0, "weight_decay must be >= 0"),
+    ("seed", lambda v: v >= 0, "seed must be >= 0"),
+)
+
+
+def _option_for(message: str, sources: dict[str, str]) -> str:
+    """The option a configuration problem comes from: the field the message starts with, else
+    the first field it names, among those the user set; '' when the user set none of them."""
+    words = re.findall(r"[a-z_]+", message)
+    for word in words:
+        if word in sources:
+            return sources[word]
+    return ""
+
+
+def check_config(overrides: dict, sources: dict[str, str], base: dict | None = None):
+    """The ORALConfig of ``base`` (default: ORALConfig's defaults) plus ``overrides``, checked:
+    ORALConfig.validate (through ``from_dict``, the public API) and :data:`EXTRA_CHECKS`.
+    Returns the config, or raises :class:`OptionError` naming the options at fault (every
+    problem, on one line)."""
+    from oral_core.config import ORALConfig
+
+    values = (base if base is not None else ORALConfig().to_dict()) | dict(overrides)
+    try:
+        config = ORALConfig.from_dict(values)
+    except (TypeError, ValueError) as err:
+        raise OptionError(f"invalid configuration: {err}") from None
+    problems: list[str] = []
+    try:
+        config.validate()
+    except ValueError as err:
+        text = str(err)
+        text = text.split(": ", 1)[1] if text.startswith("invalid ORAL configuration: ") else text
+        problems += [p.strip() for p in text.split("; ") if p.strip()]
+    for key, ok, message in EXTRA_CHECKS:
+        try:
+            fine = ok(getattr(config, key))
+        except TypeError:
+            fine = False
+        if not fine:
+            problems.append(message)
+    if problems:
+        parts = []
+        for message in problems:
+            option = _option_for(message, sources)
+            parts.append(f"{option}: {message}" if option else
+                         f"invalid configuration: {message}")
+        raise OptionError("; ".join(parts))
+    return config
+
+
+# ---------------------------------------------------------------------------------- the rest
+def check_device(device: str, option: str, remote: bool = False) -> None:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``mps`` where present). CUDA must be present
+    on this machine unless training runs remotely (``ORAL_REMOTE_TRAINING``): then the GPU host
+    decides."""
+    if device in ("auto", "cpu"):
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise OptionError(f"{option}: unknown device {device!r}; use auto, cpu, cuda or "
+                          "cuda:N") from None
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise OptionError(f"{option}: unsupported device type {dev.type!r}; use auto, cpu, cuda "
+                          "or cuda:N")
+    if remote:
+        return
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise OptionError(f"{option}: CUDA is not available on this machine "
+                              "(torch.cuda.is_available() is false); use --device cpu or auto")
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise OptionError(f"{option}: this machine has {count} CUDA device(s) "
+                              f"(cuda:0..cuda:{count - 1})")
+    if dev.type == "mps" and not (getattr(torch.backends, "mps", None)
+                                  and torch.backends.mps.is_available()):
+        raise OptionError(f"{option}: MPS is not available on this machine")
+
+
+def check_state_dir(state_dir: Path | None) -> Path:
+    """The state folder (``--state-dir``, else ``ORAL_STATE_DIR``, else ``./state``) must be a
+    folder, or creatable as one: no part of its path may be a regular file."""
+    if state_dir is not None:
+        option, raw = f"--state-dir {state_dir}", Path(state_dir)
+    elif os.environ.get("ORAL_STATE_DIR"):
+        option, raw = f"ORAL_STATE_DIR={os.environ['ORAL_STATE_DIR']}", \
+            Path(os.environ["ORAL_STATE_DIR"])
+    else:
+        option, raw = "state folder ./state", Path("state")
+    path = raw.expanduser().absolute()
+    probe = path
+    while True:
+        if probe.exists():
+            if not probe.is_dir():
+                what = "is" if probe == path else f"lies under {probe}, which is"
+                raise OptionError(f"{option}: {path} {what} not a folder")
+            if not os.access(probe, os.W_OK | os.X_OK):
+                raise OptionError(f"{option}: {probe} is not writable")
+            return path
+        if probe.parent == probe:
+            return path
+        probe = probe.parent
+
+
+def check_settings(state_dir: Path | None):
+    """The environment's settings (``flows.settings.Settings.from_env``) after the state folder
+    check; a malformed variable is named."""
+    from flows.settings import Settings
+
+    check_state_dir(state_dir)
+    try:
+        return Settings.from_env(state_dir)
+    except ValueError as err:
+        raise OptionError(f"ORAL_REMOTE_TRAINING_TIMEOUT="
+                          f"{os.environ.get('ORAL_REMOTE_TRAINING_TIMEOUT', '')}: must be a "
+                          f"number of seconds ({err})") from None
+
+
+def check_pipeline(args) -> dict:
+    """Every option of ``oral run`` / ``oral backfill`` checked; returns the ORALConfig overrides
+    the flow gets (``--set`` items, then ``--epochs``)."""
+    from data_contracts.snapshots import SnapshotError, check_graph_name, parse_date
+
+    try:
+        check_graph_name(args.graph)
+    except SnapshotError as err:
+        raise OptionError(f"--graph {args.graph}: {err}") from None
+    dates = [("--date", getattr(args, "date", None)), ("--start", getattr(args, "start", None)),
+             ("--end", getattr(args, "end", None))]
+    parsed = {}
+    for option, value in dates:
+        if value is None:
+            continue
+        try:
+            parsed[option] = parse_date(value)
+        except SnapshotError:
+            raise OptionError(f"{option} {value}: not a date; expected YYYY-MM-DD") from None
+    if "--start" in parsed and "--end" in parsed and parsed["--start"] > parsed["--end"]:
+        raise OptionError(f"--start {args.start} --end {args.end}: the start is after the end")
+    root = Path(args.snapshots)
+    if not root.is_dir():
+        raise OptionError(f"--snapshots {args.snapshots}: "
+                          f"{'not a folder' if root.exists() else 'no such folder'}")
+    settings = check_settings(args.state_dir)
+    overrides, sources = parse_set(args.set)
+    if args.epochs is not None:
+        overrides["epochs"], sources["epochs"] = args.epochs, f"--epochs {args.epochs}"
+    base = _pipeline_defaults()
+    if args.device:
+        overrides["device"], sources["device"] = args.device, f"--device {args.device}"
+    config = check_config(overrides, sources, base)
+    check_device(config.device, sources.get("device", f"--set device={config.device}"),
+                 remote=settings.remote_training)
+    if args.device:
+        del overrides["device"]  # the flow takes it as its own parameter
+    return overrides
+
+
+def _pipeline_defaults() -> dict:
+    from oral_core.config import ORALConfig
+
+    return ORALConfig().to_dict() | {"progress": False}
+
+
+def check_demo(args) -> None:
+    """Every option of ``oral demo`` checked (the state folder defaults to ``state/demo``)."""
+    if args.periods < 1:
+        raise OptionError(f"--periods {args.periods}: must be >= 1")
+    if args.seed < 0:
+        raise OptionError(f"--seed {args.seed}: must be >= 0")
+    if args.dataset == "synthetic":
+        from data_contracts.synthetic import SyntheticSpec
+
+        from flows.demo import SYNTHETIC
+
+        try:
+            SyntheticSpec(num_nodes=args.nodes, seed=args.seed, **SYNTHETIC).validate()
+        except ValueError as err:
+            raise OptionError(f"--nodes {args.nodes}: {err}") from None
+    settings = check_settings(args.state_dir or Path("state/demo"))
+    overrides, sources = {}, {}
+    if args.epochs is not None:
+        overrides["epochs"], sources["epochs"] = args.epochs, f"--epochs {args.epochs}"
+    if args.device:
+        overrides["device"], sources["device"] = args.device, f"--device {args.device}"
+    config = check_config(overrides, sources, _pipeline_defaults())
+    check_device(config.device, sources.get("device", "--device"),
+                 remote=settings.remote_training)
