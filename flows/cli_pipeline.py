@@ -6,6 +6,7 @@ Prefect, MLflow and DuckDB are imported inside the commands (after the environme
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -62,11 +63,33 @@ def _print_table(table, limit: int = 200) -> None:
         print(f"... {table.num_rows - limit} more rows")
 
 
+class _NoTraceback(logging.Filter):
+    """Drops the traceback from Prefect's log records of an expected failure (a broken contract,
+    an unusable snapshot): the message already says what is wrong, and the command prints it
+    once more as its one ``error:`` line. Other exceptions keep their traceback."""
+
+    def __init__(self, expected: tuple[type[BaseException], ...]):
+        super().__init__()
+        self.expected = expected
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.expected):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+#: the loggers of Prefect's flow and task engines, which log a failed run with its traceback
+_RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
+
+
 def _run_flow(fn) -> int:
     """Run a flow-calling function, turning the pipeline's expected failures into messages."""
     from data_contracts.snapshots import SnapshotError
     from tasks.steps import ContractFailed
 
+    quiet = _NoTraceback((ContractFailed, SnapshotError))
+    for name in _RUN_LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
     try:
         fn()
     except ContractFailed as err:
@@ -75,6 +98,9 @@ def _run_flow(fn) -> int:
     except SnapshotError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        for name in _RUN_LOGGERS:
+            logging.getLogger(name).removeFilter(quiet)
     return 0
 
 
