@@ -16,7 +16,7 @@ def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
         p.add_argument("--graph", required=True, help="graph name (folder under --snapshots)")
         p.add_argument("--snapshots", required=True, type=Path,
                        help="snapshot root: <root>/<graph>/snapshot=YYYY-MM-DD/{nodes,edges}.parquet")
-        p.add_argument("--epochs", type=int, default=None, help="ORAL epochs (default 100)")
+        p.add_argument("--epochs", type=int, default=None, help="ORAL epochs (default 200)")
         p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                        help="override any ORALConfig field, e.g. --set gamma=0.4")
         p.add_argument("--device", default=None, help="auto (default: CUDA when present), cpu or cuda")
