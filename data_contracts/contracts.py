@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -372,6 +373,7 @@ class _Checker:
         self.observe(NODES, "label_not_blank", n_blank,
                      f"{n_blank} row(s) have an empty or blank label (use null for unlabelled)",
                      n_blank, _rows(nodes, _first_rows(blank, k), ident) if n_blank else [])
+        self.hidden_label_characters(nodes, labels)
         counts = pc.value_counts(labels.drop_null())
         classes = len(counts)
         self.counts["classes"] = classes
@@ -390,6 +392,58 @@ class _Checker:
         self.observe(NODES, "unlabelled_nodes_present", unlabelled,
                      "every node is labelled: there is nothing to discover", 0, [])
         return labels
+
+    def hidden_label_characters(self, nodes: pa.Table, labels: pa.ChunkedArray) -> None:
+        """Labels with surrounding whitespace or invisible characters, and labels that are one
+        label once those are removed (``"a"`` and ``"a "``: two known classes). Warnings: the
+        data may mean them, but a reader cannot see the difference."""
+        k = self.k
+        hidden = pc.or_(pc.not_equal(pc.utf8_trim_whitespace(labels), labels),
+                        pc.match_substring_regex(labels, _HIDDEN_RE2))
+        n_hidden = _sum(hidden)
+        examples = []
+        if n_hidden:
+            examples = [{**r, "visible": _visible(r["label"])}
+                        for r in _rows(nodes, _first_rows(hidden, k), ["node_id", "label"])]
+        self.observe(NODES, "label_hidden_characters", n_hidden,
+                     f"{n_hidden} row(s) have a label with leading or trailing whitespace or an "
+                     "invisible character (zero-width, control, format or unusual space "
+                     "characters; spelled out under 'visible')", n_hidden, examples)
+        # collisions: only a label that changes when cleaned can collide with another, so the
+        # Python work is over the distinct hidden-character labels, not the rows
+        groups: dict[str, list[str]] = {}
+        if n_hidden:
+            odd = pc.unique(labels.filter(hidden.fill_null(False))).to_pylist()
+            cleaned = {label: _clean_label(label) for label in odd}
+            distinct = pc.unique(labels.drop_null())
+            present = pc.is_in(pa.array(list(cleaned.values()), pa.string()),
+                               value_set=distinct.cast(pa.string())).to_pylist()
+            for (label, key), known in zip(cleaned.items(), present):
+                members = groups.setdefault(key, [key] if known else [])
+                members.append(label)
+            groups = {key: sorted(m) for key, m in groups.items() if len(m) > 1}
+        n_rows, examples = 0, []
+        if groups:
+            members = pa.array([m for key in sorted(groups) for m in groups[key]], pa.string())
+            where = pc.index_in(labels, value_set=members.cast(labels.type)).fill_null(-1)
+            where = where.to_numpy(zero_copy_only=False) if isinstance(where, pa.Array) else \
+                np.concatenate([c.to_numpy(zero_copy_only=False) for c in where.chunks] or
+                               [np.zeros(0, np.int64)])
+            n_rows = int((where >= 0).sum())
+            sizes = np.bincount(where[where >= 0], minlength=len(members))
+            seen, first = np.unique(where, return_index=True)
+            first_row = dict(zip(seen.tolist(), first.tolist()))
+            index = {m: i for i, m in enumerate(members.to_pylist())}
+            for key in sorted(groups)[:k]:
+                shown = groups[key][:k]
+                examples.append({"stripped": key, "labels": [_visible(m) for m in shown],
+                                 "labelled_nodes": [int(sizes[index[m]]) for m in shown],
+                                 "first_rows": [first_row[index[m]] for m in shown]})
+        n_labels = sum(len(m) for m in groups.values())
+        self.observe(NODES, "labels_distinct_after_stripping", n_rows,
+                     f"{n_labels} labels are {len(groups)} class(es) once surrounding whitespace "
+                     f"and invisible characters are removed, yet count as {n_labels} known "
+                     f"classes ({n_rows} labelled row(s))", n_rows, examples)
 
     # ------------------------------------------------------------------------------ edges
     def edges(self, edges: pa.Table, node_ids: pa.ChunkedArray | None) -> None:
@@ -537,6 +591,36 @@ class _Checker:
         self.observe(TRUTH, "labels_match_truth", n_differ,
                      f"{n_differ} labelled node(s) carry a label other than their true label",
                      n_differ, examples)
+
+
+#: Characters a reader cannot see in a label, as an RE2 class: format characters (zero-width
+#: space and joiners, byte-order mark, direction marks), control characters (tab, newline...),
+#: line and paragraph separators, every space but U+0020 (no-break, ideographic...), and letters
+#: that render blank (Hangul fillers, the blank Braille pattern).
+_HIDDEN_RE2 = (r"[\p{Cf}\p{Cc}\p{Zl}\p{Zp}\x{115F}\x{1160}\x{3164}\x{FFA0}\x{2800}]"
+               r"|[^\PZ ]")
+_BLANK_LETTERS = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
+
+
+def _hidden(c: str) -> bool:
+    """Whether one character is one of :data:`_HIDDEN_RE2`'s (unusual spaces included)."""
+    cat = unicodedata.category(c)
+    return (cat in ("Cf", "Cc", "Zl", "Zp") or (cat == "Zs" and c != " ")
+            or c in _BLANK_LETTERS)
+
+
+def _visible(label: str | None) -> str | None:
+    """A label quoted, its hidden characters spelled ``\\uXXXX``: ``'a\\u200b'``, ``'a '``."""
+    if label is None:
+        return None
+    return "'" + "".join(f"\\u{ord(c):04x}" if _hidden(c) else c for c in label) + "'"
+
+
+def _clean_label(label: str) -> str:
+    """A label without its invisible characters, any white space (tab, no-break space...) as a
+    plain space, stripped."""
+    return "".join(" " if c.isspace() else c for c in label
+                   if c.isspace() or not _hidden(c)).strip()
 
 
 #: The largest finite float32: features (and edge weights) are trained as float32, and a wider

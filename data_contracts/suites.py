@@ -107,6 +107,12 @@ def _rules() -> list[Rule]:
           "per feature", **none),
         r(NODES, "label_not_blank", ERROR,
           "no label is an empty or all-blank string (null marks an unlabelled node)", **none),
+        r(NODES, "label_hidden_characters", WARNING,
+          "no label has leading or trailing whitespace or an invisible character (zero-width, "
+          "control, format or unusual space characters)", **none),
+        r(NODES, "labels_distinct_after_stripping", WARNING,
+          "no two labels are equal once surrounding whitespace and invisible characters are "
+          "removed (observed: labelled rows carrying such labels)", **none),
         r(NODES, "min_known_classes", ERROR,
           "at least min_known_classes distinct labels (observed: labelled classes)",
           min_value="min_known_classes"),

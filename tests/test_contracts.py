@@ -180,6 +180,22 @@ def blank_label(t):
     t[NODES] = with_column(t[NODES], "label", pa.array(LABELS[:6] + [""] + [None] * (N - 7)))
 
 
+def hidden_label_characters(t):
+    """A zero-width space inside every "b" label (issue 21.12): a class that looks like "b"."""
+    t[NODES] = with_column(t[NODES], "label", pa.array(["a"] * 3 + ["b\u200b"] * 3
+                                                       + [None] * (N - 6)))
+
+
+def label_surrounding_whitespace(t):
+    t[NODES] = with_column(t[NODES], "label", pa.array(["a"] * 3 + [" b"] * 3 + [None] * (N - 6)))
+
+
+def labels_collide_after_stripping(t):
+    """ "a" and "a " are two known classes unless someone notices."""
+    t[NODES] = with_column(t[NODES], "label", pa.array(LABELS[:6] + ["a "] * 3
+                                                       + [None] * (N - 9)))
+
+
 def truncated_parquet(t):
     data = pa.BufferOutputStream()
     pq.write_table(t[NODES], data)
@@ -272,6 +288,12 @@ BAD = {
                                   {"min_labels_per_class": 4}, ["--min-labels-per-class", "4"]),
     "nothing_unlabelled": (all_labelled, NODES, "unlabelled_nodes_present", WARNING),
     "blank_label": (blank_label, NODES, "label_not_blank", ERROR),
+    "hidden_label_characters": (hidden_label_characters, NODES, "label_hidden_characters",
+                                WARNING),
+    "label_surrounding_whitespace": (label_surrounding_whitespace, NODES,
+                                     "label_hidden_characters", WARNING),
+    "labels_collide_after_stripping": (labels_collide_after_stripping, NODES,
+                                       "labels_distinct_after_stripping", WARNING),
     "truncated_parquet": (truncated_parquet, NODES, "readable_parquet", ERROR),
     "text_not_parquet": (text_file, EDGES, "readable_parquet", ERROR),
     "truncated_truth": (truncated_truth, TRUTH, "readable_parquet", ERROR),
@@ -422,6 +444,36 @@ def test_float32_overflow_names_rows_and_values(tmp_path):
     report = validate_snapshot(write(tmp_path / "two", t))
     assert report.rules(ERROR) == {(NODES, "features_finite")}, report.summary()
     assert [e["row"] for e in report.findings[0].examples] == [5]
+
+
+def test_hidden_and_colliding_labels_name_rows(tmp_path):
+    """Issue 21.12: labels with surrounding whitespace or invisible characters (a zero-width
+    space, a no-break space, an invisible-only label) are warnings naming rows, with the label
+    spelled visibly; labels equal once stripped are a warning naming the variants. Neither fails
+    the snapshot."""
+    t = good_tables()
+    t[TRUTH] = None
+    labels = (["a", "a", "a", "b", "b", "b", "a ", "a ", "a ", "\u200b", "\u200b", "\u200b"])
+    t[NODES] = with_column(t[NODES], "label", pa.array(labels))
+    report = validate_snapshot(write(tmp_path, t))
+    assert report.passed, report.summary()
+    hidden = next(f for f in report.findings if f.rule == "label_hidden_characters")
+    assert hidden.severity == WARNING and hidden.count == 6
+    assert [(e["row"], e["node_id"], e["label"], e["visible"]) for e in hidden.examples] == [
+        (6, "n6", "a ", "'a '"), (7, "n7", "a ", "'a '"), (8, "n8", "a ", "'a '"),
+        (9, "n9", "\u200b", "'\\u200b'"), (10, "n10", "\u200b", "'\\u200b'")]
+    collide = next(f for f in report.findings if f.rule == "labels_distinct_after_stripping")
+    assert collide.severity == WARNING and collide.count == 6  # rows of the 2 colliding labels
+    assert collide.examples == [{"stripped": "a", "labels": ["'a'", "'a '"],
+                                 "labelled_nodes": [3, 3], "first_rows": [0, 6]}]
+    assert "2 labels" in collide.message and "1 class" in collide.message
+    # other hidden characters: a no-break space inside, a byte-order mark, a tab at the end
+    t[NODES] = with_column(t[NODES], "label", pa.array(
+        ["x\u00a0y"] * 3 + ["\ufeffz"] * 3 + ["w\t"] * 3 + [None] * 3))
+    report = validate_snapshot(write(tmp_path / "two", t))
+    assert report.rules() == {(NODES, "label_hidden_characters")}, report.summary()
+    visible = [e["visible"] for e in report.findings[0].examples]
+    assert visible[0] == "'x\\u00a0y'" and "'\\ufeffz'" in visible
 
 
 def test_duplicate_and_ragged_examples_name_rows(tmp_path):

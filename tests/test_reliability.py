@@ -1207,6 +1207,35 @@ def test_malicious_schemas_are_rejected_clearly(tmp_path, kind, finding):
     assert sorted(p.name for p in folder.iterdir()) == before
 
 
+def test_labels_hidden_or_colliding_after_stripping_are_warned(tmp_path, capsys):
+    """Issue 21.12. Labels ``a`` and ``a `` (two known classes that read as one), a label with a
+    zero-width space and one made only of a zero-width space: the contract passes with two
+    warnings that name the rows (labels spelled visibly) and the colliding labels; ``oral
+    validate`` exits 0 and prints them."""
+    from data_contracts import validate_snapshot
+    from flows.cli import main
+
+    good = _good_nodes()
+    labels = good.column("label").to_pylist()
+    for row in range(20):
+        labels[row] = ["a", "a ", "b\u200b", "\u200b"][row % 4]
+    nodes = good.set_column(good.column_names.index("label"), "label", pa.array(labels))
+    folder = _write_snapshot_files(tmp_path / "g" / f"snapshot={D1}", nodes, _good_edges())
+    report = validate_snapshot(folder)
+    assert report.passed and report.counts["classes"] == 4, report.summary()
+    found = {f.rule: f for f in report.warnings}
+    hidden = found["label_hidden_characters"]
+    assert hidden.count == 15 and [e["row"] for e in hidden.examples] == [1, 2, 3, 5, 6]
+    assert [e["visible"] for e in hidden.examples[:3]] == ["'a '", "'b\\u200b'", "'\\u200b'"]
+    collide = found["labels_distinct_after_stripping"]
+    assert collide.count == 10 and collide.examples[0]["labels"] == ["'a'", "'a '"]
+    capsys.readouterr()
+    assert main(["validate", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING nodes.parquet rule label_hidden_characters" in out
+    assert "WARNING nodes.parquet rule labels_distinct_after_stripping" in out
+
+
 def test_metadata_claims_are_not_trusted(tmp_path):
     """Case 8. Key-value metadata claiming 100 million rows (and pandas metadata pointing
     elsewhere) change nothing: counts come from the data."""
