@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 
 from data_contracts.report import Finding, ValidationReport
 from data_contracts.snapshots import (EDGES, FEATURE_NAMES_KEY, NODES, PARTITION, TRUTH,
-                                      SnapshotError, SnapshotFiles, parse_parquet, read_bytes,
-                                      read_snapshot_files)
+                                      SnapshotError, SnapshotFiles, parse_date, parse_parquet,
+                                      read_bytes, read_snapshot_files)
 from data_contracts.suites import FOLDER, RULES_BY_KEY, ContractConfig, run_suites
 
 NODE_COLUMNS = ("node_id", "features", "label")
@@ -164,8 +164,8 @@ class _Checker:
         date = None
         if name.startswith(PARTITION):
             try:
-                date = dt.date.fromisoformat(name[len(PARTITION):])
-            except ValueError:
+                date = parse_date(name[len(PARTITION):])  # YYYY-MM-DD exactly
+            except SnapshotError:
                 date = None
         self.observe(FOLDER, "snapshot_date_valid", int(date is not None),
                      f"folder name {name!r} is not snapshot=YYYY-MM-DD with a valid date",

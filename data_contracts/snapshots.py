@@ -57,16 +57,24 @@ def check_graph_name(graph: str) -> str:
     return graph
 
 
+#: The one spelling of a snapshot date (``date.fromisoformat`` also takes ``20260131`` and
+#: ``2026-W05-6``, which would give one date two folder names).
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
 def parse_date(value: str | dt.date) -> dt.date:
-    """A snapshot date from ``YYYY-MM-DD`` (or a date)."""
+    """A snapshot date from ``YYYY-MM-DD`` exactly (or a date)."""
     if isinstance(value, dt.datetime):
         return value.date()
     if isinstance(value, dt.date):
         return value
-    try:
-        return dt.date.fromisoformat(str(value))
-    except ValueError:
-        raise SnapshotError(f"invalid snapshot date {value!r}: expected YYYY-MM-DD") from None
+    text = str(value)
+    if _DATE.match(text):
+        try:
+            return dt.date.fromisoformat(text)
+        except ValueError:
+            pass
+    raise SnapshotError(f"invalid snapshot date {value!r}: expected YYYY-MM-DD")
 
 
 def snapshot_dir(root: str | Path, graph: str, date: str | dt.date) -> Path:
@@ -77,19 +85,33 @@ def snapshot_dir(root: str | Path, graph: str, date: str | dt.date) -> Path:
 def list_snapshots(root: str | Path, graph: str) -> list[tuple[dt.date, Path]]:
     """Every complete snapshot of ``graph`` under ``root``, oldest first.
 
-    Folders that do not parse as ``snapshot=YYYY-MM-DD`` (temporary folders of a writer, stray
-    files) are ignored."""
+    A snapshot is a folder named ``snapshot=YYYY-MM-DD`` with a real date, spelled exactly so.
+    Anything else in the graph folder whose name starts with ``snapshot=`` (a bad date, another
+    spelling such as ``snapshot=20260131``, a regular file) is a :class:`SnapshotError` naming
+    it: skipping it would hide a night, and a second spelling of a date would compete with the
+    first. Other entries (writers' hidden ``.tmp-*`` folders, stray files) are ignored."""
     base = Path(root) / check_graph_name(graph)
     if not base.is_dir():
         raise SnapshotError(f"no snapshots for graph {graph!r}: folder {base} does not exist")
-    found = []
-    for child in base.iterdir():
-        if not child.is_dir() or not child.name.startswith(PARTITION):
+    found, bad = [], []
+    for child in sorted(base.iterdir()):
+        if not child.name.startswith(PARTITION):
             continue
         try:
-            found.append((dt.date.fromisoformat(child.name[len(PARTITION):]), child))
-        except ValueError:
+            day = parse_date(child.name[len(PARTITION):])
+        except SnapshotError:
+            bad.append(f"{child.name!r} (not snapshot=YYYY-MM-DD with a real date)")
             continue
+        if not child.is_dir():
+            bad.append(f"{child.name!r} (a file, not a folder)")
+            continue
+        found.append((day, child))
+    if bad:
+        shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise SnapshotError(
+            f"{base}: {len(bad)} entr{'y' if len(bad) == 1 else 'ies'} named snapshot=... "
+            f"cannot be read as a snapshot: {shown}; name snapshot folders snapshot=YYYY-MM-DD "
+            "(e.g. snapshot=2026-01-31) and move anything else out of the graph folder")
     return sorted(found)
 
 

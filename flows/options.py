@@ -4,7 +4,8 @@
 reading a snapshot here, before the Prefect server starts: ``--set KEY=VALUE`` (typed strictly by
 the :class:`~oral_core.config.ORALConfig` field), the resulting configuration
 (``ORALConfig.validate`` and the ranges below), ``--device`` (CUDA present when asked for),
-``--state-dir`` (a folder, or creatable as one), the graph name and the dates. A problem is one
+``--state-dir`` (a folder, or creatable as one), the graph name, the dates and the graph's
+snapshot folders (a misnamed ``snapshot=...`` entry). A problem is one
 :class:`OptionError` whose message names the option as the user wrote it::
 
     --set gamma=5: gamma must be in (0, 1]
@@ -266,7 +267,8 @@ def check_settings(state_dir: Path | None):
 def check_pipeline(args) -> dict:
     """Every option of ``oral run`` / ``oral backfill`` checked; returns the ORALConfig overrides
     the flow gets (``--set`` items, then ``--epochs``)."""
-    from data_contracts.snapshots import SnapshotError, check_graph_name, parse_date
+    from data_contracts.snapshots import (SnapshotError, check_graph_name, list_snapshots,
+                                          parse_date)
 
     try:
         check_graph_name(args.graph)
@@ -288,6 +290,10 @@ def check_pipeline(args) -> dict:
     if not root.is_dir():
         raise OptionError(f"--snapshots {args.snapshots}: "
                           f"{'not a folder' if root.exists() else 'no such folder'}")
+    try:  # the graph's folder lists (a misnamed snapshot=... entry is named here, not mid-run)
+        list_snapshots(root, args.graph)
+    except SnapshotError as err:
+        raise OptionError(str(err)) from None
     settings = check_settings(args.state_dir)
     overrides, sources = parse_set(args.set)
     if args.epochs is not None:

@@ -304,6 +304,8 @@ BAD = {
                               "snapshot=2026-02-30"),
     "invalid_folder_name": (lambda t: None, FOLDER, "snapshot_date_valid", ERROR, {}, [],
                             "latest"),
+    "basic_format_date": (lambda t: None, FOLDER, "snapshot_date_valid", ERROR, {}, [],
+                          "snapshot=20260131"),
     "truth_unknown_ids": (truth_unknown_ids, TRUTH, "truth_node_ids_known", ERROR),
     "truth_duplicate_ids": (truth_duplicate_ids, TRUTH, "node_id_unique", ERROR),
     "truth_missing_column": (truth_missing_column, TRUTH, "required_columns", ERROR),

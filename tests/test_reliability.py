@@ -990,6 +990,49 @@ def test_bad_configuration_fails_the_flow_before_the_snapshot_is_read(env, monke
     assert env.rows(graph)["runs"] == []
 
 
+def test_misnamed_snapshot_folders_are_named_not_skipped(env, capsys, monkeypatch):
+    """Issue 21.9. A folder ``snapshot=20260302`` beside ``snapshot=2026-03-02`` (the same date
+    spelled twice) and one ``snapshot=2026-13-45``: the flow stops with a SnapshotError that
+    names them before reading any snapshot (before, the first was read as 2026-03-02 and won
+    over the correct folder, the second was skipped silently); ``oral run`` says so on one line
+    and exits 2 before Prefect starts. A writer's hidden ``.tmp-*`` folder stays ignored."""
+    from data_contracts import snapshots as snap
+    from flows.cli import main
+    from flows.nightly import nightly_discovery
+    from tasks import prefect_tasks as pt
+
+    monkeypatch.setattr(pt.find_snapshot, "retry_delay_seconds", 0)
+    graph = env.graph("misnamed")
+    base = env.root / graph
+    shutil.copytree(base / f"snapshot={D2}", base / f".tmp-snapshot={D2}-0123abcd")
+    shutil.copytree(base / f"snapshot={D2}", base / "snapshot=20260302")
+    with pytest.raises(snap.SnapshotError) as err:
+        nightly_discovery(graph, str(env.root), None, CONFIG, str(env.state))
+    assert "'snapshot=20260302' (not snapshot=YYYY-MM-DD" in str(err.value)
+    (base / "snapshot=2026-13-45").mkdir()
+    with pytest.raises(snap.SnapshotError, match="2 entries named snapshot=") as err:
+        nightly_discovery(graph, str(env.root), D1, CONFIG, str(env.state))
+    assert "'snapshot=2026-13-45'" in str(err.value) and str(base) in str(err.value)
+    assert env.rows(graph)["runs"] == []
+
+    import flows.settings
+
+    def started(*args, **kwargs):
+        raise AssertionError("work started before the snapshot folders were checked")
+
+    monkeypatch.setattr(flows.settings, "configure_environment", started)
+    capsys.readouterr()
+    assert main(["run", "--graph", graph, "--snapshots", str(env.root),
+                 "--state-dir", str(env.state)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "'snapshot=2026-13-45'" in err and "'snapshot=20260302'" in err
+    shutil.rmtree(base / "snapshot=20260302")
+    (base / "snapshot=2026-13-45").rmdir()
+    assert [d for d, _ in snap.list_snapshots(env.root, graph)] == [snap.parse_date(D1),
+                                                                    snap.parse_date(D2)]
+
+
 def test_state_and_snapshot_paths_with_quotes_and_sql_are_data(env, concurrent):
     """Case 8. The state folder and the snapshot root of this module are named with quotes and
     SQL: the runs above stored them verbatim (bound parameters) and kept every store inside."""

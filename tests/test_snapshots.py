@@ -106,9 +106,10 @@ def test_select_snapshots(tmp_path: Path) -> None:
     write_dates(tmp_path, "g", ["2026-01-03", "2026-01-01", "2026-01-02", "2026-01-10"])
     base = tmp_path / "g"
     # a writer's temporary folder (even one with a later date), a stray folder and a file
+    # (a misnamed snapshot=... folder is an error: test_misnamed_snapshot_entries_are_named)
     (base / ".tmp-snapshot=2026-12-31-abcd1234").mkdir()
     (base / ".tmp-snapshot=2026-12-31-abcd1234" / snap.NODES).write_bytes(b"half")
-    (base / "snapshot=not-a-date").mkdir()
+    (base / "old-exports").mkdir()
     (base / "notes.txt").write_text("x")
     assert snap.select_snapshots(tmp_path, "g") == [base / "snapshot=2026-01-10"]
     assert snap.select_snapshots(tmp_path, "g", date="2026-01-02") == [base / "snapshot=2026-01-02"]
@@ -125,6 +126,48 @@ def test_select_snapshots(tmp_path: Path) -> None:
         snap.select_snapshots(tmp_path, "other")
     with pytest.raises(snap.SnapshotError, match="invalid snapshot date"):
         snap.select_snapshots(tmp_path, "g", date="2026-13-01")
+
+
+@pytest.mark.parametrize("name,why", [
+    ("snapshot=2026-13-45", "not snapshot=YYYY-MM-DD"),
+    ("snapshot=20260101", "not snapshot=YYYY-MM-DD"),      # ISO basic format: 2026-01-01 twice
+    ("snapshot=2026-W01-4", "not snapshot=YYYY-MM-DD"),    # ISO week date
+    ("snapshot=2026-01-1", "not snapshot=YYYY-MM-DD"),
+    ("snapshot=", "not snapshot=YYYY-MM-DD"),
+    ("snapshot=2026-01-05", "a file, not a folder"),
+])
+def test_misnamed_snapshot_entries_are_named(tmp_path: Path, name: str, why: str) -> None:
+    """Issue 21.9. One spelling, snapshot=YYYY-MM-DD: anything else under the graph folder that
+    starts with snapshot= is an error naming it (before, it was skipped silently, and
+    snapshot=20260101 was read as 2026-01-01 and won over snapshot=2026-01-01); writers' hidden
+    .tmp-* folders stay ignored."""
+    write_dates(tmp_path, "g", ["2026-01-01", "2026-01-02"])
+    base = tmp_path / "g"
+    (base / ".tmp-snapshot=20261231-abcd1234").mkdir()
+    if why.startswith("a file"):
+        (base / name).write_text("x")
+    else:
+        (base / name).mkdir()
+    for call in (lambda: snap.list_snapshots(tmp_path, "g"),
+                 lambda: snap.select_snapshots(tmp_path, "g"),
+                 lambda: snap.select_snapshots(tmp_path, "g", date="2026-01-01")):
+        with pytest.raises(snap.SnapshotError) as err:
+            call()
+        message = str(err.value)
+        assert repr(name) in message and why in message and str(base) in message
+        assert "\n" not in message
+    (base / name).rmdir() if (base / name).is_dir() else (base / name).unlink()
+    assert [d.isoformat() for d, _ in snap.list_snapshots(tmp_path, "g")] == ["2026-01-01",
+                                                                              "2026-01-02"]
+
+
+def test_dates_have_one_spelling() -> None:
+    assert snap.parse_date("2026-01-31") == dt.date(2026, 1, 31)
+    for text in ("20260131", "2026-W05-6", "2026-1-31", "2026-02-30", "٢٠٢٦-٠١-٣١", " 2026-01-31"):
+        with pytest.raises(snap.SnapshotError, match="expected YYYY-MM-DD"):
+            snap.parse_date(text)
+    with pytest.raises(snap.SnapshotError):
+        snap.snapshot_date("/x/g/snapshot=20260131")
 
 
 def test_atomic_write_leaves_no_temporary_folder(tmp_path: Path, monkeypatch) -> None:
