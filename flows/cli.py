@@ -10,39 +10,27 @@ import logging
 import sys
 
 
-def _parse_set(values: list[str]) -> dict:
-    """``key=value`` overrides of :class:`oral_core.config.ORALConfig`, typed like the default."""
-    from oral_core.config import ORALConfig
-
-    defaults = ORALConfig()
-    out = {}
-    for item in values:
-        if "=" not in item:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        if not hasattr(defaults, key):
-            raise SystemExit(f"--set: unknown configuration key {key!r}")
-        current = getattr(defaults, key)
-        if isinstance(current, bool):
-            value = raw.lower() in ("1", "true", "yes", "on")
-        elif current is None:
-            value = None if raw.lower() == "none" else int(raw)
-        else:
-            value = type(current)(raw)
-        out[key] = value
-    return out
-
-
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from benchmarks.reproduction import RESULTS, sweep, update_csv, write_markdown
     from oral_core.config import ORALConfig
     from oral_core.datasets import DatasetNotFound
 
-    overrides = _parse_set(args.set or [])
-    if args.epochs is not None:
-        overrides["epochs"] = args.epochs
-    if args.device:
-        overrides["device"] = args.device
+    from flows.options import OptionError, check_config, check_device, parse_set
+
+    try:  # every option checked before any work starts: one line naming it, exit 2
+        overrides, sources = parse_set(args.set or [])
+        if args.epochs is not None:
+            overrides["epochs"], sources["epochs"] = args.epochs, f"--epochs {args.epochs}"
+        if args.device:
+            overrides["device"], sources["device"] = args.device, f"--device {args.device}"
+            check_device(args.device, f"--device {args.device}")
+        check_config(overrides, sources)
+        if args.seeds < 1 or args.first_seed < 0:
+            raise OptionError(f"--seeds {args.seeds} --first-seed {args.first_seed}: need at least "
+                              "one seed and a first seed >= 0")
+    except OptionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     base = ORALConfig.from_dict(ORALConfig().to_dict() | overrides | {"progress": not args.quiet})
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results = args.out or RESULTS

@@ -14,8 +14,7 @@ snapshot folders (a misnamed ``snapshot=...`` entry). A problem is one
 
 and the command prints ``error: <message>`` on one line and exits 2.
 
-:func:`parse_set` is the strict ``--set`` parser any command can use (``flows.cli._parse_set``,
-used by ``oral reproduce``, is the older lenient one).
+:func:`parse_set` is the strict ``--set`` parser every command uses (``oral reproduce`` too).
 """
 from __future__ import annotations
 

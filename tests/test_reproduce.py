@@ -126,9 +126,19 @@ def test_cli_reports_a_missing_dataset(tmp_path, capsys, monkeypatch):
     assert "nothing.npz" in capsys.readouterr().err
 
 
-def test_cli_rejects_unknown_config_keys(tmp_path):
-    with pytest.raises(SystemExit, match="unknown configuration key"):
-        main(["reproduce", "--dataset", "cora", "--set", "no_such_key=1", "--out", str(tmp_path)])
+@pytest.mark.parametrize("options, message", [
+    (["--set", "no_such_key=1"], "error: --set no_such_key=1: unknown configuration key"),
+    (["--set", "gamma=5"], "error: --set gamma=5: gamma must be in (0, 1]"),
+    (["--set", "pol=ture"], "error: --set pol=ture: pol must be true or false"),
+    (["--set", "selection=first"], "error: --set selection=first: selection must be one of"),
+    (["--epochs", "0"], "error: --epochs 0: epochs must be >= 1"),
+    (["--seeds", "0"], "error: --seeds 0 --first-seed 0: need at least one seed"),
+])
+def test_cli_refuses_bad_options_in_one_line_before_any_work(tmp_path, capsys, options, message):
+    code = main(["reproduce", "--dataset", "cora", "--out", str(tmp_path), *options])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())  # nothing was run or written
 
 
 def test_paired_table_differences_seed_by_seed(tmp_path):
