@@ -188,6 +188,7 @@ class _Checker:
             if name != TRUTH:
                 present = file.is_file()
                 self.observe(name, "file_present", int(present),
+                             f"{file} is a folder, not a Parquet file" if file.is_dir() else
                              f"{file} is not a file" if file.exists() else f"{file} is missing",
                              1, [{"path": str(file)}])
                 if not present:

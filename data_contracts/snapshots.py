@@ -48,6 +48,13 @@ class SnapshotError(ValueError):
     """A snapshot that cannot be found or read: the message names the file and what is wrong."""
 
 
+class UnreadableFile(SnapshotError):
+    """A snapshot file that is missing or cannot be read as Parquet (not Parquet, empty, a
+    folder, a codec Arrow lacks, an implausible footer): bad data, which breaks the snapshot's
+    contract (rules ``file_present``, ``readable_parquet``) and is reported as such, not a fault
+    that reading again could cure."""
+
+
 def check_graph_name(graph: str) -> str:
     """A graph name is a plain folder name: letters, digits, ``_ . -``; never a path or ``..``."""
     if not isinstance(graph, str) or not _GRAPH_NAME.match(graph) or ".." in graph:
@@ -243,9 +250,9 @@ def read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise SnapshotError(f"{path}: file is missing") from None
+        raise UnreadableFile(f"{path}: file is missing") from None
     except OSError as err:
-        raise SnapshotError(f"{path}: cannot read ({err.strerror or err})") from None
+        raise UnreadableFile(f"{path}: cannot read ({err.strerror or err})") from None
 
 
 #: Limits checked on a Parquet footer before its data is parsed (:func:`check_parquet_footer`).
@@ -266,41 +273,41 @@ def check_parquet_footer(path: Path, data: bytes) -> None:
     try:
         meta = pq.read_metadata(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise SnapshotError(f"{path}: not a readable Parquet file ({err})") from None
+        raise UnreadableFile(f"{path}: not a readable Parquet file ({err})") from None
     if meta.num_columns > MAX_COLUMNS:
-        raise SnapshotError(f"{path}: rule parquet_footer: {meta.num_columns} columns, more than "
+        raise UnreadableFile(f"{path}: rule parquet_footer: {meta.num_columns} columns, more than "
                             f"the {MAX_COLUMNS} a snapshot file may have")
     schema = meta.schema
     for i in range(meta.num_columns):
         depth = schema.column(i).max_definition_level  # one per optional or repeated level
         if depth > MAX_NESTING:
-            raise SnapshotError(f"{path}: rule parquet_footer: column {schema.column(i).path!r} "
+            raise UnreadableFile(f"{path}: rule parquet_footer: column {schema.column(i).path!r} "
                                 f"is nested {depth} levels deep (at most {MAX_NESTING})")
     try:
         names = schema.to_arrow_schema().names
     except (pa.ArrowException, ValueError) as err:
-        raise SnapshotError(f"{path}: not a readable Parquet file ({err})") from None
+        raise UnreadableFile(f"{path}: not a readable Parquet file ({err})") from None
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise SnapshotError(f"{path}: rule column_names_unique: column name(s) "
+        raise UnreadableFile(f"{path}: rule column_names_unique: column name(s) "
                             f"{', '.join(map(repr, repeated))} occur more than once")
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         size = sum(max(0, group.column(c).total_compressed_size) for c in range(group.num_columns))
         if group.num_rows < 0 or group.num_rows > MAX_ROWS_PER_BYTE * max(size, 1):
-            raise SnapshotError(
+            raise UnreadableFile(
                 f"{path}: rule parquet_footer: row group {g} claims {group.num_rows} rows in "
                 f"{size} bytes of data; the footer is not trusted to size buffers")
 
 
 def parse_parquet(path: Path, data: bytes) -> pa.Table:
     """Parse Parquet bytes; a truncated or non-Parquet file, or one whose footer is implausible
-    (:func:`check_parquet_footer`), is a :class:`SnapshotError`."""
+    (:func:`check_parquet_footer`), is an :class:`UnreadableFile`."""
     check_parquet_footer(path, data)
     try:
         return pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise SnapshotError(f"{path}: not a readable Parquet file ({err})") from None
+        raise UnreadableFile(f"{path}: not a readable Parquet file ({err})") from None
 
 
 @dataclass

@@ -63,14 +63,24 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     warehouse = Warehouse(settings.warehouse_path)
     last = warehouse.last_processed_date(graph) if settings.warehouse_path.exists() else None
     path = pt.find_snapshot(snapshot_root, graph, date, last)
-    files = pt.ingest(path)
-    report, report_json, report_html = pt.validate(files, str(settings.reports_dir / graph), last)
-    snapshot_date = files.date
+    unreadable = None
+    try:
+        files = pt.ingest(path)
+    except snap.UnreadableFile as err:
+        # a missing or unreadable file is bad data like any other: the contract reads the
+        # folder file by file and reports it (file_present, readable_parquet)
+        files, unreadable = None, err
+    report, report_json, report_html = pt.validate(
+        files if files is not None else path, str(settings.reports_dir / graph), last)
     if not report.passed:
         _artifact_failed(graph, path, report, report_json, report_html)
+        broken = ", ".join(dict.fromkeys(f"{f.file} {f.rule}" for f in report.errors))
         raise steps.ContractFailed(
-            f"snapshot {path} broke its data contract ({len(report.errors)} error(s)); nothing was "
-            f"trained or published. Report: {report_html}", Path(report_html))
+            f"snapshot {path} broke its data contract ({len(report.errors)} error(s): {broken}); "
+            f"nothing was trained or published. Report: {report_html}", Path(report_html))
+    if unreadable is not None:  # readable by the time the contract read it: not tonight's bytes
+        raise unreadable
+    snapshot_date = files.date
 
     snapshot = snap.snapshot_from_files(files)
     # Arrow hands out read-only buffers; torch wants writable memory (one copy, shared below)

@@ -25,7 +25,22 @@ def find_snapshot(root: str, graph: str, date: str | None, last_processed: dt.da
     return str(path)
 
 
-@task(name="ingest", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+def _retry_unless_unreadable(task, task_run, state) -> bool:
+    """Retry a failed read (a snapshot that kept changing while read), not a file that is
+    missing or not readable Parquet: that is bad data, reported by the contract."""
+    from data_contracts.snapshots import UnreadableFile
+
+    try:
+        state.result()
+    except UnreadableFile:
+        return False
+    except Exception:  # noqa: BLE001 - any other failure is retried
+        return True
+    return True
+
+
+@task(name="ingest", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
+      retry_condition_fn=_retry_unless_unreadable)
 def ingest(path: str):
     files = steps.read_snapshot(path)
     get_run_logger().info("read %s: %s bytes, content hash %s", path,

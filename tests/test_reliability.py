@@ -1171,11 +1171,13 @@ def test_parquet_row_count_lie_is_refused_before_allocation(env, tmp_path, monke
     """Case 8. A footer claiming 100 million edges (1.1 million in 9 KB): Arrow would reserve
     gigabytes from that claim (2.6 GB measured before the fix); the reader refuses the file from
     its footer, in a process whose Arrow memory stays small, the contract reports it, and the
-    flow stops with a clear error and publishes nothing."""
+    flow stops as for any broken contract (issue 21.8: the report names the file, the rule
+    ``readable_parquet`` and the claim) and publishes nothing."""
     from data_contracts import snapshots as snap
     from data_contracts import validate_snapshot
     from flows.nightly import nightly_discovery
     from tasks import prefect_tasks as pt
+    from tasks.steps import ContractFailed
 
     monkeypatch.setattr(pt.ingest, "retry_delay_seconds", 0)
     graph = "liar"
@@ -1193,14 +1195,94 @@ def test_parquet_row_count_lie_is_refused_before_allocation(env, tmp_path, monke
     assert peak < 64 * 2**20, f"Arrow reserved {peak / 2**20:.0f} MiB"
     report = validate_snapshot(folder)
     assert not report.passed and any("claims 100000000 rows" in f.message for f in report.findings)
-    with pytest.raises(snap.SnapshotError, match="claims 100000000 rows"):
+    with pytest.raises(ContractFailed, match="edges.parquet readable_parquet") as err:
         nightly_discovery(graph, str(env.root), D1, CONFIG, str(env.state))
+    assert "claims 100000000 rows" in Path(err.value.report_path).read_text()
     assert env.rows(graph)["runs"] == []
 
     # an honest file as extreme (1.1 million rows in 9 KB) still reads
     honest = tmp_path / "honest.parquet"
     pq.write_table(pa.table({"src": pa.array(np.zeros(1_100_000, np.int64))}), honest)
     assert snap.parse_parquet(honest, honest.read_bytes()).num_rows == 1_100_000
+
+
+def _unsupported_codec(table: pa.Table) -> bytes:
+    """``table`` as Parquet whose ``node_id`` column chunk names the LZO codec (3), which the
+    format defines and Arrow's C++ reader does not implement: the Thrift compact field ``codec``
+    (field 4, i32, zigzag varint) of that column's metadata is patched from SNAPPY (1)."""
+    import io
+    import struct
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="snappy")
+    data = bytearray(buf.getvalue())
+    start = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    old = b"\x07node_id\x15\x02"  # path_in_schema ["node_id"], then codec = 1 (zigzag 2)
+    assert bytes(data[start:-8]).count(old) == 1
+    data[start:-8] = bytes(data[start:-8]).replace(old, b"\x07node_id\x15\x06")
+    return bytes(data)
+
+
+UNREADABLE = {
+    # kind: (how nodes.parquet is broken, the rule that names it)
+    "not-parquet": ("text", "readable_parquet"),
+    "empty": ("empty", "readable_parquet"),
+    "folder": ("folder", "file_present"),
+    "unsupported-codec": ("codec", "readable_parquet"),
+    "symlink-to-text": ("symlink", "readable_parquet"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNREADABLE))
+def test_unreadable_files_break_the_contract_with_a_report(env, capsys, monkeypatch, kind):
+    """Issue 21.8. A ``nodes.parquet`` that is not Parquet, empty, a folder, compressed with a
+    codec Arrow lacks, or a symlink to a text file breaks the data contract like any other bad
+    data: ``oral run`` exits 1 with one ``error:`` line naming the file, the rule and the report,
+    which is kept under ``state/reports/<graph>/``; ``oral validate`` prints the finding (file
+    and rule) and exits 1; nothing is trained or published. Before: exit 2 with a one-line
+    ``SnapshotError``, no rule, no report."""
+    from flows.cli import main
+    from tasks import prefect_tasks as pt
+
+    monkeypatch.setattr(pt.ingest, "retry_delay_seconds", 0)
+    how, rule = UNREADABLE[kind]
+    graph = f"unreadable-{kind}"
+    folder = _write_snapshot_files(env.root / graph / f"snapshot={D1}", _good_nodes(),
+                                   _good_edges())
+    nodes = folder / "nodes.parquet"
+    if how == "codec":
+        nodes.write_bytes(_unsupported_codec(_good_nodes()))
+    else:
+        nodes.unlink()
+        if how == "text":
+            nodes.write_text("node_id,features,label\n0,\"[1, 2]\",a\n")
+        elif how == "empty":
+            nodes.write_bytes(b"")
+        elif how == "folder":
+            nodes.mkdir()
+        elif how == "symlink":
+            target = env.base / f"{graph}.txt"
+            target.write_text("not a parquet file\n" * 20)
+            nodes.symlink_to(target)
+    capsys.readouterr()
+    code = main(["run", "--graph", graph, "--snapshots", str(env.root), "--date", D1,
+                 "--state-dir", str(env.state), "--epochs", "10", "--device", "cpu"])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert code == 1, err
+    assert len(errors) == 1 and "broke its data contract" in errors[0], err
+    assert f"nodes.parquet {rule}" in errors[0], errors[0]
+    report_html = Path(errors[0].split("Report: ")[1].strip())
+    assert report_html.parent == env.state / "reports" / graph and report_html.exists()
+    doc = json.loads(report_html.with_suffix(".json").read_text())
+    finding = next(f for f in doc["findings"] if f["rule"] == rule)
+    assert finding["file"] == "nodes.parquet" and finding["severity"] == "error"
+    assert str(nodes) in finding["message"], finding
+    assert not (env.state / "runs" / graph).exists() and env.rows(graph)["runs"] == []
+
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert f"ERROR nodes.parquet rule {rule}" in out and str(nodes) in out, out
 
 
 def _nested(depth: int) -> pa.Array:
