@@ -4,7 +4,7 @@
 reading a snapshot here, before the Prefect server starts: ``--set KEY=VALUE`` (typed strictly by
 the :class:`~oral_core.config.ORALConfig` field), the resulting configuration
 (``ORALConfig.validate`` and the ranges below), ``--device`` (CUDA present when asked for),
-``--state-dir`` (a folder, or creatable as one), the graph name, the dates and the graph's
+``--state-dir`` (a writable folder, or creatable as one), the graph name, the dates and the graph's
 snapshot folders (a misnamed ``snapshot=...`` entry). A problem is one
 :class:`OptionError` whose message names the option as the user wrote it::
 
@@ -24,6 +24,7 @@ import os
 import re
 import types
 import typing
+import uuid
 from dataclasses import fields
 from pathlib import Path
 
@@ -224,9 +225,37 @@ def check_device(device: str, option: str, remote: bool = False) -> None:
         raise OptionError(f"{option}: MPS is not available on this machine")
 
 
+#: What the pipeline writes inside the state folder: these subfolders (Prefect's home, the run
+#: folders, the validation reports) and files (DuckDB, MLflow's store), probed when they exist.
+STATE_SUBFOLDERS = ("prefect", "runs", "reports")
+STATE_FILES = ("oral.duckdb", "mlflow.db")
+
+
+def write_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be written, or None: a folder by creating (and removing) a hidden
+    file in it, a file by opening it for writing without changing it. A real write is asked,
+    because ``os.access`` says yes to root whatever the permissions and cannot see everything
+    that refuses a write (a full quota, some network file systems)."""
+    try:
+        if path.is_dir():
+            probe = path / f".oral-write-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+            os.unlink(probe)
+        else:
+            os.close(os.open(path, os.O_RDWR))
+    except OSError as err:
+        return err.strerror or str(err)
+    return None
+
+
 def check_state_dir(state_dir: Path | None) -> Path:
     """The state folder (``--state-dir``, else ``ORAL_STATE_DIR``, else ``./state``) must be a
-    folder, or creatable as one: no part of its path may be a regular file."""
+    writable folder, or creatable as one: no part of its path may be a regular file, the
+    nearest existing folder must take a new file, and so must the pipeline's subfolders and
+    files in it that exist already (:data:`STATE_SUBFOLDERS`, :data:`STATE_FILES`). Checked
+    before Prefect starts: a read-only Prefect home made its in-process server wait 126 s for a
+    timeout, a read-only state folder gave an ``OSError`` traceback."""
     if state_dir is not None:
         option, raw = f"--state-dir {state_dir}", Path(state_dir)
     elif os.environ.get("ORAL_STATE_DIR"):
@@ -241,12 +270,30 @@ def check_state_dir(state_dir: Path | None) -> Path:
             if not probe.is_dir():
                 what = "is" if probe == path else f"lies under {probe}, which is"
                 raise OptionError(f"{option}: {path} {what} not a folder")
-            if not os.access(probe, os.W_OK | os.X_OK):
-                raise OptionError(f"{option}: {probe} is not writable")
-            return path
+            break
         if probe.parent == probe:
             return path
         probe = probe.parent
+    if probe != path:
+        problem = write_problem(probe)
+        if problem:
+            raise OptionError(f"{option}: state folder {path} cannot be created: {probe} is not "
+                              f"writable ({problem})")
+        return path
+    problem = write_problem(path)
+    if problem:
+        raise OptionError(f"{option}: state folder {path} is not writable ({problem})")
+    for name in STATE_SUBFOLDERS + STATE_FILES:
+        inner = path / name
+        if not inner.exists():
+            continue
+        if (name in STATE_SUBFOLDERS) != inner.is_dir():
+            raise OptionError(f"{option}: {inner} in the state folder is not a "
+                              f"{'folder' if name in STATE_SUBFOLDERS else 'file'}")
+        problem = write_problem(inner)
+        if problem:
+            raise OptionError(f"{option}: {inner} in the state folder is not writable ({problem})")
+    return path
 
 
 def check_settings(state_dir: Path | None):
