@@ -261,6 +261,158 @@ MAX_NESTING = 8             # optional/repeated levels of a column (list<float32
 MAX_ROWS_PER_BYTE = 1000    # rows a row group may claim per byte of its column chunks
 
 
+class _Thrift:
+    """A bounded reader of Thrift's compact protocol, enough to walk a Parquet footer
+    (``FileMetaData`` in parquet.thrift) without Arrow: every read is checked against the end
+    of the buffer and nesting is limited, so a crafted footer is refused, never trusted."""
+
+    STOP, TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT, UUID = range(14)
+    MAX_DEPTH = 32
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            raise ValueError("the footer ends inside a value")
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            b = self.byte()
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise ValueError("a varint longer than 64 bits")
+
+    def skip_bytes(self, n: int) -> None:
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("a length beyond the end of the footer")
+        self.pos += n
+
+    def fields(self):
+        """``(field id, type)`` of each field of the struct that starts here, until its stop;
+        the caller reads or :meth:`skip` s each value."""
+        last = 0
+        while True:
+            head = self.byte()
+            kind = head & 0x0F
+            if kind == self.STOP:
+                return
+            delta = head >> 4
+            if delta:
+                last += delta
+            else:
+                raw = self.varint()
+                last = (raw >> 1) ^ -(raw & 1)
+            yield last, kind
+
+    def elements(self) -> tuple[int, int]:
+        """``(count, element type)`` of the list or set that starts here."""
+        head = self.byte()
+        count = head >> 4
+        if count == 15:
+            count = self.varint()
+        return count, head & 0x0F
+
+    def skip(self, kind: int, depth: int = 0) -> None:
+        if depth > self.MAX_DEPTH:
+            raise ValueError(f"values nested more than {self.MAX_DEPTH} deep")
+        if kind in (self.TRUE, self.FALSE):
+            return
+        if kind == self.BYTE:
+            self.skip_bytes(1)
+        elif kind in (self.I16, self.I32, self.I64):
+            self.varint()
+        elif kind == self.DOUBLE:
+            self.skip_bytes(8)
+        elif kind == self.UUID:
+            self.skip_bytes(16)
+        elif kind == self.BINARY:
+            self.skip_bytes(self.varint())
+        elif kind in (self.LIST, self.SET):
+            count, element = self.elements()
+            if count > len(self.data) - self.pos:  # every element takes a byte at least
+                raise ValueError(f"a list of {count} elements in a shorter footer")
+            for _ in range(count):
+                if element in (self.TRUE, self.FALSE):
+                    self.skip_bytes(1)  # in a list a boolean is a byte of its own
+                else:
+                    self.skip(element, depth + 1)
+        elif kind == self.MAP:
+            count = self.varint()
+            if count:
+                types = self.byte()
+                if 2 * count > len(self.data) - self.pos:
+                    raise ValueError(f"a map of {count} entries in a shorter footer")
+                for _ in range(count):
+                    for item in (types >> 4, types & 0x0F):
+                        if item in (self.TRUE, self.FALSE):
+                            self.skip_bytes(1)
+                        else:
+                            self.skip(item, depth + 1)
+        elif kind == self.STRUCT:
+            for _, inner in self.fields():
+                self.skip(inner, depth + 1)
+        else:
+            raise ValueError(f"unknown Thrift type {kind}")
+
+    def list_of_structs(self, field: str):
+        """Iterate the structs of the list that starts here (each must then be read whole)."""
+        count, element = self.elements()
+        if element != self.STRUCT:
+            raise ValueError(f"{field} is not a list of structs")
+        if count > len(self.data) - self.pos:
+            raise ValueError(f"{field}: {count} elements in a shorter footer")
+        for index in range(count):
+            yield index
+
+
+def parquet_encryption(data: bytes) -> str | None:
+    """How a Parquet file is encrypted, read from its own bytes, or None when it is not.
+
+    Arrow must not be asked: a file whose columns are encrypted under a plain-text footer
+    (magic ``PAR1``) makes it throw, while reading a column chunk's metadata, an exception that
+    nothing catches, and the process aborts (SIGABRT). So the footer's Thrift ``FileMetaData``
+    is walked here: ``encryption_algorithm`` (field 8) or ``footer_signing_key_metadata`` (9)
+    mark a plain-text footer of an encrypted file, and a ``ColumnChunk`` carrying
+    ``crypto_metadata`` (8) or ``encrypted_column_metadata`` (9) an encrypted column; an
+    encrypted footer ends with the magic ``PARE``. A footer that cannot be walked is a
+    :class:`ValueError` (Arrow is not trusted with it either)."""
+    if len(data) < 12:
+        return None  # too short for a footer: Arrow says so cleanly
+    if data[-4:] == b"PARE":
+        return "its footer is encrypted (magic PARE)"
+    if data[-4:] != b"PAR1":
+        return None
+    size = int.from_bytes(data[-8:-4], "little")
+    if size > len(data) - 12:
+        return None  # Arrow refuses a footer longer than the file cleanly
+    t = _Thrift(data[len(data) - 8 - size:len(data) - 8])
+    for fid, kind in t.fields():  # FileMetaData
+        if fid in (8, 9):
+            return "its columns are encrypted (the footer names an encryption algorithm)"
+        if fid == 4 and kind == t.LIST:  # row_groups: list<RowGroup>
+            for group in t.list_of_structs("row_groups"):
+                for gid, gkind in t.fields():  # RowGroup
+                    if gid == 1 and gkind == t.LIST:  # columns: list<ColumnChunk>
+                        for column in t.list_of_structs("columns"):
+                            for cid, ckind in t.fields():  # ColumnChunk
+                                if cid in (8, 9):
+                                    return (f"column chunk {column} of row group {group} is "
+                                            "encrypted")
+                                t.skip(ckind)
+                    else:
+                        t.skip(gkind)
+        else:
+            t.skip(kind)
+    return None
+
+
 def check_parquet_footer(path: Path, data: bytes) -> None:
     """Refuse a Parquet file whose footer is implausible, before anything is allocated from it.
 
@@ -269,7 +421,17 @@ def check_parquet_footer(path: Path, data: bytes) -> None:
     (a few kilobytes): at most :data:`MAX_COLUMNS` leaf columns, each at most
     :data:`MAX_NESTING` levels deep, no column name twice, and every row group's row count at
     most :data:`MAX_ROWS_PER_BYTE` times the bytes of its column chunks (real snapshot data
-    needs at least a byte per row or so; only a lie comes near the bound)."""
+    needs at least a byte per row or so; only a lie comes near the bound). Before Arrow sees
+    the footer, an encrypted file is refused (:func:`parquet_encryption`): reading the column
+    metadata of one would abort the process."""
+    try:
+        encrypted = parquet_encryption(data)
+    except ValueError as err:
+        raise UnreadableFile(f"{path}: not a readable Parquet file (its footer cannot be "
+                             f"parsed: {err})") from None
+    if encrypted:
+        raise UnreadableFile(f"{path}: an encrypted Parquet file ({encrypted}); snapshot files "
+                             "must be written without Parquet encryption") from None
     try:
         meta = pq.read_metadata(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as err:

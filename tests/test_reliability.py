@@ -1403,6 +1403,80 @@ def test_unreadable_files_break_the_contract_with_a_report(env, capsys, monkeypa
     assert f"ERROR nodes.parquet rule {rule}" in out and str(nodes) in out, out
 
 
+def encrypted_nodes(plaintext_footer: bool) -> bytes:
+    """``_good_nodes()`` written with Parquet modular encryption (a toy in-memory KMS): the
+    ``features`` column encrypted with its own key; the footer in plain text (magic ``PAR1``,
+    column chunks carrying crypto metadata) or encrypted (magic ``PARE``)."""
+    import base64
+    import io
+
+    import pyarrow.parquet.encryption as pe
+
+    class ToyKms(pe.KmsClient):
+        def __init__(self, config):
+            pe.KmsClient.__init__(self)
+
+        def wrap_key(self, key_bytes, master_key_identifier):
+            return base64.b64encode(key_bytes)
+
+        def unwrap_key(self, wrapped_key, master_key_identifier):
+            return base64.b64decode(wrapped_key)
+
+    config = pe.EncryptionConfiguration(footer_key="footer", column_keys={"col": ["features"]},
+                                        plaintext_footer=plaintext_footer, double_wrapping=False)
+    props = pe.CryptoFactory(ToyKms).file_encryption_properties(pe.KmsConnectionConfig(), config)
+    buf = io.BytesIO()
+    pq.write_table(_good_nodes(), buf, encryption_properties=props)
+    data = buf.getvalue()
+    assert data[-4:] == (b"PAR1" if plaintext_footer else b"PARE")
+    return data
+
+
+def _has_parquet_encryption() -> bool:
+    try:
+        import pyarrow.parquet.encryption  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_parquet_encryption(), reason="pyarrow built without encryption")
+@pytest.mark.parametrize("footer", ["plaintext-footer", "encrypted-footer"])
+def test_encrypted_parquet_is_refused_without_aborting(env, footer):
+    """Issue 21.4. A ``nodes.parquet`` with encrypted columns and a plain-text footer made Arrow
+    abort the process (SIGABRT: ``Cannot decrypt ColumnMetadata``, thrown where nothing catches
+    it) when the footer check read the column sizes: a user's file killed the worker. It is now
+    recognised from the footer's own bytes before Arrow reads column metadata, and is a
+    ``readable_parquet`` finding like any unreadable file: ``oral validate`` and ``oral run``
+    (each in a child process, so the old code's abort cannot take pytest down) exit 1, the run
+    with its report kept, and nothing is published. An encrypted footer (``PARE``) is named
+    the same way."""
+    graph = f"encrypted-{footer}"
+    folder = _write_snapshot_files(env.root / graph / f"snapshot={D1}",
+                                   encrypted_nodes(footer == "plaintext-footer"), _good_edges())
+    cli = "import sys; from flows.cli import main; sys.exit(main(sys.argv[1:]))"
+    child_env = env.child_env()
+
+    out = subprocess.run([sys.executable, "-c", cli, "validate", str(folder)], capture_output=True,
+                         text=True, cwd=ROOT, env=child_env, timeout=300)
+    assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
+    assert "ERROR nodes.parquet rule readable_parquet" in out.stdout, out.stdout
+    assert "encrypted" in out.stdout, out.stdout
+
+    out = subprocess.run([sys.executable, "-c", cli, "run", "--graph", graph, "--snapshots",
+                          str(env.root), "--date", D1, "--state-dir", str(env.state),
+                          "--epochs", "10", "--device", "cpu"], capture_output=True, text=True,
+                         cwd=ROOT, env=child_env, timeout=300)
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert out.returncode == 1, (out.returncode, out.stderr[-3000:])
+    assert len(errors) == 1 and "nodes.parquet readable_parquet" in errors[0], out.stderr
+    report = json.loads(Path(errors[0].split("Report: ")[1].strip()).with_suffix(".json")
+                        .read_text())
+    finding = next(f for f in report["findings"] if f["rule"] == "readable_parquet")
+    assert finding["file"] == "nodes.parquet" and "encrypted" in finding["message"]
+    assert env.rows(graph)["runs"] == []
+
+
 def _nested(depth: int) -> pa.Array:
     typ = pa.float32()
     for _ in range(depth):

@@ -362,3 +362,42 @@ def test_cli_import_errors(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "out").exists()
     rc = main(["snapshots", "import", "--dataset", str(source), "--out", str(tmp_path / "out")])
     assert rc == 0 and "8 nodes" in capsys.readouterr().out
+
+
+def _with_footer(footer: bytes) -> bytes:
+    """A file shaped like Parquet (magics, footer length) around ``footer``."""
+    return b"PAR1" + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+
+
+def test_parquet_footer_walk_refuses_garbage_and_passes_real_files(tmp_path: Path) -> None:
+    """Issue 21.4. The footer is walked without Arrow (``parquet_encryption``) to find
+    encryption before Arrow reads column metadata: real files of many shapes (nested and map
+    columns, statistics, page indexes, many row groups, every codec) pass; a footer that cannot
+    be walked (cut short, an unknown type, nesting beyond the bound, a list longer than the
+    footer) is an ``UnreadableFile`` naming the file, never handed to Arrow."""
+    import io
+
+    table = pa.table({"a": pa.array(np.arange(300)), "s": [str(i % 7) for i in range(300)],
+                      "l": pa.array([[1.0, 2.0]] * 300, pa.list_(pa.float64())),
+                      "st": pa.array([{"x": 1, "y": [True, False]}] * 300),
+                      "m": pa.array([[("k", 1)]] * 300, pa.map_(pa.string(), pa.int32()))})
+    table = table.replace_schema_metadata({"k": "v" * 300})
+    for compression in ("none", "snappy", "gzip", "zstd", "lz4", "brotli"):
+        for options in ({}, {"write_page_index": True}, {"row_group_size": 7},
+                        {"use_dictionary": False, "write_statistics": False}):
+            buf = io.BytesIO()
+            pq.write_table(table, buf, compression=compression, **options)
+            assert snap.parquet_encryption(buf.getvalue()) is None, (compression, options)
+            snap.check_parquet_footer(tmp_path / "x.parquet", buf.getvalue())
+    garbage = {
+        "cut short": b"\x15\x02\x19",
+        "unknown type": b"\x1e\x00",
+        "too deep": b"\x1c" * 40 + b"\x00" * 40,
+        "list longer than the footer": b"\x19\xfc\xff\xff\xff\x0f" + b"\x00",
+    }
+    for footer in garbage.values():
+        with pytest.raises(ValueError):
+            snap.parquet_encryption(_with_footer(footer))
+        with pytest.raises(snap.UnreadableFile, match=r"x\.parquet: not a readable Parquet file "
+                                                      r"\(its footer cannot be parsed"):
+            snap.check_parquet_footer(tmp_path / "x.parquet", _with_footer(footer))
