@@ -46,6 +46,24 @@ def seed_rows(results: Path, method: str, dataset: str, prior: str, protocol: st
             if not r.get("failed")]
 
 
+def stale(results: Path, method: str, dataset: str, prior: str, protocol: str = "ours") -> bool:
+    """True when some finished seed of this row was run with another configuration than today's
+    defaults (e.g. an ablation row left from before the defaults changed): its numbers are not
+    comparable with rows run at the current defaults, and the tables say so."""
+    for row in seed_rows(results, method, dataset, prior, protocol):
+        if "config_hash" not in row or "features" not in row:
+            return True
+        n = int(row.get("classes_true", 0)) if prior == "yes" else None
+        try:
+            expected = config_hash(method_config(method, ORALConfig(), n, int(row["seed"])),
+                                   row["features"])
+        except Exception:  # a method or setting that no longer exists
+            return True
+        if row["config_hash"] != expected:
+            return True
+    return False
+
+
 def failed_seeds(results: Path, method: str, dataset: str, prior: str, protocol: str = "ours") -> list[dict]:
     """Seed files of runs that failed to train (:class:`~oral_core.experiment.FailedRun`)."""
     return [r for r in read_seed_files(run_dir(results, method, dataset, prior == "yes", protocol))
@@ -203,7 +221,8 @@ def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
               "known ids compared directly and novel nodes matched on their own, which is most likely",
               "what the paper's Known/Novel columns are (its GCN has Novel 0.00). For `gcn`, which",
               "can only answer known ids, the ORCA columns hold the fixed-id scores (novel 0), as in",
-              "the paper.", "",
+              "the paper. `(old defaults)`: some seed of the row ran with another configuration than",
+              "today's defaults (not yet rerun); compare it with nothing run at today's defaults.", "",
               "| method | dataset | prior | seeds | All | paper | Known | ORCA | paper | Novel | ORCA "
               "| paper | classes (true) | paper |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -217,9 +236,10 @@ def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
             continue
         pc = paper_classes(r["method"], r["dataset"]) if r["prior"] == "no" else None
         s = summarise(seed_rows(results, r["method"], r["dataset"], r["prior"], r["protocol"]) or [{}])
+        old = " (old defaults)" if stale(results, r["method"], r["dataset"], r["prior"], r["protocol"]) else ""
         orca = ("fixed_known", "fixed_novel") if r["method"] == "gcn" else ("orca_known", "orca_novel")
         lines.append(
-            f"| {r['method']} | {r['dataset']} | {r['prior']} | {r['seeds']} | "
+            f"| {r['method']}{old} | {r['dataset']} | {r['prior']} | {r['seeds']} | "
             f"{_fmt(r['all_mean'], r['all_std'])} | {_fmt(paper[0])} | "
             f"{_fmt(r['known_mean'], r['known_std'])} | {_fmt(s[orca[0] + '_mean'])} | {_fmt(paper[1])} | "
             f"{_fmt(r['novel_mean'], r['novel_std'])} | {_fmt(s[orca[1] + '_mean'])} | {_fmt(paper[2])} | "
@@ -328,8 +348,10 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
     lines = ["## ORAL against each method, paired by seed (All accuracy)", "",
              "Mean of (ORAL − method) over the seeds both have, its standard error, and on how many",
              "of those seeds ORAL is ahead.", "",
-             "| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead |",
-             "|---|---|---|---|---|---|---|"]
+             "`like for like`: both rows at today's defaults (no means one of them ran with an older",
+             "configuration, so the difference mixes two versions of the code's defaults).", "",
+             "| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead | like for like |",
+             "|---|---|---|---|---|---|---|---|"]
     have = {_row_key(r) for r in table}
     protocol = table[0]["protocol"] if table else "ours"
     for dataset in sorted({r["dataset"] for r in table}):
@@ -348,8 +370,10 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
                 se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
                       if len(diffs) > 1 else float("nan"))
                 ahead = sum(d > 0 for d in diffs)
+                same = not (stale(results, "oral", dataset, prior, protocol)
+                            or stale(results, method, dataset, prior, protocol))
                 lines.append(f"| {dataset} | {prior} | {method} | {len(diffs)} | {mean:+.2f} | "
-                             f"{_fmt(se)} | {ahead}/{len(diffs)} |")
+                             f"{_fmt(se)} | {ahead}/{len(diffs)} | {'yes' if same else 'no'} |")
     return lines
 
 

@@ -252,3 +252,21 @@ def test_proxy_compare_pairs_two_settings_by_seed_and_rule(tmp_path):
         {"rows": [{"rule": "last@4", "seed": 3, "all": 99.0}]}))  # unpaired: left out
     line = compare(tmp_path, "a", "b")[2]
     assert line.startswith("| last@4 | 3 | 60.00 | 64.33 | +4.33 (") and line.endswith("| 2/3 |")
+
+
+def test_rows_not_at_todays_defaults_are_marked_in_the_tables(planted, tmp_path, monkeypatch):
+    from benchmarks.reproduction import stale
+    prep = Prepared(planted, planted.x, "none")
+    monkeypatch.setattr("benchmarks.reproduction.prepare", lambda dataset, data_dir=None: prep)
+    rows = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=lambda s: None)
+    update_csv(rows, tmp_path)
+    name = planted.name
+    assert stale(tmp_path, "oral", name, "no")  # SMALL is not today's default configuration
+    assert "| oral (old defaults) | " in write_markdown(tmp_path).read_text()
+    path = tmp_path / "runs" / "oral" / f"{name}-noprior" / "seed_0.json"
+    row = json.loads(path.read_text())
+    from oral_core.experiment import config_hash, method_config
+    row["config_hash"] = config_hash(method_config("oral", ORALConfig(), None, 0), row["features"])
+    path.write_text(json.dumps(row))  # as if it had run at today's defaults
+    assert not stale(tmp_path, "oral", name, "no")
+    assert "| oral | " in write_markdown(tmp_path).read_text()
