@@ -25,6 +25,7 @@ from pathlib import Path
 from oral_core.config import ORALConfig
 from oral_core.experiment import prepare
 
+from .reproduction import mean_se
 from .tune import _cast, proxy_rules
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -37,12 +38,7 @@ def _paired(rows: list[dict], rule: str, reference: str, metric: str = "all") ->
     diffs = [by[(rule, s)] - by[(reference, s)] for s in seeds
              if (rule, s) in by and (reference, s) in by and not math.isnan(by[(rule, s)])
              and not math.isnan(by[(reference, s)])]
-    if not diffs:
-        return float("nan"), float("nan"), 0
-    mean = sum(diffs) / len(diffs)
-    se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
-          if len(diffs) > 1 else float("nan"))
-    return mean, se, len(diffs)
+    return (*mean_se(diffs), len(diffs))
 
 
 def table(rows: list[dict], reference: str) -> list[str]:
@@ -86,9 +82,7 @@ def compare(results: Path, reference: str, other: str) -> list[str]:
         if not seeds:
             continue
         diffs = [b[(rule, s)]["all"] - a[(rule, s)]["all"] for s in seeds]
-        mean = sum(diffs) / len(diffs)
-        se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
-              if len(diffs) > 1 else float("nan"))
+        mean, se = mean_se(diffs)
         lines.append(f"| {rule} | {len(seeds)} | {sum(a[(rule, s)]['all'] for s in seeds) / len(seeds):.2f} "
                      f"| {sum(b[(rule, s)]['all'] for s in seeds) / len(seeds):.2f} | {mean:+.2f} "
                      f"({se:.2f}) | {sum(d > 0 for d in diffs)}/{len(diffs)} |")

@@ -366,15 +366,21 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
                 diffs = [ours[s] - theirs[s] for s in sorted(set(ours) & set(theirs))]
                 if not diffs:
                     continue
-                mean = sum(diffs) / len(diffs)
-                se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
-                      if len(diffs) > 1 else float("nan"))
+                mean, se = mean_se(diffs)
                 ahead = sum(d > 0 for d in diffs)
                 same = not (stale(results, "oral", dataset, prior, protocol)
                             or stale(results, method, dataset, prior, protocol))
                 lines.append(f"| {dataset} | {prior} | {method} | {len(diffs)} | {mean:+.2f} | "
                              f"{_fmt(se)} | {ahead}/{len(diffs)} | {'yes' if same else 'no'} |")
     return lines
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (NaN for fewer than two values)."""
+    mean = sum(values) / len(values) if values else float("nan")
+    se = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
+          if len(values) > 1 else float("nan"))
+    return mean, se
 
 
 def _seed_scores(results: Path, method: str, dataset: str, prior: str,
