@@ -1584,6 +1584,7 @@ ALLOWED = {
     "name": "an MLflow model name: oral-<graph>, the graph name checked by check_graph_name",
     "oral_run_id": "a pipeline run id, checked to be hexadecimal before use",
     "run_id": "an MLflow run id returned by MLflow itself",
+    "leftover": "an _alembic_tmp_* table name read from the MLflow store's sqlite_master, quoted",
 }
 
 

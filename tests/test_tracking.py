@@ -454,3 +454,126 @@ def test_against_an_mlflow_server(fitted, mlflow_server, tmp_path):
     # the server keeps the artifacts; nothing is written on the client side
     assert any(server_artifacts.rglob("predictions.parquet"))
     assert not (tmp_path / "client-state").exists()
+
+
+# ------------------------------------------------------- issue 21.2: a full disk and the store
+@contextlib.contextmanager
+def _disk_full_when(folder: Path, predicate):
+    """``sqlite3.OperationalError('database or disk is full')`` for the first SQL statement run
+    on an SQLite store under ``folder`` for which ``predicate(statement, count)`` is true
+    (``count``: statements seen so far), as SQLite says when the disk fills mid-migration."""
+    import sqlite3
+
+    import sqlalchemy
+    from sqlalchemy import event
+
+    seen, fired = [], []
+
+    def before(conn, cursor, statement, parameters, context, executemany):
+        if str(folder) not in str(conn.engine.url.database or "") or fired:
+            return
+        seen.append(statement)
+        if predicate(statement, len(seen)):
+            fired.append(statement)
+            raise sqlite3.OperationalError("database or disk is full")
+    event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", before)
+    try:
+        yield fired
+    finally:
+        event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", before)
+
+
+def _is_batch_copy(statement: str) -> bool:
+    """alembic's batch migration copying ``experiments`` into its scratch table."""
+    return statement.lstrip().upper().startswith("INSERT INTO _ALEMBIC_TMP_EXPERIMENTS")
+
+
+@pytest.fixture(scope="module")
+def last_batch_copy(tmp_path_factory):
+    """A predicate for the last batch copy of ``experiments`` among MLflow's migrations
+    (counted in a clean creation): a failure there, after earlier migrations committed,
+    leaves ``_alembic_tmp_experiments`` behind, as a full disk did."""
+    import sqlalchemy
+    from sqlalchemy import event
+
+    folder = tmp_path_factory.mktemp("clean-store")
+    copies = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if str(folder) in str(conn.engine.url.database or "") and _is_batch_copy(statement):
+            copies.append(statement)
+    event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", count)
+    try:
+        mlflow.MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")._tracking_client.store
+    finally:
+        event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", count)
+    assert copies, "MLflow's migrations no longer batch-copy experiments"
+    state = {"seen": 0}
+
+    def predicate(statement: str, _count: int) -> bool:
+        if _is_batch_copy(statement):
+            state["seen"] += 1
+            return state["seen"] == len(copies)
+        return False
+
+    def fresh():
+        state["seen"] = 0
+        return predicate
+    return fresh
+
+
+def _store_works(cfg: TrackingConfig) -> None:
+    c = tracking.client(cfg)
+    exp = c.create_experiment(f"after-the-full-disk-{time.monotonic_ns()}")
+    run = c.create_run(exp)
+    c.log_metric(run.info.run_id, "m", 1.0)
+    assert c.get_run(run.info.run_id).data.metrics == {"m": 1.0}
+
+
+def test_full_disk_while_creating_the_store_leaves_no_half_made_store(tmp_path, last_batch_copy):
+    """Issue 21.2. The disk fills while MLflow creates its schema (alembic's batch copy into
+    ``_alembic_tmp_experiments``): the run fails naming the cause, no half-made ``mlflow.db``
+    (nor a hidden temporary file) is left, and the next run, space free again, creates the
+    store and works (it failed with ``table _alembic_tmp_experiments already exists``)."""
+    state = tmp_path / "state"
+    cfg = TrackingConfig(None, state, attempts=1)
+    with _disk_full_when(tmp_path, last_batch_copy()) as fired:
+        with pytest.raises(TrackingError, match="database or disk is full"):
+            tracking.client(cfg)
+    assert fired, "the injected failure never fired"
+    assert sorted(p.name for p in state.iterdir()) == []
+    _store_works(cfg)
+
+
+@pytest.mark.parametrize("where", ["batch-copy", "create-table-40"])
+def test_half_migrated_store_is_repaired_before_mlflow_opens_it(tmp_path, last_batch_copy, where):
+    """Issue 21.2. A store left half-migrated by a full disk before this fix (MLflow itself
+    creating ``mlflow.db`` in place): leftover ``_alembic_tmp_*`` scratch tables are dropped in
+    one transaction before MLflow opens the file and the migration runs again; a store whose
+    creation failed elsewhere and that holds no runs or models is moved aside
+    (``mlflow.db.broken-*``, kept) and made anew. Either way the next run works."""
+    import sqlite3
+
+    state = tmp_path / "state"
+    state.mkdir()
+    uri = f"sqlite:///{state / 'mlflow.db'}"
+    predicate = last_batch_copy() if where == "batch-copy" else (
+        lambda statement, count: statement.lstrip().upper().startswith("CREATE TABLE") and count > 40)
+    with _disk_full_when(tmp_path, predicate) as fired:
+        with pytest.raises(Exception, match="database or disk is full"):
+            mlflow.MlflowClient(tracking_uri=uri)._tracking_client.store
+    assert fired
+    if where == "batch-copy":
+        # SQLite rolls back the transaction on SQLITE_FULL and alembic's later DDL runs in
+        # autocommit mode: the scratch copy stays, as the issue found it
+        con = sqlite3.connect(state / "mlflow.db")
+        con.execute("CREATE TABLE _alembic_tmp_experiments AS SELECT * FROM experiments")
+        con.commit()
+        con.close()
+    with pytest.raises(Exception, match="already exists|duplicate column"):  # broken for good before the fix
+        mlflow.MlflowClient(tracking_uri=uri)._tracking_client.store
+    _store_works(TrackingConfig(None, state, attempts=1))
+    with sqlite3.connect(state / "mlflow.db") as con:
+        assert not [r for r in con.execute("SELECT name FROM sqlite_master WHERE name LIKE '\\_alembic\\_tmp\\_%' ESCAPE '\\'")]
+    if where != "batch-copy":
+        assert [p.name.startswith("mlflow.db.broken-") for p in state.iterdir()].count(True) == 1
