@@ -1,6 +1,7 @@
 """The nightly discovery flow and the backfill, as Prefect flows.
 
-    snapshot -> ingest -> validate -> train ORAL -> score -> MLflow -> DuckDB -> lineage -> artifact
+    snapshot -> ingest -> validate -> train ORAL -> score -> MLflow -> DuckDB -> lineage
+             -> champion alias -> artifact
 
 A failed contract stops the run before training: nothing is published, the report is kept under
 ``state/reports`` and linked from the run's artifact, and the flow run fails.
@@ -135,8 +136,10 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     tracking_cfg = TrackingConfig(settings.tracking_uri, settings.state_dir)
     tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id}
+    # registered now, champion only once DuckDB holds the run: a failed publish must not leave
+    # the registry's champion ahead of the warehouse
     tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
-                          (report_json, report_html), classes, scores, tags)
+                          (report_json, report_html), classes, scores, tags, promote=False)
     run |= {"mlflow_run_id": tracked["mlflow_run_id"], "model_name": tracked["model_name"],
             "model_version": tracked["model_version"]}
     snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
@@ -146,6 +149,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                     "validated_at": dt.datetime.now(dt.timezone.utc)}
     published = pt.publish(str(settings.warehouse_path), run, snapshot_row,
                            trained["predictions_path"], classes, graph, snapshot_date)
+    tracked = tracked | pt.champion(tracking_cfg, graph, tracked["model_version"],
+                                    trained["val_accuracy"])
     summary = {"graph": graph, "snapshot_date": snapshot_date.isoformat(), "run_id": published["run_id"],
                "classes": len(classes), "novel": sum(c["is_novel"] for c in classes),
                "statuses": published["statuses"], "scores": scores,

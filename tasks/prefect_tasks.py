@@ -81,10 +81,18 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
 
 @task(name="register", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
 def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
-             classes: list[dict], scores: dict | None, tags: dict) -> dict:
-    """One MLflow run (params, per-epoch metrics, artifacts, model), a registered version, and the
-    champion gate. Idempotent: a run already logged for this ``run_id`` is reused."""
-    return steps.track(tracking_cfg, graph, run, trained, report_paths, classes, scores, tags)
+             classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
+    """One MLflow run (params, per-epoch metrics, artifacts, model), a registered version, and
+    (with ``promote``) the champion gate. Idempotent: a run already logged for this ``run_id`` is
+    reused."""
+    return steps.track(tracking_cfg, graph, run, trained, report_paths, classes, scores, tags,
+                       promote)
+
+
+@task(name="champion", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
+def champion(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
+    """The champion gate for a registered version, run after the DuckDB publish committed."""
+    return steps.champion_gate(tracking_cfg, graph, version, val_accuracy)
 
 
 def ensure_writer_limit() -> None:

@@ -438,9 +438,11 @@ def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | st
 
 
 def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
-          classes: list[dict], scores: dict | None, tags: dict) -> dict:
+          classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
     """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
-    and the champion gate (:mod:`tasks.tracking`).
+    and, with ``promote``, the champion gate (:mod:`tasks.tracking`). The nightly flow passes
+    ``promote=False`` and runs the gate (:func:`champion_gate`) only after DuckDB committed the
+    run, so a failed publish never leaves the registry's champion ahead of the warehouse.
 
     Idempotent per pipeline run id (tag ``oral_run_id`` on the version):
 
@@ -461,7 +463,7 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
     client = tracking.client(tracking_cfg)
     existing = _versions_of_run(tracking_cfg, client, name, oral_run_id)
     if existing:
-        return _reuse_version(tracking_cfg, client, graph, existing, trained)
+        return _reuse_version(tracking_cfg, client, graph, existing, trained, promote)
     history = json.loads(Path(trained["history_path"]).read_text())
     params = dict(trained["config"]) | {"feature_mode": trained["feature_mode"],
                                         "config_hash": trained["config_hash"], "graph": graph,
@@ -486,12 +488,34 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
         log.warning("%s: run %s was registered concurrently by another process; dropping version "
                     "%d in favour of version %d", name, oral_run_id, int(version),
                     min(int(v.version) for v in found))
-        return _reuse_version(tracking_cfg, client, graph, found, trained)
-    promoted, reason = tracking.promote_champion(tracking_cfg, graph, version, True,
-                                                 trained["val_accuracy"])
+        return _reuse_version(tracking_cfg, client, graph, found, trained, promote)
+    if promote:
+        promoted, reason = tracking.promote_champion(tracking_cfg, graph, version, True,
+                                                     trained["val_accuracy"])
+    else:
+        promoted, reason = None, "registered; the champion gate runs after the DuckDB publish"
     log.info("MLflow run %s, %s version %d: %s", mlflow_run_id, name, version, reason)
     return {"mlflow_run_id": mlflow_run_id, "model_name": name, "model_version": int(version),
-            "promoted": bool(promoted), "reason": reason, "tracking_uri": tracking_cfg.safe_uri()}
+            "promoted": None if promoted is None else bool(promoted), "reason": reason,
+            "tracking_uri": tracking_cfg.safe_uri()}
+
+
+def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
+    """The champion gate for a registered ``version``, once: when the version already carries a
+    ``champion_decision`` (a rerun, a retry after the gate ran) that decision stands. The
+    nightly flow calls it after the DuckDB publish committed. Returns ``promoted`` (the alias
+    points at ``version`` now) and ``reason``."""
+    from tasks import tracking
+
+    name = tracking.model_name(graph)
+    client = tracking.client(tracking_cfg)
+    mv = tracking._retry(tracking_cfg, lambda: client.get_model_version(name, str(int(version))),
+                         f"reading version {version} of {name!r}")
+    reason = (mv.tags or {}).get("champion_decision")
+    if reason is None:
+        _, reason = tracking.promote_champion(tracking_cfg, graph, version, True, float(val_accuracy))
+    return {"promoted": tracking.champion_version(tracking_cfg, graph) == int(version),
+            "reason": reason}
 
 
 def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
@@ -517,7 +541,8 @@ def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
                                 f"searching versions of {name!r} for run {oral_run_id}"))
 
 
-def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict) -> dict:
+def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict,
+                   promote: bool = True) -> dict:
     """Keep the lowest of ``versions`` (all tagged with one pipeline run id), delete the others
     (a crashed or concurrent duplicate; never one an alias points at), finish the champion gate
     if it never decided for the kept one, and describe it like :func:`track` does."""
@@ -550,7 +575,7 @@ def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: di
             except Exception as err:  # noqa: BLE001
                 log.warning("could not delete duplicate MLflow run %s: %s", extra.run_id, err)
     reason = "reused the registered version"
-    if "champion_decision" not in (keeper.tags or {}):  # a crash came before the gate decided
+    if promote and "champion_decision" not in (keeper.tags or {}):  # the gate never decided
         accuracy = (keeper.tags or {}).get("val_accuracy", trained.get("val_accuracy"))
         _, reason = tracking.promote_champion(tracking_cfg, graph, keeper.version, True,
                                               float(accuracy))

@@ -315,6 +315,23 @@ def _value(value):
     return value
 
 
+def _rollback(con, err: BaseException, what: str) -> bool:
+    """Roll back after ``err`` broke a transaction; True when the rollback went through.
+
+    A rollback that fails too (DuckDB already aborted the transaction after an I/O error such as
+    a full disk: ``cannot rollback - no transaction is active``) is logged and attached to
+    ``err`` as a note, never raised: the caller re-raises ``err``, the cause the user must see."""
+    try:
+        con.execute("ROLLBACK")
+        return True
+    except Exception as failed:  # noqa: BLE001 - the original error matters, this one is logged
+        log.warning("%s failed (%s: %s); the rollback failed too: %s: %s", what,
+                    type(err).__name__, err, type(failed).__name__, failed)
+        if hasattr(err, "add_note"):
+            err.add_note(f"(the rollback after this error failed too: {type(failed).__name__}: {failed})")
+        return False
+
+
 def _lock_error(err: Exception) -> bool:
     text = str(err)
     return "Could not set lock" in text or "Conflicting lock" in text
@@ -480,8 +497,8 @@ class Warehouse:
             for ddl in VIEWS:
                 con.execute(ddl)
             con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as err:
+            _rollback(con, err, f"setting up the schema of {self.path}")
             raise
         return SCHEMA_VERSION
 
@@ -542,9 +559,9 @@ class Warehouse:
                 nodes = self._insert_assignments(con, run_id, source)
                 self._insert_lineage(con, run_row)
                 con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                log.error("publishing run %s of %r failed; rolled back", run_id, run_row["graph"])
+            except BaseException as err:
+                if _rollback(con, err, f"publishing run {run_id}"):
+                    log.error("publishing run %s of %r failed; rolled back", run_id, run_row["graph"])
                 raise
         log.info("published run %s of %r (%s): %d nodes, %d classes, %d lineage rows", run_id,
                  run_row["graph"], run_row["snapshot_date"], nodes, class_table.num_rows,

@@ -297,6 +297,92 @@ def test_disk_full_in_duckdb_rolls_back(tmp_path, monkeypatch):
                                            "content-second", "cfg"))["runs"] == 1
 
 
+class _DiskFullConnection:
+    """A DuckDB connection whose schema set-up hits a full disk the way DuckDB reports it: the
+    first ``CREATE TABLE`` aborts the transaction (DuckDB invalidates it on an I/O error, so a
+    later ROLLBACK says ``cannot rollback - no transaction is active``) and raises
+    ``IOException: No space left on device``."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql, *args, **kwargs):
+        import duckdb
+
+        if str(sql).lstrip().upper().startswith("CREATE TABLE"):
+            self._con.execute("ROLLBACK")
+            raise duckdb.IOException("Could not write file \"oral.duckdb.wal\": No space left on device")
+        return self._con.execute(sql, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def _disk_full_on_schema_set_up(monkeypatch) -> None:
+    from tasks.warehouse import Warehouse
+
+    real = Warehouse.connect
+    monkeypatch.setattr(Warehouse, "connect",
+                        lambda self, *a, **k: _DiskFullConnection(real(self, *a, **k)))
+
+
+def test_disk_full_in_schema_set_up_names_the_cause(tmp_path, monkeypatch, caplog):
+    """Issue 21.3 (a). A full disk while the warehouse sets up its schema: the error says
+    ``No space left on device`` (the failed rollback is logged and noted, not raised)."""
+    import duckdb
+
+    from tasks.warehouse import Warehouse
+
+    _disk_full_on_schema_set_up(monkeypatch)
+    wh = Warehouse(tmp_path / "oral.duckdb", threads=1)
+    with pytest.raises(duckdb.IOException, match="No space left on device") as raised:
+        wh.ensure_schema()
+    assert any("no transaction is active" in note for note in raised.value.__notes__)
+    with pytest.raises(duckdb.IOException, match="No space left on device"):
+        wh.publish_run(**helpers.publish_data("first"))
+    assert "the rollback failed too" in caplog.text
+    monkeypatch.undo()
+    wh.publish_run(**helpers.publish_data("first"))
+    assert _publish_counts(tmp_path / "oral.duckdb", make_run_id_of("first"))["runs"] == 1
+
+
+def make_run_id_of(tag: str) -> str:
+    from tasks.warehouse import make_run_id
+
+    return make_run_id(helpers.GRAPH, helpers.RUN_DATES[tag], f"content-{tag}", "cfg")
+
+
+def test_failed_publish_leaves_the_champion_where_it_was(env, monkeypatch):
+    """Issue 21.3 (b). The second night's DuckDB publish fails on a full disk (every attempt):
+    the flow fails naming ``No space left on device``; its version is registered but the
+    champion alias has not moved (DuckDB holds no row of that night); the rerun publishes and
+    only then runs the champion gate."""
+    import duckdb
+
+    from tasks import prefect_tasks as pt
+
+    graph = env.graph("full-disk-publish")
+    first = env.night(graph, D1)
+    assert env.champion(graph) == first["model_version"]
+    monkeypatch.setattr(pt.publish, "retry_delay_seconds", 0)
+    _disk_full_on_schema_set_up(monkeypatch)
+    with pytest.raises(duckdb.IOException, match="No space left on device"):
+        env.night(graph, D2)
+    monkeypatch.undo()
+    versions = env.versions(graph)
+    assert len(versions) == 2 and env.champion(graph) == first["model_version"]
+    assert "champion_decision" not in versions[1].tags
+    assert [r["snapshot_date"].isoformat() for r in env.rows(graph)["runs"]] == [D1]
+
+    second = env.night(graph, D2)
+    assert second["model_version"] == int(versions[1].version)
+    assert len(env.versions(graph)) == 2
+    assert "champion_decision" in env.client.get_model_version(f"oral-{graph}", versions[1].version).tags
+    assert env.champion(graph) == (second["model_version"] if second["champion"] else first["model_version"])
+    assert len(env.rows(graph)["runs"]) == 2
+    check_consistent(env)
+
+
 # ----------------------------------------------------------------- 2. crashes, retries, reruns
 def test_crash_in_training_then_rerun_completes(env, monkeypatch):
     """Case 2. Training raises on the first attempt: the flow fails with nothing published or
@@ -367,6 +453,7 @@ def test_crash_before_champion_gate_is_finished_by_the_retry(env, monkeypatch):
 
     graph = env.graph("crash-gate")
     monkeypatch.setattr(pt.register, "retry_delay_seconds", 0)
+    monkeypatch.setattr(pt.champion, "retry_delay_seconds", 0)
     real, calls = tracking.promote_champion, []
 
     def crashing(*args, **kwargs):
