@@ -1439,7 +1439,8 @@ UNREADABLE = {
 
 
 @pytest.mark.parametrize("kind", sorted(UNREADABLE))
-def test_unreadable_files_break_the_contract_with_a_report(env, capsys, monkeypatch, kind):
+def test_unreadable_files_break_the_contract_with_a_report(env, capsys, monkeypatch, kind,
+                                                           tmp_path):
     """Issue 21.8. A ``nodes.parquet`` that is not Parquet, empty, a folder, compressed with a
     codec Arrow lacks, or a symlink to a text file breaks the data contract like any other bad
     data: ``oral run`` exits 1 with one ``error:`` line naming the file, the rule and the report,
@@ -1466,7 +1467,7 @@ def test_unreadable_files_break_the_contract_with_a_report(env, capsys, monkeypa
         elif how == "folder":
             nodes.mkdir()
         elif how == "symlink":
-            target = env.base / f"{graph}.txt"
+            target = tmp_path / f"{graph}.txt"  # outside the module's folder (case 8 checks it)
             target.write_text("not a parquet file\n" * 20)
             nodes.symlink_to(target)
     capsys.readouterr()
