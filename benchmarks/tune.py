@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import prepare
+from oral_core.experiment import prepare, to_dataset_ids
 from oral_core.metrics import open_world_accuracy
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL
@@ -88,9 +88,7 @@ def _proxy_config(config: ORALConfig, seed: int, num_classes: int) -> ORALConfig
 
 
 def _proxy_accuracy(graph, task: ProxyTask, class_id: torch.Tensor) -> dict:
-    k = task.visible.numel()
-    pred = torch.where(class_id < k, task.visible[class_id.clamp(max=k - 1)],
-                       graph.num_classes + class_id - k)
+    pred = to_dataset_ids(class_id.long(), task.visible, graph.num_classes)
     acc = open_world_accuracy(graph.y[task.scored], pred[task.scored], task.visible)
     return {k2: 100 * v for k2, v in acc.items()} | {"classes": int(torch.unique(class_id).numel())}
 

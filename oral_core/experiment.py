@@ -207,10 +207,11 @@ def protocol_split(graph: Graph, seed: int, protocol: str = "ours",
     known classes per seed under either protocol.
     """
     protocol_tag(protocol, known)
+    paper_known = paper_known_classes(graph) if protocol == "paper" and known != "random" else None
     if known == "random":
         split = make_split(graph.y, seed=seed, known_choice="random")
-    elif protocol == "paper" and paper_known_classes(graph) is not None:
-        split = make_split(graph.y, seed=seed, known_classes=paper_known_classes(graph))
+    elif paper_known is not None:
+        split = make_split(graph.y, seed=seed, known_classes=paper_known)
     else:
         split = make_split(graph.y, seed=seed)
     scored = split.test_mask if protocol == "ours" else ~split.train_mask
