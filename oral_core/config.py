@@ -43,6 +43,9 @@ class ORALConfig:
     gamma: float = 0.3  # reliable pseudo-label ratio (paper)
     mu: float = 0.015  # recovered edge ratio (paper)
     eta: float = 0.02  # Eq. 9 suppression threshold on mean group mass
+    # Eq. 8 averages the layers ensemble_from_layer..L (1-based). 1, every layer, is the paper;
+    # 2 leaves out layer 1, whose groups are scored on a projection of the raw features (no edge)
+    ensemble_from_layer: int = 1
     refine_candidates_per_node: int = 128  # pair-sampling budget of Eq. 10-11
     pseudo_label_weight: float = 1.0  # weight of pseudo-labelled nodes in L_ce (Eq. 7)
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
@@ -106,6 +109,8 @@ class ORALConfig:
             (self.resolution_min > 0, "resolution_min must be > 0"),
             (self.resolution_min <= self.resolution_max, "resolution_max must be >= resolution_min"),
             (self.epochs >= 1, "epochs must be >= 1"),
+            (1 <= self.ensemble_from_layer <= self.num_layers,
+             "ensemble_from_layer must be in [1, num_layers]"),
             (self.temperature > 0, "temperature must be > 0"),
             (self.attention_temperature > 0, "attention_temperature must be > 0"),
             (self.prior_num_classes is None or self.prior_num_classes >= 1,

@@ -114,6 +114,7 @@ class ORALModel:
         if step < 1 and n:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         width = self.mask.numel()
+        first = self.config.ensemble_from_layer - 1  # Eq. 8 over the layers the model was fitted with
         mask = self.mask.to(device)
         perms = [q.to(device) for q in self.perms]
         group_class = self.group_class.to(device)
@@ -124,7 +125,7 @@ class ORALModel:
             padded = pad_assignments([p[rows] for p in layers])
             padded = [torch.nn.functional.pad(p, (0, width - p.shape[1])) if p.shape[1] < width
                       else p for p in padded]
-            p_hat = ensemble_assignment(padded, perms) * mask
+            p_hat = ensemble_assignment(padded, perms, first) * mask
             group = (p_hat + 1e-12 * mask).argmax(dim=1)
             total = p_hat.sum(dim=1)
             conf[rows] = torch.where(

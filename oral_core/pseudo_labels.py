@@ -21,7 +21,7 @@ def pad_assignments(assignments: list[torch.Tensor]) -> list[torch.Tensor]:
     return [torch.nn.functional.pad(p, (0, width - p.shape[1])) for p in assignments]
 
 
-def align_layers(padded: list[torch.Tensor]) -> list[torch.Tensor]:
+def align_layers(padded: list[torch.Tensor], first: int = 0) -> list[torch.Tensor]:
     """Permutations aligning each layer's groups to the reference groups (Hungarian).
 
     Returns ``perm_l`` (long ``[G]``) with ``aligned_l = padded_l[:, perm_l]``; ``perm_1`` is the
@@ -29,22 +29,38 @@ def align_layers(padded: list[torch.Tensor]) -> list[torch.Tensor]:
     (``j_l`` in Eq. 8) of layer ``l``. The reference is the mean of the layers aligned so far, which
     is exactly the first layer for ``L = 2``; for deeper stacks it keeps groups that are missing
     from the first layer (its padding) together across the later layers.
+
+    ``first`` (0-based) is the first layer the ensemble averages (the switch
+    ``ORALConfig.ensemble_from_layer``; 0 is the paper): the reference starts from it, and the
+    layers before it are aligned to the final reference without changing it (they still need a
+    permutation, as pseudo-labels supervise every layer through it).
     """
-    perms = [torch.arange(padded[0].shape[1])]
-    reference = padded[0].detach().double()
-    for k, p in enumerate(padded[1:], start=1):
+    width = padded[0].shape[1]
+    perms: list[torch.Tensor | None] = [None] * len(padded)
+    perms[first] = torch.arange(width)
+    reference = padded[first].detach().double()
+
+    def align(p: torch.Tensor) -> torch.Tensor:
         overlap = reference.t() @ p.detach().double()  # [G_ref, G_l]
         rows, cols = max_assignment(overlap)
         perm = torch.empty(p.shape[1], dtype=torch.long)
         perm[torch.as_tensor(rows, dtype=torch.long)] = torch.as_tensor(cols, dtype=torch.long)
-        perms.append(perm)
-        reference = (reference * k + p.detach().double()[:, perm]) / (k + 1)
+        return perm
+
+    for k, idx in enumerate(range(first + 1, len(padded)), start=1):
+        perms[idx] = align(padded[idx])
+        reference = (reference * k + padded[idx].detach().double()[:, perms[idx]]) / (k + 1)
+    for idx in range(first):
+        perms[idx] = align(padded[idx])
     return perms
 
 
-def ensemble_assignment(padded: list[torch.Tensor], perms: list[torch.Tensor]) -> torch.Tensor:
-    """Eq. 8: ``p_hat_ij = (1/L) sum_l p^(l)_{i j_l}``."""
-    return torch.stack([p[:, perm.to(p.device)] for p, perm in zip(padded, perms)]).mean(dim=0)
+def ensemble_assignment(padded: list[torch.Tensor], perms: list[torch.Tensor],
+                        first: int = 0) -> torch.Tensor:
+    """Eq. 8: ``p_hat_ij = (1/L) sum_l p^(l)_{i j_l}`` over the layers ``first..L-1`` (0-based;
+    ``first = 0``, every layer, is the paper)."""
+    return torch.stack([p[:, perm.to(p.device)] for p, perm in
+                        zip(padded[first:], perms[first:])]).mean(dim=0)
 
 
 def suppression_mask(p_hat: torch.Tensor, eta: float) -> torch.Tensor:
@@ -91,11 +107,13 @@ class Ensemble:
     layer_groups: list[int]  # real group count of each layer
 
 
-def ensemble_layers(assignments: list[torch.Tensor], eta: float) -> Ensemble:
-    """Pad, align, average and suppress (Eq. 8-9)."""
+def ensemble_layers(assignments: list[torch.Tensor], eta: float, first: int = 0) -> Ensemble:
+    """Pad, align, average and suppress (Eq. 8-9); ``first``: see :func:`align_layers`."""
+    if not 0 <= first < len(assignments):
+        raise ValueError(f"the ensemble's first layer {first} is not one of {len(assignments)} layers")
     padded = pad_assignments([p.detach() for p in assignments])
-    perms = align_layers(padded)
-    p_hat = ensemble_assignment(padded, perms)
+    perms = align_layers(padded, first)
+    p_hat = ensemble_assignment(padded, perms, first)
     mask = suppression_mask(p_hat, eta)
     if mask.sum() == 0:  # never mask everything away
         mask[p_hat.mean(dim=0).argmax()] = 1

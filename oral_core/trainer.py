@@ -294,7 +294,8 @@ class ORAL:
         watch.sync()
         watch.add("eval_forward", time.perf_counter() - start - (watch.totals.get("cluster", 0.0) - before))
         with watch.section("ensemble"):
-            ens = ensemble_layers([o.p for o in outs], self.config.eta)
+            ens = ensemble_layers([o.p for o in outs], self.config.eta,
+                                  self.config.ensemble_from_layer - 1)
             group_class = ensemble_classes(ens, labels.cpu(), num_known)
         return outs, partitions, ens, group_class
 

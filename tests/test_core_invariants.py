@@ -21,8 +21,8 @@ from oral_core.consistency import (adaptive_edge_drop, consistency_loss,
 from oral_core.graph import canonical_edges
 from oral_core.prototypes import (balance_regulariser, jaccard_prototype_graph,
                                   representativeness, top_k_association)
-from oral_core.pseudo_labels import (align_layers, ensemble_assignment, pad_assignments,
-                                     select_confident, suppression_mask)
+from oral_core.pseudo_labels import (align_layers, ensemble_assignment, ensemble_layers,
+                                     pad_assignments, select_confident, suppression_mask)
 from oral_core.refinement import candidate_pairs, refine_structure
 from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL, select_device
@@ -347,6 +347,30 @@ def test_ensemble_of_identical_layers_is_the_layer() -> None:
     perms = align_layers(padded)
     assert all(torch.equal(q, torch.arange(4)) for q in perms)
     assert torch.allclose(ensemble_assignment(padded, perms), p)
+
+
+def test_ensemble_from_a_later_layer_leaves_the_first_out_but_aligns_it() -> None:
+    """Switch ``ensemble_from_layer`` (1-based; 1 is the paper's Eq. 8 over every layer): with 2,
+    layer 1 does not enter the average, yet it is aligned to the ensemble's groups, since
+    pseudo-labels supervise every layer through its permutation."""
+    p_noise = random_assignment(60, 4, 11)  # a first layer that disagrees with the others
+    p = random_assignment(60, 4, 12)
+    sigma = torch.tensor([2, 3, 0, 1])
+    padded = pad_assignments([p[:, sigma], p, p])
+    perms = align_layers(padded, first=1)
+    assert torch.equal(perms[1], torch.arange(4)) and torch.equal(perms[2], torch.arange(4))
+    assert torch.allclose(padded[0][:, perms[0]], p)  # layer 1 aligned to the reference
+    assert torch.allclose(ensemble_assignment(padded, perms, first=1), p)
+    # the first layer's values never enter: replacing it changes nothing in the average
+    other = pad_assignments([p_noise, p, p])
+    assert torch.allclose(ensemble_assignment(other, align_layers(other, first=1), first=1), p)
+    assert not torch.allclose(ensemble_assignment(other, align_layers(other)), p)
+    ens = ensemble_layers([p_noise, p, p], eta=0.0, first=1)
+    assert torch.allclose(ens.p, p)
+    with pytest.raises(ValueError, match="first layer"):
+        ensemble_layers([p, p], eta=0.0, first=2)
+    with pytest.raises(ValueError, match="ensemble_from_layer"):
+        ORALConfig(ensemble_from_layer=4).validate()
 
 
 def test_suppression_masks_small_groups() -> None:

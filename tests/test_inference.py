@@ -12,15 +12,16 @@ from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL
 
 
-@pytest.fixture(scope="module")
-def fitted():
+@pytest.fixture(scope="module", params=[1, 2], ids=["paper_ensemble", "ensemble_from_layer_2"])
+def fitted(request):
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     graph = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, avg_degree=8.0,
                                 homophily=0.85, feature_noise=2.0, seed=1)
     split = make_split(graph.y, seed=0, known_classes=[0, 1, 2])
     cfg = ORALConfig(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
-                     cluster_warmup_epochs=5, seed=0, device="cpu")
+                     cluster_warmup_epochs=5, seed=0, device="cpu",
+                     ensemble_from_layer=request.param)
     model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y), split.val_labels(graph.y))
     yield graph, model
     torch.set_num_threads(before)
