@@ -24,22 +24,36 @@ Tables (``meta`` holds ``schema_version``)::
     runs             run_id (PK), graph, snapshot_date, content_hash, config_hash, code_version,
                      prefect_flow_run_id, mlflow_run_id, model_name, model_version, device,
                      epochs, val_accuracy, num_classes, num_known, num_novel, num_nodes,
-                     train_seconds, published_at, acc_all, acc_known, acc_novel, scores (JSON)
+                     train_seconds, published_at, acc_all, acc_known, acc_novel,
+                     scores MAP(VARCHAR, DOUBLE)
     classes          run_id, class_key (PK together), lineage_id, class_name, is_novel, size,
-                     mean_confidence, top_features (JSON), exemplars (JSON list of node ids),
-                     purity, majority_true_label
+                     mean_confidence,
+                     top_features STRUCT(name VARCHAR, lift DOUBLE, class_mean DOUBLE)[],
+                     exemplars VARCHAR[] (node ids), purity, majority_true_label
     node_assignments run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence
                      (unique per run_id and node_id; enforced by publish_run, not by an index,
                      which would cost memory on hundreds of millions of rows)
     class_lineage    graph, lineage_id, run_id (PK: run_id, lineage_id), snapshot_date,
-                     class_key, status, size, previous_size, parents (JSON), merged_into,
+                     class_key, status, size, previous_size, parents VARCHAR[], merged_into,
                      first_seen, last_seen
+    class_labels     graph, lineage_id, name, labelled_by, labelled_at: the names people gave
+                     classes (:meth:`Warehouse.label_class`); every label is kept, the latest
+                     of a (graph, lineage id) counts
+
+``lineage_id`` is the one key of a class across tables and nights (``known:<name>`` or
+``<graph>:novel:<n>``); ``class_key`` is the model's class number within one run (join on
+``(run_id, class_key)``).
 
 Views: ``latest_runs`` (each graph's latest run: latest snapshot date, then latest published),
-``latest_classes`` (the classes of each graph's latest run with their lineage status),
+``latest_labels`` (the current label of each graph's lineage id), ``latest_classes`` (the
+classes of each graph's latest run with their lineage status and ``label``),
 ``emerged_classes`` (those of them that emerged in that run), ``class_timeline`` (one row per
-graph, lineage id and snapshot date: size and status; when several configurations ran on one
-date, the latest published run of that date counts).
+graph, lineage id and snapshot date: size, status and ``label``; when several configurations
+ran on one date, the latest published run of that date counts).
+
+Schema version 1 kept ``scores``, ``top_features``, ``exemplars`` and ``parents`` as JSON
+text; :meth:`Warehouse.ensure_schema` (run by every publish, label and analyst query) converts
+such a warehouse in place, in one transaction (:data:`MIGRATIONS`).
 
 Values always travel as bound parameters or registered Arrow tables, never inside SQL text.
 
@@ -74,7 +88,7 @@ from .lineage import STATUSES, PreviousClasses
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MEMORY = ":memory:"
 
 
@@ -88,6 +102,10 @@ class WarehouseLocked(WarehouseError):
 
 class QueryRefused(WarehouseError, ValueError):
     """``Warehouse.query`` only runs one read-only statement."""
+
+
+class UnknownLineage(WarehouseError, LookupError):
+    """A lineage id that no published run of the graph has (``Warehouse.label_class``)."""
 
 
 # ------------------------------------------------------------------------------------ schema
@@ -132,7 +150,7 @@ TABLES = [
         acc_all DOUBLE,
         acc_known DOUBLE,
         acc_novel DOUBLE,
-        scores VARCHAR)""",
+        scores MAP(VARCHAR, DOUBLE))""",
     """CREATE TABLE IF NOT EXISTS classes (
         run_id VARCHAR NOT NULL,
         class_key INTEGER NOT NULL,
@@ -141,8 +159,8 @@ TABLES = [
         is_novel BOOLEAN NOT NULL,
         size BIGINT NOT NULL,
         mean_confidence DOUBLE,
-        top_features VARCHAR,
-        exemplars VARCHAR,
+        top_features STRUCT(name VARCHAR, lift DOUBLE, class_mean DOUBLE)[],
+        exemplars VARCHAR[],
         purity DOUBLE,
         majority_true_label VARCHAR,
         PRIMARY KEY (run_id, class_key))""",
@@ -163,26 +181,59 @@ TABLES = [
         status VARCHAR NOT NULL CHECK (status IN ({_STATUS_LIST})),
         size BIGINT NOT NULL,
         previous_size BIGINT,
-        parents VARCHAR NOT NULL,
+        parents VARCHAR[] NOT NULL,
         merged_into VARCHAR,
         first_seen DATE,
         last_seen DATE,
         PRIMARY KEY (run_id, lineage_id))""",
+    """CREATE TABLE IF NOT EXISTS class_labels (
+        graph VARCHAR NOT NULL,
+        lineage_id VARCHAR NOT NULL,
+        name VARCHAR NOT NULL,
+        labelled_by VARCHAR NOT NULL,
+        labelled_at TIMESTAMP NOT NULL)""",
 ]
+
+#: In-place conversions from an older schema version (the key) to the next, run in the schema
+#: transaction of :meth:`Warehouse.ensure_schema` (all or nothing). 1 -> 2: the JSON text
+#: columns become typed (a ``top_features`` entry's ``feature`` key, as version 1 wrote it,
+#: becomes ``name``; a score that is not a number becomes NULL: the ``acc_*`` columns keep
+#: the accuracies).
+MIGRATIONS = {
+    1: [
+        """ALTER TABLE runs ALTER scores TYPE MAP(VARCHAR, DOUBLE)
+            USING TRY_CAST(CAST(scores AS JSON) AS MAP(VARCHAR, DOUBLE))""",
+        """ALTER TABLE classes ALTER top_features
+            TYPE STRUCT(name VARCHAR, lift DOUBLE, class_mean DOUBLE)[]
+            USING list_transform(CAST(top_features AS JSON[]), lambda f: struct_pack(
+                name := coalesce(f ->> 'name', f ->> 'feature'),
+                lift := TRY_CAST(f ->> 'lift' AS DOUBLE),
+                class_mean := TRY_CAST(f ->> 'class_mean' AS DOUBLE)))""",
+        """ALTER TABLE classes ALTER exemplars TYPE VARCHAR[]
+            USING CAST(CAST(exemplars AS JSON) AS VARCHAR[])""",
+        """ALTER TABLE class_lineage ALTER parents TYPE VARCHAR[]
+            USING CAST(CAST(parents AS JSON) AS VARCHAR[])""",
+    ],
+}
 
 VIEWS = [
     """CREATE OR REPLACE VIEW latest_runs AS
         SELECT * FROM runs
         QUALIFY row_number() OVER (PARTITION BY graph
                                    ORDER BY snapshot_date DESC, published_at DESC, run_id DESC) = 1""",
+    """CREATE OR REPLACE VIEW latest_labels AS
+        SELECT graph, lineage_id, name AS label, labelled_by, labelled_at FROM class_labels
+        QUALIFY row_number() OVER (PARTITION BY graph, lineage_id
+                                   ORDER BY labelled_at DESC, rowid DESC) = 1""",
     """CREATE OR REPLACE VIEW latest_classes AS
-        SELECT r.graph, r.snapshot_date, r.run_id, c.lineage_id, c.class_key, c.class_name,
-               c.is_novel, c.size, c.mean_confidence, l.status, l.previous_size, l.parents,
-               l.first_seen, l.last_seen, c.top_features, c.exemplars, c.purity,
+        SELECT r.graph, r.snapshot_date, r.run_id, c.lineage_id, lb.label, c.class_key,
+               c.class_name, c.is_novel, c.size, c.mean_confidence, l.status, l.previous_size,
+               l.parents, l.first_seen, l.last_seen, c.top_features, c.exemplars, c.purity,
                c.majority_true_label
         FROM latest_runs r
         JOIN classes c ON c.run_id = r.run_id
-        LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id""",
+        LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id
+        LEFT JOIN latest_labels lb ON lb.graph = r.graph AND lb.lineage_id = c.lineage_id""",
     """CREATE OR REPLACE VIEW emerged_classes AS
         SELECT * FROM latest_classes WHERE status = 'emerged'""",
     """CREATE OR REPLACE VIEW class_timeline AS
@@ -190,12 +241,13 @@ VIEWS = [
             SELECT run_id FROM runs
             QUALIFY row_number() OVER (PARTITION BY graph, snapshot_date
                                        ORDER BY published_at DESC, run_id DESC) = 1)
-        SELECT l.graph, l.lineage_id, l.snapshot_date, l.status, l.size, l.previous_size,
-               l.class_key, c.class_name, c.is_novel, c.mean_confidence, l.parents,
-               l.merged_into, l.first_seen, l.last_seen, l.run_id
+        SELECT l.graph, l.lineage_id, lb.label, l.snapshot_date, l.status, l.size,
+               l.previous_size, l.class_key, c.class_name, c.is_novel, c.mean_confidence,
+               l.parents, l.merged_into, l.first_seen, l.last_seen, l.run_id
         FROM class_lineage l
         JOIN day_runs d ON d.run_id = l.run_id
-        LEFT JOIN classes c ON c.run_id = l.run_id AND c.class_key = l.class_key""",
+        LEFT JOIN classes c ON c.run_id = l.run_id AND c.class_key = l.class_key
+        LEFT JOIN latest_labels lb ON lb.graph = l.graph AND lb.lineage_id = l.lineage_id""",
 ]
 
 RUN_COLUMNS = ["run_id", "graph", "snapshot_date", "content_hash", "config_hash", "code_version",
@@ -204,15 +256,17 @@ RUN_COLUMNS = ["run_id", "graph", "snapshot_date", "content_hash", "config_hash"
                "train_seconds", "published_at", "acc_all", "acc_known", "acc_novel", "scores"]
 SNAPSHOT_COLUMNS = ["graph", "snapshot_date", "content_hash", "path", "nodes", "edges",
                     "labelled_nodes", "known_classes", "validation_passed", "validated_at"]
+TOP_FEATURE = pa.struct([("name", pa.string()), ("lift", pa.float64()),
+                         ("class_mean", pa.float64())])
 CLASS_SCHEMA = pa.schema([
     ("class_key", pa.int32()), ("lineage_id", pa.string()), ("class_name", pa.string()),
     ("is_novel", pa.bool_()), ("size", pa.int64()), ("mean_confidence", pa.float64()),
-    ("top_features", pa.string()), ("exemplars", pa.string()), ("purity", pa.float64()),
-    ("majority_true_label", pa.string())])
+    ("top_features", pa.list_(TOP_FEATURE)), ("exemplars", pa.list_(pa.string())),
+    ("purity", pa.float64()), ("majority_true_label", pa.string())])
 ASSIGNMENT_COLUMNS = {"node_id", "class_key", "is_novel", "confidence"}
 LINEAGE_SCHEMA = pa.schema([
     ("lineage_id", pa.string()), ("class_key", pa.int32()), ("status", pa.string()),
-    ("size", pa.int64()), ("previous_size", pa.int64()), ("parents", pa.string()),
+    ("size", pa.int64()), ("previous_size", pa.int64()), ("parents", pa.list_(pa.string())),
     ("merged_into", pa.string()), ("first_seen", pa.date32()), ("last_seen", pa.date32())])
 
 #: ``Warehouse.node_pairs``: the class key of a node absent from one of the two runs.
@@ -273,37 +327,83 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
-def _plain(value):
-    """JSON-friendly Python values (numpy scalars, named tuples, dataclasses, dates)."""
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        value = float(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
+def _parsed(value, what: str):
+    """``value``, or the value of its JSON text when it is a string (as version 1 stored it)."""
+    if isinstance(value, (str, bytes)):
+        try:
+            return json.loads(value)
+        except ValueError as err:
+            raise WarehouseError(f"{what}: not JSON text ({err})") from None
     return value
 
 
-def _json(value) -> str | None:
-    """JSON text of a value; a string is taken as JSON text already (and checked)."""
+def _number(value, what: str) -> float | None:
+    """A float (NaN and infinities as None); anything but a number is refused."""
+    value = _value(value)
     if value is None:
         return None
-    if isinstance(value, str):
-        json.loads(value)
-        return value
-    return json.dumps(_plain(value), ensure_ascii=False, allow_nan=False)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WarehouseError(f"{what}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _string_list(value, what: str) -> list[str] | None:
+    """A list of strings (``VARCHAR[]``): node ids, lineage ids; None stays None."""
+    value = _parsed(value, what)
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (str, Mapping)) or not isinstance(value, Iterable):
+        raise WarehouseError(f"{what}: expected a list, got {type(value).__name__}")
+    out = []
+    for item in value:
+        item = _value(item)
+        if item is None or isinstance(item, (Mapping, list, tuple)):
+            raise WarehouseError(f"{what}: expected plain values, got {item!r}")
+        out.append(str(item))
+    return out
+
+
+#: the keys a ``top_features`` entry may have: ``name`` (or ``feature``, as
+#: :func:`tasks.steps.describe_classes` writes it), ``lift``, ``class_mean``; ``index`` (of
+#: :class:`oral_core.interpret.Feature`) is dropped
+_FEATURE_KEYS = {"name", "feature", "lift", "class_mean", "index"}
+
+
+def _top_features(value, what: str) -> list[dict] | None:
+    """``top_features`` as a list of ``{name, lift, class_mean}`` (``TOP_FEATURE``)."""
+    value = _parsed(value, what)
+    if value is None:
+        return None
+    if isinstance(value, (str, Mapping)) or not isinstance(value, Iterable):
+        raise WarehouseError(f"{what}: expected a list of features, got {type(value).__name__}")
+    out = []
+    for item in value:
+        if hasattr(item, "_asdict"):
+            item = item._asdict()
+        if not isinstance(item, Mapping):
+            raise WarehouseError(f"{what}: a feature must be a mapping, got {item!r}")
+        extra = set(item) - _FEATURE_KEYS
+        if extra:
+            raise WarehouseError(f"{what}: unknown feature fields {sorted(extra)}; a feature "
+                                 f"has name (or feature), lift, class_mean")
+        name = item.get("name", item.get("feature"))
+        out.append({"name": None if name is None else str(name),
+                    "lift": _number(item.get("lift"), what),
+                    "class_mean": _number(item.get("class_mean"), what)})
+    return out
+
+
+def _scores(value) -> dict[str, float | None] | None:
+    """``scores`` as a ``MAP(VARCHAR, DOUBLE)``: a mapping of names to numbers."""
+    value = _parsed(value, "run field 'scores'")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise WarehouseError(f"run field 'scores' must be a mapping of names to numbers, got "
+                             f"{type(value).__name__}")
+    return {str(k): _number(v, f"run field 'scores' entry {k!r}") for k, v in value.items()}
 
 
 def _value(value):
@@ -483,17 +583,23 @@ class Warehouse:
             return self._ensure_schema(con)
 
     def _ensure_schema(self, con) -> int:
+        """Create what is missing and bring an older schema up to :data:`SCHEMA_VERSION`
+        (:data:`MIGRATIONS`), all in one transaction: a failed migration leaves the warehouse
+        as it was."""
         con.execute("BEGIN TRANSACTION")
         try:
             for ddl in TABLES:
                 con.execute(ddl)
             found = con.execute("SELECT value FROM meta WHERE key = ?", ["schema_version"]).fetchall()
-            if found and int(found[0][0]) > SCHEMA_VERSION:
+            version = int(found[0][0]) if found else None
+            if version is not None and version > SCHEMA_VERSION:
                 raise WarehouseError(
                     f"{self.path} has schema version {found[0][0]}, newer than this code's "
                     f"{SCHEMA_VERSION}: upgrade the pipeline before writing to it")
-            if not found:
+            if version is None:
                 con.execute("INSERT INTO meta VALUES (?, ?)", ["schema_version", str(SCHEMA_VERSION)])
+            elif version < SCHEMA_VERSION:
+                self._migrate(con, version)
             for ddl in VIEWS:
                 con.execute(ddl)
             con.execute("COMMIT")
@@ -501,6 +607,48 @@ class Warehouse:
             _rollback(con, err, f"setting up the schema of {self.path}")
             raise
         return SCHEMA_VERSION
+
+    def _migrate(self, con, version: int) -> None:
+        """Convert the tables from schema ``version`` to :data:`SCHEMA_VERSION` inside the open
+        transaction (the caller commits, or rolls back on any error)."""
+        start = version
+        while version < SCHEMA_VERSION:
+            if version not in MIGRATIONS:
+                raise WarehouseError(f"{self.path} has schema version {start}, which this code "
+                                     f"cannot migrate (no step from version {version})")
+            for statement in MIGRATIONS[version]:
+                try:
+                    con.execute(statement)
+                except duckdb.Error as err:
+                    raise WarehouseError(
+                        f"migrating {self.path} from schema version {start} to {SCHEMA_VERSION} "
+                        f"failed at version {version} ({' '.join(str(err).split())}); nothing "
+                        f"was changed") from err
+            version += 1
+        con.execute("UPDATE meta SET value = ? WHERE key = ?", [str(SCHEMA_VERSION), "schema_version"])
+        log.info("migrated the warehouse %s from schema version %d to %d", self.path, start,
+                 SCHEMA_VERSION)
+
+    def schema_version(self) -> int | None:
+        """The schema version stored in the warehouse (None: no warehouse or no schema yet)."""
+        with self._reader() as con:
+            if con is None:
+                return None
+            found = con.execute("SELECT value FROM meta WHERE key = ?", ["schema_version"]).fetchall()
+            return int(found[0][0]) if found else None
+
+    def _upgrade_for_reading(self) -> None:
+        """Before an analyst's read: migrate a warehouse of an older schema (the views and
+        typed columns analysts query are those of this version)."""
+        if self._held is not None:
+            return
+        found = self.schema_version()
+        if found is not None and found < SCHEMA_VERSION:
+            try:
+                self.ensure_schema()
+            except WarehouseError as err:
+                raise WarehouseError(f"{self.path} has schema version {found}; this code reads "
+                                     f"version {SCHEMA_VERSION} and could not migrate it: {err}") from err
 
     # ---------------------------------------------------------------- publishing
     def publish_run(self, run: Mapping[str, Any], snapshot: Mapping[str, Any] | None,
@@ -510,8 +658,9 @@ class Warehouse:
         """Publish one run in a single transaction; return its ``run_id``.
 
         ``run``: ``graph``, ``snapshot_date``, ``content_hash``, ``config_hash`` and any of the
-        other ``runs`` columns; ``scores`` (a dict, e.g. ``{"all": .., "known": .., "novel": ..}``)
-        is stored as JSON and its ``all``/``known``/``novel`` entries fill ``acc_*``.
+        other ``runs`` columns; ``scores`` (a dict of numbers, e.g. ``{"all": .., "known": ..,
+        "novel": ..}``) is stored as a ``MAP(VARCHAR, DOUBLE)`` and its ``all``/``known``/``novel``
+        entries fill ``acc_*``.
         ``published_at`` defaults to now (UTC; pass the first publication's time to make a
         rerun byte-identical, or let it record the republication). ``run_id``, when given, must equal
         :func:`make_run_id` of the graph, snapshot date, content hash and configuration hash.
@@ -523,8 +672,9 @@ class Warehouse:
         class name come from ``classes``, and every class key must have a ``classes`` row. A
         Parquet file is streamed by DuckDB row group by row group (memory bounded by the row
         groups in flight, not by the number of nodes); a table is scanned in place, no copy.
-        ``classes``: dicts or an Arrow table with the ``classes`` columns (``top_features`` and
-        ``exemplars`` as JSON-able values or JSON text).
+        ``classes``: dicts or an Arrow table with the ``classes`` columns: ``top_features`` a
+        list of mappings with ``name`` (or ``feature``), ``lift``, ``class_mean`` (or their JSON
+        text), ``exemplars`` a list of node ids.
         ``lineage_rows``: :class:`tasks.lineage.LineageRow` objects or dicts with their fields.
 
         The run's previous rows are deleted inside the same transaction, so a rerun leaves
@@ -593,7 +743,7 @@ class Warehouse:
             for part in ("all", "known", "novel"):
                 if row[f"acc_{part}"] is None and scores.get(part) is not None:
                     row[f"acc_{part}"] = _value(scores[part])
-        row["scores"] = _json(scores)
+        row["scores"] = _scores(scores)
         return row
 
     @staticmethod
@@ -630,8 +780,10 @@ class Warehouse:
                     raise WarehouseError(f"class field {key!r} is required (class {row})")
             for name in CLASS_SCHEMA.names:
                 value = row.get(name)
-                if name in ("top_features", "exemplars"):
-                    value = _json(value)
+                if name == "top_features":
+                    value = _top_features(value, f"class {row.get('class_key')} top_features")
+                elif name == "exemplars":
+                    value = _string_list(value, f"class {row.get('class_key')} exemplars")
                 else:
                     value = _value(value)
                 cols[name].append(value)
@@ -650,7 +802,7 @@ class Warehouse:
             for name in LINEAGE_SCHEMA.names:
                 value = row.get(name)
                 if name == "parents":
-                    value = _json(list(value or []))
+                    value = _string_list(value or [], f"lineage row {row.get('lineage_id')} parents")
                 elif name in ("first_seen", "last_seen"):
                     value = _date(value)
                 else:
@@ -867,12 +1019,81 @@ class Warehouse:
 
     def latest_classes(self, graph: str | None = None) -> pa.Table:
         """The ``latest_classes`` view (of one graph or all), largest classes first."""
+        self._upgrade_for_reading()
         with self._reader() as con:
             if con is None:
                 return pa.table({})
             return con.sql(
                 "SELECT * FROM latest_classes WHERE CAST(? AS VARCHAR) IS NULL OR graph = ? "
                 "ORDER BY graph, size DESC, class_key", params=[graph, graph]).to_arrow_table()
+
+    def classes_for_display(self, graph: str | None = None, features: int = 3) -> pa.Table:
+        """The latest classes as ``oral classes`` prints them, largest first: ``name`` is the
+        class's label, else its known class name, else its lineage id (never empty);
+        ``top_features`` the first ``features`` feature names with their lift, as text."""
+        self._upgrade_for_reading()
+        with self._reader() as con:
+            if con is None:
+                return pa.table({})
+            return con.sql(
+                "SELECT graph, snapshot_date, lineage_id, "
+                "coalesce(label, class_name, lineage_id) AS name, is_novel, size, status, "
+                "mean_confidence, purity, majority_true_label, "
+                "array_to_string(list_transform(top_features[1:?], lambda f: CASE "
+                "WHEN f.lift IS NULL THEN f.name ELSE printf('%s (x%.2f)', f.name, f.lift) END), "
+                "', ') AS top_features "
+                "FROM latest_classes WHERE CAST(? AS VARCHAR) IS NULL OR graph = ? "
+                "ORDER BY graph, size DESC, class_key",
+                params=[int(features), graph, graph]).to_arrow_table()
+
+    # ---------------------------------------------------------------- class labels
+    def label_class(self, lineage_id: str, name: str, *, by: str, graph: str | None = None,
+                    at: dt.datetime | None = None) -> dict:
+        """Give the class ``lineage_id`` of ``graph`` the human name ``name``; return the
+        stored row (``graph, lineage_id, name, labelled_by, labelled_at``) and ``previous``,
+        the label it replaces (None when it had none).
+
+        The label is a new ``class_labels`` row (earlier ones are kept as history; the latest
+        counts) keyed by the lineage id, so the views show it on every night the class lives,
+        later nights included. ``graph`` may be left out when the lineage id belongs to one
+        graph only. Raises :class:`UnknownLineage` when no published run of the graph has that
+        lineage id (nothing is written), :class:`WarehouseError` for an empty name or by, or
+        when there is no warehouse yet."""
+        name = " ".join(str(name).split())
+        by = str(by).strip()
+        if not name:
+            raise WarehouseError("a label needs a name: got an empty one")
+        if not by:
+            raise WarehouseError("a label needs who gave it (labelled_by): got an empty one")
+        if self._held is None and not Path(self.path).exists():
+            raise WarehouseError(f"no warehouse at {self.path}: nothing has been published yet")
+        at = _timestamp(at) or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        with self._connection() as con:
+            self._ensure_schema(con)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                graphs = [g for (g,) in con.execute(
+                    "SELECT DISTINCT graph FROM class_lineage WHERE lineage_id = ? "
+                    "AND (CAST(? AS VARCHAR) IS NULL OR graph = ?) ORDER BY graph",
+                    [lineage_id, graph, graph]).fetchall()]
+                if not graphs:
+                    where = f" in graph {graph!r}" if graph is not None else ""
+                    raise UnknownLineage(f"unknown lineage id {lineage_id!r}{where}: no published "
+                                         f"run has it (see `oral classes` or the class_timeline view)")
+                if len(graphs) > 1:
+                    raise WarehouseError(f"lineage id {lineage_id!r} is in several graphs "
+                                         f"({', '.join(graphs)}): name one with --graph")
+                previous = con.execute(
+                    "SELECT label FROM latest_labels WHERE graph = ? AND lineage_id = ?",
+                    [graphs[0], lineage_id]).fetchall()
+                row = {"graph": graphs[0], "lineage_id": lineage_id, "name": name,
+                       "labelled_by": by, "labelled_at": at}
+                self._insert_row(con, "class_labels", row)
+                con.execute("COMMIT")
+            except BaseException as err:
+                _rollback(con, err, f"labelling {lineage_id!r}")
+                raise
+        return row | {"previous": previous[0][0] if previous else None}
 
     # ---------------------------------------------------------------- analysts' SQL
     @staticmethod
@@ -907,6 +1128,7 @@ class Warehouse:
         instead: the statement check and the rollback still apply."""
         if self._held is None and not Path(self.path).exists():
             raise WarehouseError(f"no warehouse at {self.path}: nothing has been published yet")
+        self._upgrade_for_reading()
         if self._held is not None:
             con = self._held.cursor()
         else:

@@ -249,7 +249,7 @@ def test_unchanged_snapshot_on_the_next_date_keeps_both_nights(wh: Warehouse) ->
     assert counts(wh, run2) == counts(wh, run1)
     after = dump(wh)
     for table in TABLES:  # the first night's rows are all still there, unchanged
-        assert set(night1[table]) <= set(after[table]), table
+        assert all(row in after[table] for row in night1[table]), table
     timeline = wh.query("SELECT lineage_id, snapshot_date, status FROM class_timeline "
                         "WHERE graph = ? ORDER BY lineage_id, snapshot_date", ["g"]).to_pylist()
     assert [(r["lineage_id"], r["snapshot_date"], r["status"]) for r in timeline] == [
@@ -280,7 +280,7 @@ def test_rerun_replaces_a_night_published_under_the_old_run_id(wh: Warehouse) ->
     # the next date with the same bytes: a night of its own, the old night stays
     run2 = wh.publish_run(**night(wh, "g", D2, members, names, content_hash="same"))
     assert counts(wh, old_id)["runs"] == 1 and counts(wh, run2)["node_assignments"] == 300
-    assert all(set(legacy[t]) <= set(dump(wh)[t]) for t in TABLES)
+    assert all(row in dump(wh)[t] for t in TABLES for row in legacy[t])
     # a rerun of the old night: its rows now under the new id, no second run on that date
     assert wh.publish_run(**night(wh, "g", D1, members, names, content_hash="same")) == new_id
     assert counts(wh, old_id) == {"runs": 0, "classes": 0, "node_assignments": 0, "class_lineage": 0}
@@ -325,7 +325,7 @@ def test_hostile_strings_are_stored_verbatim(tmp_path) -> None:
     assert back == sorted(hostile + ids(0, 20))
     cls = wh.query("SELECT class_name, lineage_id, exemplars FROM classes WHERE class_key = 0").to_pylist()[0]
     assert cls["class_name"] == names[0] and cls["lineage_id"] == f"known:{names[0]}"
-    assert cls["exemplars"].startswith('["it\'s", "say \\"hi\\""')
+    assert cls["exemplars"][:2] == ["it's", 'say "hi"']  # a list of node ids, verbatim
     assert wh.query("SELECT graph FROM runs").to_pylist() == [{"graph": graph}]
     assert wh.previous_run(graph, D2).members[0] == sorted(hostile + ids(0, 20))
     assert wh.max_novel_index(graph) == 1

@@ -1,0 +1,299 @@
+"""What analysts query (issue 19, point 4): typed columns instead of JSON text, the migration of
+warehouses written by schema version 1, one class key across DuckDB, the pyfunc and lineage,
+and human labels of classes (``oral label``). DuckDB in tmp_path, no training."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from test_warehouse import D1, D2, first_night, night, second_night
+
+from tasks.warehouse import (SCHEMA_VERSION, QueryRefused, UnknownLineage, Warehouse,
+                             WarehouseError)
+
+
+@pytest.fixture
+def wh(tmp_path) -> Warehouse:
+    return Warehouse(tmp_path / "wh" / "oral.duckdb", lock_timeout=2.0, threads=1)
+
+
+def two_nights(wh: Warehouse) -> tuple[str, str]:
+    run1 = wh.publish_run(**night(wh, "g", D1, *first_night()))
+    run2 = wh.publish_run(**night(wh, "g", D2, *second_night()))
+    return run1, run2
+
+
+def column_types(wh: Warehouse, table: str) -> dict:
+    return {r["column_name"]: r["column_type"] for r in wh.query(f"DESCRIBE {table}").to_pylist()}
+
+
+# ----------------------------------------------------------------------------- typed columns
+def test_json_columns_are_typed_and_queryable(wh: Warehouse) -> None:
+    _, run2 = two_nights(wh)
+    assert column_types(wh, "classes")["top_features"] == \
+        "STRUCT(\"name\" VARCHAR, lift DOUBLE, class_mean DOUBLE)[]"
+    assert column_types(wh, "classes")["exemplars"] == "VARCHAR[]"
+    assert column_types(wh, "runs")["scores"] == "MAP(VARCHAR, DOUBLE)"
+    assert column_types(wh, "class_lineage")["parents"] == "VARCHAR[]"
+    # straight into the values, no JSON functions
+    feats = wh.query("SELECT DISTINCT unnest(top_features).name AS f FROM classes").to_pylist()
+    assert feats == [{"f": "f3"}]
+    lifts = wh.query("SELECT max(f.lift) AS lift FROM (SELECT unnest(top_features) AS f FROM classes)")
+    assert lifts.to_pylist() == [{"lift": 2.5}]
+    ex = wh.query("SELECT exemplars, exemplars[1] AS first, len(exemplars) AS n FROM classes "
+                  "WHERE run_id = ? AND class_key = 0", [run2]).to_pylist()
+    assert ex == [{"exemplars": ["n0", "n1", "n2"], "first": "n0", "n": 3}]
+    scores = wh.query("SELECT scores['all'] AS a, scores['novel'] AS n, scores['missing'] AS m "
+                      "FROM runs WHERE run_id = ?", [run2]).to_pylist()
+    assert scores == [{"a": 0.8, "n": 0.7, "m": None}]
+    # the views carry the typed columns too
+    row = wh.query("SELECT top_features, exemplars, parents FROM emerged_classes").to_pylist()[0]
+    assert row["top_features"] == [{"name": "f3", "lift": 2.5, "class_mean": 0.4}]
+    assert isinstance(row["exemplars"], list) and row["parents"] == []
+
+
+def test_class_fields_in_every_accepted_shape(wh: Warehouse) -> None:
+    """``describe_classes`` writes ``feature``; Feature tuples and JSON text (what version 1
+    callers passed) are accepted as well; NaN becomes NULL; node ids become strings."""
+    from oral_core.interpret import Feature
+
+    members, names = first_night()
+    parts = night(wh, "g", D1, members, names)
+    shapes = [[{"feature": "w1", "lift": 3.0, "class_mean": 0.2}],
+              [Feature(7, "w7", float("nan"), 0.1)],
+              '[{"name": "w2", "lift": 1.5}]',
+              None]
+    for cls, feats in zip(parts["classes"], shapes):
+        cls["top_features"] = feats
+    parts["classes"][0]["exemplars"] = [1, 2, np.int64(3)]
+    parts["classes"][1]["exemplars"] = '["a", "b"]'
+    parts["run"]["scores"] = '{"all": 80, "test_nodes": 12}'
+    run_id = wh.publish_run(**parts)
+    got = wh.query("SELECT class_key, top_features, exemplars FROM classes WHERE run_id = ? "
+                   "ORDER BY class_key", [run_id]).to_pylist()
+    assert [g["top_features"] for g in got] == [
+        [{"name": "w1", "lift": 3.0, "class_mean": 0.2}],
+        [{"name": "w7", "lift": None, "class_mean": 0.1}],
+        [{"name": "w2", "lift": 1.5, "class_mean": None}], None]
+    assert got[0]["exemplars"] == ["1", "2", "3"] and got[1]["exemplars"] == ["a", "b"]
+    scores = wh.query("SELECT scores FROM runs").to_pylist()[0]["scores"]  # Arrow: a MAP is pairs
+    assert dict(scores) == {"all": 80.0, "test_nodes": 12.0}
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("top_features", [{"name": "x", "colour": "red"}], "unknown feature fields"),
+    ("top_features", [{"name": "x", "lift": "high"}], "expected a number"),
+    ("top_features", {"name": "x"}, "expected a list of features"),
+    ("top_features", "[not json", "not JSON text"),
+    ("top_features", ["x"], "a feature must be a mapping"),
+    ("exemplars", "n1", "not JSON text"),
+    ("exemplars", {"a": 1}, "expected a list"),
+    ("exemplars", [["nested"]], "expected plain values"),
+    ("scores", {"all": "good"}, "expected a number"),
+    ("scores", {"nested": {"a": 1}}, "expected a number"),
+    ("scores", [1, 2], "must be a mapping"),
+])
+def test_malformed_typed_fields_are_refused_and_nothing_is_written(wh, field, value, message) -> None:
+    parts = night(wh, "g", D1, *first_night())
+    if field == "scores":
+        parts["run"]["scores"] = value
+    else:
+        parts["classes"][0][field] = value
+    with pytest.raises(WarehouseError, match=message):
+        wh.publish_run(**parts)
+    assert wh.schema_version() is None  # checked before the file was opened: nothing written
+
+
+def test_malformed_lineage_parents_are_refused(wh: Warehouse) -> None:
+    parts = night(wh, "g", D1, *first_night())
+    rows = [dataclasses.asdict(r) for r in parts["lineage_rows"]]
+    rows[0]["parents"] = [{"not": "an id"}]
+    with pytest.raises(WarehouseError, match="parents"):
+        wh.publish_run(**(parts | {"lineage_rows": rows}))
+
+
+def test_analyst_sql_guard_still_refuses_writes(wh: Warehouse) -> None:
+    two_nights(wh)
+    wh.label_class("g:novel:1", "Graph learning", by="ana")
+    for sql in ["INSERT INTO class_labels VALUES ('g', 'g:novel:1', 'x', 'me', now())",
+                "UPDATE classes SET top_features = []", "DELETE FROM class_labels",
+                "ALTER TABLE runs ALTER scores TYPE VARCHAR", "DROP VIEW latest_labels"]:
+        with pytest.raises(QueryRefused):
+            wh.query(sql)
+    assert wh.query("SELECT count(*) AS n FROM class_labels").to_pylist() == [{"n": 1}]
+
+
+# -------------------------------------------------------------------- migration from version 1
+#: the schema of version 1, as tasks/warehouse.py created it before the typed columns
+V1_TABLES = [
+    "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+    """CREATE TABLE snapshots (graph VARCHAR NOT NULL, snapshot_date DATE NOT NULL,
+        content_hash VARCHAR NOT NULL, path VARCHAR, nodes BIGINT, edges BIGINT,
+        labelled_nodes BIGINT, known_classes INTEGER, validation_passed BOOLEAN,
+        validated_at TIMESTAMP, PRIMARY KEY (graph, snapshot_date, content_hash))""",
+    """CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, graph VARCHAR NOT NULL,
+        snapshot_date DATE NOT NULL, content_hash VARCHAR NOT NULL, config_hash VARCHAR NOT NULL,
+        code_version VARCHAR, prefect_flow_run_id VARCHAR, mlflow_run_id VARCHAR,
+        model_name VARCHAR, model_version VARCHAR, device VARCHAR, epochs INTEGER,
+        val_accuracy DOUBLE, num_classes INTEGER, num_known INTEGER, num_novel INTEGER,
+        num_nodes BIGINT, train_seconds DOUBLE, published_at TIMESTAMP NOT NULL, acc_all DOUBLE,
+        acc_known DOUBLE, acc_novel DOUBLE, scores VARCHAR)""",
+    """CREATE TABLE classes (run_id VARCHAR NOT NULL, class_key INTEGER NOT NULL,
+        lineage_id VARCHAR NOT NULL, class_name VARCHAR, is_novel BOOLEAN NOT NULL,
+        size BIGINT NOT NULL, mean_confidence DOUBLE, top_features VARCHAR, exemplars VARCHAR,
+        purity DOUBLE, majority_true_label VARCHAR, PRIMARY KEY (run_id, class_key))""",
+    """CREATE TABLE node_assignments (run_id VARCHAR NOT NULL, node_id VARCHAR NOT NULL,
+        class_key INTEGER, lineage_id VARCHAR, class_name VARCHAR, is_novel BOOLEAN NOT NULL,
+        confidence DOUBLE)""",
+    """CREATE TABLE class_lineage (graph VARCHAR NOT NULL, lineage_id VARCHAR NOT NULL,
+        run_id VARCHAR NOT NULL, snapshot_date DATE NOT NULL, class_key INTEGER,
+        status VARCHAR NOT NULL CHECK (status IN ('emerged', 'persisting', 'grown', 'shrunk',
+        'merged', 'split', 'vanished')), size BIGINT NOT NULL, previous_size BIGINT,
+        parents VARCHAR NOT NULL, merged_into VARCHAR, first_seen DATE, last_seen DATE,
+        PRIMARY KEY (run_id, lineage_id))""",
+    """CREATE VIEW latest_runs AS SELECT * FROM runs QUALIFY row_number() OVER (
+        PARTITION BY graph ORDER BY snapshot_date DESC, published_at DESC, run_id DESC) = 1""",
+    """CREATE VIEW latest_classes AS
+        SELECT r.graph, r.snapshot_date, r.run_id, c.lineage_id, c.class_key, c.class_name,
+               c.is_novel, c.size, c.mean_confidence, l.status, l.previous_size, l.parents,
+               l.first_seen, l.last_seen, c.top_features, c.exemplars, c.purity,
+               c.majority_true_label
+        FROM latest_runs r JOIN classes c ON c.run_id = r.run_id
+        LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id""",
+    "CREATE VIEW emerged_classes AS SELECT * FROM latest_classes WHERE status = 'emerged'",
+]
+V1_RUN = ("r1", "g", D1, "h1", "c1", None, None, None, None, None, "cpu", 10, 0.9, 3, 2, 1, 6,
+          1.0, dt.datetime(2026, 4, 2), 80.0, 90.0, 70.0,
+          '{"all": 80.0, "known": 90.0, "novel": 70.0, "test_nodes": 4, "note": "text"}')
+V1_CLASSES = [
+    ("r1", 0, "known:A", "A", False, 3, 0.9,
+     '[{"feature": "w1", "lift": 2.5, "class_mean": 0.4}, {"feature": "w2", "lift": 1.2, '
+     '"class_mean": 0.1}]', '["n0", "n1"]', 1.0, "A"),
+    ("r1", 2, "g:novel:1", None, True, 2, 0.7, '[{"feature": "it\'s \\"odd\\"", "lift": 4.0, '
+     '"class_mean": 0.3}]', '["n4", 5]', None, None),
+    ("r1", 1, "known:B", "B", False, 1, 0.8, "[]", "[]", None, None),
+]
+V1_LINEAGE = [
+    ("g", "known:A", "r1", D1, 0, "emerged", 3, None, "[]", None, D1, D1),
+    ("g", "g:novel:1", "r1", D1, 2, "emerged", 2, None, '["g:novel:0"]', None, D1, D1),
+    ("g", "known:B", "r1", D1, 1, "emerged", 1, None, "[]", None, D1, D1),
+]
+
+
+def make_v1_warehouse(path, corrupt: bool = False) -> None:
+    con = duckdb.connect(str(path))
+    try:
+        for ddl in V1_TABLES:
+            con.execute(ddl)
+        con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        con.execute("INSERT INTO snapshots VALUES ('g', ?, 'h1', '/s', 6, 9, 3, 2, true, NULL)", [D1])
+        con.execute(f"INSERT INTO runs VALUES ({', '.join('?' * len(V1_RUN))})", list(V1_RUN))
+        for row in V1_CLASSES:
+            con.execute(f"INSERT INTO classes VALUES ({', '.join('?' * len(row))})", list(row))
+        for row in V1_LINEAGE:
+            con.execute(f"INSERT INTO class_lineage VALUES ({', '.join('?' * len(row))})", list(row))
+        for i, (key, lin, name) in enumerate([(0, "known:A", "A")] * 3 + [(1, "known:B", "B")]
+                                             + [(2, "g:novel:1", None)] * 2):
+            con.execute("INSERT INTO node_assignments VALUES ('r1', ?, ?, ?, ?, ?, 0.5)",
+                        [f"n{i}", key, lin, name, name is None])
+        if corrupt:  # a row no JSON reader accepts: the migration must change nothing
+            con.execute("UPDATE classes SET exemplars = '[\"n0\", ' WHERE class_key = 1")
+    finally:
+        con.close()
+
+
+def raw(path, sql: str) -> list:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
+    path = tmp_path / "old.duckdb"
+    make_v1_warehouse(path)
+    before = {t: raw(path, f"SELECT count(*) FROM {t}")[0][0]
+              for t in ("snapshots", "runs", "classes", "node_assignments", "class_lineage")}
+    wh = Warehouse(path, threads=1)
+    assert wh.schema_version() == 1
+    assert wh.ensure_schema() == SCHEMA_VERSION == 2
+    assert wh.schema_version() == 2
+    after = {t: raw(path, f"SELECT count(*) FROM {t}")[0][0] for t in before}
+    assert after == before  # every row kept
+    classes = wh.query("SELECT class_key, lineage_id, top_features, exemplars, size FROM classes "
+                       "ORDER BY class_key").to_pylist()
+    assert classes == [
+        {"class_key": 0, "lineage_id": "known:A", "size": 3, "exemplars": ["n0", "n1"],
+         "top_features": [{"name": "w1", "lift": 2.5, "class_mean": 0.4},
+                          {"name": "w2", "lift": 1.2, "class_mean": 0.1}]},
+        {"class_key": 1, "lineage_id": "known:B", "size": 1, "exemplars": [], "top_features": []},
+        {"class_key": 2, "lineage_id": "g:novel:1", "size": 2, "exemplars": ["n4", "5"],
+         "top_features": [{"name": 'it\'s "odd"', "lift": 4.0, "class_mean": 0.3}]}]
+    run = wh.query("SELECT scores, acc_all, published_at FROM runs").to_pylist()[0]
+    # a score that is not a number becomes NULL; the accuracies are in acc_* anyway
+    assert dict(run["scores"]) == {"all": 80.0, "known": 90.0, "novel": 70.0, "test_nodes": 4.0,
+                             "note": None}
+    assert run["acc_all"] == 80.0 and run["published_at"] == dt.datetime(2026, 4, 2)
+    parents = wh.query("SELECT lineage_id, parents FROM class_lineage ORDER BY lineage_id")
+    assert parents.to_pylist() == [{"lineage_id": "g:novel:1", "parents": ["g:novel:0"]},
+                                   {"lineage_id": "known:A", "parents": []},
+                                   {"lineage_id": "known:B", "parents": []}]
+    # the new table and views are there, and the old warehouse takes new nights and labels
+    assert wh.query("SELECT label FROM latest_classes").num_rows == 3
+    wh.label_class("g:novel:1", "Graph learning", by="ana")
+    members = {0: [f"n{i}" for i in range(3)], 1: ["n3"], 2: ["n4", "n5"]}
+    run2 = wh.publish_run(**night(wh, "g", D2, members, {0: "A", 1: "B"}))
+    timeline = wh.query("SELECT lineage_id, snapshot_date, status, label FROM class_timeline "
+                        "WHERE lineage_id = 'g:novel:1' ORDER BY snapshot_date").to_pylist()
+    assert timeline == [
+        {"lineage_id": "g:novel:1", "snapshot_date": D1, "status": "emerged", "label": "Graph learning"},
+        {"lineage_id": "g:novel:1", "snapshot_date": D2, "status": "persisting",
+         "label": "Graph learning"}]
+    assert wh.query("SELECT count(*) AS n FROM classes WHERE run_id = ?", [run2]).to_pylist() == [{"n": 3}]
+    assert wh.ensure_schema() == 2  # a second time: nothing to do
+
+
+def test_analyst_reads_migrate_an_old_warehouse_first(tmp_path) -> None:
+    """``oral sql`` / ``oral classes`` on a warehouse nobody has written since the upgrade."""
+    path = tmp_path / "old.duckdb"
+    make_v1_warehouse(path)
+    rows = Warehouse(path, threads=1).query(
+        "SELECT unnest(top_features).name AS f FROM classes WHERE class_key = 0").to_pylist()
+    assert rows == [{"f": "w1"}, {"f": "w2"}]
+    assert raw(path, "SELECT value FROM meta")[0][0] == "2"
+    make_v1_warehouse(other := tmp_path / "other.duckdb")
+    shown = Warehouse(other, threads=1).classes_for_display("g").to_pylist()
+    assert [r["name"] for r in shown] == ["A", "g:novel:1", "B"]
+
+
+def test_failed_migration_changes_nothing(tmp_path) -> None:
+    path = tmp_path / "old.duckdb"
+    make_v1_warehouse(path, corrupt=True)
+    before = {t: raw(path, f"SELECT * FROM {t} ORDER BY ALL")
+              for t in ("meta", "runs", "classes", "class_lineage")}
+    wh = Warehouse(path, threads=1)
+    with pytest.raises(WarehouseError, match="from schema version 1 to 2 failed.*nothing was changed"):
+        wh.ensure_schema()
+    after = {t: raw(path, f"SELECT * FROM {t} ORDER BY ALL") for t in before}
+    assert after == before  # still version 1, JSON text intact, no half-converted column
+    assert raw(path, "SELECT data_type FROM information_schema.columns WHERE table_name = "
+                     "'runs' AND column_name = 'scores'") == [("VARCHAR",)]
+    assert not raw(path, "SELECT * FROM information_schema.tables WHERE table_name = 'class_labels'")
+    with pytest.raises(WarehouseError, match="schema version 1; this code reads version 2"):
+        wh.query("SELECT * FROM classes")
+
+
+def test_newer_schema_is_refused(tmp_path) -> None:
+    path = tmp_path / "new.duckdb"
+    wh = Warehouse(path, threads=1)
+    wh.ensure_schema()
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(WarehouseError, match="newer than this code"):
+        wh.ensure_schema()
