@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import prepare
+from oral_core.experiment import LATER_FIELDS, prepare
 
 from .reproduction import mean_se
 from .tune import _cast, proxy_rules
@@ -89,6 +89,25 @@ def compare(results: Path, reference: str, other: str) -> list[str]:
     return lines
 
 
+#: configuration fields that cannot change a proxy run: training always runs to the largest
+#: horizon and records every epoch, so the selection rule and the epoch count are read afterwards
+NOT_TRAINING = ("epochs", "selection", "select_from_epoch", "progress", "seed")
+
+
+def training_key(config: dict) -> dict:
+    """The part of a saved run's configuration that decides its training: without
+    :data:`NOT_TRAINING`, and without fields added later while they are at the default that
+    reproduces the earlier behaviour (:data:`oral_core.experiment.LATER_FIELDS`)."""
+    return {k: v for k, v in config.items()
+            if k not in NOT_TRAINING and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+
+
+def same_training(saved: dict, key: dict) -> bool:
+    """True when a saved seed file answers ``key`` (same horizons, same training)."""
+    return (saved.get("horizons") == key["horizons"]
+            and training_key(saved.get("config", {})) == training_key(key["config"]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)
@@ -138,7 +157,7 @@ def main(argv=None) -> int:
         key = {"horizons": horizons, "config": base.to_dict() | {"seed": None}}
         if path.exists():
             saved = json.loads(path.read_text())
-            if saved.get("key") == json.loads(json.dumps(key)):
+            if same_training(saved.get("key", {}), json.loads(json.dumps(key))):
                 print(f"seed {seed}: done before, reused", flush=True)
                 rows += saved["rows"]
                 continue

@@ -240,6 +240,21 @@ def test_proxy_rules_command_is_resumable(planted, tmp_path, monkeypatch):
     assert (tmp_path / "proxy" / tag / "seed_1.json").stat().st_mtime_ns == stamp
 
 
+def test_proxy_reuses_seeds_whose_training_is_the_same():
+    """A seed file is reused when only what cannot change a proxy run differs (the selection
+    rule and epoch count, read after training to the largest horizon; a field added later at its
+    old-behaviour default), and rerun when anything that trains differently does."""
+    from benchmarks.proxy_rules import same_training
+    old = ORALConfig(epochs=100, selection="best_val").to_dict() | {"seed": None}
+    del old["ensemble_from_layer"]  # a file written before the switch existed
+    key = {"horizons": [4, 8], "config": ORALConfig().to_dict() | {"seed": None}}
+    assert same_training({"horizons": [4, 8], "config": old}, key)
+    assert not same_training({"horizons": [4, 9], "config": old}, key)
+    for field, value in (("attention_temperature", 0.3), ("ensemble_from_layer", 2), ("lr", 0.01)):
+        changed = {"horizons": [4, 8], "config": ORALConfig(**{field: value}).to_dict() | {"seed": None}}
+        assert not same_training(changed, key), field
+
+
 def test_proxy_compare_pairs_two_settings_by_seed_and_rule(tmp_path):
     from benchmarks.proxy_rules import compare
     for name, scores in (("a", [50.0, 60.0, 70.0]), ("b", [55.0, 58.0, 80.0])):
