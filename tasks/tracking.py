@@ -523,7 +523,10 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
                 experiment_id, name=MODEL_NAME_IN_RUN, source_run_id=run_id,
                 params={p.key: p.value for p in params_list}), "creating the logged model")
             model_id = logged.model_id
-            _retry(cfg, lambda: _log_pyfunc(cfg, run_id, model_id, model_path),
+            model_config = {"graph": graph}
+            if run_tags.get("oral_run_id"):  # the warehouse's run id: the pyfunc outputs it
+                model_config["oral_run_id"] = str(run_tags["oral_run_id"])
+            _retry(cfg, lambda: _log_pyfunc(cfg, run_id, model_id, model_path, model_config),
                    "logging the pyfunc model")
 
         # metrics after the model: MLflow links a run's step-0 metrics to a model logged after
@@ -559,8 +562,11 @@ def history_metrics(history: Iterable[Mapping[str, Any]]) -> list[tuple[str, flo
     return out
 
 
-def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Path) -> None:
-    """Write ``model_path`` as an :class:`ORALPyfunc` into the logged model ``model_id``.
+def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Path,
+                model_config: Mapping[str, Any] | None = None) -> None:
+    """Write ``model_path`` as an :class:`ORALPyfunc` into the logged model ``model_id``;
+    ``model_config`` (``graph``, and ``oral_run_id``: the warehouse run id of the night that
+    trained it) goes into the ``MLmodel`` file, where the pyfunc reads it when loaded.
 
     The logged model is created beforehand in the run's experiment: left to itself, MLflow 3.17
     puts a model logged for a run that is not the fluent active run into the *default*
@@ -577,7 +583,7 @@ def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Pat
                 artifact_path=None, name=MODEL_NAME_IN_RUN, flavor=mlflow.pyfunc, run_id=run_id,
                 model_id=model_id, python_model=str(code),
                 artifacts={MODEL_ARTIFACT: str(model_path)}, pip_requirements=pip_requirements(),
-                signature=model_signature())
+                signature=model_signature(), model_config=dict(model_config or {}))
 
 
 PYFUNC_CODE = '''\
@@ -607,7 +613,8 @@ def model_signature():
     from mlflow.types import ColSpec, Schema
     inputs = Schema([ColSpec("string", "snapshot_path")])
     outputs = Schema([ColSpec("string", "snapshot_path"), ColSpec("string", "node_id"),
-                      ColSpec("long", "class_id"), ColSpec("string", "class_name", required=False),
+                      ColSpec("string", "run_id", required=False), ColSpec("long", "class_key"),
+                      ColSpec("string", "class_name", required=False),
                       ColSpec("boolean", "is_novel"), ColSpec("double", "confidence")])
     return ModelSignature(inputs=inputs, outputs=outputs)
 
@@ -815,9 +822,15 @@ class ORALPyfunc(PythonModel):
     """An ORAL model as an MLflow pyfunc.
 
     Input: a DataFrame with a column ``snapshot_path`` (one row per snapshot folder). Output: one
-    row per node of every snapshot: ``snapshot_path, node_id, class_id, class_name, is_novel,
-    confidence``. ``class_name`` is the known class's name for ids ``0..K-1``, ``novel_<id>`` for
-    novel ids, null for unassigned nodes (``-1``).
+    row per node of every snapshot: ``snapshot_path, node_id, run_id, class_key, class_name,
+    is_novel, confidence``, the same keys and values as the warehouse's ``node_assignments``:
+    ``class_key`` is the model's class number (known ``0..K-1``, novel ``K..``, ``-1``
+    unassigned), ``class_name`` the known class's name and null for a novel or unassigned
+    class, ``run_id`` the warehouse run id of the night that trained the model (null for a
+    model logged outside the nightly flow). Lineage ids are given at publish time, after the
+    model was logged, so the pyfunc cannot carry them: ``(run_id, class_key)`` is the key of
+    the warehouse's ``classes`` row, whose ``lineage_id`` it names
+    (:meth:`tasks.warehouse.Warehouse.with_lineage` joins them).
 
     The only artifact is the ORAL model file, read with ``ORALModel.load`` (``weights_only``);
     snapshots are read as Parquet; the wrapper itself is logged as code. Nothing is unpickled.
@@ -826,6 +839,8 @@ class ORALPyfunc(PythonModel):
     def load_context(self, context):
         from oral_core.inference import ORALModel
         self._model = ORALModel.load(context.artifacts[MODEL_ARTIFACT])
+        config = getattr(context, "model_config", None) or {}
+        self._run_id = config.get("oral_run_id")
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
         model = getattr(self, "_model", None)
@@ -840,15 +855,17 @@ class ORALPyfunc(PythonModel):
             paths = [model_input]
         else:
             paths = list(model_input)
-        frames = [assign_snapshot(model, str(p)).to_pandas() for p in paths]
+        run_id = getattr(self, "_run_id", None)
+        frames = [assign_snapshot(model, str(p), run_id=run_id).to_pandas() for p in paths]
         if not frames:
-            return pd.DataFrame({"snapshot_path": [], "node_id": [], "class_id": [],
+            return pd.DataFrame({"snapshot_path": [], "node_id": [], "run_id": [], "class_key": [],
                                  "class_name": [], "is_novel": [], "confidence": []})
         return pd.concat(frames, ignore_index=True)
 
 
 def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
-    """Known ids -> the model's class names; novel ids -> ``novel_<id>``; -1 -> None."""
+    """Known ids -> the model's class names; novel and unassigned ids -> None, as in the
+    warehouse (a novel class is named by its lineage id or its label there)."""
     names = list(model.class_names)
     out: list[str | None] = []
     lookup: dict[int, str | None] = {}
@@ -856,16 +873,17 @@ def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
         if cid not in lookup:
             if cid < 0:
                 lookup[cid] = None
-            elif cid < model.num_known:
-                lookup[cid] = names[cid] if cid < len(names) else f"known_{cid}"
+            elif cid < model.num_known and cid < len(names):
+                lookup[cid] = names[cid]
             else:
-                lookup[cid] = f"novel_{cid}"
+                lookup[cid] = None
         out.append(lookup[cid])
     return out
 
 
-def assign_snapshot(model, snapshot_path: str | Path) -> pa.Table:
-    """Load a snapshot, symmetrise its edges and assign every node with ``model.assign_raw``."""
+def assign_snapshot(model, snapshot_path: str | Path, run_id: str | None = None) -> pa.Table:
+    """Load a snapshot, symmetrise its edges and assign every node with ``model.assign_raw``;
+    the columns of :class:`ORALPyfunc`'s output (``run_id``: the model's warehouse run id)."""
     import torch
     from data_contracts.snapshots import load_snapshot
     from oral_core.graph import canonical_edges
@@ -878,7 +896,8 @@ def assign_snapshot(model, snapshot_path: str | Path) -> pa.Table:
     return pa.table({
         "snapshot_path": pa.array([str(snapshot_path)] * snap.num_nodes, type=pa.string()),
         "node_id": snap.node_ids,
-        "class_id": pa.array(class_id),
+        "run_id": pa.array([run_id] * snap.num_nodes, type=pa.string()),
+        "class_key": pa.array(class_id),
         "class_name": pa.array(class_names_for(model, class_id), type=pa.string()),
         "is_novel": pa.array(out.is_novel.numpy().astype(bool)),
         "confidence": pa.array(out.confidence.numpy().astype(np.float64)),

@@ -104,7 +104,11 @@ class QueryRefused(WarehouseError, ValueError):
     """``Warehouse.query`` only runs one read-only statement."""
 
 
-class UnknownLineage(WarehouseError, LookupError):
+class LabelRefused(WarehouseError, ValueError):
+    """``Warehouse.label_class`` cannot store the label as asked (nothing is written)."""
+
+
+class UnknownLineage(LabelRefused, LookupError):
     """A lineage id that no published run of the graph has (``Warehouse.label_class``)."""
 
 
@@ -1046,6 +1050,42 @@ class Warehouse:
                 "ORDER BY graph, size DESC, class_key",
                 params=[int(features), graph, graph]).to_arrow_table()
 
+    def with_lineage(self, predictions) -> pa.Table:
+        """``predictions`` (the registered model's output: a pandas DataFrame or an Arrow table
+        with ``run_id`` and ``class_key``) with two columns added: ``lineage_id``, from the
+        ``classes`` row of ``(run_id, class_key)``, and that class's current ``label``. Rows
+        keep their order; a row whose run is not in the warehouse, or whose class had no member
+        on the night the model was trained (or ``-1``, unassigned), gets nulls."""
+        table = predictions if isinstance(predictions, pa.Table) else pa.Table.from_pandas(
+            predictions, preserve_index=False)
+        missing = {"run_id", "class_key"} - set(table.column_names)
+        if missing:
+            raise WarehouseError(f"predictions lack columns {sorted(missing)}: pass the output "
+                                 f"of the registered model (tasks.tracking.ORALPyfunc)")
+        keys = pa.table({"_row": pa.array(np.arange(table.num_rows, dtype=np.int64)),
+                         "run_id": table["run_id"].cast(pa.string()),
+                         "class_key": table["class_key"].cast(pa.int64())})
+        self._upgrade_for_reading()
+        with self._reader() as con:
+            if con is None:
+                found = pa.table({"lineage_id": pa.nulls(table.num_rows, pa.string()),
+                                  "label": pa.nulls(table.num_rows, pa.string())})
+            else:
+                with self._registered(con, "_oral_predictions", keys):
+                    found = con.sql(
+                        "SELECT c.lineage_id, lb.label FROM _oral_predictions p "
+                        "LEFT JOIN classes c ON c.run_id = p.run_id AND c.class_key = p.class_key "
+                        "LEFT JOIN runs r ON r.run_id = c.run_id "
+                        "LEFT JOIN latest_labels lb ON lb.graph = r.graph "
+                        "AND lb.lineage_id = c.lineage_id ORDER BY p._row").to_arrow_table()
+        for name in ("lineage_id", "label"):
+            column = found[name].cast(pa.string())
+            if name in table.column_names:
+                table = table.set_column(table.column_names.index(name), name, column)
+            else:
+                table = table.append_column(name, column)
+        return table
+
     # ---------------------------------------------------------------- class labels
     def label_class(self, lineage_id: str, name: str, *, by: str, graph: str | None = None,
                     at: dt.datetime | None = None) -> dict:
@@ -1057,14 +1097,15 @@ class Warehouse:
         counts) keyed by the lineage id, so the views show it on every night the class lives,
         later nights included. ``graph`` may be left out when the lineage id belongs to one
         graph only. Raises :class:`UnknownLineage` when no published run of the graph has that
-        lineage id (nothing is written), :class:`WarehouseError` for an empty name or by, or
-        when there is no warehouse yet."""
+        lineage id, :class:`LabelRefused` for an empty name or ``by`` or a lineage id of several
+        graphs without ``graph`` (nothing is written), :class:`WarehouseError` when there is no
+        warehouse yet."""
         name = " ".join(str(name).split())
         by = str(by).strip()
         if not name:
-            raise WarehouseError("a label needs a name: got an empty one")
+            raise LabelRefused("a label needs a name: got an empty one")
         if not by:
-            raise WarehouseError("a label needs who gave it (labelled_by): got an empty one")
+            raise LabelRefused("a label needs who gave it (labelled_by): got an empty one")
         if self._held is None and not Path(self.path).exists():
             raise WarehouseError(f"no warehouse at {self.path}: nothing has been published yet")
         at = _timestamp(at) or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
@@ -1081,7 +1122,7 @@ class Warehouse:
                     raise UnknownLineage(f"unknown lineage id {lineage_id!r}{where}: no published "
                                          f"run has it (see `oral classes` or the class_timeline view)")
                 if len(graphs) > 1:
-                    raise WarehouseError(f"lineage id {lineage_id!r} is in several graphs "
+                    raise LabelRefused(f"lineage id {lineage_id!r} is in several graphs "
                                          f"({', '.join(graphs)}): name one with --graph")
                 previous = con.execute(
                     "SELECT label FROM latest_labels WHERE graph = ? AND lineage_id = ?",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from types import SimpleNamespace
 
 import duckdb
 import numpy as np
@@ -297,3 +298,98 @@ def test_newer_schema_is_refused(tmp_path) -> None:
     con.close()
     with pytest.raises(WarehouseError, match="newer than this code"):
         wh.ensure_schema()
+
+
+# ------------------------------------------------------- one class key: DuckDB, pyfunc, lineage
+class _StubModel:
+    """Stands in for a trained ORALModel: assigns each node the class key it had in the
+    warehouse's night (what the model trained that night assigns on its own snapshot)."""
+
+    def __init__(self, keys: list[int], num_known: int, class_names: list[str]):
+        self.keys, self.num_known, self.class_names = keys, num_known, class_names
+
+    def assign_raw(self, x, edge_index):
+        import torch
+        from types import SimpleNamespace
+
+        key = torch.tensor(self.keys, dtype=torch.int64)
+        return SimpleNamespace(class_id=key, is_novel=key >= self.num_known,
+                               confidence=torch.full((len(self.keys),), 0.9, dtype=torch.float64))
+
+
+def pyfunc_output(tmp_path, wh: Warehouse, run_id: str, members: dict, monkeypatch):
+    """The registered model's output on the night's snapshot, through ORALPyfunc.load_context
+    (the model_config the nightly flow logs) and predict, with the trained model stubbed."""
+    import pandas as pd
+
+    from data_contracts.snapshots import edges_table, nodes_table, write_snapshot
+    from oral_core import inference
+    from tasks import tracking
+
+    node_ids = [n for nodes in members.values() for n in nodes] + ["stray"]
+    keys = [k for k, nodes in members.items() for _ in nodes] + [-1]
+    x = np.ones((len(node_ids), 2), dtype=np.float32)
+    snap = write_snapshot(tmp_path / "snaps", "g", D2, nodes_table(node_ids, x),
+                          edges_table(node_ids[:1], node_ids[1:2]))
+    stub = _StubModel(keys, 2, ["A", "B"])
+    monkeypatch.setattr(inference.ORALModel, "load", staticmethod(lambda path: stub))
+    model = tracking.ORALPyfunc()
+    model.load_context(SimpleNamespace(artifacts={tracking.MODEL_ARTIFACT: "model.pt"},
+                                       model_config={"graph": "g", "oral_run_id": run_id}))
+    return model.predict(None, pd.DataFrame({"snapshot_path": [str(snap)]}))
+
+
+def test_pyfunc_output_joins_duckdb_and_lineage_on_one_key(tmp_path, wh, monkeypatch) -> None:
+    _, run2 = two_nights(wh)
+    members, _ = second_night()
+    out = pyfunc_output(tmp_path, wh, run2, members, monkeypatch)
+    assert list(out.columns) == ["snapshot_path", "node_id", "run_id", "class_key", "class_name",
+                                 "is_novel", "confidence"]
+    assert set(out["run_id"]) == {run2} and out["class_key"].dtype.kind == "i"
+    # class_name as DuckDB has it: the known name, NULL for a novel class (no novel_<id>)
+    assert set(out.loc[out["is_novel"], "class_name"].isna()) == {True}
+    assert not out["class_name"].astype(str).str.startswith("novel_").any()
+
+    joined = wh.with_lineage(out).to_pylist()
+    assert [r["node_id"] for r in joined] == out["node_id"].tolist()  # order kept
+    stray = joined.pop()
+    assert stray["class_key"] == -1 and stray["lineage_id"] is None
+    # the pyfunc's rows, DuckDB's node assignments and the lineage rows agree on lineage_id
+    duck = {r["node_id"]: r for r in wh.query(
+        "SELECT node_id, class_key, lineage_id, class_name FROM node_assignments WHERE run_id = ?",
+        [run2]).to_pylist()}
+    lineage = {r["lineage_id"]: r["class_key"] for r in wh.query(
+        "SELECT lineage_id, class_key FROM class_lineage WHERE run_id = ?", [run2]).to_pylist()}
+    for row in joined:
+        assert row["lineage_id"] == duck[row["node_id"]]["lineage_id"]
+        assert row["class_key"] == duck[row["node_id"]]["class_key"] == lineage[row["lineage_id"]]
+        assert row["class_name"] == duck[row["node_id"]]["class_name"]
+    assert {r["lineage_id"] for r in joined} == set(lineage)  # nothing lost, nothing extra
+    # the documented SQL join gives the same, and picks the label up once there is one
+    wh.label_class("g:novel:3", "Late bloomers", by="ana")
+    con = duckdb.connect(wh.path, read_only=True)
+    try:
+        con.register("predictions", out)
+        sql = ("SELECT p.node_id, c.lineage_id, lb.label FROM predictions p "
+               "JOIN classes c USING (run_id, class_key) JOIN runs r USING (run_id) "
+               "LEFT JOIN latest_labels lb ON lb.graph = r.graph AND lb.lineage_id = c.lineage_id")
+        by_sql = {n: (lin, lab) for n, lin, lab in con.execute(sql).fetchall()}
+    finally:
+        con.close()
+    assert by_sql == {r["node_id"]: (r["lineage_id"], "Late bloomers" if r["lineage_id"] ==
+                                     "g:novel:3" else None) for r in joined}
+    assert {r["label"] for r in wh.with_lineage(out).to_pylist()} == {None, "Late bloomers"}
+
+
+def test_with_lineage_failure_paths(tmp_path, wh) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"run_id": ["nope", None], "class_key": [0, 1], "node_id": ["a", "b"]})
+    # no warehouse yet: nulls, and no file is created
+    got = Warehouse(tmp_path / "none.duckdb").with_lineage(frame)
+    assert got["lineage_id"].to_pylist() == [None, None]
+    assert not (tmp_path / "none.duckdb").exists()
+    two_nights(wh)
+    assert wh.with_lineage(frame)["lineage_id"].to_pylist() == [None, None]  # unknown run
+    with pytest.raises(WarehouseError, match=r"lack columns \['run_id'\]"):
+        wh.with_lineage(pd.DataFrame({"class_key": [0]}))

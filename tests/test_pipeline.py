@@ -98,7 +98,8 @@ def test_mlflow_has_a_version_per_night_and_a_loadable_champion(env, backfilled)
     assert len(versions) == 3
     model = load_champion(cfg, "pipe")  # process-wide MLflow URIs are restored afterwards
     out = model.predict(pd.DataFrame({"snapshot_path": [str(env["paths"][-1])]}))
-    assert len(out) == 600 and set(out.columns) >= {"node_id", "class_id", "is_novel", "confidence"}
+    assert len(out) == 600 and set(out.columns) >= {"node_id", "run_id", "class_key", "is_novel",
+                                                    "confidence"}
 
 
 def test_rerun_is_idempotent_and_reuses_training(env, backfilled):

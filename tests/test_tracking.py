@@ -38,6 +38,7 @@ from tasks.tracking import TrackingConfig, TrackingError  # noqa: E402
 
 GRAPH = "toy"
 CLASS_NAMES = ["alpha", "beta", "gamma"]
+WAREHOUSE_RUN_ID = "0123456789abcdef0123456789abcdef"  # what the nightly flow tags: its DuckDB run id
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,8 @@ def logged(fitted, cfg):
     metrics = {"val_accuracy": float(oral.selected_state()["val_acc"]), "num_classes": 4,
                "num_novel": 1, "train_seconds": 1.5, "scores": {"all": 0.8, "known": 0.9}}
     tags = {"snapshot_date": "2026-01-31", "content_hash": "abc123",
-            "prefect_flow_run_id": "flow-run-1", "contracts_passed": "true"}
+            "prefect_flow_run_id": "flow-run-1", "contracts_passed": "true",
+            "oral_run_id": WAREHOUSE_RUN_ID}
     started = time.perf_counter()
     run_id, model_uri = tracking.log_training_run(
         cfg, GRAPH, fitted["config"].to_dict(), oral.history,
@@ -196,8 +198,9 @@ def test_register_promote_and_load_champion(fitted, cfg, logged):
         pyfunc = mlflow.pyfunc.load_model(f"models:/oral-{GRAPH}@champion")
     import pandas as pd
     out = pyfunc.predict(pd.DataFrame({"snapshot_path": [str(snap)]}))
-    assert list(out.columns) == ["snapshot_path", "node_id", "class_id", "class_name", "is_novel",
-                                 "confidence"]
+    assert list(out.columns) == ["snapshot_path", "node_id", "run_id", "class_key", "class_name",
+                                 "is_novel", "confidence"]
+    assert set(out["run_id"]) == {WAREHOUSE_RUN_ID}  # the key of the warehouse's classes rows
     # the reference: ORALModel.assign_raw on the same snapshot, edges symmetrised
     loaded = load_snapshot(snap)
     x = torch.tensor(loaded.x)
@@ -205,16 +208,14 @@ def test_register_promote_and_load_champion(fitted, cfg, logged):
     expected = fitted["model"].assign_raw(x, edges)
     assert len(out) == loaded.num_nodes
     assert out["node_id"].tolist() == loaded.node_ids.to_pylist()
-    assert np.array_equal(out["class_id"].to_numpy(), expected.class_id.numpy())
+    assert np.array_equal(out["class_key"].to_numpy(), expected.class_id.numpy())
     assert np.array_equal(out["is_novel"].to_numpy(), expected.is_novel.numpy())
     assert np.allclose(out["confidence"].to_numpy(), expected.confidence.numpy(), atol=1e-6)
-    for cid, name in zip(out["class_id"], out["class_name"]):
-        if cid < 0:
-            assert pd.isna(name)
-        elif cid < 3:
+    for cid, name in zip(out["class_key"], out["class_name"]):
+        if 0 <= cid < 3:
             assert name == CLASS_NAMES[cid]
-        else:
-            assert name == f"novel_{cid}"
+        else:  # novel or unassigned: null, as in the warehouse (never novel_<id>)
+            assert pd.isna(name)
     # two snapshots in one call: one block of rows per snapshot
     twice = pyfunc.predict(pd.DataFrame({"snapshot_path": [str(snap), str(snap)]}))
     assert len(twice) == 2 * loaded.num_nodes
@@ -450,7 +451,7 @@ def test_against_an_mlflow_server(fitted, mlflow_server, tmp_path):
     import pandas as pd
     out = tracking.load_champion(cfg, GRAPH).predict(
         pd.DataFrame({"snapshot_path": [str(fitted["snapshot"])]}))
-    assert np.array_equal(out["class_id"].to_numpy(), predictions.column("class_id").to_numpy())
+    assert np.array_equal(out["class_key"].to_numpy(), predictions.column("class_key").to_numpy())
     # the server keeps the artifacts; nothing is written on the client side
     assert any(server_artifacts.rglob("predictions.parquet"))
     assert not (tmp_path / "client-state").exists()
