@@ -6,7 +6,6 @@ stays fast.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 
@@ -60,7 +59,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oral", description="ORAL novel class discovery on graphs.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log progress details, and print tracebacks on the terminal (they "
+                             "always go to <state>/logs/oral.log)")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser(
         "reproduce", help="reproduce the paper's experiments (resumable ten-seed sweeps)",
@@ -100,10 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flows import cli_logging
+
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    return args.func(args)
+    # one line per log record on the terminal, tracebacks only in the log file (or with -v)
+    cli_logging.setup_console(args.verbose)
+    try:
+        return args.func(args)
+    except Exception as err:  # noqa: BLE001 - unexpected: one line, the traceback in the log
+        return cli_logging.report_unexpected(err, args.command)
+    finally:
+        cli_logging.close_log_file()
 
 
 if __name__ == "__main__":

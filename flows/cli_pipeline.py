@@ -82,35 +82,59 @@ class _NoTraceback(logging.Filter):
 _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 
 
+def _start(state_dir):
+    """After every option was checked: the environment (Prefect's home in the state folder), the
+    log file ``<state>/logs/oral.log`` (tracebacks go there, not to the terminal). Returns the
+    settings."""
+    from flows import cli_logging
+    from flows.settings import configure_environment
+
+    settings = configure_environment(state_dir)
+    cli_logging.open_log_file(settings.state_dir)
+    return settings
+
+
 def _run_flow(fn) -> int:
-    """Run a flow-calling function, turning the pipeline's expected failures into messages."""
+    """Run a flow-calling function (returning its exit status, None for 0), turning the
+    pipeline's expected failures into one ``error:`` line: a broken contract exits 1 (the
+    message names the report), an unusable snapshot 2, a warehouse or tracking store that fails
+    1. Anything else reaches :func:`flows.cli.main`, which prints one line too (traceback in the
+    log file)."""
     from data_contracts.snapshots import SnapshotError
+    from flows import cli_logging
     from tasks.steps import ContractFailed
+    from tasks.tracking import TrackingError
+    from tasks.warehouse import WarehouseError
 
     quiet = _NoTraceback((ContractFailed, SnapshotError))
     for name in _RUN_LOGGERS:
         logging.getLogger(name).addFilter(quiet)
     try:
-        fn()
+        return fn() or 0
     except ContractFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except SnapshotError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except (WarehouseError, TrackingError) as err:
+        path = cli_logging.log_path()
+        if path is not None:
+            logging.getLogger(cli_logging.TRACE_LOGGER).error(
+                "%s", type(err).__name__, exc_info=(type(err), err, err.__traceback__))
+        where = f" (traceback in {path})" if path is not None else ""
+        print(f"error: {cli_logging.one_line(err)}{where}", file=sys.stderr)
+        return 1
     finally:
         for name in _RUN_LOGGERS:
             logging.getLogger(name).removeFilter(quiet)
-    return 0
 
 
 def cmd_run(args) -> int:
     overrides = _overrides(args)
     if overrides is None:
         return 2
-    from flows.settings import configure_environment
-
-    configure_environment(args.state_dir)
+    _start(args.state_dir)
     from flows.nightly import nightly_discovery
 
     def go():
@@ -133,9 +157,7 @@ def cmd_backfill(args) -> int:
     overrides = _overrides(args)
     if overrides is None:
         return 2
-    from flows.settings import configure_environment
-
-    configure_environment(args.state_dir)
+    _start(args.state_dir)
     from flows.nightly import backfill
 
     def go():
@@ -201,8 +223,9 @@ def cmd_demo(args) -> int:
     from flows.demo import run_demo
     from oral_core.datasets import DatasetNotFound
 
+    _start(args.state_dir or Path("state/demo"))
     try:
-        return run_demo(args)
+        return _run_flow(lambda: run_demo(args))
     except DatasetNotFound as err:
         print(f"error: --dataset {args.dataset}: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -226,8 +226,9 @@ def check_device(device: str, option: str, remote: bool = False) -> None:
 
 
 #: What the pipeline writes inside the state folder: these subfolders (Prefect's home, the run
-#: folders, the validation reports) and files (DuckDB, MLflow's store), probed when they exist.
-STATE_SUBFOLDERS = ("prefect", "runs", "reports")
+#: folders, the validation reports, the command's log file) and files (DuckDB, MLflow's store),
+#: probed when they exist.
+STATE_SUBFOLDERS = ("prefect", "runs", "reports", "logs")
 STATE_FILES = ("oral.duckdb", "mlflow.db")
 
 
