@@ -84,13 +84,16 @@ _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 
 def _start(state_dir):
     """After every option was checked: the environment (Prefect's home in the state folder), the
-    log file ``<state>/logs/oral.log`` (tracebacks go there, not to the terminal). Returns the
+    log file ``<state>/logs/oral.log`` (tracebacks go there, not to the terminal) and the
+    watchdog that stops Prefect's temporary server if this process is killed. Returns the
     settings."""
     from flows import cli_logging
+    from flows.server_watchdog import guard_ephemeral_server
     from flows.settings import configure_environment
 
     settings = configure_environment(state_dir)
     cli_logging.open_log_file(settings.state_dir)
+    guard_ephemeral_server()
     return settings
 
 
