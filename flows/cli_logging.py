@@ -50,12 +50,11 @@ def setup_console(verbose: bool) -> None:
     root = logging.getLogger()
     if _state["console"] is None and not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(ConsoleFormatter(tracebacks=bool(verbose)))
         root.addHandler(handler)
         _state["console"] = handler
-    elif _state["console"] is not None:
+    if _state["console"] is not None:  # ours: its format and the level; else left alone
         _state["console"].setFormatter(ConsoleFormatter(tracebacks=bool(verbose)))
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
+        root.setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def open_log_file(state_dir: str | Path) -> Path | None:
