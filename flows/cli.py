@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_pipeline.register(sub)
     cli_snapshots.register(sub)
     cli_validate.register(sub)
+    from flows import cli_label
+    cli_label.register(sub)
     return parser
 
 

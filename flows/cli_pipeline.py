@@ -171,20 +171,9 @@ def cmd_backfill(args) -> int:
 
 
 def cmd_classes(args) -> int:
-    from flows.settings import Settings
-    from tasks.warehouse import Warehouse
+    from flows.cli_label import show_classes  # names from labels, features as text (issue 19)
 
-    settings = Settings.from_env(args.state_dir)
-    if not settings.warehouse_path.exists():
-        print(f"error: no warehouse at {settings.warehouse_path}: run `oral run` or `oral demo` first",
-              file=sys.stderr)
-        return 2
-    table = Warehouse(settings.warehouse_path).latest_classes(args.graph)
-    keep = [c for c in ("graph", "snapshot_date", "lineage_id", "class_name", "is_novel", "size",
-                        "status", "mean_confidence", "purity", "majority_true_label", "top_features")
-            if c in table.column_names]
-    _print_table(table.select(keep))
-    return 0
+    return show_classes(args)
 
 
 def cmd_sql(args) -> int:
@@ -275,8 +264,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     cl.set_defaults(func=cmd_classes)
 
     sql = sub.add_parser("sql", help="a read-only SQL query against the DuckDB warehouse",
-                         description="Tables: snapshots, runs, node_assignments, classes, class_lineage; "
-                                     "views: latest_classes, emerged_classes, class_timeline, latest_runs.")
+                         description="Tables: snapshots, runs, node_assignments, classes, class_lineage, "
+                                     "class_labels; views: latest_classes, emerged_classes, "
+                                     "class_timeline, latest_labels, latest_runs.")
     sql.add_argument("query", help='e.g. "SELECT * FROM emerged_classes"')
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
     sql.add_argument("--limit", type=int, default=200, help="rows shown in table format")

@@ -393,3 +393,137 @@ def test_with_lineage_failure_paths(tmp_path, wh) -> None:
     assert wh.with_lineage(frame)["lineage_id"].to_pylist() == [None, None]  # unknown run
     with pytest.raises(WarehouseError, match=r"lack columns \['run_id'\]"):
         wh.with_lineage(pd.DataFrame({"class_key": [0]}))
+
+
+# -------------------------------------------------------------------------------- class labels
+def test_labels_show_in_every_view_and_survive_later_nights(wh: Warehouse) -> None:
+    wh.publish_run(**night(wh, "g", D1, *first_night()))
+    first = wh.label_class("g:novel:1", "  Graph\tlearning ", by="ana",
+                           at=dt.datetime(2026, 4, 1, 9, 0))
+    assert first == {"graph": "g", "lineage_id": "g:novel:1", "name": "Graph learning",
+                     "labelled_by": "ana", "labelled_at": dt.datetime(2026, 4, 1, 9, 0),
+                     "previous": None}
+    wh.publish_run(**night(wh, "g", D2, *second_night()))  # a later night: the label stays
+    latest = {r["lineage_id"]: r["label"] for r in wh.latest_classes("g").to_pylist()}
+    assert latest["g:novel:1"] == "Graph learning" and latest["g:novel:2"] is None
+    timeline = wh.query("SELECT snapshot_date, label FROM class_timeline WHERE lineage_id = ? "
+                        "ORDER BY snapshot_date", ["g:novel:1"]).to_pylist()
+    assert [r["label"] for r in timeline] == ["Graph learning", "Graph learning"]
+    # the emerged class of the second night, labelled: emerged_classes shows it
+    wh.label_class("g:novel:3", "Late bloomers", by="bob")
+    assert wh.query("SELECT lineage_id, label FROM emerged_classes").to_pylist() == \
+        [{"lineage_id": "g:novel:3", "label": "Late bloomers"}]
+    # labelled again: the latest wins, the history is kept
+    again = wh.label_class("g:novel:1", "GNNs", by="bob", at=dt.datetime(2026, 4, 2, 9, 0))
+    assert again["previous"] == "Graph learning"
+    assert {r["lineage_id"]: r["label"] for r in wh.latest_classes("g").to_pylist()}[
+        "g:novel:1"] == "GNNs"
+    history = wh.query("SELECT name, labelled_by FROM class_labels WHERE lineage_id = ? "
+                       "ORDER BY labelled_at", ["g:novel:1"]).to_pylist()
+    assert history == [{"name": "Graph learning", "labelled_by": "ana"},
+                       {"name": "GNNs", "labelled_by": "bob"}]
+    # republishing a night does not touch labels
+    wh.publish_run(**night(wh, "g", D2, *second_night()))
+    assert wh.query("SELECT count(*) AS n FROM class_labels").to_pylist() == [{"n": 3}]
+
+
+def test_label_is_per_graph_and_refusals_write_nothing(tmp_path, wh: Warehouse) -> None:
+    from tasks.warehouse import LabelRefused
+
+    wh.publish_run(**night(wh, "g", D1, *first_night()))
+    wh.publish_run(**night(wh, "h", D1, {0: [f"h{i}" for i in range(30)]}, {0: "A"}))
+    with pytest.raises(UnknownLineage, match="unknown lineage id 'g:novel:99'"):
+        wh.label_class("g:novel:99", "x", by="ana")
+    with pytest.raises(UnknownLineage, match="'g:novel:1' in graph 'h'"):
+        wh.label_class("g:novel:1", "x", by="ana", graph="h")
+    with pytest.raises(LabelRefused, match="several graphs \\(g, h\\): name one with --graph"):
+        wh.label_class("known:A", "Alpha", by="ana")
+    with pytest.raises(LabelRefused, match="empty"):
+        wh.label_class("g:novel:1", "   ", by="ana")
+    with pytest.raises(LabelRefused, match="who gave it"):
+        wh.label_class("g:novel:1", "x", by=" ")
+    assert wh.query("SELECT count(*) AS n FROM class_labels").to_pylist() == [{"n": 0}]
+    wh.label_class("known:A", "Alpha", by="ana", graph="h")  # only h's known:A
+    labels = {(r["graph"], r["lineage_id"]): r["label"] for r in wh.latest_classes().to_pylist()}
+    assert labels[("h", "known:A")] == "Alpha" and labels[("g", "known:A")] is None
+    with pytest.raises(WarehouseError, match="nothing has been published"):
+        Warehouse(tmp_path / "none.duckdb").label_class("g:novel:1", "x", by="ana")
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_oral_label_and_oral_classes_commands(tmp_path, capsys, monkeypatch) -> None:
+    from flows.cli import main
+
+    state = tmp_path / "state"
+    wh = Warehouse(state / "oral.duckdb", threads=1)
+    two_nights(wh)
+    monkeypatch.delenv("ORAL_WAREHOUSE", raising=False)
+    monkeypatch.setattr("getpass.getuser", lambda: "analyst7")
+    assert main(["label", "g:novel:3", "Late bloomers", "--state-dir", str(state)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("g g:novel:3: labelled 'Late bloomers' by analyst7 at ")
+    assert main(["label", "g:novel:3", "Latecomers", "--graph", "g", "--by", "ana",
+                 "--state-dir", str(state)]) == 0
+    assert "by ana" in (out := capsys.readouterr().out) and "(was 'Late bloomers')" in out
+    assert wh.query("SELECT label, labelled_by FROM latest_labels").to_pylist() == \
+        [{"label": "Latecomers", "labelled_by": "ana"}]
+
+    # oral classes: labels and lineage ids as names, top features as text, nothing cut
+    assert main(["classes", "--graph", "g", "--state-dir", str(state)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert header[:4] == ["graph", "snapshot_date", "lineage_id", "name"]
+    by_lineage = {line.split()[2]: line for line in lines[1:]}
+    assert len(by_lineage) == 5
+    assert "Latecomers" in by_lineage["g:novel:3"]
+    assert by_lineage["g:novel:1"].split()[3] == "g:novel:1"  # no label: its lineage id
+    assert by_lineage["known:A"].split()[3] == "A"
+    assert all(line.rstrip().endswith("f3 (x2.50)") for line in lines[1:])
+    assert "{" not in "".join(lines) and "..." not in "".join(lines)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["label", "g:novel:42", "x"], "error: unknown lineage id 'g:novel:42'"),
+    (["label", "g:novel:1", "x", "--graph", "nope"], "error: unknown lineage id 'g:novel:1' in graph 'nope'"),
+    (["label", "g:novel:1", " "], "error: a label needs a name"),
+    (["label", "g:novel:1", "x", "--by", ""], "error: a label needs who gave it"),
+])
+def test_oral_label_refusals_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, message) -> None:
+    from flows.cli import main
+
+    state = tmp_path / "state"
+    wh = Warehouse(state / "oral.duckdb", threads=1)
+    wh.publish_run(**night(wh, "g", D1, *first_night()))
+    monkeypatch.delenv("ORAL_WAREHOUSE", raising=False)
+    code = main(argv + ["--state-dir", str(state)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+    assert wh.query("SELECT count(*) AS n FROM class_labels").to_pylist() == [{"n": 0}]
+
+
+def test_oral_label_and_classes_without_a_warehouse(tmp_path, capsys, monkeypatch) -> None:
+    from flows.cli import main
+
+    monkeypatch.delenv("ORAL_WAREHOUSE", raising=False)
+    for argv in (["label", "g:novel:1", "x"], ["classes"]):
+        assert main(argv + ["--state-dir", str(tmp_path / "empty")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: no warehouse at ") and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "empty").exists()
+
+
+def test_readme_analyst_sql_runs_on_a_labelled_warehouse(wh: Warehouse) -> None:
+    """Every ```sql block of the README runs here too (test_pipeline runs them after real
+    training; this is the fast check of the typed columns and labels they use)."""
+    import re
+    from pathlib import Path
+
+    two_nights(wh)
+    wh.label_class("g:novel:3", "Late bloomers", by="ana")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```sql\n(.*?)```", readme, re.S)
+    assert blocks
+    for sql in blocks:
+        for statement in [s.strip() for s in sql.split(";") if s.strip()]:
+            wh.query(statement)
