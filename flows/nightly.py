@@ -39,7 +39,8 @@ def resolve_config(overrides: dict | None, device: str | None = None):
 @flow(name="nightly-discovery")
 def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                       config: dict | None = None, state_dir: str | None = None,
-                      device: str | None = None, remote_training: bool | None = None) -> dict:
+                      device: str | None = None, remote_training: bool | None = None,
+                      cold: bool = False) -> dict:
     """Discover classes in one snapshot of ``graph`` and publish them.
 
     Args:
@@ -53,6 +54,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         remote_training: hand training to the deployment ``ORAL_TRAINING_DEPLOYMENT`` (default
             ``train-remote/gpu``, see :mod:`flows.training`) and wait for it; ``None``: the
             ``ORAL_REMOTE_TRAINING`` setting (default off: training runs in this process).
+        cold: train from scratch even when the previous night's champion could be continued
+            (a warm start, :func:`tasks.steps.plan_start`; the default when it applies).
     """
     from tasks.tracking import TrackingConfig
     from tasks.warehouse import Warehouse, make_run_id, make_training_id
@@ -93,11 +96,19 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     from oral_core.experiment import code_version
 
     chash = steps.run_config_hash(cfg, mode)
+    tracking_cfg = TrackingConfig(settings.tracking_uri, settings.state_dir)
+    # warm (continue the champion of the night before) or cold, with the reason
+    plan = steps.plan_start(tracking_cfg, graph, snapshot_date, files.content_hash,
+                            int(snapshot.x.shape[1]), mode, cfg, list(snapshot.class_names),
+                            settings.runs_dir / graph / "previous", cold=cold)
+    logger.info("%s start: %s", plan.start, plan.reason)
     # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
-    # content and configuration; training depends on content and configuration only, so a graph
-    # that did not change overnight is a new night that reuses the previous night's training
-    run_id = make_run_id(graph, snapshot_date, files.content_hash, chash)
-    run_dir = settings.runs_dir / graph / make_training_id(graph, files.content_hash, chash)[:16]
+    # content, configuration and start (a warm start names the model it continued); training
+    # depends on content, configuration and start only, so a graph that did not change
+    # overnight is a new night that reuses the previous night's training
+    run_key = chash + plan.key
+    run_id = make_run_id(graph, snapshot_date, files.content_hash, run_key)
+    run_dir = settings.runs_dir / graph / make_training_id(graph, files.content_hash, run_key)[:16]
     remote = settings.remote_training if remote_training is None else bool(remote_training)
     if remote:  # the snapshot goes by path, results come back through the (shared) run folder
         from flows.training import train_via_deployment
@@ -105,7 +116,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         trained = train_via_deployment(
             settings.training_deployment, settings.remote_training_timeout, snapshot_path=str(path),
             content_hash=files.content_hash, config=cfg.to_dict(), run_dir=str(run_dir),
-            feature_mode=mode, graph=graph, config_hash=chash)
+            feature_mode=mode, graph=graph, config_hash=chash, init=plan.init,
+            start_key=plan.key)
     else:
         import socket
 
@@ -114,28 +126,37 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         where, why = describe_device(cfg.device)
         logger.info("training runs in-process on host %s, device %s (%s)", socket.gethostname(),
                     where, why)
-        trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
+        trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash,
+                           chash, plan.init, plan.key)
         if not all(Path(trained[k]).exists() for k in ("model_path", "predictions_path", "history_path")):  # the cache outlived its files: train again
             trained = pt.train.with_options(refresh_cache=True)(
-                snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash)
+                snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash,
+                plan.init, plan.key)
 
     import pyarrow.parquet as pq
     predictions = pq.read_table(trained["predictions_path"])
     class_id = predictions.column("class_key").to_numpy()
     scores = steps.score(snapshot, class_id, trained["num_known"])
     classes = steps.describe_classes(snapshot, predictions, trained["num_known"])
+    warm = plan.start == "warm"
+    start = {"start": plan.start, "start_reason": plan.reason, "start_key": plan.key,
+             "warm_from": plan.source_run_id if warm else None,
+             "warm_from_version": str(plan.source_version) if warm else None}
     run = {
         "graph": graph, "snapshot_date": snapshot_date, "content_hash": files.content_hash,
-        "config_hash": chash, "code_version": code_version(), "device": trained["device"],
+        "config_hash": run_key, "code_version": code_version(), "device": trained["device"],
         "epochs": trained["epochs"], "val_accuracy": trained["val_accuracy"],
         "num_classes": trained["num_classes"], "num_known": trained["num_known"],
         "num_novel": trained["num_novel"], "num_nodes": snapshot.num_nodes,
         "train_seconds": trained["train_seconds"], "scores": scores,
         "prefect_flow_run_id": str(flow_run.get_id() or ""),
     }
-    tracking_cfg = TrackingConfig(settings.tracking_uri, settings.state_dir)
+    from tasks.warehouse import RUN_COLUMNS
+
+    run |= {k: v for k, v in start.items() if k in RUN_COLUMNS}
     tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
-            "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id}
+            "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id,
+            **{k: v for k, v in start.items() if v not in (None, "")}}
     # registered now, champion only once DuckDB holds the run: a failed publish must not leave
     # the registry's champion ahead of the warehouse
     tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
@@ -156,8 +177,11 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                "statuses": published["statuses"], "scores": scores,
                "mlflow_run_id": tracked["mlflow_run_id"], "model_version": tracked["model_version"],
                "champion": tracked.get("promoted"), "val_accuracy": trained["val_accuracy"],
-               "train_seconds": trained["train_seconds"]}
-    _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings, report_html)
+               "train_seconds": trained["train_seconds"], "start": plan.start,
+               "start_reason": plan.reason, "warm_from_version": start["warm_from_version"],
+               "epochs": trained["epochs"]}
+    _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
+                      report_html, summary)
     logger.info("run %s: %s", published["run_id"][:12], json.dumps(summary, default=str))
     return summary
 
@@ -165,8 +189,10 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
 @flow(name="backfill")
 def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str | None = None,
              config: dict | None = None, state_dir: str | None = None,
-             device: str | None = None, remote_training: bool | None = None) -> list[dict]:
-    """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly run."""
+             device: str | None = None, remote_training: bool | None = None,
+             cold: bool = False) -> list[dict]:
+    """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly
+    run (each night warm-starts from the one before unless ``cold``)."""
     resolve_config(config, device)  # a bad configuration fails before the first night
     paths = snap.select_snapshots(snapshot_root, graph, start=start or dt.date.min,
                                   end=end or dt.date.max)
@@ -178,7 +204,7 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
         day = snap.snapshot_date(path).isoformat()
         logger.info("backfill %d/%d: %s %s", i, len(paths), graph, day)
         results.append(nightly_discovery(graph, snapshot_root, day, config, state_dir, device,
-                                         remote_training))
+                                         remote_training, cold))
     return results
 
 
@@ -191,12 +217,16 @@ def _artifact_failed(graph, path, report, report_json, report_html) -> None:
     create_markdown_artifact("\n".join(lines), key=_artifact_key(graph), description="contract failure")
 
 
-def _artifact_summary(graph, day, classes, published, tracked, scores, settings, report_html) -> None:
+def _artifact_summary(graph, day, classes, published, tracked, scores, settings, report_html,
+                      summary=None) -> None:
     lineage, statuses = published["lineage"], published["statuses"]
     emerged = [c for c in classes if statuses.get(lineage[c["class_key"]]) == "emerged" and c["is_novel"]]
     lines = [f"# {graph} on {day}", "",
              f"{len(classes)} classes, {sum(c['is_novel'] for c in classes)} novel; "
              f"{len(emerged)} novel class(es) emerged tonight.", ""]
+    if summary:
+        lines += [f"Training: {summary['start']} start ({summary['start_reason']}), "
+                  f"{summary['epochs']} epochs, {summary['train_seconds']:.1f} s.", ""]
     if scores:
         lines += [f"Scored against truth: All {scores['all']:.1f}%, Known {scores['known']:.1f}%, "
                   f"Novel {scores['novel']:.1f}%.", ""]

@@ -99,15 +99,19 @@ def write_result(run_dir: str | Path, result: dict, **extra) -> Path:
     return path
 
 
-def read_result(run_dir: str | Path, content_hash: str, config_hash: str) -> dict | None:
-    """The training result in ``run_dir`` for this snapshot and configuration, or None when it is
-    missing, was made for something else, or its model or predictions file is gone."""
+def read_result(run_dir: str | Path, content_hash: str, config_hash: str,
+                start_key: str = "") -> dict | None:
+    """The training result in ``run_dir`` for this snapshot, configuration and start (``""``
+    cold, else the warm start's key), or None when it is missing, was made for something else,
+    or its model or predictions file is gone."""
     path = Path(run_dir) / RESULT_FILE
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if data.get("content_hash") != content_hash or data.get("config_hash") != config_hash:
+        return None
+    if (data.get("start_key") or "") != (start_key or ""):
         return None
     if not all(Path(data.get(k, "")).is_file() for k in ("model_path", "predictions_path")):
         return None
@@ -120,7 +124,8 @@ def read_result(run_dir: str | Path, content_hash: str, config_hash: str) -> dic
 # ------------------------------------------------------------------------------------ the flow
 @flow(name="train-remote")
 def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: str,
-                 feature_mode: str, graph: str, config_hash: str, refresh: bool = False) -> dict:
+                 feature_mode: str, graph: str, config_hash: str, refresh: bool = False,
+                 init: dict | None = None, start_key: str = "") -> dict:
     """Fit ORAL on one snapshot, read by path, into ``run_dir`` (shared with the nightly host).
 
     Args:
@@ -132,6 +137,9 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
         graph: the graph's name (logs and the result file).
         config_hash: the configuration hash the nightly flow computed; checked after training.
         refresh: train again even when ``run_dir`` holds a finished result.
+        init: a warm start's previous model and predictions (paths under the shared state
+            folder, :func:`tasks.steps.plan_start`); None: a cold start.
+        start_key: the start's part of the training's identity (``""`` when cold).
 
     Returns the same small dict as the in-process ``train`` task (``tasks.steps.TrainResult``).
     """
@@ -147,7 +155,7 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
     logger.info("snapshot %s read on %s: content hash %s matches the validated one",
                 snapshot_path, host, content_hash[:12])
     if not refresh:
-        done = read_result(run_dir, content_hash, config_hash)
+        done = read_result(run_dir, content_hash, config_hash, start_key)
         if done is not None:
             logger.info("reusing the finished training in %s (%s, %d classes)", run_dir,
                         done.get("device"), done.get("num_classes", -1))
@@ -157,16 +165,18 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
     snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
     cfg = ORALConfig.from_dict(config)
     device, why = describe_device(cfg.device)
-    logger.info("training runs on host %s, device %s (%s): %s, %d nodes, %d epochs", host, device,
-                why, graph, snapshot.num_nodes, cfg.epochs)
-    result = steps.train(snapshot, cfg, Path(run_dir), feature_mode)
+    logger.info("training runs on host %s, device %s (%s): %s, %d nodes, %d epochs (%s start)",
+                host, device, why, graph, snapshot.num_nodes,
+                cfg.epochs if init is None else min(cfg.warm_epochs, cfg.epochs),
+                "cold" if init is None else "warm")
+    result = steps.train(snapshot, cfg, Path(run_dir), feature_mode, init=init)
     if result.config_hash != config_hash:
         raise RemoteTrainingError(f"configuration hash on {host} is {result.config_hash}, the "
                                   f"nightly flow computed {config_hash}: are both hosts on the "
                                   "same code version?")
     out = result.to_dict()
     write_result(run_dir, out, content_hash=content_hash, graph=graph, host=host,
-                 snapshot_path=str(snapshot_path))
+                 snapshot_path=str(snapshot_path), start_key=start_key)
     logger.info("trained on %s (%s) in %.1f s: %d classes (%d novel), validation accuracy %.3f",
                 host, result.device, result.train_seconds, result.num_classes, result.num_novel,
                 result.val_accuracy)
@@ -176,7 +186,8 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
 # ------------------------------------------------------------------- the nightly flow's side
 def train_via_deployment(deployment: str, timeout: float, *, snapshot_path: str, content_hash: str,
                          config: dict, run_dir: str, feature_mode: str, graph: str,
-                         config_hash: str, poll_interval: float = 2.0) -> dict:
+                         config_hash: str, poll_interval: float = 2.0, init: dict | None = None,
+                         start_key: str = "") -> dict:
     """Run :func:`train_remote` through ``deployment`` and wait (at most ``timeout`` seconds);
     return its result, read from the shared run folder.
 
@@ -208,7 +219,7 @@ def train_via_deployment(deployment: str, timeout: float, *, snapshot_path: str,
                 run_dir, timeout)
     params = {"snapshot_path": str(snapshot_path), "content_hash": content_hash, "config": config,
               "run_dir": str(run_dir), "feature_mode": feature_mode, "graph": graph,
-              "config_hash": config_hash}
+              "config_hash": config_hash, "init": init, "start_key": start_key}
     run = run_deployment(name=deployment, parameters=params, timeout=timeout,
                          poll_interval=poll_interval,
                          flow_run_name=f"train-{graph}-{content_hash[:8]}-{config_hash[:8]}")
@@ -222,7 +233,7 @@ def train_via_deployment(deployment: str, timeout: float, *, snapshot_path: str,
             "It was left running: a rerun of the nightly flow reuses its result once it finishes.")
     if not state.is_completed():
         raise RemoteTrainingError(f"{where} ended {state.name}: {state.message or 'no message'}")
-    result = read_result(run_dir, content_hash, config_hash)
+    result = read_result(run_dir, content_hash, config_hash, start_key)
     if result is None:
         raise RemoteTrainingError(
             f"{where} completed but {Path(run_dir) / RESULT_FILE} holds no result for this "

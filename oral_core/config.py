@@ -77,6 +77,12 @@ class ORALConfig:
     seed: int = 0
     device: str = "auto"  # "auto": CUDA when present, else CPU
     progress: bool = True
+    # warm start (not in the paper: see ORAL.fit's ``init``): a fit continued from a saved model
+    # of an earlier snapshot of the same graph trains min(warm_epochs, epochs) epochs instead of
+    # ``epochs``; cold fits ignore it. 10: the validation accuracy (labelled nodes of known
+    # classes only) of warm runs on simulated Cora nights peaked there (benchmarks/warm_start.py,
+    # its probe table in benchmarks/results/warm_start.md)
+    warm_epochs: int = 10
 
     @property
     def minibatch(self) -> bool:
@@ -122,6 +128,7 @@ class ORALConfig:
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
              "select_from_epoch must be in [0, epochs] or None"),
+            (self.warm_epochs >= 1, "warm_epochs must be >= 1"),
             (self.selection in SELECTION_RULES,
              f"selection must be one of {list(SELECTION_RULES)}"),
         ]

@@ -120,7 +120,7 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
 #: exactly: left out of the hash while at their default, so finished seeds stay valid
 LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": None,
                 "eval_chunk_edges": 1 << 21, "select_from_epoch": None, "selection": "best_val",
-                "ensemble_from_layer": 1}
+                "ensemble_from_layer": 1, "warm_epochs": 10}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

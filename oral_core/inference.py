@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 
 from .attention import ORALNetwork, with_self_loops
-from .clustering import Partition
 from .config import ORALConfig
 from .pseudo_labels import ensemble_assignment, pad_assignments
 from .sampling import CSR
+from .trainer import payload_partitions
 
 FORMAT = "oral-model/1"
 #: Nodes per block of the ensemble step of :meth:`ORALModel.assign` (after the forward pass).
@@ -51,10 +51,7 @@ class ORALModel:
                                    cfg.dropout, use_attention=cfg.pan)
         self.network.load_state_dict(payload["state_dict"])
         self.network.eval()
-        self.partitions = [
-            Partition(part["prototype_group"], int(part["num_groups"]), part["group_to_class"],
-                      float(part["accuracy"]), float(part["resolution"]))
-            for part in payload["partitions"]]
+        self.partitions = payload_partitions(payload)
         self.perms = payload["ensemble"]["perms"]
         self.mask = payload["ensemble"]["mask"]
         self.group_class = payload["group_class"]
@@ -149,6 +146,8 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
         "class_names": list(class_names or []),
         "feature_mode": str(feature_mode),
         "epoch": int(state["epoch"]),
+        # epochs of training behind the saved parameters (a warm start's count continues it)
+        "trained_epochs": int(getattr(model, "trained_before", 0)) + int(state["epoch"]),
         "val_accuracy": float(state["val_acc"]),
         "state_dict": {k: v.detach().cpu() for k, v in state["state"].items()},
         "partitions": [{"prototype_group": p.prototype_group.cpu(), "num_groups": int(p.num_groups),

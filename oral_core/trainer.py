@@ -167,6 +167,10 @@ class ORAL:
         #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
         self.record_epochs = False
         self.epoch_class_ids: list[torch.Tensor] = []
+        #: epochs of training the starting parameters had before this fit (0: a cold start)
+        self.trained_before = 0
+        #: epochs this fit trained (``epochs``, or ``warm_epochs`` for a warm start)
+        self.epochs_run = self.config.epochs
 
     # ------------------------------------------------------------------ helpers
     def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
@@ -211,8 +215,37 @@ class ORAL:
 
     # ------------------------------------------------------------------ fit
     def fit(self, x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
-            val_labels: torch.Tensor | None = None) -> "ORAL":
-        """Train on one graph (Algorithm 1)."""
+            val_labels: torch.Tensor | None = None, init: dict | None = None,
+            init_class_id: torch.Tensor | None = None) -> "ORAL":
+        """Train on one graph (Algorithm 1).
+
+        **Warm start** (``init``; a deviation from the paper, whose Algorithm 1 always starts
+        from random parameters and singleton prototype groups): ``init`` is the payload of a
+        model fitted on an earlier snapshot of the same graph
+        (:func:`oral_core.inference.export_payload`, ``ORALModel.payload``). The fit then starts
+        from its parameters (prototypes included) and its prototype partitions, and trains
+        ``min(config.warm_epochs, config.epochs)`` epochs instead of ``config.epochs``. Warm epoch ``e`` counts as
+        epoch ``trained_epochs + e`` of the schedule, where ``trained_epochs`` is the epochs the
+        saved parameters had been trained for (``init["trained_epochs"]``, else its selected
+        epoch): the warm-ups were passed by the earlier fit, so with a saved model of the
+        default 200 epochs the prototype clustering never falls back to singleton groups and
+        pseudo-label guidance (POL: pseudo-labels, refinement, consistency) is on from the
+        first warm epoch; ``cluster_every`` / ``cluster_freeze_epoch`` apply to that count
+        too. The first evaluation pass uses the saved partitions (it is the saved model applied
+        to this graph); the optimiser (Adam) starts afresh (its moments are not saved). The
+        selection rule is the configuration's (``last``: the final warm epoch).
+
+        The payload holds nothing indexed by node (parameters, prototype partitions, ensemble
+        alignment and group classes are per prototype or group), so the new graph's nodes may
+        differ from the old one's in number and order. ``init_class_id`` (optional, ``[N]``)
+        is the class each node of *this* graph had in the saved model's published predictions
+        (-1 for a node that is new or was unassigned), mapped by node id by the caller: the
+        novel classes found then take the ids of the previous novel classes they overlap most
+        (one to one), so class ids persist across warm nights; the others get fresh ids above.
+
+        The saved model must have the same feature width, known classes and architecture
+        (:func:`check_init`; a ValueError otherwise).
+        """
         cfg = self.config
         if train_labels.shape[0] != x.shape[0]:
             raise ValueError(f"train_labels has {train_labels.shape[0]} entries for {x.shape[0]} nodes")
@@ -230,9 +263,17 @@ class ORAL:
         net = ORALNetwork(x.shape[1], cfg.hidden_dim, cfg.num_layers, cfg.num_prototypes,
                           cfg.temperature, cfg.attention_temperature, cfg.dropout,
                           use_attention=cfg.pan).to(device)
+        edges, partitions = edges0, None
+        self.trained_before, self.epochs_run = 0, cfg.epochs
+        if init is not None:
+            check_init(init, x.shape[1], num_known, cfg)
+            net.load_state_dict({k: v.to(device) for k, v in init["state_dict"].items()})
+            partitions = payload_partitions(init)
+            self.trained_before = int(init.get("trained_epochs", init.get("epoch", 0)))
+            self.epochs_run = min(cfg.warm_epochs, cfg.epochs)
         self.network = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        edges, partitions = edges0, None
+        offset, n_epochs = self.trained_before, self.epochs_run
         # pseudo-label candidates: unlabelled nodes only. Validation nodes are excluded so that
         # the known-class accuracy used for model selection is measured on nodes the model never
         # trains on, not even through a pseudo-label.
@@ -240,25 +281,30 @@ class ORAL:
         self._csr = None
         self.history, self._best = [], None
         self.discoveries, self.epoch_class_ids = {}, []
-        bar = _progress(cfg.epochs + 1, cfg.progress)
+        bar = _progress(n_epochs + 1, cfg.progress)
         watch = Stopwatch(device)
-        for epoch in range(cfg.epochs + 1):
+        for epoch in range(n_epochs + 1):
             started = time.perf_counter()
+            total = offset + epoch  # the epoch of the schedule (warm-ups, clustering, POL)
             recluster = partitions is None or (
-                epoch % cfg.cluster_every == 0
-                and (cfg.cluster_freeze_epoch is None or epoch < cfg.cluster_freeze_epoch))
-            cluster = self._cluster_fn(labels.cpu(), num_known, epoch < cfg.cluster_warmup_epochs,
+                not (init is not None and epoch == 0)  # warm: the saved partitions first
+                and total % cfg.cluster_every == 0
+                and (cfg.cluster_freeze_epoch is None or total < cfg.cluster_freeze_epoch))
+            cluster = self._cluster_fn(labels.cpu(), num_known, total < cfg.cluster_warmup_epochs,
                                        watch)
             outs, partitions, ens, group_class = self._evaluate(
                 x, edges, None if recluster else partitions, cluster, labels, num_known, watch)
-            row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known)
-            if epoch == cfg.epochs:  # the last pass only evaluates the final parameters
+            row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known,
+                               total=total, final=epoch == n_epochs)
+            if init is not None:
+                row["trained_epochs"] = total
+            if epoch == n_epochs:  # the last pass only evaluates the final parameters
                 row.update(watch.take())
                 self.history.append(row)
                 bar.update(1)
                 break
             pseudo = None
-            if cfg.pol and epoch >= cfg.pol_start_epoch:
+            if cfg.pol and total >= cfg.pol_start_epoch:
                 with watch.section("pseudo_labels"):
                     pseudo = select_confident(ens.p, candidates, cfg.gamma)
                     node_label = labels.clone()
@@ -278,7 +324,34 @@ class ORAL:
             bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",
                             groups=row["groups"])
         bar.close()
+        if init_class_id is not None:
+            self._keep_class_ids(init_class_id, num_known)
         return self
+
+    def _keep_class_ids(self, previous: torch.Tensor, num_known: int) -> None:
+        """Give the selected model's novel classes the ids of the previous novel classes they
+        overlap most on the nodes both share (one to one, largest overlap first); the other
+        novel classes get fresh ids above every previous one. Applied to both rules'
+        predictions and to the selected model's group classes (saved with it)."""
+        sel = self._best["discovery"]
+        previous = previous.long().cpu()
+        if previous.shape != sel.class_id.shape:
+            raise ValueError(f"init_class_id has {previous.shape[0]} entries for "
+                             f"{sel.class_id.shape[0]} nodes")
+        mapping = novel_id_map(sel.class_id, previous, num_known)
+        if not mapping or all(k == v for k, v in mapping.items()):
+            return
+
+        def remap(ids: torch.Tensor) -> torch.Tensor:
+            out = ids.clone()
+            for old, new in mapping.items():
+                out[ids == old] = new
+            return out
+
+        for d in self.discoveries.values():
+            d.class_id = remap(d.class_id)
+            d.is_novel = d.class_id >= num_known
+        self._best["group_class"] = remap(self._best["group_class"])
 
     def _evaluate(self, x, edges, partitions, cluster, labels, num_known, watch: Stopwatch):
         net = self.network
@@ -299,7 +372,8 @@ class ORAL:
             group_class = ensemble_classes(ens, labels.cpu(), num_known)
         return outs, partitions, ens, group_class
 
-    def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known) -> dict:
+    def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known,
+                total: int | None = None, final: bool | None = None) -> dict:
         """Model selection on labelled validation nodes of known classes only.
 
         ``selection="best_val"``: the latest epoch with the best validation accuracy among the
@@ -308,18 +382,19 @@ class ORAL:
         Algorithm 1 predicts after its loop). Whatever the rule, :attr:`discoveries` keeps the
         predictions both rules would give, and with :attr:`record_epochs` every epoch's class ids
         are kept in :attr:`epoch_class_ids` (for the held-out-class proxy, which compares rules
-        on one training run)."""
+        on one training run). ``total``: the epoch of the schedule (``select_from_epoch``
+        counts it; differs from ``epoch`` on a warm start); ``final``: the fit's last epoch."""
         cfg = self.config
         class_id, conf, novel = discover(ens, group_class, num_known)
         has_val = val >= 0
         val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
         n_classes = int(torch.unique(class_id).numel())
         start = cfg.select_from_epoch
-        eligible = start is None or epoch >= start
+        eligible = start is None or (epoch if total is None else total) >= start
         improved = eligible and (
             "best_val" not in self.discoveries or not has_val.any()
             or val_acc >= self.discoveries["best_val"].val_accuracy)
-        final = epoch == cfg.epochs
+        final = epoch == cfg.epochs if final is None else final
 
         def discovery() -> Discovery:
             return Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
@@ -449,6 +524,68 @@ class ORAL:
             raise RuntimeError("no model selected yet: call fit() first")
         return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc",
                                             "ensemble", "group_class")}
+
+
+def payload_partitions(payload: dict) -> list[Partition]:
+    """The prototype partitions (Eq. 3-4) saved in a model payload."""
+    return [Partition(part["prototype_group"], int(part["num_groups"]), part["group_to_class"],
+                      float(part["accuracy"]), float(part["resolution"]))
+            for part in payload["partitions"]]
+
+
+#: configuration fields that shape the saved parameters: a warm start needs them equal
+ARCHITECTURE_FIELDS = ("num_layers", "hidden_dim", "num_prototypes", "pan")
+
+
+def check_init(payload: dict, in_dim: int, num_known: int, config: ORALConfig) -> None:
+    """Raise ValueError (saying why) when ``payload`` cannot start a fit on features of width
+    ``in_dim`` with ``num_known`` known classes under ``config``."""
+    saved = payload.get("config") or {}
+    problems = []
+    if int(payload.get("in_dim", -1)) != int(in_dim):
+        problems.append(f"feature dimension {payload.get('in_dim')} -> {in_dim}")
+    if int(payload.get("num_known", -1)) != int(num_known):
+        problems.append(f"known classes {payload.get('num_known')} -> {num_known}")
+    for key in ARCHITECTURE_FIELDS:
+        if key in saved and saved[key] != getattr(config, key):
+            problems.append(f"{key} {saved[key]!r} -> {getattr(config, key)!r}")
+    if len(payload.get("partitions") or []) != config.num_layers:
+        problems.append(f"{len(payload.get('partitions') or [])} saved partitions for "
+                        f"{config.num_layers} layers")
+    if problems:
+        raise ValueError("the saved model cannot start this fit: " + "; ".join(problems))
+
+
+def novel_id_map(class_id: torch.Tensor, previous: torch.Tensor, num_known: int) -> dict[int, int]:
+    """``{novel id now: id to use}``: each novel class takes the previous novel id it shares
+    most nodes with (greedy one-to-one, largest overlap first, ties to the lower ids); the
+    others keep their id unless a previous class had it, else take fresh ids above every
+    previous and current one, in id order."""
+    now = sorted(int(c) for c in torch.unique(class_id) if int(c) >= num_known)
+    if not now:
+        return {}
+    before = previous[(previous >= num_known)]
+    both = (class_id >= num_known) & (previous >= num_known)
+    pairs: dict[tuple[int, int], int] = {}
+    if both.any():
+        keys, counts = torch.unique(torch.stack([class_id[both], previous[both]], 1), dim=0,
+                                    return_counts=True)
+        pairs = {(int(a), int(b)): int(n) for (a, b), n in zip(keys.tolist(), counts.tolist())}
+    mapping: dict[int, int] = {}
+    taken: set[int] = set()
+    for (a, b), _ in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
+        if a not in mapping and b not in taken:
+            mapping[a] = b
+            taken.add(b)
+    earlier = {int(v) for v in torch.unique(before)}
+    nxt = max([num_known - 1, *now, *earlier]) + 1
+    for a in now:
+        if a not in mapping:
+            if a in taken or a in earlier:  # the id meant another class before
+                mapping[a], nxt = nxt, nxt + 1
+            else:
+                mapping[a] = a
+    return mapping
 
 
 def _progress(total: int, enabled: bool):

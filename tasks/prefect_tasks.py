@@ -57,20 +57,26 @@ def validate(files, report_dir: str, last_processed: dt.date | None):
 
 
 def _train_key(context, parameters) -> str:
-    return f"oral-train-{parameters['graph']}-{parameters['content_hash']}-{parameters['config_hash']}"
+    return (f"oral-train-{parameters['graph']}-{parameters['content_hash']}-"
+            f"{parameters['config_hash']}{parameters.get('start_key') or ''}")
 
 
 @task(name="train", cache_key_fn=_train_key, persist_result=True, result_serializer="json")
 def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: str,
-          content_hash: str, config_hash: str) -> dict:
-    """Fit ORAL; ``graph``, ``content_hash`` and ``config_hash`` form the cache key."""
+          content_hash: str, config_hash: str, init: dict | None = None,
+          start_key: str = "") -> dict:
+    """Fit ORAL; ``graph``, ``content_hash``, ``config_hash`` and ``start_key`` (empty for a cold
+    start, the model continued for a warm one, :func:`tasks.steps.plan_start`) form the cache
+    key. ``init``: the warm start's model and predictions (:func:`tasks.steps.train`)."""
     from oral_core.config import ORALConfig
 
     logger = get_run_logger()
     config = ORALConfig.from_dict(config_dict)
-    logger.info("training ORAL on %d nodes, %d epochs (%s features)", snapshot.num_nodes,
-                config.epochs, feature_mode)
-    result = steps.train(snapshot, config, Path(run_dir), feature_mode)
+    logger.info("training ORAL on %d nodes, %s (%s features)", snapshot.num_nodes,
+                f"{config.epochs} epochs, cold start" if init is None else
+                f"{min(config.warm_epochs, config.epochs)} epochs, warm start from "
+                f"{init.get('model_path')}", feature_mode)
+    result = steps.train(snapshot, config, Path(run_dir), feature_mode, init=init)
     if result.config_hash != config_hash:
         raise RuntimeError(f"configuration hash changed during training: {result.config_hash} != {config_hash}")
     logger.info("trained on %s in %.1f s: %d classes (%d novel), validation accuracy %.3f at epoch %d",

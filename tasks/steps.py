@@ -132,14 +132,59 @@ class TrainResult:
     num_novel: int
     train_seconds: float
     device: str
+    #: ``cold`` or ``warm`` (continued from ``warm_from``, see :func:`plan_start`)
+    start: str = "cold"
+    #: the warehouse run id of the night whose model a warm start continued ("" when cold)
+    warm_from: str = ""
+    #: epochs of training behind the saved parameters, a warm start's included
+    trained_epochs: int = 0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "auto") -> TrainResult:
+def load_payload(path: str | Path) -> dict:
+    """A saved ORAL model's payload (weights only); raises on a file that is not one."""
+    import torch
+
+    from oral_core.inference import FORMAT
+
+    payload = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError(f"{path} is not an ORAL model file")
+    return payload
+
+
+def previous_class_ids(node_ids, predictions_path: str | Path | None):
+    """For each of tonight's nodes (``node_ids``, an Arrow array), the class key the previous
+    model's predictions gave the same node id, -1 for a node they did not have (new) or left
+    unassigned: node-indexed state is mapped by node id, never by position. None without a
+    predictions file."""
+    import torch
+
+    if predictions_path is None or not Path(predictions_path).is_file():
+        return None
+    prev = pq.read_table(predictions_path, columns=["node_id", "class_key"])
+    ids, prev_ids = _arrow(node_ids), prev.column("node_id")
+    if prev_ids.type != ids.type:
+        ids, prev_ids = pc.cast(ids, pa.string()), pc.cast(prev_ids, pa.string())
+    where = pc.index_in(ids, value_set=prev_ids.combine_chunks()
+                        if isinstance(prev_ids, pa.ChunkedArray) else prev_ids)
+    where = np.asarray(pc.fill_null(where, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    keys = np.asarray(pc.fill_null(prev.column("class_key"), -1).to_numpy(), dtype=np.int64)
+    out = np.where(where >= 0, keys[np.maximum(where, 0)] if keys.size else -1, -1)
+    return torch.from_numpy(out.astype(np.int64))
+
+
+def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "auto",
+          init: dict | None = None) -> TrainResult:
     """Fit ORAL on one snapshot (labelled nodes split into training and validation), save the model
-    (weights only), the per-node predictions (Parquet) and the per-epoch history (JSON)."""
+    (weights only), the per-node predictions (Parquet) and the per-epoch history (JSON).
+
+    ``init`` (a warm start, see :func:`plan_start`): ``model_path`` (the previous model),
+    ``predictions_path`` (its published predictions, optional: class ids are kept where the
+    classes continue) and ``warm_from`` (that night's run id). ORAL then continues from the
+    model for ``config.warm_epochs`` epochs (``ORAL.fit(init=...)``)."""
     import torch
 
     from oral_core.datasets import auto_feature_mode, preprocess_features
@@ -154,8 +199,13 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     x = preprocess_features(x_raw, mode)
     edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
     train_labels, val_labels = split_labelled(snapshot.labels, config.seed)
+    payload = previous = None
+    if init is not None:
+        payload = load_payload(init["model_path"])
+        previous = previous_class_ids(snapshot.node_ids, init.get("predictions_path"))
     start = time.perf_counter()
-    oral = ORAL(config).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
+    oral = ORAL(config).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels),
+                            init=payload, init_class_id=previous)
     seconds = time.perf_counter() - start
     found = oral.predict()
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
@@ -175,10 +225,199 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         run_dir=str(run_dir), model_path=str(model_path),
         predictions_path=str(run_dir / "predictions.parquet"), history_path=str(history_path),
         config=config.to_dict(), config_hash=run_config_hash(config, mode), feature_mode=mode,
-        val_accuracy=float(found.val_accuracy), epoch=int(found.epoch), epochs=int(config.epochs),
+        val_accuracy=float(found.val_accuracy), epoch=int(found.epoch), epochs=int(oral.epochs_run),
         num_classes=int(found.num_classes), num_known=int(oral.num_known),
         num_novel=int(np.unique(class_id[class_id >= oral.num_known]).size),
-        train_seconds=seconds, device=device)
+        train_seconds=seconds, device=device, start="cold" if init is None else "warm",
+        warm_from="" if init is None else str(init.get("warm_from") or ""),
+        trained_epochs=int(model.payload["trained_epochs"]))
+
+
+# ------------------------------------------------------------------------------- warm starts
+@dataclass
+class StartPlan:
+    """How tonight's training starts: ``warm`` (continuing a previous model) or ``cold``, with
+    a one-line ``reason``. ``key`` is what the start adds to the run's identity (the run id, the
+    run folder and the training cache): ``""`` for a cold start, ``+warm-<12 hex>`` (the run id
+    of the night whose model it continues) for a warm one. ``init`` is what
+    :func:`train` continues from (``model_path``, ``predictions_path``, ``warm_from``)."""
+
+    start: str
+    reason: str
+    key: str = ""
+    init: dict | None = None
+    source_version: int | None = None
+    source_run_id: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+#: MLflow version tag saying whether the champion gate promoted the version (set when it decides)
+PROMOTED_TAG = "champion_promoted"
+
+
+def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
+    """The champion of ``oral-<graph>`` as of the night before ``before``: the latest registered
+    version dated earlier (``snapshot_date`` tag) that the champion gate promoted; for versions
+    registered before that tag existed, the ``champion`` alias when it is dated earlier. None
+    when there is none."""
+    from mlflow.exceptions import MlflowException
+
+    from tasks import tracking
+
+    day = snap.parse_date(before) if not isinstance(before, dt.date) else before
+    name = tracking.model_name(graph)
+    client = tracking.client(tracking_cfg)
+
+    def search():
+        try:
+            return client.search_model_versions(f"name = '{name}' and tags.{PROMOTED_TAG} = 'true'")
+        except MlflowException as err:
+            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                return []
+            raise
+
+    def dated(mv) -> dt.date | None:
+        try:
+            return snap.parse_date((mv.tags or {}).get("snapshot_date", ""))
+        except Exception:  # noqa: BLE001 - no or a malformed date: not a candidate
+            return None
+
+    found = [mv for mv in tracking._retry(tracking_cfg, search, f"searching champions of {name!r}")
+             if (d := dated(mv)) is not None and d < day]
+    if not found:
+        alias = tracking._champion(tracking_cfg, graph, client)
+        if alias is not None and (d := dated(alias)) is not None and d < day:
+            return alias
+        return None
+    return max(found, key=lambda mv: (dated(mv), int(mv.version)))
+
+
+def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path | None]:
+    """The ORAL model file and the published predictions of registered version ``mv``, copied
+    from the tracking store into ``dest`` (replacing what is there). Returns
+    ``(model_path, predictions_path or None)``."""
+    import shutil
+    import tempfile
+
+    import mlflow
+
+    from tasks import tracking
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    name = tracking.model_name(graph)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=dest) as tmp:
+        with tracking.using(tracking_cfg):
+            folder = Path(mlflow.artifacts.download_artifacts(
+                artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(Path(tmp) / "model")))
+        found = sorted(p for p in folder.rglob("*.pt"))
+        if not found:
+            raise FileNotFoundError(f"version {mv.version} of {name!r} holds no ORAL model file")
+        model_path = dest / "model.pt"
+        shutil.copyfile(found[0], Path(tmp) / "model.pt")
+        os.replace(Path(tmp) / "model.pt", model_path)
+        predictions_path = None
+        if mv.run_id:
+            try:
+                got = tracking.client(tracking_cfg).download_artifacts(
+                    mv.run_id, "predictions/predictions.parquet", tmp)
+                predictions_path = dest / "predictions.parquet"
+                os.replace(got, predictions_path)
+            except Exception as err:  # noqa: BLE001 - class ids are then numbered afresh
+                log.warning("no predictions for version %s of %s (%s): class ids are not "
+                            "carried over", mv.version, name, err)
+    return model_path, predictions_path
+
+
+def tracking_client(tracking_cfg):
+    from tasks import tracking
+    return tracking.client(tracking_cfg)
+
+
+def start_problem(payload: dict, in_dim: int, feature_mode: str, config,
+                  class_names: list[str]) -> str | None:
+    """Why ``payload`` (a previous model) cannot start tonight's training, or None when it can:
+    the feature space (width, preprocessing), the configuration (its hash, the seed included;
+    ``oral_core.experiment.config_hash``) or the known classes changed."""
+    from oral_core.config import ORALConfig
+
+    if int(payload.get("in_dim", -1)) != int(in_dim):
+        return f"the feature dimension changed ({payload.get('in_dim')} -> {in_dim})"
+    if str(payload.get("feature_mode")) != str(feature_mode):
+        return (f"the feature preprocessing changed ({payload.get('feature_mode')} -> "
+                f"{feature_mode})")
+    try:
+        before = run_config_hash(ORALConfig.from_dict(payload.get("config") or {}), feature_mode)
+    except (TypeError, ValueError) as err:
+        return f"the previous model's configuration cannot be read ({err})"
+    now = run_config_hash(config, feature_mode)
+    if before != now:
+        return f"the configuration changed (hash {before} -> {now})"
+    if list(payload.get("class_names") or []) != list(class_names):
+        return "the known classes changed"
+    return None
+
+
+def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: str, in_dim: int,
+               feature_mode: str, config, class_names: list[str], dest_root: Path,
+               cold: bool = False) -> StartPlan:
+    """Warm or cold (see the README's "Warm starts"). Warm when the champion of the night
+    before (:func:`previous_champion`) loads and was trained on the same feature space and
+    configuration (:func:`start_problem`); cold, with the reason, otherwise or when ``cold``.
+    A snapshot equal to the champion's (same content) reuses the champion's training instead:
+    the same start key, hence the training cache and run folder of that night."""
+    if cold:
+        return StartPlan("cold", "cold start requested")
+    mv = previous_champion(tracking_cfg, graph, snapshot_date)
+    if mv is None:
+        return StartPlan("cold", f"no champion of oral-{graph} before {snapshot_date}")
+    tags = mv.tags or {}
+    version = int(mv.version)
+    source = str(tags.get("oral_run_id") or f"v{version}")
+    where = f"champion v{version} ({tags.get('snapshot_date', '?')})"
+    try:
+        model_path, predictions_path = download_model(tracking_cfg, graph, mv,
+                                                      Path(dest_root) / f"v{version}")
+        payload = load_payload(model_path)
+    except Exception as err:  # noqa: BLE001 - any failure to fetch or read it means cold
+        return StartPlan("cold", f"the previous {where} failed to load "
+                                 f"({type(err).__name__}: {' '.join(str(err).split())[:200]})",
+                         source_version=version, source_run_id=source)
+    problem = start_problem(payload, in_dim, feature_mode, config, class_names)
+    if problem:
+        return StartPlan("cold", f"{problem} since the previous {where}",
+                         source_version=version, source_run_id=source)
+    if tags.get("content_hash") == content_hash:  # an unchanged graph: reuse that training
+        key = str(tags.get("start_key") or "")
+        if not key:
+            return StartPlan("cold", f"snapshot unchanged since {where}, which started cold: "
+                                     "its training is reused", source_version=version,
+                             source_run_id=source)
+        # the same key finds that training in the cache; should the cache have lost it, the
+        # training runs again from the model the champion itself continued
+        init = None
+        try:
+            src = int(tags.get("warm_from_version", ""))
+            client = tracking_client(tracking_cfg)
+            src_mv = client.get_model_version(f"oral-{graph}", str(src))
+            src_model, src_predictions = download_model(tracking_cfg, graph, src_mv,
+                                                        Path(dest_root) / f"v{src}")
+            load_payload(src_model)
+            init = {"model_path": str(src_model), "warm_from": str(tags.get("warm_from", "")),
+                    "predictions_path": None if src_predictions is None else str(src_predictions)}
+        except Exception as err:  # noqa: BLE001
+            return StartPlan("cold", f"snapshot unchanged since {where}, but the model it "
+                                     f"continued cannot be loaded ({type(err).__name__})",
+                             source_version=version, source_run_id=source)
+        return StartPlan("warm", f"snapshot unchanged since {where}: its training is reused",
+                         key=key, init=init, source_version=src,
+                         source_run_id=str(tags.get("warm_from", "")))
+    init = {"model_path": str(model_path), "warm_from": source,
+            "predictions_path": None if predictions_path is None else str(predictions_path)}
+    return StartPlan("warm", f"warm start from {where}", key=f"+warm-{source[:12]}", init=init,
+                     source_version=version, source_run_id=source)
 
 
 def class_name_of(class_id: int, class_names: list[str], num_known: int) -> str | None:
@@ -467,7 +706,9 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
     history = json.loads(Path(trained["history_path"]).read_text())
     params = dict(trained["config"]) | {"feature_mode": trained["feature_mode"],
                                         "config_hash": trained["config_hash"], "graph": graph,
-                                        "oral_run_id": oral_run_id}
+                                        "oral_run_id": oral_run_id,
+                                        "start": trained.get("start", "cold"),
+                                        "warm_from_version": tags.get("warm_from_version") or ""}
     metrics = {"val_accuracy": trained["val_accuracy"], "selected_epoch": trained["epoch"],
                "num_classes": trained["num_classes"], "num_novel": trained["num_novel"],
                "train_seconds": trained["train_seconds"]}
@@ -481,7 +722,7 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
     version = tracking.register_model(
         tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained["val_accuracy"],
         contracts_passed=True, snapshot_date=tags.get("snapshot_date"),
-        tags={"oral_run_id": oral_run_id})
+        tags={"oral_run_id": oral_run_id} | {k: tags[k] for k in START_TAGS if tags.get(k)})
     # another process may have tracked the same run meanwhile: settle on the lowest version
     found = _versions_of_run(tracking_cfg, client, name, oral_run_id)
     if found and min(int(v.version) for v in found) != int(version):
@@ -500,6 +741,12 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
             "tracking_uri": tracking_cfg.safe_uri()}
 
 
+#: run tags that the nightly flow also puts on the registered version: how its training started
+#: (``start``, ``start_reason``, ``start_key``, ``warm_from`` run id, ``warm_from_version``) and
+#: the snapshot's ``content_hash``; :func:`plan_start` reads them on the next night
+START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from", "warm_from_version")
+
+
 def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
     """The champion gate for a registered ``version``, once: when the version already carries a
     ``champion_decision`` (a rerun, a retry after the gate ran) that decision stands. The
@@ -513,7 +760,12 @@ def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -
                          f"reading version {version} of {name!r}")
     reason = (mv.tags or {}).get("champion_decision")
     if reason is None:
-        _, reason = tracking.promote_champion(tracking_cfg, graph, version, True, float(val_accuracy))
+        promoted, reason = tracking.promote_champion(tracking_cfg, graph, version, True,
+                                                     float(val_accuracy))
+        # what the gate decided, for the warm start of a later night (previous_champion)
+        tracking._retry(tracking_cfg, lambda: client.set_model_version_tag(
+            name, str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower()),
+            "tagging the model version")
     return {"promoted": tracking.champion_version(tracking_cfg, graph) == int(version),
             "reason": reason}
 

@@ -1,0 +1,324 @@
+"""Warm start across nights (issue 18, item 1): cold vs warm on the same simulated nights.
+
+    OMP_NUM_THREADS=1 python -m benchmarks.warm_start [--graphs cora,synthetic] [--nights 11]
+        [--probe-nights 3] [--probe-epochs 60] [--data-dir DIR] [--state DIR]
+
+For each graph an evolving graph is simulated (:func:`data_contracts.simulate.simulate`, seed 0,
+``--nights`` dated snapshots: known-class nodes arrive over the nights, the novel classes start
+in the second half). Then, night by night, in this one process (one torch thread):
+
+- **cold chain**: ORAL trained from scratch on the night's snapshot (``tasks.steps.train``, the
+  nightly pipeline's training step and configuration: the defaults, 200 epochs, seed 0);
+- **warm chain**: night 0 is the cold run; every later night continues the warm chain's previous
+  model (``tasks.steps.train(init=...)``: parameters, prototypes, partitions, class ids mapped
+  by node id) for ``warm_epochs`` epochs.
+
+Each run is scored as the nightly flow scores a simulated night (``tasks.steps.score``: All /
+Known / Novel accuracy on the night's unlabelled nodes that have a truth row) and published, one
+chain per DuckDB file, with the pipeline's lineage (``tasks.steps.publish``), whose statuses
+are counted per night.
+
+**Probe** (how ``warm_epochs`` was chosen, labelled nodes only): on nights ``1..--probe-nights``
+a warm run of ``--probe-epochs`` epochs continues the *cold* model of the night before; its
+history gives the validation accuracy (held-out labelled nodes of known classes, the only
+labels model selection may see) after every warm epoch ``e``, which is exactly what a run of
+``warm_epochs = e`` would end with (same seed, same steps), and the agreement (adjusted Rand
+index, no labels) of its predictions with the cold run of the same night.
+
+Resumable: every finished night is one JSON file under
+``benchmarks/results/warm_start/<graph>/night_NN.json`` (kept; models and warehouses under
+``--state``). Results: ``benchmarks/results/warm_start.{md,csv}``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+NIGHTS_DIR = RESULTS / "warm_start"
+START = "2026-01-01"
+STATUS_ORDER = ("persisting", "grown", "shrunk", "emerged", "merged", "split", "vanished")
+
+
+def make_snapshots(graph: str, root: Path, nights: int, data_dir: str | None) -> list[Path]:
+    from data_contracts import snapshots as snap
+    from data_contracts.simulate import simulate
+
+    existing = [p for _, p in snap.list_snapshots(root, graph)] if (root / graph).exists() else []
+    if len(existing) == nights:
+        return existing
+    if graph == "cora":
+        from oral_core.datasets import load_dataset
+        static = load_dataset("cora", data_dir)
+    else:
+        from data_contracts.synthetic import make_static_graph
+        # the synthetic graph of benchmarks/pipeline.py: Cora-sized, 7 classes, 128 features
+        static = make_static_graph(num_nodes=2708, num_classes=7, num_features=128,
+                                   separation=4.0, seed=0, name="synthetic")
+    return simulate(static, nights, root, graph, start_date=START, seed=0, overwrite=True)
+
+
+def config(overrides: dict | None = None):
+    from flows.nightly import resolve_config
+    return resolve_config({"device": "cpu"} | dict(overrides or {}))
+
+
+def run_night(snapshot, files, cfg, run_dir: Path, init: dict | None) -> dict:
+    """Train (cold or warm), score as the pipeline does; the result row and the TrainResult."""
+    import pyarrow.parquet as pq
+
+    from tasks import steps
+
+    out = steps.train(snapshot, cfg, run_dir, "auto", init=init)
+    class_id = pq.read_table(out.predictions_path).column("class_key").to_numpy()
+    scores = steps.score(snapshot, class_id, out.num_known) or {}
+    return {"seconds": round(out.train_seconds, 2), "epochs": out.epochs,
+            "val_accuracy": round(out.val_accuracy, 4), "classes": out.num_classes,
+            "novel_classes": out.num_novel, "all": scores.get("all"), "known": scores.get("known"),
+            "novel": scores.get("novel"), "test_nodes": scores.get("test_nodes"),
+            "model_path": out.model_path, "predictions_path": out.predictions_path,
+            "config_hash": out.config_hash, "start": out.start, "warm_from": out.warm_from}
+
+
+def lineage(warehouse_path: Path, graph: str, snapshot, files, result: dict, num_known: int,
+            start_key: str) -> dict:
+    import pyarrow.parquet as pq
+
+    from tasks import steps
+    from tasks.warehouse import Warehouse
+
+    predictions = pq.read_table(result["predictions_path"])
+    classes = steps.describe_classes(snapshot, predictions, num_known)
+    run = {"graph": graph, "snapshot_date": files.date, "content_hash": files.content_hash,
+           "config_hash": result["config_hash"] + start_key, "epochs": result["epochs"],
+           "val_accuracy": result["val_accuracy"], "train_seconds": result["seconds"],
+           "num_nodes": snapshot.num_nodes}
+    published = steps.publish(Warehouse(warehouse_path), run, None, predictions, classes, graph,
+                              files.date)
+    counts = Counter(published["statuses"].values())
+    return {s: int(counts.get(s, 0)) for s in STATUS_ORDER}
+
+
+def probe(snapshot, cfg, init_model: str, cold_predictions: str, epochs: int) -> dict:
+    """Validation accuracy and agreement with the cold run after every warm epoch."""
+    import dataclasses
+
+    import numpy as np
+    import pyarrow.parquet as pq
+    import torch
+    from sklearn.metrics import adjusted_rand_score
+
+    from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.graph import canonical_edges
+    from oral_core.trainer import ORAL
+    from tasks import steps
+
+    x_raw = torch.from_numpy(np.require(snapshot.x, requirements="W"))
+    x = preprocess_features(x_raw, auto_feature_mode(x_raw))
+    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
+    train, val = steps.split_labelled(snapshot.labels, cfg.seed)
+    model = ORAL(dataclasses.replace(cfg, warm_epochs=epochs))
+    model.record_epochs = True
+    start = time.perf_counter()
+    model.fit(x, edges, torch.from_numpy(train), torch.from_numpy(val),
+              init=steps.load_payload(init_model))
+    seconds = time.perf_counter() - start
+    cold = pq.read_table(cold_predictions).column("class_key").to_numpy()
+    ari = [round(float(adjusted_rand_score(cold, c.numpy())), 4) for c in model.epoch_class_ids]
+    return {"epochs": epochs, "seconds": round(seconds, 2),
+            "val_acc": [round(float(r["val_acc"]), 4) for r in model.history], "ari_vs_cold": ari}
+
+
+def main(argv=None) -> int:
+    global RESULTS, NIGHTS_DIR
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graphs", default="cora,synthetic")
+    ap.add_argument("--nights", type=int, default=11)
+    ap.add_argument("--probe-nights", type=int, default=3)
+    ap.add_argument("--probe-epochs", type=int, default=60)
+    ap.add_argument("--probe-only", action="store_true", help="cold runs and probes of the first "
+                    "--probe-nights nights only (to choose warm_epochs)")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--state", type=Path, default=ROOT / "state" / "bench_warm_start")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the tables from the night files")
+    ap.add_argument("--epochs", type=int, default=None, help="(smoke tests) epochs of a cold run")
+    ap.add_argument("--warm-epochs", type=int, default=None, help="default: the configuration's")
+    ap.add_argument("--results", type=Path, default=None, help="(smoke tests) results folder")
+    args = ap.parse_args(argv)
+    if args.results is not None:
+        RESULTS, NIGHTS_DIR = args.results, args.results / "warm_start"
+    import torch
+    torch.set_num_threads(1)
+
+    from data_contracts import snapshots as snap
+    from tasks import steps
+
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("warm_epochs", args.warm_epochs))
+                 if v is not None}
+    cfg = config(overrides)
+    graphs = [g for g in args.graphs.split(",") if g]
+    if not args.report_only:
+        for graph in graphs:
+            paths = make_snapshots(graph, args.state / "snapshots", args.nights, args.data_dir)
+            out_dir = NIGHTS_DIR / graph
+            out_dir.mkdir(parents=True, exist_ok=True)
+            last = args.probe_nights if args.probe_only else args.nights - 1
+            for k, path in enumerate(paths[:last + 1]):
+                night_file = out_dir / f"night_{k:02d}.json"
+                rec = json.loads(night_file.read_text()) if night_file.exists() else {}
+                files = steps.read_snapshot(path)
+                snapshot = snap.snapshot_from_files(files)
+                num_known = len(snapshot.class_names)
+                base = args.state / "runs" / graph / f"night_{k:02d}"
+                changed = False
+                if "cold" not in rec:
+                    rec = {"night": k, "date": files.date.isoformat(), "nodes": snapshot.num_nodes,
+                           "edges": int(snapshot.edge_index.shape[1]),
+                           "labelled": int((snapshot.labels >= 0).sum())}
+                    rec["cold"] = run_night(snapshot, files, cfg, base / "cold", None)
+                    rec["cold"]["lineage"] = lineage(args.state / f"{graph}-cold.duckdb", graph,
+                                                     snapshot, files, rec["cold"], num_known, "")
+                    changed = True
+                if 1 <= k <= args.probe_nights and "probe" not in rec:
+                    prev = json.loads((out_dir / f"night_{k - 1:02d}.json").read_text())
+                    rec["probe"] = probe(snapshot, cfg, prev["cold"]["model_path"],
+                                         rec["cold"]["predictions_path"], args.probe_epochs)
+                    changed = True
+                key = f"warm_{cfg.warm_epochs}"
+                if not args.probe_only and key not in rec:
+                    if k == 0:
+                        rec[key] = dict(rec["cold"])
+                    else:
+                        prev = json.loads((out_dir / f"night_{k - 1:02d}.json").read_text())[key]
+                        init = {"model_path": prev["model_path"],
+                                "predictions_path": prev["predictions_path"],
+                                "warm_from": f"night_{k - 1:02d}"}
+                        rec[key] = run_night(snapshot, files, cfg, base / key, init)
+                    rec[key]["lineage"] = lineage(
+                        args.state / f"{graph}-{key}.duckdb", graph, snapshot, files, rec[key],
+                        num_known, "" if k == 0 else f"+warm-night{k - 1:02d}")
+                    changed = True
+                if changed:
+                    night_file.write_text(json.dumps(rec, indent=1, default=str) + "\n")
+                    print(f"{graph} night {k}: cold {rec['cold']['seconds']} s all "
+                          f"{rec['cold']['all']}; " + (f"warm {rec[key]['seconds']} s all "
+                          f"{rec[key]['all']}" if key in rec else "probe done"), flush=True)
+    report(graphs, cfg.warm_epochs, argv)
+    return 0
+
+
+def report(graphs: list[str], warm_epochs: int, argv) -> None:
+    import torch
+    key = f"warm_{warm_epochs}"
+    rows, probes = [], []
+    for graph in graphs:
+        for f in sorted((NIGHTS_DIR / graph).glob("night_*.json")):
+            rec = json.loads(f.read_text())
+            if "probe" in rec:
+                probes.append((graph, rec))
+            if key not in rec or "cold" not in rec:
+                continue
+            c, w = rec["cold"], rec[key]
+            row = {"graph": graph, "night": rec["night"], "date": rec["date"], "nodes": rec["nodes"],
+                   "edges": rec["edges"], "cold_s": c["seconds"], "warm_s": w["seconds"],
+                   "warm_over_cold": round(w["seconds"] / c["seconds"], 3),
+                   "cold_epochs": c["epochs"], "warm_epochs": w["epochs"],
+                   "cold_all": _r(c["all"]), "warm_all": _r(w["all"]),
+                   "cold_known": _r(c["known"]), "warm_known": _r(w["known"]),
+                   "cold_novel": _r(c["novel"]), "warm_novel": _r(w["novel"]),
+                   "cold_val": c["val_accuracy"], "warm_val": w["val_accuracy"],
+                   "cold_classes": c["classes"], "warm_classes": w["classes"]}
+            for chain, r in (("cold", c), ("warm", w)):
+                for s in STATUS_ORDER:
+                    row[f"{chain}_{s}"] = r["lineage"][s]
+            rows.append(row)
+    if not rows and not probes:
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if rows:
+        with (RESULTS / "warm_start.csv").open("w", newline="") as fh:
+            fh.write(f"# command: {_command(argv)}\n")
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    lines = ["# Warm start across nights: cold vs warm on the same simulated nights", "",
+             f"Command: `{_command(argv)}` (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
+             f"torch threads {torch.get_num_threads()}, {os.cpu_count()} cores shared with other "
+             "jobs, CPU). Configuration: the pipeline's defaults (200 epochs, selection `last`, "
+             f"seed 0), `warm_epochs` = {warm_epochs}. Night 0 is cold in both chains; the warm "
+             "chain continues its own previous night's model from night 1 on. Accuracy: All / "
+             "Known / Novel (%) on the night's unlabelled nodes with truth, as the nightly flow "
+             "scores it (`tasks.steps.score`); lineage: statuses of the classes each chain "
+             "published that night (`tasks.steps.publish`, one DuckDB file per chain).", ""]
+    for graph in graphs:
+        g = [r for r in rows if r["graph"] == graph and r["night"] > 0]
+        if not g:
+            continue
+        lines += [f"## {graph}", "",
+                  "| night | nodes | cold s | warm s | warm/cold | All cold | All warm | Known c / w | "
+                  "Novel c / w | classes c / w | lineage cold (P/G/S/E/M/Sp/V) | lineage warm (P/G/S/E/M/Sp/V) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in [r for r in rows if r["graph"] == graph]:
+            lin = {ch: "/".join(str(r[f"{ch}_{s}"]) for s in STATUS_ORDER) for ch in ("cold", "warm")}
+            lines.append(f"| {r['night']} | {r['nodes']:,} | {r['cold_s']:.1f} | {r['warm_s']:.1f} | "
+                         f"{r['warm_over_cold']:.2f} | {_f(r['cold_all'])} | {_f(r['warm_all'])} | "
+                         f"{_f(r['cold_known'])} / {_f(r['warm_known'])} | {_f(r['cold_novel'])} / "
+                         f"{_f(r['warm_novel'])} | {r['cold_classes']} / {r['warm_classes']} | "
+                         f"{lin['cold']} | {lin['warm']} |")
+        n = len(g)
+        ratio = sum(r["warm_s"] for r in g) / sum(r["cold_s"] for r in g)
+        diffs = [r["warm_all"] - r["cold_all"] for r in g if r["warm_all"] is not None and r["cold_all"] is not None]
+        mean = sum(diffs) / len(diffs) if diffs else float("nan")
+        se = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5 if len(diffs) > 1 else float("nan")
+        churn = {ch: sum(r[f"{ch}_{s}"] for r in g for s in ("merged", "split", "vanished", "emerged"))
+                 for ch in ("cold", "warm")}
+        ms = {ch: sum(r[f"{ch}_{s}"] for r in g for s in ("merged", "split")) for ch in ("cold", "warm")}
+        lines += ["", f"Nights 1-{g[-1]['night']} ({n} nights): warm / cold training time "
+                  f"{ratio:.3f} (sum of seconds; goal <= 0.20); All warm - cold "
+                  f"{mean:+.2f} ± {se:.2f} points (mean ± standard error over nights; goal >= -1); "
+                  f"worst night {min(diffs):+.2f}. Merged + split: cold {ms['cold']}, warm "
+                  f"{ms['warm']}; all churn (emerged + merged + split + vanished): cold "
+                  f"{churn['cold']}, warm {churn['warm']}.", ""]
+    if probes:
+        lines += ["## Probe: choosing `warm_epochs` on labelled nodes", "",
+                  "A warm run continuing the previous night's *cold* model, validation accuracy "
+                  "(held-out labelled nodes of known classes) after warm epoch e, and agreement "
+                  "(ARI, no labels) with the same night's cold run. The cold run's validation "
+                  "accuracy is in the last column.", ""]
+        marks = [0, 5, 10, 15, 20, 30, 40, 60]
+        lines += ["| graph | night | " + " | ".join(f"val@{m}" for m in marks) + " | " +
+                  " | ".join(f"ARI@{m}" for m in marks) + " | cold val |",
+                  "|---|---|" + "---|" * (2 * len(marks)) + "---|"]
+        for graph, rec in probes:
+            p = rec["probe"]
+            vals = [f"{100 * p['val_acc'][m]:.1f}" if m < len(p["val_acc"]) else "" for m in marks]
+            aris = [f"{p['ari_vs_cold'][m]:.2f}" if m < len(p["ari_vs_cold"]) else "" for m in marks]
+            lines.append(f"| {graph} | {rec['night']} | " + " | ".join(vals) + " | " + " | ".join(aris)
+                         + f" | {100 * rec['cold']['val_accuracy']:.1f} |")
+        lines.append("")
+    (RESULTS / "warm_start.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _r(v):
+    return None if v is None else round(float(v), 2)
+
+
+def _f(v):
+    return "" if v is None else f"{v:.1f}"
+
+
+def _command(argv) -> str:
+    args = argv if argv is not None else sys.argv[1:]
+    return ("OMP_NUM_THREADS=1 python -m benchmarks.warm_start " + " ".join(args)).strip()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

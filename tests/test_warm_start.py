@@ -1,0 +1,321 @@
+"""Warm starts across nights (issue 18, item 1): ORAL continued from a saved model, the pipeline's
+choice between warm and cold (with its reason) and what it records, node ids that vanish or
+appear, and class ids that persist. Tiny synthetic graphs, few epochs, one torch thread."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+CONFIG = {"epochs": 12, "hidden_dim": 16, "pol_start_epoch": 6, "cluster_warmup_epochs": 3,
+          "warm_epochs": 4, "device": "cpu"}
+GRAPH = "warm"
+
+
+def _config(**extra):
+    from flows.nightly import resolve_config
+    return resolve_config(CONFIG | extra)
+
+
+def _static():
+    from data_contracts.synthetic import make_static_graph
+    return make_static_graph(num_nodes=300, num_classes=4, num_features=16, separation=4.0,
+                             seed=0, name=GRAPH)
+
+
+# ------------------------------------------------------------------------------------ oral_core
+def test_fit_continues_from_a_saved_model_for_the_warm_epochs(one_thread):
+    from oral_core.inference import export_payload
+    from oral_core.synthetic import make_attributed_sbm
+    from oral_core.trainer import ORAL
+
+    g = make_attributed_sbm(num_nodes=240, num_classes=4, feature_dim=16, seed=0)
+    keep = torch.rand(g.y.shape[0], generator=torch.Generator().manual_seed(0)) < 0.5
+    labels = torch.where((g.y < 3) & keep, g.y, torch.full_like(g.y, -1))
+    cfg = _config(epochs=30)
+    cold = ORAL(cfg).fit(g.x, g.edge_index, labels)
+    assert len(cold.history) == cfg.epochs + 1 and cold.trained_before == 0
+    payload = export_payload(cold)
+    assert payload["trained_epochs"] == cfg.epochs  # selection "last"
+
+    warm = ORAL(cfg).fit(g.x, g.edge_index, labels, init=payload,
+                         init_class_id=cold.predict().class_id)
+    assert warm.trained_before == cfg.epochs and warm.epochs_run == cfg.warm_epochs
+    assert len(warm.history) == cfg.warm_epochs + 1
+    assert [r["trained_epochs"] for r in warm.history] == list(range(30, 30 + cfg.warm_epochs + 1))
+    # the schedule continues: no singleton warm-up, pseudo-labels from the first warm epoch
+    assert "pseudo_labels" in warm.history[0]
+    assert warm.history[0]["groups"] == [int(p["num_groups"]) for p in payload["partitions"]]
+    assert export_payload(warm)["trained_epochs"] == cfg.epochs + cfg.warm_epochs
+    # the same graph, the same model: the classes and their ids carry over
+    agree = (warm.predict().class_id == cold.predict().class_id).float().mean()
+    assert agree > 0.9
+
+    with pytest.raises(ValueError, match="feature dimension 16 -> 12"):
+        ORAL(cfg).fit(g.x[:, :12], g.edge_index, labels, init=payload)
+    with pytest.raises(ValueError, match="hidden_dim 16 -> 8"):
+        ORAL(dataclasses.replace(cfg, hidden_dim=8)).fit(g.x, g.edge_index, labels, init=payload)
+
+
+def test_novel_class_ids_follow_the_previous_classes():
+    from oral_core.trainer import novel_id_map
+
+    prev = torch.tensor([0, 1, 3, 3, 4, 4, -1, -1])
+    now = torch.tensor([0, 1, 4, 4, 3, 3, 5, 5])  # 3 and 4 swapped, 5 is new
+    assert novel_id_map(now, prev, 3) == {4: 3, 3: 4, 5: 5}
+    now = torch.tensor([0, 1, 3, 3, 3, 3, 4, 4])  # 3 covers both old classes; 4 is new
+    assert novel_id_map(now, prev, 3) == {3: 3, 4: 5}
+
+
+# ---------------------------------------------------------------------------------- steps level
+def test_previous_class_ids_map_by_node_id_for_vanished_and_new_nodes(tmp_path):
+    from tasks.steps import previous_class_ids
+
+    path = tmp_path / "predictions.parquet"
+    pq.write_table(pa.table({"node_id": ["a", "b", "c", "gone"], "class_key": [0, 5, 6, 2]}), path)
+    got = previous_class_ids(pa.array(["c", "new", "a", "b"]), path)
+    assert got.tolist() == [6, -1, 0, 5]
+    pq.write_table(pa.table({"node_id": pa.array([10, 11], pa.int64()), "class_key": [1, 4]}), path)
+    assert previous_class_ids(pa.array(["11", "12"]), path).tolist() == [4, -1]
+    assert previous_class_ids(pa.array(["a"]), tmp_path / "missing.parquet") is None
+
+
+def test_start_problem_names_what_changed(one_thread):
+    from tasks.steps import start_problem
+
+    cfg = _config()
+    payload = {"in_dim": 16, "feature_mode": "row", "config": cfg.to_dict(), "class_names": ["a", "b"]}
+    assert start_problem(payload, 16, "row", cfg, ["a", "b"]) is None
+    assert "feature dimension changed (16 -> 12)" in start_problem(payload, 12, "row", cfg, ["a", "b"])
+    assert "feature preprocessing changed (row -> standard)" in start_problem(
+        payload, 16, "standard", cfg, ["a", "b"])
+    assert "configuration changed" in start_problem(payload, 16, "row", _config(gamma=0.4), ["a", "b"])
+    assert "configuration changed" in start_problem(payload, 16, "row", _config(seed=1), ["a", "b"])
+    assert start_problem(payload, 16, "row", cfg, ["a", "b", "c"]) == "the known classes changed"
+
+
+def _rewrite(src: Path, root: Path, graph: str, date: str, rename: int = 0, drop: int = 0,
+             features: int | None = None) -> Path:
+    """A copy of snapshot ``src`` as ``graph`` on ``date``: the last ``drop`` nodes removed
+    (vanished), ``rename`` other nodes under new ids (their old ids vanish, new ones appear),
+    features cut to ``features`` columns."""
+    from data_contracts import snapshots as snap
+
+    nodes, edges = pq.read_table(src / "nodes.parquet"), pq.read_table(src / "edges.parquet")
+    truth = pq.read_table(src / "truth.parquet") if (src / "truth.parquet").exists() else None
+    ids = nodes.column("node_id").to_pylist()
+    gone = set(ids[len(ids) - drop:]) if drop else set()
+    fresh = {i: f"new-{i}" if isinstance(i, str) else 10_000_000 + int(i)
+             for i in ids[:rename]}
+
+    def mapped(values):
+        return [fresh.get(v, v) for v in values]
+
+    keep = [i not in gone for i in ids]
+    nodes = nodes.filter(pa.array(keep))
+    nodes = nodes.set_column(0, "node_id", pa.array(mapped(nodes.column("node_id").to_pylist()),
+                                                    nodes.schema.field("node_id").type))
+    if features is not None:
+        feats = [f[:features] for f in nodes.column("features").to_pylist()]
+        i = nodes.schema.get_field_index("features")
+        nodes = nodes.set_column(i, "features", pa.array(feats, pa.list_(pa.float32())))
+    src_ids, dst_ids = edges.column("src").to_pylist(), edges.column("dst").to_pylist()
+    ok = pa.array([a not in gone and b not in gone for a, b in zip(src_ids, dst_ids)])
+    edges = edges.filter(ok)
+    edges = edges.set_column(0, "src", pa.array(mapped(edges.column("src").to_pylist()),
+                                                edges.schema.field("src").type))
+    edges = edges.set_column(1, "dst", pa.array(mapped(edges.column("dst").to_pylist()),
+                                                edges.schema.field("dst").type))
+    if truth is not None:
+        tid = truth.column("node_id").to_pylist()
+        truth = truth.filter(pa.array([i not in gone for i in tid]))
+        truth = truth.set_column(0, "node_id", pa.array(mapped(truth.column("node_id").to_pylist()),
+                                                        truth.schema.field("node_id").type))
+    return snap.write_snapshot(root, graph, date, nodes, edges, truth, overwrite=True)
+
+
+def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_thread):
+    """A warm run continuing the previous night's model on the same graph publishes the same
+    classes: same class ids, every lineage ``persisting``."""
+    from data_contracts import snapshots as snap
+    from data_contracts.simulate import simulate
+    from tasks import steps
+    from tasks.warehouse import Warehouse
+
+    [path] = simulate(_static(), 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
+                      known_classes=[0, 1, 2])
+    again = _rewrite(path, tmp_path / "snaps", GRAPH, "2026-04-02")
+    cfg = _config()
+    warehouse = Warehouse(tmp_path / "oral.duckdb")
+    out = []
+    for day, folder, init in ((dt.date(2026, 4, 1), path, None), (dt.date(2026, 4, 2), again, True)):
+        snapshot = snap.load_snapshot(folder)
+        if init:
+            prev = out[-1][0]
+            init = {"model_path": prev.model_path, "predictions_path": prev.predictions_path,
+                    "warm_from": "night1"}
+        trained = steps.train(snapshot, cfg, tmp_path / f"run-{day}", "auto", init=init)
+        predictions = pq.read_table(trained.predictions_path)
+        classes = steps.describe_classes(snapshot, predictions, trained.num_known)
+        run = {"graph": GRAPH, "snapshot_date": day, "content_hash": snapshot.content_hash,
+               "config_hash": trained.config_hash + ("+warm-night1" if init else "")}
+        published = steps.publish(warehouse, run, None, predictions, classes, GRAPH, day)
+        out.append((trained, predictions, published))
+    (cold, p1, pub1), (warm, p2, pub2) = out
+    assert cold.start == "cold" and warm.start == "warm" and warm.warm_from == "night1"
+    assert warm.epochs == CONFIG["warm_epochs"] and warm.trained_epochs == 12 + 4
+    assert set(pub1["statuses"].values()) == {"emerged"}
+    assert set(pub2["statuses"].values()) == {"persisting"}
+    assert pub2["lineage"] == pub1["lineage"]  # class key -> lineage id, unchanged
+    same = np.mean(p2.column("class_key").to_numpy() == p1.column("class_key").to_numpy())
+    assert same > 0.95  # the same class ids on (almost) every node
+
+
+# ---------------------------------------------------------------------------------- the flow
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, one_thread):
+    """One state folder, one Prefect harness (~15 s) and three simulated nights for the module."""
+    state = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ORAL_STATE_DIR", str(state))
+        mp.delenv("ORAL_TRACKING_URI", raising=False)
+        mp.delenv("ORAL_WAREHOUSE", raising=False)
+        from flows.settings import configure_environment
+
+        configure_environment(state)
+        from prefect.testing.utilities import prefect_test_harness
+
+        with prefect_test_harness(server_startup_timeout=120):
+            from data_contracts.simulate import simulate
+
+            root = state / "snapshots"
+            paths = simulate(_static(), 3, root, GRAPH, start_date="2026-05-01", seed=0,
+                             known_classes=[0, 1, 2], novel_start={3: 1})
+            yield {"state": state, "root": root, "paths": paths}
+
+
+def _night(env, date, **kw):
+    from flows.nightly import nightly_discovery
+    return nightly_discovery(GRAPH, str(env["root"]), date, kw.pop("config", CONFIG),
+                             str(env["state"]), **kw)
+
+
+def _run_row(env, run_id):
+    import duckdb
+
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        names = [d[0] for d in cur.description]
+        return dict(zip(names, cur.fetchall()[0]))
+    finally:
+        con.close()
+
+
+def _mlflow(env, out):
+    import mlflow
+
+    from tasks.tracking import TrackingConfig, model_name
+
+    cfg = TrackingConfig(None, env["state"])
+    client = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
+    run = client.get_run(out["mlflow_run_id"])
+    version = client.get_model_version(model_name(GRAPH), str(out["model_version"]))
+    return run, version
+
+
+@pytest.fixture(scope="module")
+def nights(env):
+    from flows.nightly import backfill
+    return backfill(GRAPH, str(env["root"]), config=CONFIG, state_dir=str(env["state"]))
+
+
+@pytest.mark.slow
+def test_nights_after_the_first_start_warm_from_the_champion(env, nights):
+    first, second, third = nights
+    assert first["start"] == "cold" and "no champion" in first["start_reason"]
+    assert first["epochs"] == CONFIG["epochs"]
+    for prev, out in ((first, second), (second, third)):
+        assert out["start"] == "warm", out["start_reason"]
+        assert out["warm_from_version"] == str(prev["model_version"])
+        assert out["epochs"] == CONFIG["warm_epochs"]
+        row = _run_row(env, out["run_id"])
+        assert row["epochs"] == CONFIG["warm_epochs"]
+        assert row["config_hash"].endswith("+warm-" + prev["run_id"][:12])
+        run, version = _mlflow(env, out)
+        assert run.data.params["start"] == "warm"
+        assert run.data.params["warm_from_version"] == str(prev["model_version"])
+        assert run.data.tags["start_reason"].startswith("warm start from champion v")
+        assert version.tags["start"] == "warm" and version.tags["warm_from"] == prev["run_id"]
+        assert version.tags["champion_promoted"] in ("true", "false")
+        for key in ("start", "warm_from_version", "start_reason"):
+            if key in row:  # the warehouse's runs table records the start too
+                assert str(row[key]) == str(out[key])
+    run, _ = _mlflow(env, first)
+    assert run.data.params["start"] == "cold" and run.data.params["warm_from_version"] == ""
+    # a rerun of a warm night finds the same champion: same run, training from the cache
+    again = _night(env, "2026-05-02")
+    assert again["run_id"] == second["run_id"] and again["model_version"] == second["model_version"]
+
+
+@pytest.mark.slow
+def test_vanished_and_new_node_ids_then_a_changed_feature_space(env, nights):
+    # night 4: 15 nodes gone, 10 renamed (old ids vanish, new ids appear)
+    path = _rewrite(env["paths"][-1], env["root"], GRAPH, "2026-05-04", rename=10, drop=15)
+    out = _night(env, "2026-05-04")
+    assert out["start"] == "warm", out["start_reason"]
+    row = _run_row(env, out["run_id"])
+    assert row["num_nodes"] == pq.read_metadata(path / "nodes.parquet").num_rows == 300 - 15
+    import duckdb
+
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        ids = {r[0] for r in con.execute("SELECT node_id FROM node_assignments WHERE run_id = ?",
+                                         [out["run_id"]]).fetchall()}
+    finally:
+        con.close()
+    tonight = {str(v) for v in pq.read_table(path / "nodes.parquet").column("node_id").to_pylist()}
+    assert ids == tonight  # every node of tonight, the new ids included, the vanished ones not
+    # night 5: the same nodes with 12 features instead of 16
+    _rewrite(path, env["root"], GRAPH, "2026-05-05", features=12)
+    out5 = _night(env, "2026-05-05")
+    assert out5["start"] == "cold"
+    assert "the feature dimension changed (16 -> 12)" in out5["start_reason"]
+
+
+@pytest.mark.slow
+def test_a_corrupt_previous_model_falls_back_to_a_cold_start(env, nights):
+    from tasks.steps import previous_champion
+    from tasks.tracking import TrackingConfig
+
+    cfg = TrackingConfig(None, env["state"])
+    src = env["root"] / GRAPH / "snapshot=2026-05-05"
+    day = "2026-05-06"
+    shutil.copytree(src, env["root"] / GRAPH / f"snapshot={day}")
+    mv = previous_champion(cfg, GRAPH, day)
+    model_id = mv.source.split("/")[-1]
+    files = [p for p in (env["state"] / "mlartifacts").rglob("*.pt") if model_id in str(p)]
+    assert files, "the champion's model file in the artifact store"
+    for f in files:
+        f.write_bytes(b"not a model")
+    out = _night(env, day)
+    assert out["start"] == "cold"
+    assert f"champion v{mv.version}" in out["start_reason"] and "failed to load" in out["start_reason"]
+
+
+@pytest.mark.slow
+def test_cold_flag_and_changed_configuration_start_cold(env, nights):
+    out = _night(env, "2026-05-03", cold=True)
+    assert out["start"] == "cold" and out["start_reason"] == "cold start requested"
+    assert out["epochs"] == CONFIG["epochs"] and out["run_id"] != nights[2]["run_id"]
+    run, _ = _mlflow(env, out)
+    assert run.data.params["start"] == "cold" and run.data.tags["start_reason"] == "cold start requested"
+    out = _night(env, "2026-05-03", config=CONFIG | {"gamma": 0.4})
+    assert out["start"] == "cold" and "the configuration changed" in out["start_reason"]
