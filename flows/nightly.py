@@ -153,7 +153,10 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     }
     from tasks.warehouse import RUN_COLUMNS
 
-    run |= {k: v for k, v in start.items() if k in RUN_COLUMNS}
+    run |= {k: v for k, v in {"start_mode": plan.start, "start_reason": plan.reason,
+                              "warm_from_run_id": start["warm_from"],
+                              "warm_from_version": start["warm_from_version"]}.items()
+            if k in RUN_COLUMNS}
     tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id,
             **{k: v for k, v in start.items() if v not in (None, "")}}

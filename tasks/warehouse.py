@@ -88,7 +88,7 @@ from .lineage import STATUSES, PreviousClasses
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MEMORY = ":memory:"
 
 
@@ -154,7 +154,11 @@ TABLES = [
         acc_all DOUBLE,
         acc_known DOUBLE,
         acc_novel DOUBLE,
-        scores MAP(VARCHAR, DOUBLE))""",
+        scores MAP(VARCHAR, DOUBLE),
+        start_mode VARCHAR,
+        start_reason VARCHAR,
+        warm_from_run_id VARCHAR,
+        warm_from_version VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS classes (
         run_id VARCHAR NOT NULL,
         class_key INTEGER NOT NULL,
@@ -218,6 +222,13 @@ MIGRATIONS = {
         """ALTER TABLE class_lineage ALTER parents TYPE VARCHAR[]
             USING CAST(CAST(parents AS JSON) AS VARCHAR[])""",
     ],
+    # 2 -> 3: how each run's training started (warm starts, issue 18.1); NULL for older runs
+    2: [
+        "ALTER TABLE runs ADD COLUMN start_mode VARCHAR",
+        "ALTER TABLE runs ADD COLUMN start_reason VARCHAR",
+        "ALTER TABLE runs ADD COLUMN warm_from_run_id VARCHAR",
+        "ALTER TABLE runs ADD COLUMN warm_from_version VARCHAR",
+    ],
 }
 
 VIEWS = [
@@ -257,7 +268,8 @@ VIEWS = [
 RUN_COLUMNS = ["run_id", "graph", "snapshot_date", "content_hash", "config_hash", "code_version",
                "prefect_flow_run_id", "mlflow_run_id", "model_name", "model_version", "device",
                "epochs", "val_accuracy", "num_classes", "num_known", "num_novel", "num_nodes",
-               "train_seconds", "published_at", "acc_all", "acc_known", "acc_novel", "scores"]
+               "train_seconds", "published_at", "acc_all", "acc_known", "acc_novel", "scores",
+               "start_mode", "start_reason", "warm_from_run_id", "warm_from_version"]
 SNAPSHOT_COLUMNS = ["graph", "snapshot_date", "content_hash", "path", "nodes", "edges",
                     "labelled_nodes", "known_classes", "validation_passed", "validated_at"]
 TOP_FEATURE = pa.struct([("name", pa.string()), ("lift", pa.float64()),
@@ -732,7 +744,8 @@ class Warehouse:
                 raise WarehouseError(f"run field {key!r} is required")
         row = {key: _value(run.get(key)) for key in RUN_COLUMNS}
         for key in ("graph", "content_hash", "config_hash", "code_version", "prefect_flow_run_id",
-                    "mlflow_run_id", "model_name", "model_version", "device", "run_id"):
+                    "mlflow_run_id", "model_name", "model_version", "device", "run_id",
+                    "start_mode", "start_reason", "warm_from_run_id", "warm_from_version"):
             row[key] = None if row[key] is None else str(row[key])
         row["snapshot_date"] = _date(run["snapshot_date"])
         expected = make_run_id(row["graph"], row["snapshot_date"], row["content_hash"],

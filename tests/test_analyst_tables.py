@@ -222,10 +222,13 @@ def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
               for t in ("snapshots", "runs", "classes", "node_assignments", "class_lineage")}
     wh = Warehouse(path, threads=1)
     assert wh.schema_version() == 1
-    assert wh.ensure_schema() == SCHEMA_VERSION == 2
-    assert wh.schema_version() == 2
+    assert wh.ensure_schema() == SCHEMA_VERSION == 3
+    assert wh.schema_version() == 3
     after = {t: raw(path, f"SELECT count(*) FROM {t}")[0][0] for t in before}
     assert after == before  # every row kept
+    # schema 3: how a run's training started; unknown (NULL) for the runs from before
+    assert raw(path, "SELECT start_mode, start_reason, warm_from_run_id, warm_from_version "
+                     "FROM runs") == [(None, None, None, None)]
     classes = wh.query("SELECT class_key, lineage_id, top_features, exemplars, size FROM classes "
                        "ORDER BY class_key").to_pylist()
     assert classes == [
@@ -256,7 +259,7 @@ def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
         {"lineage_id": "g:novel:1", "snapshot_date": D2, "status": "persisting",
          "label": "Graph learning"}]
     assert wh.query("SELECT count(*) AS n FROM classes WHERE run_id = ?", [run2]).to_pylist() == [{"n": 3}]
-    assert wh.ensure_schema() == 2  # a second time: nothing to do
+    assert wh.ensure_schema() == 3  # a second time: nothing to do
 
 
 def test_analyst_reads_migrate_an_old_warehouse_first(tmp_path) -> None:
@@ -266,7 +269,7 @@ def test_analyst_reads_migrate_an_old_warehouse_first(tmp_path) -> None:
     rows = Warehouse(path, threads=1).query(
         "SELECT unnest(top_features).name AS f FROM classes WHERE class_key = 0").to_pylist()
     assert rows == [{"f": "w1"}, {"f": "w2"}]
-    assert raw(path, "SELECT value FROM meta")[0][0] == "2"
+    assert raw(path, "SELECT value FROM meta")[0][0] == str(SCHEMA_VERSION)
     make_v1_warehouse(other := tmp_path / "other.duckdb")
     shown = Warehouse(other, threads=1).classes_for_display("g").to_pylist()
     assert [r["name"] for r in shown] == ["A", "g:novel:1", "B"]
@@ -278,14 +281,14 @@ def test_failed_migration_changes_nothing(tmp_path) -> None:
     before = {t: raw(path, f"SELECT * FROM {t} ORDER BY ALL")
               for t in ("meta", "runs", "classes", "class_lineage")}
     wh = Warehouse(path, threads=1)
-    with pytest.raises(WarehouseError, match="from schema version 1 to 2 failed.*nothing was changed"):
+    with pytest.raises(WarehouseError, match=f"from schema version 1 to {SCHEMA_VERSION} failed at version 1.*nothing was changed"):
         wh.ensure_schema()
     after = {t: raw(path, f"SELECT * FROM {t} ORDER BY ALL") for t in before}
     assert after == before  # still version 1, JSON text intact, no half-converted column
     assert raw(path, "SELECT data_type FROM information_schema.columns WHERE table_name = "
                      "'runs' AND column_name = 'scores'") == [("VARCHAR",)]
     assert not raw(path, "SELECT * FROM information_schema.tables WHERE table_name = 'class_labels'")
-    with pytest.raises(WarehouseError, match="schema version 1; this code reads version 2"):
+    with pytest.raises(WarehouseError, match=f"schema version 1; this code reads version {SCHEMA_VERSION}"):
         wh.query("SELECT * FROM classes")
 
 

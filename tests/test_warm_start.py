@@ -255,11 +255,14 @@ def test_nights_after_the_first_start_warm_from_the_champion(env, nights):
         assert run.data.tags["start_reason"].startswith("warm start from champion v")
         assert version.tags["start"] == "warm" and version.tags["warm_from"] == prev["run_id"]
         assert version.tags["champion_promoted"] in ("true", "false")
-        for key in ("start", "warm_from_version", "start_reason"):
-            if key in row:  # the warehouse's runs table records the start too
-                assert str(row[key]) == str(out[key])
+        # the warehouse's runs table records the start too
+        assert (row["start_mode"], row["start_reason"], row["warm_from_version"],
+                row["warm_from_run_id"]) == ("warm", out["start_reason"],
+                                             str(prev["model_version"]), prev["run_id"])
     run, _ = _mlflow(env, first)
     assert run.data.params["start"] == "cold" and run.data.params["warm_from_version"] == ""
+    row = _run_row(env, first["run_id"])
+    assert row["start_mode"] == "cold" and row["warm_from_version"] is None
     # a rerun of a warm night finds the same champion: same run, training from the cache
     again = _night(env, "2026-05-02")
     assert again["run_id"] == second["run_id"] and again["model_version"] == second["model_version"]
