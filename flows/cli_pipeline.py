@@ -20,6 +20,10 @@ def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
         p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                        help="override any ORALConfig field, e.g. --set gamma=0.4")
         p.add_argument("--device", default=None, help="auto (default: CUDA when present), cpu or cuda")
+        p.add_argument("--cold", action="store_true",
+                       help="train from scratch instead of continuing the previous night's "
+                            "champion (a warm start: warm_epochs epochs, the default when the "
+                            "features and configuration are unchanged)")
     p.add_argument("--state-dir", type=Path, default=None,
                    help="DuckDB file, MLflow store, reports, models (default $ORAL_STATE_DIR or ./state)")
 
@@ -142,7 +146,8 @@ def cmd_run(args) -> int:
 
     def go():
         out = nightly_discovery(args.graph, str(args.snapshots), args.date, overrides,
-                                str(args.state_dir) if args.state_dir else None, args.device)
+                                str(args.state_dir) if args.state_dir else None, args.device,
+                                cold=args.cold)
         print(_summary_line(out))
     return _run_flow(go)
 
@@ -151,9 +156,11 @@ def _summary_line(out: dict) -> str:
     emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
     score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
              f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
+    start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
+             if out.get("start") else "")
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
             f"emerged {emerged or 'none'}, model version {out['model_version']}"
-            f"{' (champion)' if out.get('champion') else ''}{score}")
+            f"{' (champion)' if out.get('champion') else ''}{score}{start}")
 
 
 def cmd_backfill(args) -> int:
@@ -165,7 +172,8 @@ def cmd_backfill(args) -> int:
 
     def go():
         for out in backfill(args.graph, str(args.snapshots), args.start, args.end, overrides,
-                            str(args.state_dir) if args.state_dir else None, args.device):
+                            str(args.state_dir) if args.state_dir else None, args.device,
+                            cold=args.cold):
             print(_summary_line(out))
     return _run_flow(go)
 

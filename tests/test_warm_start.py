@@ -322,3 +322,26 @@ def test_cold_flag_and_changed_configuration_start_cold(env, nights):
     assert run.data.params["start"] == "cold" and run.data.tags["start_reason"] == "cold start requested"
     out = _night(env, "2026-05-03", config=CONFIG | {"gamma": 0.4})
     assert out["start"] == "cold" and "the configuration changed" in out["start_reason"]
+
+
+def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
+    """``oral run --cold`` / ``oral backfill --cold`` hand ``cold=True`` to the flows."""
+    import flows.nightly as nightly
+    from flows import cli_pipeline
+    from flows.cli import build_parser
+
+    seen = []
+    summary = {"graph": GRAPH, "snapshot_date": "2026-05-01", "classes": 1, "novel": 0,
+               "statuses": {}, "model_version": 1, "start": "cold",
+               "start_reason": "cold start requested", "epochs": 12}
+    monkeypatch.setattr(nightly, "nightly_discovery", lambda *a, **k: seen.append(k) or summary)
+    monkeypatch.setattr(nightly, "backfill", lambda *a, **k: seen.append(k) or [summary])
+    monkeypatch.setattr(cli_pipeline, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cli_pipeline, "_overrides", lambda args: {})
+    for command in ("run", "backfill"):
+        for extra, cold in (([], False), (["--cold"], True)):
+            args = build_parser().parse_args([command, "--graph", GRAPH, "--snapshots",
+                                              str(tmp_path), *extra])
+            assert args.func(args) == 0
+            assert seen.pop()["cold"] is cold
+    assert "; cold start (cold start requested), 12 epochs" in cli_pipeline._summary_line(summary)
