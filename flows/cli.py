@@ -97,8 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_pipeline.register(sub)
     cli_snapshots.register(sub)
     cli_validate.register(sub)
-    from flows import cli_label
+    from flows import cli_label, cli_report
     cli_label.register(sub)
+    cli_report.register(sub)
     return parser
 
 
