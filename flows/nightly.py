@@ -78,6 +78,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         files if files is not None else path, str(settings.reports_dir / graph), last)
     if not report.passed:
         _artifact_failed(graph, path, report, report_json, report_html)
+        _artifact_report(graph, settings, settings.tracking_uri)  # lists the rejected snapshot
         broken = ", ".join(dict.fromkeys(f"{f.file} {f.rule}" for f in report.errors))
         raise steps.ContractFailed(
             f"snapshot {path} broke its data contract ({len(report.errors)} error(s): {broken}); "
@@ -185,6 +186,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                "epochs": trained["epochs"]}
     _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
                       report_html, summary)
+    _artifact_report(graph, settings, tracking_cfg.uri)
     logger.info("run %s: %s", published["run_id"][:12], json.dumps(summary, default=str))
     return summary
 
@@ -245,6 +247,29 @@ def _artifact_summary(graph, day, classes, published, tracked, scores, settings,
               f"`{tracked.get('tracking_uri', settings.tracking_uri)}`.",
               f"DuckDB: `{settings.warehouse_path}` (run `{published['run_id']}`). Validation report: `{report_html}`."]
     create_markdown_artifact("\n".join(lines), key=_artifact_key(graph), description="classes found")
+
+
+def _artifact_report(graph: str, settings: Settings, tracking_uri: str | None) -> None:
+    """Rewrite the graph's HTML report (:mod:`tasks.report`, as ``oral report`` does) and link
+    it as an artifact; a report that cannot be written is a warning, never a failed night."""
+    import os
+
+    from prefect.artifacts import create_link_artifact
+
+    from tasks.report import NoWarehouse, report
+
+    try:
+        path = report(settings.warehouse_path, graph, settings.reports_dir / graph / "report.html",
+                      contract_dir=settings.reports_dir / graph, tracking_uri=tracking_uri,
+                      prefect_api_url=os.environ.get("PREFECT_API_URL"))
+    except NoWarehouse:  # a first night rejected by its contract: nothing to show yet
+        return
+    except Exception as err:  # noqa: BLE001 - the night is published; the page can be redone
+        get_run_logger().warning("the HTML report of %s was not written (%s: %s); `oral report "
+                                 "--graph %s` writes it", graph, type(err).__name__, err, graph)
+        return
+    create_link_artifact(path.resolve().as_uri(), link_text=f"{graph}: classes over nights",
+                         key=_artifact_key(graph) + "-report", description="HTML report (oral report)")
 
 
 def _artifact_key(graph: str) -> str:

@@ -212,6 +212,38 @@ def test_cli(state, tmp_path, capsys) -> None:
     assert err.startswith("error: no warehouse at") and err.count("\n") == 1
 
 
+def test_cli_warehouse_that_is_not_duckdb(tmp_path, capsys) -> None:
+    (tmp_path / "oral.duckdb").write_text("not a database")
+    assert main(["report", "--graph", "g", "--state-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "oral.duckdb" in err and err.count("\n") == 1, err
+
+
+def test_nightly_flow_links_the_report(state, monkeypatch) -> None:
+    """flows.nightly rewrites the report after a night and links it as an artifact; a report
+    that fails is a warning, and no warehouse yet (a rejected first night) is silent."""
+    import prefect.artifacts
+
+    from flows import nightly
+    from flows.settings import Settings
+
+    links, warnings = [], []
+    monkeypatch.setattr(prefect.artifacts, "create_link_artifact",
+                        lambda link, **kw: links.append((link, kw)))
+    monkeypatch.setattr(nightly, "get_run_logger", lambda: type(
+        "L", (), {"warning": staticmethod(lambda *a: warnings.append(a[0] % a[1:]))})())
+    settings = Settings(state.resolve(), state.resolve() / "oral.duckdb", None)
+    nightly._artifact_report("g", settings, "sqlite:///x/mlflow.db")
+    page = state.resolve() / "reports" / "g" / "report.html"
+    assert links == [(page.as_uri(), {"link_text": "g: classes over nights", "key": "oral-g-report",
+                                      "description": "HTML report (oral report)"})]
+    assert "mlflow ui --backend-store-uri sqlite:///x/mlflow.db" in page.read_text(encoding="utf-8")
+    nightly._artifact_report("nope", settings, None)
+    assert len(links) == 1 and "no published run of graph 'nope'" in warnings[0]
+    nightly._artifact_report("g", Settings(state, state / "missing.duckdb", None), None)
+    assert len(links) == 1 and len(warnings) == 1
+
+
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
 
