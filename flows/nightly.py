@@ -101,7 +101,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     # warm (continue the champion of the night before) or cold, with the reason
     plan = steps.plan_start(tracking_cfg, graph, snapshot_date, files.content_hash,
                             int(snapshot.x.shape[1]), mode, cfg, list(snapshot.class_names),
-                            settings.runs_dir / graph / "previous", cold=cold)
+                            settings.runs_dir / "_previous" / graph, cold=cold)
     logger.info("%s start: %s", plan.start, plan.reason)
     # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
     # content, configuration and start (a warm start names the model it continued); training
