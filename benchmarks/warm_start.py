@@ -256,7 +256,17 @@ def report(graphs: list[str], warm_epochs: int, argv) -> None:
              "chain continues its own previous night's model from night 1 on. Accuracy: All / "
              "Known / Novel (%) on the night's unlabelled nodes with truth, as the nightly flow "
              "scores it (`tasks.steps.score`); lineage: statuses of the classes each chain "
-             "published that night (`tasks.steps.publish`, one DuckDB file per chain).", ""]
+             "published that night (`tasks.steps.publish`, one DuckDB file per chain). "
+             "Lineage columns: persisting / grown / shrunk / emerged / merged / split / vanished.",
+             "", "Reading: a warm night costs about 5% of a cold one, but a warm chain keeps the "
+             "classes it started with and misses the novel classes that emerge later (their "
+             "nodes join known classes: Novel accuracy falls to 0-70% where cold runs find them); "
+             "on Cora the early warm nights are ahead only because cold runs (selection `last`, "
+             "200 epochs) are weak on the small early snapshots. `warm_epochs` was chosen on "
+             "labelled nodes of known classes (probe below), which cannot see this. So warm "
+             "starts are not the default (`ORAL_WARM_START=1` or `oral run --warm` turn them on; "
+             "the issue: a speed-up that loses more than one point of All is an option, not a "
+             "default).", ""]
     for graph in graphs:
         g = [r for r in rows if r["graph"] == graph and r["night"] > 0]
         if not g:
@@ -280,12 +290,17 @@ def report(graphs: list[str], warm_epochs: int, argv) -> None:
         churn = {ch: sum(r[f"{ch}_{s}"] for r in g for s in ("merged", "split", "vanished", "emerged"))
                  for ch in ("cold", "warm")}
         ms = {ch: sum(r[f"{ch}_{s}"] for r in g for s in ("merged", "split")) for ch in ("cold", "warm")}
+        novel = [(r["night"], r["cold_novel"], r["warm_novel"]) for r in g
+                 if r["cold_novel"] is not None and r["cold_novel"] == r["cold_novel"]]
         lines += ["", f"Nights 1-{g[-1]['night']} ({n} nights): warm / cold training time "
-                  f"{ratio:.3f} (sum of seconds; goal <= 0.20); All warm - cold "
-                  f"{mean:+.2f} ± {se:.2f} points (mean ± standard error over nights; goal >= -1); "
-                  f"worst night {min(diffs):+.2f}. Merged + split: cold {ms['cold']}, warm "
-                  f"{ms['warm']}; all churn (emerged + merged + split + vanished): cold "
-                  f"{churn['cold']}, warm {churn['warm']}.", ""]
+                  f"{ratio:.3f} (sum of seconds; goal <= 0.20: {'met' if ratio <= 0.2 else 'not met'}); "
+                  f"All warm - cold {mean:+.2f} ± {se:.2f} points (mean ± standard error over "
+                  f"nights), worst night {min(diffs):+.2f} (goal: within one point: "
+                  f"{'met' if min(diffs) >= -1 else 'not met'}). Novel (nights with novel test "
+                  "nodes), cold / warm: " + ", ".join(f"{k}: {_f(c)} / {_f(w)}" for k, c, w in novel)
+                  + f". Merged + split: cold {ms['cold']}, warm {ms['warm']} (goal: fewer: "
+                  f"{'met' if ms['warm'] < ms['cold'] else 'not met'}); all churn (emerged + "
+                  f"merged + split + vanished): cold {churn['cold']}, warm {churn['warm']}.", ""]
     if probes:
         lines += ["## Probe: choosing `warm_epochs` on labelled nodes", "",
                   "A warm run continuing the previous night's *cold* model, validation accuracy "
@@ -316,7 +331,7 @@ def _f(v):
 
 
 def _command(argv) -> str:
-    args = argv if argv is not None else sys.argv[1:]
+    args = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only"]
     return ("OMP_NUM_THREADS=1 python -m benchmarks.warm_start " + " ".join(args)).strip()
 
 
