@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from data_contracts.report import Finding, ValidationReport
 from data_contracts.snapshots import (EDGES, FEATURE_NAMES_KEY, NODES, PARTITION, TRUTH,
                                       SnapshotError, SnapshotFiles, parse_date, parse_parquet,
                                       read_bytes, read_snapshot_files)
-from data_contracts.suites import FOLDER, RULES_BY_KEY, ContractConfig, run_suites
+from data_contracts.suites import (FOLDER, LABELS_REF, NODES_REF, OUTSIDE_GX, RULES_BY_KEY,
+                                   ContractConfig, run_checkpoints)
 
 NODE_COLUMNS = ("node_id", "features", "label")
 EDGE_COLUMNS = ("src", "dst")
@@ -347,6 +349,11 @@ class _Checker:
                      f"{big_rows} row(s) have a feature value beyond float32's range "
                      f"(|value| > {F32_MAX:.7g}): finite in {col.type.value_type}, infinite once "
                      "cast to the float32 that training uses", big_rows, examples)
+        self.feature_names(nodes, width)
+
+    def feature_names(self, nodes: pa.Table, width: int) -> None:
+        """The ``oral.feature_names`` schema metadata against the feature width (outside GX:
+        no batch holds Parquet schema metadata)."""
         meta = nodes.schema.metadata or {}
         if FEATURE_NAMES_KEY in meta:
             problem = ""
@@ -686,14 +693,18 @@ def _bad_value_rows(chunk: pa.Array, k: int) -> dict[str, tuple[int, list[tuple]
 # ---------------------------------------------------------------------------------- entry
 def validate_snapshot(path: str | Path | SnapshotFiles, last_processed_date: str | dt.date | None
                       = None, min_labels_per_class: int = 3, *, min_known_classes: int = 2,
-                      max_feature_width: int = 65_536, max_examples: int = 5) -> ValidationReport:
+                      max_feature_width: int = 65_536, max_examples: int = 5,
+                      state_dir: str | Path | None = None) -> ValidationReport:
     """Check one snapshot folder (or the :class:`SnapshotFiles` an ingest step already read)
     against the data contract and return a :class:`ValidationReport`; never raises on bad data.
 
     ``last_processed_date``: the date of the last snapshot of this graph that a run processed; an
     older snapshot is a warning (``snapshot_date_order``). ``min_labels_per_class``,
     ``min_known_classes``, ``max_feature_width``: bounds of the label and feature rules.
-    ``max_examples`` (at most 5): example rows kept per finding.
+    ``max_examples`` (at most 5): example rows kept per finding. ``state_dir``: the state folder
+    whose ``gx/`` holds the file-backed GX context (suites, validation definitions, checkpoints,
+    results) and the Data Docs the checkpoints build (``report.data_docs``); None: an ephemeral
+    context, no Data Docs.
     """
     start = time.perf_counter()
     if isinstance(last_processed_date, str):
@@ -722,36 +733,152 @@ def validate_snapshot(path: str | Path | SnapshotFiles, last_processed_date: str
         tables = {NODES: files.nodes, EDGES: files.edges, TRUTH: files.truth}
         content_hash = files.content_hash
         check.tables_read(tables)
-    node_info: dict = {"ids": None}
-    if tables[NODES] is not None:
-        node_info = check.nodes(tables[NODES])
-    if tables[EDGES] is not None:
-        check.edges(tables[EDGES], node_info["ids"])
-    if tables[TRUTH] is not None:
-        check.truth(tables[TRUTH], node_info["ids"], node_info.get("labels"))
+    report_args = dict(path=str(folder), content_hash=content_hash,
+                       snapshot_date=date.isoformat() if date else None,
+                       parameters={"last_processed_date": last_processed_date,
+                                   "min_labels_per_class": config.min_labels_per_class,
+                                   "min_known_classes": config.min_known_classes,
+                                   "max_feature_width": config.max_feature_width})
+    findings, counts, checked, stats, docs = _evaluate(check, folder, date, last_processed_date,
+                                                       tables, config, state_dir)
+    return ValidationReport(findings=findings, counts=counts, rules_checked=checked,
+                            expectations=stats, data_docs=docs,
+                            elapsed_s=time.perf_counter() - start, **report_args)
 
-    values = {file: {rule: o.value for rule, o in obs.items()} for file, obs in check.obs.items()}
-    outcome, stats = run_suites(values, config)
+
+def _manifest(check: _Checker, folder: Path, date, last_processed) -> pd.DataFrame:
+    """The oral.snapshot batch: one row naming the folder, its date, and which files are present
+    and readable (None: not looked at)."""
+    import pandas as pd
+
+    obs = check.obs
+    name = folder.name
+    def flag(file, rule):
+        o = obs.get(file, {}).get(rule)
+        return None if o is None else bool(o.value)
+    row = {"folder": name,
+           "date": name[len(PARTITION):] if name.startswith(PARTITION) else None,
+           "folder_exists": bool(obs[FOLDER]["snapshot_folder_exists"].value),
+           "days_after_last_processed": ((date - last_processed).days
+                                         if date is not None and last_processed else None),
+           "nodes_present": flag(NODES, "file_present"),
+           "nodes_readable": flag(NODES, "readable_parquet"),
+           "edges_present": flag(EDGES, "file_present"),
+           "edges_readable": flag(EDGES, "readable_parquet"),
+           "truth_readable": flag(TRUTH, "readable_parquet")}
+    return pd.DataFrame({k: pd.Series([v], dtype=object) for k, v in row.items()})
+
+
+def _evaluate(check: _Checker, folder: Path, date, last_processed, tables: dict,
+              config: ContractConfig, state_dir):
+    """Build the batches, run the GX checkpoints, and turn failed rules into findings (count,
+    message and example rows measured by ``check`` for the tables that failed a rule)."""
+    from data_contracts.gx_expectations import frame_from_arrow
+
+    manifest = _manifest(check, folder, date, last_processed)
+    frames = {FOLDER: manifest}
+    gates: dict = {FOLDER: {"nonnull": {c: manifest[c].iloc[0] is not None
+                                        for c in manifest.columns}}}
+    refs: dict = {}
+    node_kinds = ["string", "integer"]
+    counts: dict = {}
+    for name in (NODES, EDGES, TRUTH):
+        table = tables[name]
+        if table is None:
+            continue
+        names = table.column_names
+        facts = {"present": {c for c in names if names.count(c) == 1}, "usable": set(),
+                 "rows": table.num_rows > 0}
+        frames[name], gates[name] = frame_from_arrow(table), facts
+        counts[{NODES: "nodes", EDGES: "edges", TRUTH: "truth_rows"}[name]] = table.num_rows
+        if name == NODES:
+            if "node_id" in facts["present"]:
+                refs[NODES_REF] = _plain(table.column("node_id"))
+                kind = _kind(table.schema.field("node_id").type)
+                node_kinds = [kind] if kind else node_kinds
+            if "label" in facts["present"]:
+                refs[LABELS_REF] = table.column("label")
+                facts["nonempty_labels"] = table.column("label").null_count < table.num_rows
+        if name == EDGES and {"src", "dst"} <= facts["present"]:
+            facts["same_kind"] = (_kind(table.schema.field("src").type)
+                                  == _kind(table.schema.field("dst").type))
+    parameters = {"min_labels_per_class": config.min_labels_per_class,
+                  "min_known_classes": config.min_known_classes,
+                  "max_feature_width": config.max_feature_width,
+                  "node_id_kinds": node_kinds}
+    # GX keys results by run name (a folder of the Data Docs site): no slashes or spaces
+    run_name = re.sub(r"[^A-Za-z0-9_.=-]", "_", f"{folder.parent.name}.{folder.name}")
+    outcomes, stats, docs = run_checkpoints(frames, parameters, refs, gates, state_dir, run_name)
+
+    failed: dict[tuple[str, str], list] = {}
+    checked: dict[str, list[str]] = {}
+    for o in outcomes:
+        if not o.counts:
+            continue
+        checked.setdefault(o.file, [])
+        if o.rule not in checked[o.file]:
+            checked[o.file].append(o.rule)
+        if not o.success:
+            failed.setdefault((o.file, o.rule), []).append(o)
+    nodes = tables[NODES]
+    usable = gates.get(NODES, {}).get("usable", set())
+    # summary counts from the data and GX's observed values
+    by_rule = {(o.file, o.rule): o for o in outcomes if o.counts}
+    if nodes is not None and nodes.num_rows:
+        width = by_rule.get((NODES, "feature_width_limit"))
+        if width is not None:
+            counts["feature_width"] = int(width.result.get("observed_value") or 0)
+            check.feature_names(nodes, counts["feature_width"])
+            checked[NODES].append("feature_names_match")
+            if check.obs[NODES]["feature_names_match"].value > 0:
+                failed[(NODES, "feature_names_match")] = []
+        if "label" in usable:
+            unlabelled = nodes.column("label").null_count
+            counts.update(labelled=nodes.num_rows - unlabelled, unlabelled=unlabelled)
+            classes = by_rule.get((NODES, "min_known_classes"))
+            if classes is not None:
+                counts["classes"] = int(classes.result.get("observed_value") or 0)
+    # explain: measure every rule of a table that failed one (messages, counts, example rows)
+    explained: set = set()
+    node_ids = labels = None
+    if nodes is not None and gates[NODES].get("rows") and "node_id" in usable:
+        node_ids = _plain(nodes.column("node_id"))
+        labels = _plain(nodes.column("label")) if "label" in usable else None
+    for file, rule in list(failed):
+        if file in explained or file == FOLDER or tables.get(file) is None:
+            continue
+        if (file, rule) in {(NODES, "file_present"), (EDGES, "file_present"),
+                            (NODES, "readable_parquet"), (EDGES, "readable_parquet"),
+                            (TRUTH, "readable_parquet")} or (file, rule) in OUTSIDE_GX:
+            continue
+        explained.add(file)
+        saved = dict(check.counts)
+        if file == NODES:
+            check.nodes(nodes)
+        elif file == EDGES:
+            check.edges(tables[EDGES], node_ids)
+        else:
+            check.truth(tables[TRUTH], node_ids, labels)
+        check.counts = saved
     findings = []
-    for file, obs in check.obs.items():
-        for rule, o in obs.items():
-            if outcome[f"{file}:{rule}"]:
-                continue
-            spec = RULES_BY_KEY[f"{file}:{rule}"]
-            message = o.message or (f"observed {o.value:g}; expected {spec.description}")
-            findings.append(Finding(file, rule, spec.severity, message, o.count, o.examples))
+    for (file, rule), results in failed.items():
+        spec = RULES_BY_KEY[f"{file}:{rule}"]
+        o = check.obs.get(file, {}).get(rule)
+        if o is not None and o.message:
+            findings.append(Finding(file, rule, spec.severity, o.message, o.count, o.examples))
+            continue
+        count = sum(int(r.result.get("unexpected_count", 0) or 0) for r in results) or 1
+        observed = [r.result.get("observed_value") for r in results
+                    if "observed_value" in r.result]
+        findings.append(Finding(file, rule, spec.severity,
+                                f"{spec.description} (observed: "
+                                f"{observed[0] if observed else count})", count, []))
     order = {FOLDER: 0, NODES: 1, EDGES: 2, TRUTH: 3}
     findings.sort(key=lambda f: (f.severity != "error", order.get(f.file, 9)))
-    return ValidationReport(
-        path=str(folder), findings=findings, content_hash=content_hash,
-        snapshot_date=date.isoformat() if date else None, counts=check.counts,
-        rules_checked={file: list(obs) for file, obs in check.obs.items()},
-        expectations=stats,
-        parameters={"last_processed_date": last_processed_date,
-                    "min_labels_per_class": config.min_labels_per_class,
-                    "min_known_classes": config.min_known_classes,
-                    "max_feature_width": config.max_feature_width},
-        elapsed_s=time.perf_counter() - start)
+    catalogue = [r for r in RULES_BY_KEY.values()]
+    checked = {file: [r.name for r in catalogue if r.file == file and r.name in rules]
+               for file, rules in checked.items()}
+    return findings, counts, checked, stats, docs
 
 
 def require_valid(path: str | Path | SnapshotFiles, **kwargs) -> ValidationReport:

@@ -94,6 +94,22 @@ class ValidationReport:
     expectations: dict = field(default_factory=dict)
     parameters: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
+    data_docs: dict = field(default_factory=dict)
+
+    @property
+    def data_docs_page(self) -> str | None:
+        """The Data Docs page to open first: the suite of the first error (or warning), else the
+        node table's; None when no Data Docs were built (no state folder)."""
+        suites = {"nodes.parquet": "oral.nodes", "edges.parquet": "oral.edges",
+                  "truth.parquet": "oral.truth"}
+        for f in sorted(self.findings, key=lambda f: f.severity != ERROR):
+            suite = suites.get(f.file, "oral.snapshot")
+            # file-level rules (present, readable) are in the snapshot manifest's suite
+            if f.rule in ("file_present", "readable_parquet"):
+                suite = "oral.snapshot"
+            if suite in self.data_docs:
+                return self.data_docs[suite]
+        return self.data_docs.get("oral.nodes") or next(iter(self.data_docs.values()), None)
 
     @property
     def passed(self) -> bool:
@@ -118,7 +134,8 @@ class ValidationReport:
                 "findings": [f.to_dict() for f in self.findings],
                 "rules_checked": jsonable(self.rules_checked),
                 "expectations": jsonable(self.expectations),
-                "parameters": jsonable(self.parameters), "elapsed_s": round(self.elapsed_s, 3)}
+                "parameters": jsonable(self.parameters), "elapsed_s": round(self.elapsed_s, 3),
+                "data_docs": dict(self.data_docs)}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -139,6 +156,8 @@ class ValidationReport:
             lines.append("  " + ", ".join(f"{k} {v}" for k, v in self.counts.items()))
         if self.content_hash:
             lines.append(f"  content hash {self.content_hash}")
+        if self.data_docs:
+            lines.append(f"  Data Docs: {self.data_docs_page}")
         for f in sorted(self.findings, key=lambda f: (f.severity != ERROR,)):
             lines.append(f"{f.severity.upper()} {f.file} rule {f.rule} (count {f.count}): "
                          f"{f.message}")

@@ -1,25 +1,33 @@
-"""The rule catalogue and its Great Expectations suites.
+"""The rule catalogue and its Great Expectations suites, validation definitions and checkpoints.
 
 Every rule of the snapshot contract has a stable snake_case name, the file it applies to, a
-severity, and a bound on one observed number (a count of offending rows, a row count, a class
-count...). :mod:`data_contracts.contracts` measures those numbers with pyarrow (linear, vectorised,
-never a Python object per row) and writes them as a one-row *observations* frame per file; this
-module turns the catalogue into one Great Expectations suite per file (``oral.snapshot``,
-``oral.nodes``, ``oral.edges``, ``oral.truth``), one expectation per rule on that rule's
-observation column (``ExpectColumnMaxToBeBetween`` for an upper bound,
-``ExpectColumnMinToBeBetween`` for a lower one), and lets GX decide which rules fail. The heavy
-per-row work never goes through GX row-wise expectations, so a million-node snapshot validates in
-seconds.
+severity and a description (the names are what errors, reports and tests use). Each rule is one
+or more GX expectations (``meta["rule"]`` names it), evaluated by GX on the data itself: a pandas
+batch per table whose columns are ``pd.ArrowDtype`` views of the Arrow tables the reader parsed
+(no copy). Native expectations wherever GX has one (columns present, non-null, unique ids, unique
+``(src, dst)`` pairs, row counts, distinct label count, blank labels, weight bounds); the custom
+expectations of :mod:`data_contracts.gx_expectations` for what GX lacks (column types in Arrow's
+terms, ragged or non-finite feature lists, float32 overflow, hidden characters in labels, edges
+and truth rows naming unknown nodes). Bounds that callers tune are suite parameters
+(``{"$PARAMETER": "min_labels_per_class"}``).
 
-Great Expectations is imported only inside the functions that run it (it costs seconds to import),
-and one ephemeral context is kept per process.
+Suites: ``oral.snapshot`` (a one-row manifest of the folder: its name and date, which files are
+present and readable), ``oral.nodes``, ``oral.edges``, ``oral.truth``. With a state folder,
+:func:`gx_context` is a file-backed context under ``<state>/gx`` holding the suites, one
+validation definition and one checkpoint per table (an ``UpdateDataDocsAction`` each), the
+validation results and the Data Docs site; without one, an ephemeral context with the same
+objects and no Data Docs.
+
+Great Expectations is imported only inside the functions that run it (it costs seconds to import).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from data_contracts.report import ERROR, WARNING
 from data_contracts.snapshots import EDGES, NODES, TRUTH
@@ -165,7 +173,17 @@ assert len(RULES_BY_KEY) == len(RULES), "rule names repeat within a file"
 
 # ---------------------------------------------------------------------------------- GX
 _LOCK = threading.Lock()
-_STATE: dict = {}
+_CONTEXTS: dict = {}
+
+#: Expectation parameters of the suites and their defaults (ContractConfig fields, plus the kinds
+#: of id that edges and truth must share with nodes.parquet node_id).
+PARAMETERS = ("min_labels_per_class", "min_known_classes", "max_feature_width", "node_id_kinds")
+ID_KINDS = ["string", "integer"]
+TEXT_KINDS = ["string", "null"]
+#: Snapshot manifest columns (the oral.snapshot batch, one row).
+MANIFEST = ("folder", "date", "folder_exists", "days_after_last_processed", "nodes_present",
+            "nodes_readable", "edges_present", "edges_readable", "truth_readable")
+NODES_REF, LABELS_REF = "nodes.parquet:node_id", "nodes.parquet:label"
 
 
 def import_gx():
@@ -175,90 +193,342 @@ def import_gx():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         import great_expectations as gx
+        import data_contracts.gx_expectations  # noqa: F401  (registers the custom expectations)
     logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
     return gx
 
 
-def _batch_definition(file: str):
-    """The per-process ephemeral context and one whole-dataframe batch definition per file."""
-    if "context" not in _STATE:
-        gx = import_gx()
-        from great_expectations.data_context.types.base import ProgressBarsConfig
+def _specs(file: str) -> list[tuple[str, object, dict]]:
+    """``(rule, expectation, gating)`` of one suite. Gating says when a result counts (else the
+    rule was not checked: what it needs is missing): ``present`` columns that must occur once,
+    ``needs`` columns that must also have passed their type check, ``rows`` a non-empty table,
+    ``after`` rules that must have passed, ``nonnull`` manifest columns that must hold a value,
+    ``refs`` the node id reference."""
+    gx = import_gx()
+    import data_contracts.gx_expectations as ox
 
-        context = gx.get_context(mode="ephemeral")
-        context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        _STATE["context"] = context
-        _STATE["source"] = context.data_sources.add_pandas("oral_contract_observations")
-        _STATE["batches"] = {}
-    batches = _STATE["batches"]
-    if file not in batches:
-        asset = _STATE["source"].add_dataframe_asset(SUITE_NAMES[file])
-        batches[file] = asset.add_batch_definition_whole_dataframe("observations")
-    return batches[file]
+    E = gx.expectations
+    P = lambda name: {"$PARAMETER": name}  # noqa: E731
+    out: list = []
+
+    def add(rule, expectation, **gate):
+        out.append((rule, expectation, gate))
+
+    if file == FOLDER:
+        add("snapshot_folder_exists", E.ExpectColumnValuesToBeInSet(
+            column="folder_exists", value_set=[True]))
+        add("snapshot_date_valid", E.ExpectColumnValuesToMatchRegex(
+            column="folder", regex=r"^snapshot=\d{4}-\d{2}-\d{2}$"))
+        add("snapshot_date_valid", E.ExpectColumnValuesToMatchStrftimeFormat(
+            column="date", strftime_format="%Y-%m-%d"), nonnull=["date"])
+        add("snapshot_date_order", E.ExpectColumnValuesToBeBetween(
+            column="days_after_last_processed", min_value=0),
+            nonnull=["days_after_last_processed"])
+        for name, key in ((NODES, "nodes"), (EDGES, "edges")):
+            add(f"{name}:file_present", E.ExpectColumnValuesToBeInSet(
+                column=f"{key}_present", value_set=[True]), nonnull=[f"{key}_present"])
+            add(f"{name}:readable_parquet", E.ExpectColumnValuesToBeInSet(
+                column=f"{key}_readable", value_set=[True]), nonnull=[f"{key}_readable"])
+        add(f"{TRUTH}:readable_parquet", E.ExpectColumnValuesToBeInSet(
+            column="truth_readable", value_set=[True]), nonnull=["truth_readable"])
+        return out
+
+    columns = {NODES: ("node_id", "features", "label"), EDGES: ("src", "dst"),
+               TRUTH: ("node_id", "true_label")}[file]
+    add("column_names_unique", ox.ExpectTableColumnNamesToBeUnique())
+    for c in columns:
+        add("required_columns", E.ExpectColumnToExist(column=c))
+    if file == NODES:
+        for c, kinds in (("node_id", ID_KINDS), ("features", ["number_list"]),
+                         ("label", TEXT_KINDS)):
+            add("column_types", ox.ExpectColumnArrowTypeToBe(column=c, kinds=kinds),
+                present=[c])
+        add("nodes_not_empty", E.ExpectTableRowCountToBeBetween(min_value=1))
+        rows = dict(rows=True)
+        add("node_id_not_null", E.ExpectColumnValuesToNotBeNull(column="node_id"),
+            needs=["node_id"], **rows)
+        add("node_id_unique", E.ExpectColumnValuesToBeUnique(column="node_id"),
+            needs=["node_id"], **rows)
+        f = dict(needs=["features"], **rows)
+        add("features_not_null", E.ExpectColumnValuesToNotBeNull(column="features"), **f)
+        add("features_nonzero_length", ox.ExpectColumnListsToBeNonEmpty(column="features"), **f)
+        add("features_fixed_length", ox.ExpectColumnListLengthsToBeUniform(column="features"),
+            **f)
+        add("features_finite", ox.ExpectColumnListValuesToBeFinite(column="features"), **f)
+        add("features_float32_range", ox.ExpectColumnListValuesToFitFloat32(column="features"),
+            **f)
+        add("feature_width_limit", ox.ExpectColumnListLengthToBeAtMost(
+            column="features", max_value=P("max_feature_width")), **f)
+        lab = dict(needs=["label"], **rows)
+        add("label_not_blank", E.ExpectColumnValuesToNotMatchRegex(
+            column="label", regex=r"^\s*$"), **lab)
+        add("label_hidden_characters",
+            ox.ExpectColumnValuesToHaveNoHiddenCharacters(column="label"), **lab)
+        add("labels_distinct_after_stripping",
+            ox.ExpectColumnValuesToBeDistinctAfterStripping(column="label"), **lab)
+        add("min_known_classes", E.ExpectColumnUniqueValueCountToBeBetween(
+            column="label", min_value=P("min_known_classes")), **lab)
+        add("min_labels_per_class", ox.ExpectColumnValueCountsToBeAtLeast(
+            column="label", min_value=P("min_labels_per_class")), nonempty_labels=True, **lab)
+        add("unlabelled_nodes_present", E.ExpectColumnProportionOfNonNullValuesToBeBetween(
+            column="label", max_value=1, strict_max=True), **lab)
+    elif file == EDGES:
+        for c in ("src", "dst"):
+            add("column_types", ox.ExpectColumnArrowTypeToBe(column=c, kinds=ID_KINDS),
+                present=[c])
+        add("column_types", ox.ExpectColumnArrowTypeToBe(column="weight", kinds=[
+            "integer", "number"]), present=["weight"])
+        add("edges_not_empty", E.ExpectTableRowCountToBeBetween(min_value=1))
+        ends = dict(needs=["src", "dst"], rows=True)
+        for c in ("src", "dst"):
+            add("endpoint_type_matches_node_id", ox.ExpectColumnArrowTypeToBe(
+                column=c, kinds=P("node_id_kinds")), refs=True, **ends)
+        for c in ("src", "dst"):
+            add("edge_endpoints_not_null", E.ExpectColumnValuesToNotBeNull(column=c), **ends)
+        for c in ("src", "dst"):
+            add("edge_endpoints_known", ox.ExpectColumnValuesToBeInReference(
+                column=c, reference=NODES_REF), refs=True,
+                after=["endpoint_type_matches_node_id"], **ends)
+        add("no_self_loops", ox.ExpectColumnPairValuesToDiffer(column_A="src", column_B="dst"),
+            same_kind=True, **ends)
+        add("no_duplicate_edges", E.ExpectCompoundColumnsToBeUnique(column_list=["src", "dst"]),
+            **ends)
+        w = dict(needs=["weight"], rows=True)
+        add("weight_positive_finite", E.ExpectColumnValuesToNotBeNull(column="weight"), **w)
+        # as the float32 training holds: above its largest value becomes inf, below half its
+        # smallest subnormal becomes 0; NaN fails every comparison
+        add("weight_positive_finite", E.ExpectColumnValuesToBeBetween(
+            column="weight", min_value=F32_TINY / 2, max_value=F32_MAX, strict_min=True), **w)
+    else:
+        add("column_types", ox.ExpectColumnArrowTypeToBe(
+            column="node_id", kinds=P("node_id_kinds")), present=["node_id"])
+        add("column_types", ox.ExpectColumnArrowTypeToBe(column="true_label", kinds=TEXT_KINDS),
+            present=["true_label"])
+        add("node_id_not_null", E.ExpectColumnValuesToNotBeNull(column="node_id"),
+            needs=["node_id"])
+        add("node_id_unique", E.ExpectColumnValuesToBeUnique(column="node_id"),
+            needs=["node_id"])
+        add("true_label_not_null", E.ExpectColumnValuesToNotBeNull(column="true_label"),
+            needs=["true_label"])
+        add("truth_node_ids_known", ox.ExpectColumnValuesToBeInReference(
+            column="node_id", reference=NODES_REF), needs=["node_id"], refs=True)
+        add("truth_covers_nodes", ox.ExpectReferenceToBeInColumn(
+            column="node_id", reference=NODES_REF), needs=["node_id"], refs=True)
+        add("labels_match_truth", ox.ExpectColumnValuesToMatchReferenceLabels(
+            id_column="node_id", label_column="true_label", reference_ids=NODES_REF,
+            reference_labels=LABELS_REF), needs=["node_id", "true_label"], refs=True,
+            labels=True)
+    return out
 
 
-def expectation_suite(file: str, config: ContractConfig = ContractConfig(),
+#: The largest finite float32 and its smallest subnormal.
+F32_MAX = 3.4028234663852886e38
+F32_TINY = 1.401298464324817e-45
+
+#: Rules that stay outside GX: what they check is not in any batch (Parquet schema metadata).
+OUTSIDE_GX = {(NODES, "feature_names_match")}
+
+
+def expectation_suite(file: str, config: ContractConfig | None = None,
                       rule_names: list[str] | None = None):
-    """The GX suite of ``file`` (all its rules, or only ``rule_names``): one
-    ``ExpectColumnMaxToBeBetween`` / ``ExpectColumnMinToBeBetween`` per rule on the rule's
-    observation column, with the rule's severity (``critical`` for errors) and the rule in
-    ``meta``."""
+    """The GX suite of ``file`` (``FOLDER``, ``NODES``, ``EDGES``, ``TRUTH``): every expectation
+    with ``meta`` naming its rule, its file, its severity and when its result counts (see
+    :func:`_specs`); ``rule_names`` keeps only those rules. Bounds are suite parameters, so the
+    saved suite does not depend on ``config``."""
     gx = import_gx()
     from great_expectations.expectations.metadata_types import FailureSeverity
 
     wanted = None if rule_names is None else set(rule_names)
     expectations = []
-    for rule in RULES:
-        if rule.file != file or (wanted is not None and rule.name not in wanted):
+    for name, expectation, gate in _specs(file):
+        target, rule_name = (name.split(":", 1) if ":" in name else (file, name))
+        if wanted is not None and rule_name not in wanted:
             continue
-        lo, hi = config.bound(rule.min_value), config.bound(rule.max_value)
-        # aggregate expectations (one metric each) cost a third of a row-map expectation; on
-        # the one-row observations frame the column's max and min are the observed value
-        kind = (gx.expectations.ExpectColumnMaxToBeBetween if lo is None
-                else gx.expectations.ExpectColumnMinToBeBetween)
-        expectations.append(kind(
-            column=rule.name, min_value=lo, max_value=hi,
-            severity=(FailureSeverity.CRITICAL if rule.severity == ERROR
-                      else FailureSeverity.WARNING),
-            description=rule.description,
-            meta={"rule": rule.name, "file": file, "severity": rule.severity}))
+        rule = RULES_BY_KEY[f"{target}:{rule_name}"]
+        expectation.severity = (FailureSeverity.CRITICAL if rule.severity == ERROR
+                                else FailureSeverity.WARNING)
+        expectation.description = f"{rule_name}: {rule.description}"
+        expectation.meta = {"rule": rule_name, "file": target, "severity": rule.severity,
+                            "gate": gate}
+        expectations.append(expectation)
     return gx.ExpectationSuite(name=SUITE_NAMES[file], expectations=expectations)
 
 
-def run_suites(observations: dict[str, dict[str, float]],
-               config: ContractConfig) -> tuple[dict[str, bool], dict]:
-    """Validate each file's observations (``{file: {rule: value}}``) with its GX suite.
+def gx_context(root: str | Path | None = None):
+    """The GX context (file-backed under ``<root>/gx`` when ``root`` is given, else ephemeral;
+    one per process and root) with the suites, one pandas data source ``oral`` with one asset
+    per table, and per table a validation definition and a checkpoint of the same name
+    (``oral.nodes``...) whose ``UpdateDataDocsAction`` builds the Data Docs (file-backed only).
+    Suites, definitions and checkpoints are written from the code when the context is first
+    opened in a process, so the saved ones follow the code's version."""
+    key = str(Path(root).resolve()) if root is not None else None
+    if key in _CONTEXTS:
+        return _CONTEXTS[key]
+    gx = import_gx()
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    Returns ``({rule key: success}, statistics per suite)``.
-    """
-    import pandas as pd
+    if key is None:
+        context = gx.get_context(mode="ephemeral")
+    else:
+        Path(key).mkdir(parents=True, exist_ok=True)
+        context = gx.get_context(mode="file", project_root_dir=key)
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    try:
+        source = context.data_sources.get("oral")
+    except (KeyError, ValueError, LookupError):
+        source = context.data_sources.add_pandas("oral")
+    for file in FILES:
+        name = SUITE_NAMES[file]
+        try:
+            asset = source.get_asset(name)
+        except LookupError:
+            asset = source.add_dataframe_asset(name)
+        try:
+            batch = asset.get_batch_definition("whole table")
+        except (KeyError, LookupError, ValueError):
+            batch = asset.add_batch_definition_whole_dataframe("whole table")
+        suite = context.suites.add_or_update(expectation_suite(file))
+        definition = context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=name, data=batch, suite=suite))
+        actions = [UpdateDataDocsAction(name="update_data_docs")] if key else []
+        context.checkpoints.add_or_update(gx.Checkpoint(
+            name=name, validation_definitions=[definition], actions=actions,
+            result_format={"result_format": "SUMMARY", "partial_unexpected_count": 5}))
+    _CONTEXTS[key] = context
+    return context
 
-    outcome: dict[str, bool] = {}
+
+@contextlib.contextmanager
+def _context_lock(root: str | Path | None):
+    """One writer at a time on a file-backed context (GX's stores write files in place)."""
+    if root is None:
+        yield
+        return
+    import fcntl
+
+    path = Path(root) / "gx"
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / ".oral.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@dataclass
+class ExpectationOutcome:
+    """One evaluated expectation: its rule, success, GX's result dict, and whether it counts."""
+
+    file: str
+    rule: str
+    success: bool
+    result: dict
+    counts: bool
+    expectation_type: str
+
+
+def run_checkpoints(frames: dict, parameters: dict, references: dict, gates: dict,
+                    root: str | Path | None = None, run_name: str = "snapshot"):
+    """Run the checkpoint of each table in ``frames`` (``{file: pandas frame}``) with the suite
+    parameters, the reference columns (:func:`data_contracts.gx_expectations.references`) and
+    the gating facts of each table (``gates[file]``: ``present``, ``usable`` column sets,
+    ``rows``, ``nonnull``, ``same_kind``, ``nonempty_labels``; ``usable`` grows by each column
+    whose type check passes, and the node table's run sets ``refs`` and ``labels`` of the others).
+
+    Returns ``(outcomes, statistics per suite, Data Docs page per suite or {})``. An expectation
+    that raised although everything it needs is there is a programming error: RuntimeError."""
+    import data_contracts.gx_expectations as ox
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    run_id = RunIdentifier(run_name=run_name)
+    outcomes: list[ExpectationOutcome] = []
     stats: dict = {}
-    with _LOCK:
-        for file, values in observations.items():
-            if not values:
-                continue
-            unknown = [name for name in values if f"{file}:{name}" not in RULES_BY_KEY]
-            if unknown:
-                raise KeyError(f"observations for unknown rules of {file}: {unknown}")
-            frame = pd.DataFrame({name: [float(v)] for name, v in values.items()})
-            suite = expectation_suite(file, config, list(values))
-            batch = _batch_definition(file).get_batch(batch_parameters={"dataframe": frame})
-            result = batch.validate(suite, result_format="BOOLEAN_ONLY")
-            for res in result.results:
-                exc = _raised(res.exception_info)
-                if exc:  # a programming error in the observations, not bad data
-                    raise RuntimeError(f"Great Expectations could not evaluate "
-                                       f"{res.expectation_config.meta}: {exc}")
-                meta = res.expectation_config.meta
-                outcome[f"{meta['file']}:{meta['rule']}"] = bool(res.success)
-            st = result.statistics
-            stats[SUITE_NAMES[file]] = {
-                "evaluated": int(st["evaluated_expectations"]),
-                "successful": int(st["successful_expectations"]),
-                "unsuccessful": int(st["unsuccessful_expectations"])}
-    return outcome, stats
+    docs: dict = {}
+    with _LOCK, _context_lock(root):
+        context = gx_context(root)
+        with ox.references(references):
+            for file in FILES:
+                if file not in frames:
+                    continue
+                checkpoint = context.checkpoints.get(SUITE_NAMES[file])
+                result = checkpoint.run(batch_parameters={"dataframe": frames[file]},
+                                        expectation_parameters=parameters, run_id=run_id)
+                (identifier, validation), = result.run_results.items()
+                status: dict = {}  # rule -> all counted expectations so far passed
+                facts = gates.get(file, {})
+                evaluated = []
+                # GX returns results in its own order; types first (they make columns usable),
+                # then the rules others wait for ("after"), then the rest
+                firsts = {r for res in validation.results
+                          for r in (res.expectation_config.meta.get("gate") or {}).get("after", [])}
+                ranked = sorted(validation.results, key=lambda res: (
+                    0 if res.expectation_config.meta["rule"] == "column_types" else
+                    1 if res.expectation_config.meta["rule"] in firsts else 2))
+                for res in ranked:
+                    cfg = res.expectation_config
+                    meta = cfg.meta
+                    counts = _counts(meta.get("gate") or {}, facts, status)
+                    exc = _raised(res.exception_info)
+                    if exc and counts:
+                        raise RuntimeError(f"Great Expectations could not evaluate "
+                                           f"{cfg.type} for rule {meta.get('rule')}: {exc}")
+                    outcome = ExpectationOutcome(meta["file"], meta["rule"], bool(res.success),
+                                                 dict(res.result or {}), counts and not exc,
+                                                 cfg.type)
+                    evaluated.append(outcome)
+                    if outcome.counts:
+                        status[outcome.rule] = status.get(outcome.rule, True) and outcome.success
+                        if outcome.rule == "column_types" and outcome.success:
+                            facts.setdefault("usable", set()).add(cfg.kwargs["column"])
+                if file == NODES:  # what the edge and truth rules need from the node table
+                    usable = facts.get("usable", set())
+                    refs = "node_id" in usable and bool(facts.get("rows"))
+                    for other in (EDGES, TRUTH):
+                        gates.setdefault(other, {}).update(
+                            refs=refs, labels=refs and "label" in usable)
+                outcomes.extend(evaluated)
+                st = validation.statistics
+                stats[SUITE_NAMES[file]] = {
+                    "evaluated": int(st["evaluated_expectations"]),
+                    "successful": int(st["successful_expectations"]),
+                    "unsuccessful": int(st["unsuccessful_expectations"])}
+                if root is not None:
+                    urls = context.get_docs_sites_urls(resource_identifier=identifier)
+                    if urls and urls[0].get("site_url"):
+                        docs[SUITE_NAMES[file]] = _local_path(urls[0]["site_url"])
+    return outcomes, stats, docs
+
+
+def _local_path(url: str) -> str:
+    """A Data Docs ``file://`` URL as a plain path (what the CLI prints and the flow logs)."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(url)
+    return unquote(parsed.path) if parsed.scheme == "file" else url
+
+
+def _counts(gate: dict, facts: dict, status: dict) -> bool:
+    """Whether an expectation's result counts, given its gate and the table's facts."""
+    present, usable = facts.get("present", set()), facts.get("usable", set())
+    if any(c not in present for c in gate.get("present", [])):
+        return False
+    if any(c not in usable for c in gate.get("needs", [])):
+        return False
+    if gate.get("rows") and not facts.get("rows"):
+        return False
+    if any(not facts.get("nonnull", {}).get(c) for c in gate.get("nonnull", [])):
+        return False
+    if gate.get("refs") and not facts.get("refs"):
+        return False
+    if gate.get("labels") and not facts.get("labels"):
+        return False
+    if gate.get("same_kind") and not facts.get("same_kind"):
+        return False
+    if gate.get("nonempty_labels") and not facts.get("nonempty_labels"):
+        return False
+    return all(status.get(rule) for rule in gate.get("after", []))
 
 
 def _raised(info) -> str | None:

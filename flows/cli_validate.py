@@ -5,7 +5,7 @@ Exit status: 0 when the snapshot passes (warnings allowed), 1 when any rule fail
 (a missing or misnamed folder included: it is reported as the finding ``snapshot_folder_exists``
 or ``snapshot_date_valid``), 2 for usage errors (a malformed option, a report file that cannot be
 written). Nothing is written into the snapshot folder; ``--html`` and ``--json`` write reports
-where they are told.
+where they are told, ``--state-dir`` keeps the GX context and its Data Docs in ``DIR/gx``.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     report = validate_snapshot(args.snapshot, last_processed_date=args.last_processed,
                                min_labels_per_class=args.min_labels_per_class,
                                min_known_classes=args.min_known_classes,
-                               max_feature_width=args.max_feature_width)
+                               max_feature_width=args.max_feature_width,
+                               state_dir=args.state_dir)
     print(report.summary())
     for target, write in ((args.html, report.write_html), (args.json, report.write_json)):
         if target is None:
@@ -71,6 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="distinct labelled classes needed (default 2)")
     p.add_argument("--max-feature-width", type=_positive, default=65_536, metavar="N",
                    help="largest acceptable feature length (default 65536)")
+    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                   help="keep the Great Expectations context in DIR/gx (suites, checkpoints, "
+                        "results) and build its Data Docs there (the page is printed); default: "
+                        "an in-memory context, no Data Docs")
     p.add_argument("--html", type=Path, default=None, metavar="PATH",
                    help="also write the report as a self-contained HTML page")
     p.add_argument("--json", type=Path, default=None, metavar="PATH",

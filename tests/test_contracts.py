@@ -530,24 +530,86 @@ def test_cli_usage_errors(tmp_path, capsys):
 
 
 def test_suites_cover_every_rule():
+    """Every rule is decided by at least one GX expectation (those outside GX are listed and
+    documented); each expectation names its rule, file and severity."""
+    from data_contracts.suites import OUTSIDE_GX
+
+    covered = set()
     for file in (FOLDER, NODES, EDGES, TRUTH):
         suite = expectation_suite(file)
-        names = [e.meta["rule"] for e in suite.expectations]
-        assert names == [r.name for r in RULES if r.file == file]
+        for e in suite.expectations:
+            rule = next(r for r in RULES if (r.file, r.name) == (e.meta["file"], e.meta["rule"]))
+            assert e.meta["severity"] == rule.severity
+            assert e.severity.value == ("critical" if rule.severity == ERROR else "warning")
+            covered.add((rule.file, rule.name))
+    assert covered | OUTSIDE_GX == {(r.file, r.name) for r in RULES}
+    assert OUTSIDE_GX == {(NODES, "feature_names_match")}
     assert all(r.severity in (ERROR, WARNING) for r in RULES)
 
 
+def test_native_and_custom_expectations():
+    """Native GX expectations where GX has one; the custom classes for the rest."""
+    kinds = {(e.meta["rule"], type(e).__name__) for f in (NODES, EDGES)
+             for e in expectation_suite(f).expectations}
+    for pair in [("node_id_unique", "ExpectColumnValuesToBeUnique"),
+                 ("node_id_not_null", "ExpectColumnValuesToNotBeNull"),
+                 ("no_duplicate_edges", "ExpectCompoundColumnsToBeUnique"),
+                 ("nodes_not_empty", "ExpectTableRowCountToBeBetween"),
+                 ("required_columns", "ExpectColumnToExist"),
+                 ("min_known_classes", "ExpectColumnUniqueValueCountToBeBetween"),
+                 ("features_finite", "ExpectColumnListValuesToBeFinite"),
+                 ("features_float32_range", "ExpectColumnListValuesToFitFloat32"),
+                 ("features_fixed_length", "ExpectColumnListLengthsToBeUniform"),
+                 ("edge_endpoints_known", "ExpectColumnValuesToBeInReference")]:
+        assert pair in kinds, pair
+
+
 def test_gx_errors_are_not_swallowed(monkeypatch):
-    """An observation GX cannot evaluate is a programming error: it raises, never passes."""
+    """An expectation GX cannot evaluate although all it needs is there is a programming error:
+    it raises, never passes."""
+    import pandas as pd
     from data_contracts import suites
 
-    def broken(file, config, rule_names=None):
-        return real(file, config, ["node_id_not_null", "node_id_unique"])
-
-    real = suites.expectation_suite
-    monkeypatch.setattr(suites, "expectation_suite", broken)
+    frame = pd.DataFrame({"node_id": ["a"]})  # no features or label column, yet said usable
+    gates = {NODES: {"present": {"node_id", "features", "label"},
+                     "usable": {"node_id", "features", "label"}, "rows": True}}
     with pytest.raises(RuntimeError, match="could not evaluate"):
-        suites.run_suites({NODES: {"node_id_unique": 0}}, suites.ContractConfig())
+        suites.run_checkpoints({NODES: frame}, {"min_labels_per_class": 3, "min_known_classes": 2,
+                                                "max_feature_width": 10,
+                                                "node_id_kinds": ["string"]}, {}, gates)
+
+
+def test_file_backed_context_and_data_docs(tmp_path, capsys):
+    """With a state folder: suites, validation definitions and checkpoints saved under
+    <state>/gx, a Data Docs page per table built by the checkpoints' action, its path in the
+    report, its JSON and the printed summary."""
+    import great_expectations as gx
+
+    state = tmp_path / "state"
+    t = good_tables()
+    duplicate_ids(t)
+    path = write(tmp_path, t)
+    report = validate_snapshot(path, state_dir=state)
+    assert (NODES, "node_id_unique") in report.rules(ERROR)
+    assert set(report.data_docs) == {"oral.snapshot", "oral.nodes", "oral.edges", "oral.truth"}
+    page = report.data_docs_page
+    assert page == report.data_docs["oral.nodes"] and Path(page).is_file()
+    assert Path(page).is_relative_to(state / "gx" / "uncommitted" / "data_docs")
+    html = Path(page).read_text()
+    assert "expect_column_values_to_be_unique" in html or "unique" in html
+    assert (state / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
+    for name in ("snapshot", "nodes", "edges", "truth"):  # suite oral.<name>
+        assert (state / "gx" / "expectations" / "oral" / f"{name}.json").is_file()
+        assert (state / "gx" / "checkpoints" / f"oral.{name}.json").is_file()
+    context = gx.get_context(mode="file", project_root_dir=state)
+    assert {c.name for c in context.checkpoints.all()} >= {"oral.nodes", "oral.edges"}
+    assert context.validation_definitions.get("oral.nodes").suite.name == "oral.nodes"
+    doc = json.loads(report.to_json())
+    assert doc["data_docs"]["oral.nodes"] == page
+    assert f"Data Docs: {page}" in report.summary()
+    assert main(["validate", str(path), "--state-dir", str(state)]) == 1
+    assert f"Data Docs: {state}" in capsys.readouterr().out
+    assert sorted(p.name for p in path.iterdir()) == [EDGES, NODES, TRUTH]
 
 
 def test_empty_truth_warns_that_nodes_are_uncovered(tmp_path):
