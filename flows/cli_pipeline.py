@@ -20,10 +20,13 @@ def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
         p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                        help="override any ORALConfig field, e.g. --set gamma=0.4")
         p.add_argument("--device", default=None, help="auto (default: CUDA when present), cpu or cuda")
-        p.add_argument("--cold", action="store_true",
-                       help="train from scratch instead of continuing the previous night's "
-                            "champion (a warm start: warm_epochs epochs, the default when the "
-                            "features and configuration are unchanged)")
+        start = p.add_mutually_exclusive_group()
+        start.add_argument("--warm", dest="cold", action="store_const", const=False,
+                           help="continue the previous night's champion for warm_epochs epochs "
+                                "when the features and configuration are unchanged (a warm "
+                                "start; default: the ORAL_WARM_START setting, off)")
+        start.add_argument("--cold", dest="cold", action="store_const", const=True,
+                           help="train from scratch even when ORAL_WARM_START is on")
     p.add_argument("--state-dir", type=Path, default=None,
                    help="DuckDB file, MLflow store, reports, models (default $ORAL_STATE_DIR or ./state)")
 

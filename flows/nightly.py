@@ -40,7 +40,7 @@ def resolve_config(overrides: dict | None, device: str | None = None):
 def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                       config: dict | None = None, state_dir: str | None = None,
                       device: str | None = None, remote_training: bool | None = None,
-                      cold: bool = False) -> dict:
+                      cold: bool | None = None) -> dict:
     """Discover classes in one snapshot of ``graph`` and publish them.
 
     Args:
@@ -54,8 +54,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         remote_training: hand training to the deployment ``ORAL_TRAINING_DEPLOYMENT`` (default
             ``train-remote/gpu``, see :mod:`flows.training`) and wait for it; ``None``: the
             ``ORAL_REMOTE_TRAINING`` setting (default off: training runs in this process).
-        cold: train from scratch even when the previous night's champion could be continued
-            (a warm start, :func:`tasks.steps.plan_start`; the default when it applies).
+        cold: ``True``: train from scratch; ``False``: continue the previous night's champion
+            when it applies (a warm start, :func:`tasks.steps.plan_start`); ``None``: the
+            ``ORAL_WARM_START`` setting (default off: cold).
     """
     from tasks.tracking import TrackingConfig
     from tasks.warehouse import Warehouse, make_run_id, make_training_id
@@ -99,9 +100,13 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     chash = steps.run_config_hash(cfg, mode)
     tracking_cfg = TrackingConfig(settings.tracking_uri, settings.state_dir)
     # warm (continue the champion of the night before) or cold, with the reason
-    plan = steps.plan_start(tracking_cfg, graph, snapshot_date, files.content_hash,
-                            int(snapshot.x.shape[1]), mode, cfg, list(snapshot.class_names),
-                            settings.runs_dir / "_previous" / graph, cold=cold)
+    if cold is None and not settings.warm_start:
+        plan = steps.StartPlan("cold", "warm starts are off (ORAL_WARM_START=1 or --warm turns "
+                                       "them on)")
+    else:
+        plan = steps.plan_start(tracking_cfg, graph, snapshot_date, files.content_hash,
+                                int(snapshot.x.shape[1]), mode, cfg, list(snapshot.class_names),
+                                settings.runs_dir / "_previous" / graph, cold=bool(cold))
     logger.info("%s start: %s", plan.start, plan.reason)
     # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
     # content, configuration and start (a warm start names the model it continued); training
@@ -195,9 +200,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
 def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str | None = None,
              config: dict | None = None, state_dir: str | None = None,
              device: str | None = None, remote_training: bool | None = None,
-             cold: bool = False) -> list[dict]:
+             cold: bool | None = None) -> list[dict]:
     """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly
-    run (each night warm-starts from the one before unless ``cold``)."""
+    run (``cold`` as in :func:`nightly_discovery`)."""
     resolve_config(config, device)  # a bad configuration fails before the first night
     paths = snap.select_snapshots(snapshot_root, graph, start=start or dt.date.min,
                                   end=end or dt.date.max)

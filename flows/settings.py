@@ -10,6 +10,7 @@
 | ``ORAL_REMOTE_TRAINING`` | off | ``1``: the nightly flow hands training to a deployment |
 | ``ORAL_TRAINING_DEPLOYMENT`` | ``train-remote/gpu`` | that deployment (``<flow name>/<deployment name>``) |
 | ``ORAL_REMOTE_TRAINING_TIMEOUT`` | ``21600`` (6 h) | seconds the nightly flow waits for it |
+| ``ORAL_WARM_START`` | off | ``1``: a night continues the previous night's champion (a warm start) |
 
 :func:`configure_environment` must run before ``prefect`` is imported (the CLI does it first).
 """
@@ -43,6 +44,9 @@ class Settings:
     remote_training: bool = False
     training_deployment: str = "train-remote/gpu"
     remote_training_timeout: float = 6 * 3600.0
+    #: warm starts by default (``ORAL_WARM_START``; off: measured to lose novel classes,
+    #: benchmarks/results/warm_start.md); the flows' ``cold`` parameter overrides it
+    warm_start: bool = False
 
     @property
     def reports_dir(self) -> Path:
@@ -60,7 +64,8 @@ class Settings:
         remote = os.environ.get("ORAL_REMOTE_TRAINING", "").strip().lower() in TRUE
         deployment = os.environ.get("ORAL_TRAINING_DEPLOYMENT", "").strip() or "train-remote/gpu"
         timeout = float(os.environ.get("ORAL_REMOTE_TRAINING_TIMEOUT", "").strip() or 6 * 3600)
-        return cls(state, warehouse, uri, remote, deployment, timeout)
+        warm = os.environ.get("ORAL_WARM_START", "").strip().lower() in TRUE
+        return cls(state, warehouse, uri, remote, deployment, timeout, warm)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

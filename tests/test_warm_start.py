@@ -185,6 +185,7 @@ def env(tmp_path_factory, one_thread):
     state = tmp_path_factory.mktemp("state")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ORAL_STATE_DIR", str(state))
+        mp.setenv("ORAL_WARM_START", "1")  # warm starts on (off by default)
         mp.delenv("ORAL_TRACKING_URI", raising=False)
         mp.delenv("ORAL_WAREHOUSE", raising=False)
         from flows.settings import configure_environment
@@ -314,18 +315,26 @@ def test_a_corrupt_previous_model_falls_back_to_a_cold_start(env, nights):
 
 
 @pytest.mark.slow
-def test_cold_flag_and_changed_configuration_start_cold(env, nights):
+def test_cold_flag_and_changed_configuration_start_cold(env, nights, monkeypatch):
     out = _night(env, "2026-05-03", cold=True)
+    cold_run = out["run_id"]
     assert out["start"] == "cold" and out["start_reason"] == "cold start requested"
     assert out["epochs"] == CONFIG["epochs"] and out["run_id"] != nights[2]["run_id"]
     run, _ = _mlflow(env, out)
     assert run.data.params["start"] == "cold" and run.data.tags["start_reason"] == "cold start requested"
     out = _night(env, "2026-05-03", config=CONFIG | {"gamma": 0.4})
     assert out["start"] == "cold" and "the configuration changed" in out["start_reason"]
+    # with ORAL_WARM_START off (the default) a night starts cold unless cold=False asks
+    monkeypatch.setenv("ORAL_WARM_START", "0")
+    out = _night(env, "2026-05-03")
+    assert out["start"] == "cold" and out["start_reason"].startswith("warm starts are off")
+    assert out["run_id"] == cold_run  # the same cold training and run as with cold=True
+    assert _night(env, "2026-05-03", cold=False)["run_id"] == nights[2]["run_id"]
 
 
 def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
-    """``oral run --cold`` / ``oral backfill --cold`` hand ``cold=True`` to the flows."""
+    """``--cold`` / ``--warm`` of ``oral run`` and ``oral backfill`` reach the flows as
+    ``cold=True`` / ``False``; neither: None (the ORAL_WARM_START setting)."""
     import flows.nightly as nightly
     from flows import cli_pipeline
     from flows.cli import build_parser
@@ -339,7 +348,7 @@ def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
     monkeypatch.setattr(cli_pipeline, "_start", lambda state_dir: None)
     monkeypatch.setattr(cli_pipeline, "_overrides", lambda args: {})
     for command in ("run", "backfill"):
-        for extra, cold in (([], False), (["--cold"], True)):
+        for extra, cold in (([], None), (["--cold"], True), (["--warm"], False)):
             args = build_parser().parse_args([command, "--graph", GRAPH, "--snapshots",
                                               str(tmp_path), *extra])
             assert args.func(args) == 0
