@@ -664,7 +664,7 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
     nights = "".join(_night_html(n, data, mlflow_base, prefect_base) for n in reversed(data.nights))
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{e(title)}</title><style>{CSS}</style></head><body><main>"
             f"<h1>{e(title)}</h1>"
             f"<p class='muted'>{e(span)} · warehouse <code>{e(data.warehouse_path)}</code> · "

@@ -1673,6 +1673,8 @@ ALLOWED = {
     "oral_run_id": "a pipeline run id, checked to be hexadecimal before use",
     "run_id": "an MLflow run id returned by MLflow itself",
     "leftover": "an _alembic_tmp_* table name read from the MLflow store's sqlite_master, quoted",
+    "day_runs": "constant SQL text (tasks/report.py, the latest run of each night) with a ? parameter",
+    "PROMOTED_TAG": "a module constant, the registry tag name",
 }
 
 
