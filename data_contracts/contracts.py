@@ -822,22 +822,25 @@ def _evaluate(check: _Checker, folder: Path, date, last_processed, tables: dict,
             failed.setdefault((o.file, o.rule), []).append(o)
     nodes = tables[NODES]
     usable = gates.get(NODES, {}).get("usable", set())
-    # summary counts from the data and GX's observed values
-    by_rule = {(o.file, o.rule): o for o in outcomes if o.counts}
+    # summary counts (cheap column statistics; the big tables' checkpoints return no observed
+    # values, see suites.RESULT_FORMATS)
     if nodes is not None and nodes.num_rows:
-        width = by_rule.get((NODES, "feature_width_limit"))
-        if width is not None:
-            counts["feature_width"] = int(width.result.get("observed_value") or 0)
+        if "features" in usable:
+            lengths = pc.value_counts(pc.list_value_length(nodes.column("features")).drop_null())
+            lengths = lengths.filter(pc.greater(lengths.field("values"), 0))
+            counts["feature_width"] = (int(lengths.field("values")[int(np.argmax(
+                lengths.field("counts").to_numpy()))].as_py()) if len(lengths) else 0)
             check.feature_names(nodes, counts["feature_width"])
-            checked[NODES].append("feature_names_match")
-            if check.obs[NODES]["feature_names_match"].value > 0:
-                failed[(NODES, "feature_names_match")] = []
+            names = check.obs.get(NODES, {}).get("feature_names_match")
+            if names is not None:  # only when the file carries the metadata
+                checked[NODES].append("feature_names_match")
+                if names.value > 0:
+                    failed[(NODES, "feature_names_match")] = []
         if "label" in usable:
-            unlabelled = nodes.column("label").null_count
-            counts.update(labelled=nodes.num_rows - unlabelled, unlabelled=unlabelled)
-            classes = by_rule.get((NODES, "min_known_classes"))
-            if classes is not None:
-                counts["classes"] = int(classes.result.get("observed_value") or 0)
+            labels = _plain(nodes.column("label"))
+            unlabelled = labels.null_count
+            counts.update(labelled=nodes.num_rows - unlabelled, unlabelled=unlabelled,
+                          classes=int(pc.count_distinct(labels, mode="only_valid").as_py()))
     # explain: measure every rule of a table that failed one (messages, counts, example rows)
     explained: set = set()
     node_ids = labels = None
