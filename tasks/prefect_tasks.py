@@ -50,7 +50,9 @@ def ingest(path: str):
 
 @task(name="validate", cache_policy=NO_CACHE)
 def validate(files, report_dir: str, last_processed: dt.date | None):
-    report, json_path, html_path = steps.validate(files, Path(report_dir), last_processed)
+    # report_dir is Settings.reports_dir / graph (<state>/reports/<graph>); GX lives in <state>/gx
+    report, json_path, html_path = steps.validate(files, Path(report_dir), last_processed,
+                                                  state_dir=Path(report_dir).parents[1])
     logger = get_run_logger()
     (logger.info if report.passed else logger.error)("%s", report.summary())
     return report, str(json_path), str(html_path)

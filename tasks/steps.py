@@ -77,16 +77,17 @@ def read_snapshot(path: str | Path) -> snap.SnapshotFiles:
 
 
 def validate(files: snap.SnapshotFiles | Path, report_dir: Path, last_processed: dt.date | None = None,
-             min_labels_per_class: int = 3):
+             min_labels_per_class: int = 3, state_dir: Path | None = None):
     """Run the data contracts; keep the report (JSON and HTML) under ``report_dir``.
 
     Returns ``(report, json_path, html_path)``. Does not raise on a failed contract: the caller
-    decides (the flow stops before training).
+    decides (the flow stops before training). ``state_dir``: where the GX context and its Data
+    Docs live (``<state>/gx``; ``report.data_docs`` holds the pages).
     """
     from data_contracts import validate_snapshot
 
     report = validate_snapshot(files, last_processed_date=last_processed,
-                               min_labels_per_class=min_labels_per_class)
+                               min_labels_per_class=min_labels_per_class, state_dir=state_dir)
     path = Path(files.path if isinstance(files, snap.SnapshotFiles) else files)
     stem = f"{path.name.replace('=', '-')}-{(report.content_hash or 'unreadable')[:12]}"
     report_dir.mkdir(parents=True, exist_ok=True)
