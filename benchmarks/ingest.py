@@ -9,8 +9,11 @@ the same process and interleaved ``--repeats`` times:
 - ``pyarrow_read``: ``pyarrow.parquet.read_table`` of nodes and edges, nothing else (the reference);
 - ``ingest``: ``data_contracts.snapshots.load_snapshot`` (bytes read once and hashed, ids mapped to
   contiguous indices, features to an ``[N, F]`` float32 array, labels encoded);
-- ``validate``: ``data_contracts.validate_snapshot`` (every contract rule, Great Expectations
-  results included).
+- ``validate``: ``data_contracts.validate_snapshot`` (every contract rule, evaluated by the Great
+  Expectations checkpoints on the data; an in-memory GX context, as ``oral validate``);
+- ``validate_docs``: the same with a state folder (``state_dir``: the file-backed GX context under
+  ``<work>/state/gx``, validation results stored and Data Docs built by the checkpoints' action,
+  as the nightly flow does).
 
 Medians are written to ``benchmarks/results/ingest.csv`` and ``ingest.md`` with the ratios to the
 plain read (the machine is noisy; the ratio is the figure to compare across machines).
@@ -40,7 +43,7 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
-def measure(path: Path, repeats: int) -> dict:
+def measure(path: Path, repeats: int, state: Path) -> dict:
     from data_contracts import validate_snapshot
     from data_contracts.snapshots import EDGES, NODES, load_snapshot
 
@@ -51,11 +54,13 @@ def measure(path: Path, repeats: int) -> dict:
     report = validate_snapshot(path)  # warm-up (imports, GX context) and a correctness check
     if not report.passed:
         raise SystemExit(f"generated snapshot {path} fails its contract:\n{report.summary()}")
-    times = {"pyarrow_read": [], "ingest": [], "validate": []}
+    validate_snapshot(path, state_dir=state)  # warm-up of the file-backed context
+    times = {"pyarrow_read": [], "ingest": [], "validate": [], "validate_docs": []}
     for _ in range(repeats):
         times["pyarrow_read"].append(_timed(plain))
         times["ingest"].append(_timed(lambda: load_snapshot(path)))
         times["validate"].append(_timed(lambda: validate_snapshot(path)))
+        times["validate_docs"].append(_timed(lambda: validate_snapshot(path, state_dir=state)))
     med = {k: statistics.median(v) for k, v in times.items()}
     snap = load_snapshot(path)
     size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
@@ -63,8 +68,10 @@ def measure(path: Path, repeats: int) -> dict:
             "features": int(snap.x.shape[1]), "files_mb": round(size / 2**20, 1),
             "pyarrow_read_s": round(med["pyarrow_read"], 3), "ingest_s": round(med["ingest"], 3),
             "validate_s": round(med["validate"], 3),
+            "validate_docs_s": round(med["validate_docs"], 3),
             "ingest_ratio": round(med["ingest"] / med["pyarrow_read"], 2),
             "validate_ratio": round(med["validate"] / med["pyarrow_read"], 2),
+            "validate_docs_ratio": round(med["validate_docs"] / med["pyarrow_read"], 2),
             "repeats": repeats}
 
 
@@ -87,7 +94,9 @@ def main(argv=None) -> int:
                                  num_features=args.features, avg_degree=args.avg_degree, seed=0,
                                  overwrite=True)
         gen_s = time.perf_counter() - t
-        row = measure(path, args.repeats) | {"generate_s": round(gen_s, 1)}
+        state = args.work / "state"
+        shutil.rmtree(state, ignore_errors=True)
+        row = measure(path, args.repeats, state) | {"generate_s": round(gen_s, 1)}
         print(row, flush=True)
         rows.append(row)
         if not args.keep:
@@ -105,12 +114,18 @@ def main(argv=None) -> int:
              "Medians over the repeats, interleaved in one process. `pyarrow_read` is a plain",
              "`pyarrow.parquet.read_table` of nodes and edges, the reference for the ratios.",
              f"Peak resident memory of the whole benchmark process: {peak_gb:.2f} GB.", "",
-             "| nodes | edges | features | files MB | pyarrow read s | ingest s | validate s | ingest / read | validate / read |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "`validate` runs every rule through the Great Expectations checkpoints (in-memory",
+             "context); `validate + docs` also stores the results in the file-backed context and",
+             "builds Data Docs (`state_dir`, as the nightly flow). Before the rules were evaluated",
+             "by GX on the data (commit ec0f7a1: pyarrow numbers compared by GX) the ratios were",
+             "13.08 / 6.37 / 4.13 at 10k / 100k / 1M nodes (validate 0.14 / 0.61 / 4.16 s).", "",
+             "| nodes | edges | features | files MB | pyarrow read s | ingest s | validate s | validate + docs s | ingest / read | validate / read | validate + docs / read |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['nodes']:,} | {r['edges']:,} | {r['features']} | {r['files_mb']} | "
                      f"{r['pyarrow_read_s']} | {r['ingest_s']} | {r['validate_s']} | "
-                     f"{r['ingest_ratio']} | {r['validate_ratio']} |")
+                     f"{r['validate_docs_s']} | {r['ingest_ratio']} | {r['validate_ratio']} | "
+                     f"{r['validate_docs_ratio']} |")
     (RESULTS / "ingest.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
