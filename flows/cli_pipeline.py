@@ -27,6 +27,13 @@ def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
                                 "start; default: the ORAL_WARM_START setting, off)")
         start.add_argument("--cold", dest="cold", action="store_const", const=True,
                            help="train from scratch even when ORAL_WARM_START is on")
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--remote-training", dest="remote_training", action="store_const",
+                           const=True, help="hand training to the GPU work pool's deployment "
+                           "(ORAL_TRAINING_DEPLOYMENT; default: the ORAL_REMOTE_TRAINING setting)")
+        where.add_argument("--local-training", dest="remote_training", action="store_const",
+                           const=False, help="train in this process even when "
+                           "ORAL_REMOTE_TRAINING is on")
     p.add_argument("--state-dir", type=Path, default=None,
                    help="DuckDB file, MLflow store, reports, models (default $ORAL_STATE_DIR or ./state)")
 
@@ -150,7 +157,7 @@ def cmd_run(args) -> int:
     def go():
         out = nightly_discovery(args.graph, str(args.snapshots), args.date, overrides,
                                 str(args.state_dir) if args.state_dir else None, args.device,
-                                cold=args.cold)
+                                remote_training=args.remote_training, cold=args.cold)
         print(_summary_line(out))
     return _run_flow(go)
 
@@ -176,7 +183,7 @@ def cmd_backfill(args) -> int:
     def go():
         for out in backfill(args.graph, str(args.snapshots), args.start, args.end, overrides,
                             str(args.state_dir) if args.state_dir else None, args.device,
-                            cold=args.cold):
+                            remote_training=args.remote_training, cold=args.cold):
             print(_summary_line(out))
     return _run_flow(go)
 

@@ -146,7 +146,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = cmds.add_parser(
         "import", help="import a raw dataset as one labelled snapshot",
         description="Load a raw dataset and write it as one snapshot with the paper's labelling: "
-                    "the floor(0.8*C) lowest classes are known (or --known-classes) and 85%% of "
+                    "the floor(0.8*C) lowest classes are known (or --known-classes) and 85% of "
                     "their nodes (the split's train+validation nodes) carry their label. "
                     "truth.parquet holds every node's class. " + _LAYOUT)
     imp.add_argument("--dataset", required=True, metavar="NAME_OR_PATH",

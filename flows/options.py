@@ -349,8 +349,9 @@ def check_pipeline(args) -> dict:
     if args.device:
         overrides["device"], sources["device"] = args.device, f"--device {args.device}"
     config = check_config(overrides, sources, base)
+    remote = getattr(args, "remote_training", None)
     check_device(config.device, sources.get("device", f"--set device={config.device}"),
-                 remote=settings.remote_training)
+                 remote=settings.remote_training if remote is None else remote)
     if args.device:
         del overrides["device"]  # the flow takes it as its own parameter
     return overrides

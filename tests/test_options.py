@@ -50,3 +50,79 @@ def test_configuration_problems_name_their_options():
     values, sources = parse_set(["gamma=0.5", "pol=off", "cluster_freeze_epoch=10"])
     config = check_config(values, sources)
     assert (config.gamma, config.pol, config.cluster_freeze_epoch) == (0.5, False, 10)
+
+
+def _snapshot_root(tmp_path):
+    """A snapshot root whose graph ``g`` has one (empty) snapshot folder: enough for the
+    option checks, which list snapshots but read none."""
+    (tmp_path / "snaps" / "g" / "snapshot=2026-01-01").mkdir(parents=True)
+    return tmp_path / "snaps"
+
+
+@pytest.mark.parametrize("flag, accepted", [("--remote-training", True), ("--local-training", False)])
+def test_remote_training_switch_decides_whether_cuda_must_be_here(tmp_path, monkeypatch, flag,
+                                                                  accepted):
+    """``oral run --remote-training`` hands training to the GPU pool, so ``--device cuda`` is
+    accepted on a machine without CUDA; ``--local-training`` trains here and refuses it."""
+    import torch
+
+    from flows.cli import build_parser
+    from flows.options import check_pipeline
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = build_parser().parse_args(
+        ["run", "--graph", "g", "--snapshots", str(_snapshot_root(tmp_path)), "--state-dir",
+         str(tmp_path / "state"), "--device", "cuda", flag])
+    assert args.remote_training is accepted
+    if accepted:
+        assert "device" not in check_pipeline(args)  # accepted; the flow takes --device itself
+    else:
+        with pytest.raises(OptionError, match="--device cuda: CUDA is not available"):
+            check_pipeline(args)
+
+
+def test_remote_training_switch_reaches_the_flow(tmp_path, monkeypatch):
+    """The CLI passes ``--remote-training`` / ``--local-training`` (or neither: None, the
+    ``ORAL_REMOTE_TRAINING`` setting decides) to the nightly flow and the backfill."""
+    import flows.cli_pipeline as cp
+    import flows.nightly as nightly
+    from flows.cli import main
+
+    seen = []
+    out = {"graph": "g", "snapshot_date": "2026-01-01", "classes": 1, "novel": 0,
+           "statuses": {}, "model_version": "1"}
+
+    def fake_nightly(*args, remote_training=None, cold=None, **kw):
+        seen.append(remote_training)
+        return out
+
+    def fake_backfill(*args, remote_training=None, cold=None, **kw):
+        seen.append(remote_training)
+        return [out]
+
+    monkeypatch.setattr(nightly, "nightly_discovery", fake_nightly)
+    monkeypatch.setattr(nightly, "backfill", fake_backfill)
+    monkeypatch.setattr(cp, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cp, "_run_flow", lambda fn: fn() or 0)
+    common = ["--graph", "g", "--snapshots", str(_snapshot_root(tmp_path)),
+              "--state-dir", str(tmp_path / "state"), "--device", "cpu"]
+    assert main(["run", *common, "--remote-training"]) == 0
+    assert main(["run", *common]) == 0
+    assert main(["backfill", *common, "--local-training"]) == 0
+    assert seen == [True, None, False]
+
+
+def test_no_help_text_shows_a_doubled_percent_sign(capsys):
+    """argparse %-formats help strings but not descriptions, so a literal ``%%`` in a
+    description is printed as is (``snapshots import --help`` said ``85%%``)."""
+    from flows.cli import build_parser
+
+    parser = build_parser()
+    pending = [parser]
+    while pending:
+        p = pending.pop()
+        text = p.format_help()
+        assert "%%" not in text, p.prog
+        for action in p._actions:
+            if isinstance(action, __import__("argparse")._SubParsersAction):
+                pending.extend(action.choices.values())
