@@ -368,7 +368,9 @@ def gx_context(root: str | Path | None = None):
     Suites, definitions and checkpoints are written from the code when the context is first
     opened in a process, so the saved ones follow the code's version."""
     key = str(Path(root).resolve()) if root is not None else None
-    if key in _CONTEXTS:
+    # a cached file-backed context whose folder was removed meanwhile is opened afresh
+    if key in _CONTEXTS and (key is None or (Path(key) / "gx" / "great_expectations.yml")
+                             .is_file()):
         return _CONTEXTS[key]
     gx = import_gx()
     from great_expectations.checkpoint import UpdateDataDocsAction

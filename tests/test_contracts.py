@@ -618,3 +618,15 @@ def test_empty_truth_warns_that_nodes_are_uncovered(tmp_path):
     report = validate_snapshot(write(tmp_path, t))
     assert report.passed and report.rules() == {(TRUTH, "truth_covers_nodes")}
     assert report.findings[0].count == N
+
+
+def test_state_folder_removed_while_the_process_lives(tmp_path):
+    """The per-process context cache notices a removed <state>/gx and builds it again."""
+    import shutil
+
+    state = tmp_path / "state"
+    path = write(tmp_path, good_tables())
+    assert validate_snapshot(path, state_dir=state).passed
+    shutil.rmtree(state)
+    report = validate_snapshot(path, state_dir=state)
+    assert report.passed and Path(report.data_docs_page).is_file()
