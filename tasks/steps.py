@@ -645,17 +645,13 @@ def lineage_members(warehouse, predictions: pa.Table | str | Path, previous=None
     return dataclasses.replace(previous, members=members), current
 
 
-def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,
-            classes: list[dict], graph: str, snapshot_date: dt.date, lineage_config=None) -> dict:
-    """Lineage against the graph's previous run, then everything in one DuckDB transaction.
+def lineage(warehouse, run: dict, predictions: pa.Table | str | Path, classes: list[dict],
+            graph: str, snapshot_date: dt.date, lineage_config=None) -> dict:
+    """Lineage of tonight's classes against the graph's previous run (read from DuckDB, nothing
+    written). ``predictions`` as in :func:`publish`.
 
-    ``predictions``: the run's predictions (:func:`predictions_schema`) as an Arrow table or,
-    for a large graph, the path of its ``predictions.parquet``, which DuckDB then streams
-    (:meth:`tasks.warehouse.Warehouse.publish_run`); lineage pairs the nodes with the previous
-    run's in DuckDB (:func:`lineage_members`). Neither builds a Python object per node.
-
-    Returns ``{"run_id", "lineage": {class_key: lineage_id}, "statuses": {lineage_id: status}}``.
-    """
+    Returns ``{"run_id", "result": tasks.lineage.LineageResult, "classes": classes with their
+    lineage_id}``; :func:`write_run` publishes it."""
     from tasks.lineage import track_lineage
     from tasks.warehouse import make_run_id
 
@@ -669,12 +665,42 @@ def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | st
     result = track_lineage(previous, current, graph=graph,
                            snapshot_date=snapshot_date, current_names=names,
                            max_novel_index=max_index, config=lineage_config)
-    for c in classes:
-        c["lineage_id"] = result.lineage_of[c["class_key"]]
-    warehouse.publish_run(run | {"run_id": run_id}, snapshot_row, predictions, classes, result.rows)
+    classes = [dict(c, lineage_id=result.lineage_of[c["class_key"]]) for c in classes]
+    return {"run_id": run_id, "result": result, "classes": classes}
+
+
+def write_run(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,
+              found: dict) -> dict:
+    """Everything of one run in one DuckDB transaction, with the lineage ``found`` by
+    :func:`lineage`. Returns ``{"run_id", "lineage": {class_key: lineage_id},
+    "statuses": {lineage_id: status}}``."""
+    if not isinstance(predictions, pa.Table):
+        predictions = os.fspath(predictions)
+    result = found["result"]
+    warehouse.publish_run(run | {"run_id": found["run_id"]}, snapshot_row, predictions,
+                          found["classes"], result.rows)
     statuses = {r.lineage_id: r.status for r in result.rows}
-    return {"run_id": run_id, "lineage": {int(k): v for k, v in result.lineage_of.items()},
-            "statuses": statuses}
+    return {"run_id": found["run_id"],
+            "lineage": {int(k): v for k, v in result.lineage_of.items()}, "statuses": statuses}
+
+
+def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,
+            classes: list[dict], graph: str, snapshot_date: dt.date, lineage_config=None) -> dict:
+    """Lineage against the graph's previous run (:func:`lineage`), then everything in one DuckDB
+    transaction (:func:`write_run`); the nightly flow runs the two as tasks of their own.
+
+    ``predictions``: the run's predictions (:func:`predictions_schema`) as an Arrow table or,
+    for a large graph, the path of its ``predictions.parquet``, which DuckDB then streams
+    (:meth:`tasks.warehouse.Warehouse.publish_run`); lineage pairs the nodes with the previous
+    run's in DuckDB (:func:`lineage_members`). Neither builds a Python object per node.
+    ``classes`` get their ``lineage_id``.
+
+    Returns ``{"run_id", "lineage": {class_key: lineage_id}, "statuses": {lineage_id: status}}``.
+    """
+    found = lineage(warehouse, run, predictions, classes, graph, snapshot_date, lineage_config)
+    for c, with_id in zip(classes, found["classes"]):
+        c["lineage_id"] = with_id["lineage_id"]
+    return write_run(warehouse, run, snapshot_row, predictions, found)
 
 
 def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
@@ -769,6 +795,50 @@ def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -
             "tagging the model version")
     return {"promoted": tracking.champion_version(tracking_cfg, graph) == int(version),
             "reason": reason}
+
+
+def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int | None) -> str:
+    """Undo what the champion gate did for ``version`` in a transaction that rolled back (the
+    nightly flow's ``on_rollback`` hook of the ``register`` task): when the ``champion`` alias
+    points at ``version`` but pointed elsewhere (or nowhere) before, it goes back to
+    ``champion_before`` (or is removed); the gate's decision tags are dropped so the rerun decides
+    again. An alias that another run moved meanwhile is left alone. The registered version stays:
+    the rerun reuses it (:func:`track`). Returns what was done, for the log."""
+    from mlflow.exceptions import MlflowException
+
+    from tasks import tracking
+
+    name = tracking.model_name(graph)
+    client = tracking.client(tracking_cfg)
+    version = int(version)
+    done = []
+    now = tracking.champion_version(tracking_cfg, graph)
+    if now == version and champion_before != version:
+        if champion_before is None:
+            tracking._retry(tracking_cfg, lambda: client.delete_registered_model_alias(
+                name, tracking.CHAMPION), f"removing the {tracking.CHAMPION} alias of {name!r}")
+            done.append(f"removed the {tracking.CHAMPION} alias (there was none before)")
+        else:
+            tracking._retry(tracking_cfg, lambda: client.set_registered_model_alias(
+                name, tracking.CHAMPION, str(champion_before)),
+                f"moving the {tracking.CHAMPION} alias of {name!r} back")
+            done.append(f"moved the {tracking.CHAMPION} alias back to version {champion_before}")
+    if champion_before != version:
+        mv = tracking._retry(tracking_cfg, lambda: client.get_model_version(name, str(version)),
+                             f"reading version {version} of {name!r}")
+        for tag in ("champion_decision", PROMOTED_TAG):
+            if tag not in (mv.tags or {}):
+                continue
+
+            def drop(tag=tag):
+                try:
+                    client.delete_model_version_tag(name, str(version), tag)
+                except MlflowException as err:  # gone meanwhile: nothing to undo
+                    if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                        raise
+            tracking._retry(tracking_cfg, drop, f"dropping tag {tag} of version {version}")
+            done.append(f"dropped the gate's {tag} tag of version {version}")
+    return "; ".join(done) or "the champion alias had not moved"
 
 
 def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
