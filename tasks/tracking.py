@@ -10,17 +10,20 @@ Plain functions (no Prefect): the flow's tasks wrap them.
 - :func:`log_training_run`: one run per training: every configuration value as a param, the
   per-epoch history as step metrics, final metrics, artifacts (predictions as Parquet, the class
   summary as JSON and Markdown, the validation report, PNG plots) and tags, and the model as an
-  MLflow pyfunc (:class:`ORALPyfunc`) whose only artifact is the weights-only ORAL model file.
+  MLflow pyfunc (:class:`ORALPyfunc`) whose only artifact is the weights-only ORAL model file;
+  it takes the nodes and edges themselves or a snapshot path/URI (:mod:`tasks.oral_pyfunc`).
 - :func:`register_model`, :func:`promote_champion`, :func:`champion_version`: the model is
   registered as ``oral-<graph>``; the ``champion`` alias moves only when the quality gates pass.
 - :func:`with_retries`: bounded retries with exponential backoff around every MLflow call; after
   the last attempt a :class:`TrackingError` names the tracking URI and what failed.
 
-MLflow is imported at the top of this module (``ORALPyfunc`` subclasses its ``PythonModel``);
-``import tasks`` does not import this module, so only code that tracks pays for the import.
-The pyfunc is logged as code ("models from code": a three-line script that imports
-``tasks.tracking.ORALPyfunc``), not as a cloudpickle, so loading it unpickles nothing; it needs
-this package importable, which is the case wherever the pipeline is installed.
+MLflow is imported at the top of this module; ``import tasks`` does not import this module, so
+only code that tracks pays for the import. The pyfunc is logged as code ("models from code",
+``mlflow.pyfunc.log_model(python_model=<file>)``): the file is :mod:`tasks.oral_pyfunc`, which
+imports only ``oral_core`` (shipped inside the model as ``code_paths``), torch, numpy, pandas,
+pyarrow and mlflow. Loading it unpickles nothing, and it loads and serves in an environment made
+from nothing but the model's own ``requirements.txt`` (no project install). Only public MLflow APIs
+are used, except ``SqlAlchemyStore._engine_map`` (see :func:`_dispose_cached_engines`).
 """
 from __future__ import annotations
 
@@ -47,19 +50,23 @@ import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from mlflow.entities import Metric, Param, RunStatus  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
-from mlflow.pyfunc import PythonModel  # noqa: E402
+
+from tasks import oral_pyfunc as _pyfunc_module  # noqa: E402
+from tasks.oral_pyfunc import (  # noqa: E402,F401 - re-exported
+    MODEL_ARTIFACT, ORALPyfunc, assign_graph, class_names_for, input_example, model_signature)
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 CHAMPION = "champion"
-MODEL_ARTIFACT = "oral_model"          # the key of the ORAL model file among the pyfunc's artifacts
 MODEL_NAME_IN_RUN = "model"            # the logged model's name within its run
 HISTORY_METRICS = ("val_acc", "loss", "l_ce", "l_reg", "l_con", "classes", "seconds")
 LOSS_KEYS = ("loss", "l_ce", "l_reg", "l_con")
 # packages whose installed versions are pinned in the logged model's requirements
-PINNED_PACKAGES = ("torch", "torch-geometric", "numpy", "scipy", "pandas", "pyarrow", "mlflow")
+# (everything the code file and oral_core import: oral_core's Leiden clustering needs igraph)
+PINNED_PACKAGES = ("torch", "torch-geometric", "numpy", "scipy", "igraph", "pandas", "pyarrow",
+                   "mlflow")
 # MLflow's per-batch and per-value limits (mlflow.utils.validation)
 _MAX_METRICS_PER_BATCH = 1000
 _MAX_PARAMS_TAGS_PER_BATCH = 100
@@ -301,8 +308,8 @@ def _create_store(cfg: TrackingConfig, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.creating-{uuid.uuid4().hex}")
     uri = _sqlite_uri(tmp)
     try:
-        store = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)._tracking_client.store
-        store.engine.dispose()  # every connection closed: the file is complete on disk
+        _open_store(mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri))
+        _dispose_cached_engines(uri)  # every connection closed: the file is complete on disk
         try:
             os.link(tmp, path)
             log.info("created the MLflow store %s", path)
@@ -355,7 +362,11 @@ def _set_aside_unused_store(cfg: TrackingConfig, err: BaseException) -> bool:
 
 def _dispose_cached_engines(uri: str) -> None:
     """Close the pooled connections MLflow keeps per store URI (its stores share one engine per
-    URI for the process): after the file was moved aside they still point at the old file."""
+    URI for the process): after the file was moved aside they still point at the old file.
+
+    The one private MLflow attribute this project reads (``SqlAlchemyStore._engine_map``, the
+    class-level engine cache): MLflow has no public way to close a store's connections, and a
+    moved or freshly created SQLite file must not stay open under its old name."""
     from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as RegistryStore
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore as TrackingStore
 
@@ -363,6 +374,13 @@ def _dispose_cached_engines(uri: str) -> None:
         engine = getattr(store, "_engine_map", {}).get(uri)
         if engine is not None:
             engine.dispose()
+
+
+def _open_store(c: "mlflow.MlflowClient", cfg: TrackingConfig | None = None) -> None:
+    """Open a local store now (MLflow creates or migrates an SQLite schema when its store is
+    first used) through a cheap public call; a remote server is left alone (no request)."""
+    if cfg is None or not cfg.is_remote:
+        c.search_experiments(max_results=1)
 
 
 def client(cfg: TrackingConfig) -> "mlflow.MlflowClient":
@@ -374,14 +392,13 @@ def client(cfg: TrackingConfig) -> "mlflow.MlflowClient":
         prepare_store(cfg)
         try:
             c = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
-            c._tracking_client.store  # noqa: B018 - opens the store now
+            _open_store(c, cfg)  # opens the store now (creates or migrates its schema)
         except Exception as err:
-            if _set_aside_unused_store(cfg, err):
-                prepare_store(cfg)
-                c = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
-            else:
+            if not _set_aside_unused_store(cfg, err):
                 raise
-        c._tracking_client.store  # noqa: B018 - opens the store now (migrates an older schema)
+            prepare_store(cfg)
+            c = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
+            _open_store(c, cfg)
         return c
     return _retry(cfg, make, "opening the MLflow store")
 
@@ -399,19 +416,17 @@ def using(cfg: TrackingConfig):
     ``models:/<id>``, ``mlflow.pyfunc.load_model``). The block holds a process-wide lock, so
     tasks running in threads (Prefect's default task runner) cannot switch the URIs under each
     other; the calls made inside it are short."""
-    from mlflow.tracking._model_registry import utils as registry_utils
-    from mlflow.tracking._tracking_service import utils as tracking_utils
     with _URI_LOCK:
-        old_tracking = getattr(tracking_utils, "_tracking_uri", None)
-        old_registry = getattr(registry_utils, "_registry_uri", None)
+        # mlflow.set_tracking_uri/set_registry_uri mirror an explicitly set URI into these
+        # environment variables (and unset them for None): they hold the state to restore
         old_env = {key: os.environ.get(key) for key in _URI_ENV}
         mlflow.set_tracking_uri(cfg.uri)
         mlflow.set_registry_uri(cfg.registry)
         try:
             yield
         finally:
-            mlflow.set_tracking_uri(old_tracking)
-            mlflow.set_registry_uri(old_registry)
+            mlflow.set_tracking_uri(old_env["MLFLOW_TRACKING_URI"])
+            mlflow.set_registry_uri(old_env["MLFLOW_REGISTRY_URI"])
             for key, value in old_env.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -477,8 +492,9 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
     - ``tags``: e.g. ``snapshot_date``, ``content_hash``, ``prefect_flow_run_id`` (``None``
       values skipped); ``graph`` is added.
     - ``model``: an :class:`~oral_core.inference.ORALModel` or the path of a saved one; logged as
-      an MLflow pyfunc (:class:`ORALPyfunc`, as code) with the ORAL model file as its artifact,
-      an explicit signature and explicit ``pip_requirements`` (no inference runs).
+      an MLflow pyfunc (:class:`ORALPyfunc`, as code, with ``oral_core`` as ``code_paths``) with
+      the ORAL model file as its artifact, an explicit signature, an input example and complete
+      pinned ``pip_requirements`` (no inference runs); see :func:`_log_pyfunc`.
 
     Calls: one ``create_run`` (with the tags), ``log_batch`` per 100 params and per 1000
     metrics, one ``log_artifacts``, and MLflow's own calls to log the model.
@@ -564,59 +580,52 @@ def history_metrics(history: Iterable[Mapping[str, Any]]) -> list[tuple[str, flo
 
 def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Path,
                 model_config: Mapping[str, Any] | None = None) -> None:
-    """Write ``model_path`` as an :class:`ORALPyfunc` into the logged model ``model_id``;
-    ``model_config`` (``graph``, and ``oral_run_id``: the warehouse run id of the night that
-    trained it) goes into the ``MLmodel`` file, where the pyfunc reads it when loaded.
+    """Write ``model_path`` as an :class:`ORALPyfunc` into the logged model ``model_id`` with
+    ``mlflow.pyfunc.log_model``: the code file :data:`PYFUNC_CODE_FILE` as ``python_model``
+    ("models from code": nothing is pickled), the ``oral_core`` package as ``code_paths``, the
+    ORAL model file as the only artifact, complete pinned ``pip_requirements``
+    (:func:`pip_requirements`), an explicit signature and an input example (a three-node graph
+    of the model's feature width; MLflow checks it against the model when logging and writes
+    ``serving_input_example.json``). The model thus loads and serves where only its
+    ``requirements.txt`` is installed. ``model_config`` (``graph``, and ``oral_run_id``: the
+    warehouse run id of the night that trained it) goes into the ``MLmodel`` file, where the
+    pyfunc reads it when loaded.
 
-    The logged model is created beforehand in the run's experiment: left to itself, MLflow 3.17
-    puts a model logged for a run that is not the fluent active run into the *default*
-    experiment (artifacts under ``./mlruns/0``)."""
-    from mlflow.models import Model
-    with tempfile.TemporaryDirectory(prefix="oral-pyfunc-") as tmp:
-        # "models from code": the logged model holds this three-line script instead of a
-        # cloudpickle of the wrapper, so loading it unpickles nothing
-        code = Path(tmp) / "oral_pyfunc.py"
-        code.write_text(PYFUNC_CODE)
-        with using(cfg), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*input example was not provided.*")
-            Model.log(
-                artifact_path=None, name=MODEL_NAME_IN_RUN, flavor=mlflow.pyfunc, run_id=run_id,
-                model_id=model_id, python_model=str(code),
-                artifacts={MODEL_ARTIFACT: str(model_path)}, pip_requirements=pip_requirements(),
-                signature=model_signature(), model_config=dict(model_config or {}))
+    The logged model is created beforehand in the run's experiment (left to itself, MLflow
+    3.17 puts a model logged for a run that is not the fluent active run into the *default*
+    experiment) and linked to the run as its output here. The version is registered by
+    :func:`register_model` (tags, idempotent under retries), not by ``registered_model_name``."""
+    import oral_core
+    from mlflow.entities import LoggedModelOutput
+    from oral_core.inference import ORALModel
 
-
-PYFUNC_CODE = '''\
-"""The ORAL pyfunc, logged as code (see tasks.tracking.ORALPyfunc)."""
-import mlflow.models
-
-from tasks.tracking import ORALPyfunc
-
-mlflow.models.set_model(ORALPyfunc())
-'''
+    width = int(ORALModel.load(model_path).payload["in_dim"])
+    code_paths = [str(Path(oral_core.__file__).parent)]
+    with using(cfg), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Any type hint.*")
+        mlflow.pyfunc.log_model(
+            name=MODEL_NAME_IN_RUN, python_model=str(PYFUNC_CODE_FILE), code_paths=code_paths,
+            artifacts={MODEL_ARTIFACT: str(model_path)}, pip_requirements=pip_requirements(),
+            signature=model_signature(), input_example=input_example(width),
+            model_config=dict(model_config or {}), model_id=model_id)
+        c = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
+        c.log_outputs(run_id, [LoggedModelOutput(model_id, step=0)])
 
 
 def pip_requirements() -> list[str]:
-    """The pins of this environment for the logged model (no inference runs)."""
+    """The pins of this environment for the logged model (no inference runs): every package the
+    model's code file and ``oral_core`` import (:data:`PINNED_PACKAGES`), so that
+    ``pip install -r requirements.txt`` in a new environment is enough to load and serve it."""
     reqs = []
     for name in PINNED_PACKAGES:
         try:
             version = _metadata.version(name)
         except _metadata.PackageNotFoundError:
+            log.warning("package %s is not installed: the logged model's requirements.txt lacks "
+                        "it and the model will not load elsewhere", name)
             continue
         reqs.append(f"{name}=={version.split('+')[0]}")  # drop local tags like +cpu
     return reqs
-
-
-def model_signature():
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, Schema
-    inputs = Schema([ColSpec("string", "snapshot_path")])
-    outputs = Schema([ColSpec("string", "snapshot_path"), ColSpec("string", "node_id"),
-                      ColSpec("string", "run_id", required=False), ColSpec("long", "class_key"),
-                      ColSpec("string", "class_name", required=False),
-                      ColSpec("boolean", "is_novel"), ColSpec("double", "confidence")])
-    return ModelSignature(inputs=inputs, outputs=outputs)
 
 
 # ---------------------------------------------------------------------------------- artifacts
@@ -818,90 +827,19 @@ def plot_class_sizes(sizes: Sequence[tuple[str, int, bool]], path: Path) -> Path
 
 
 # ------------------------------------------------------------------------------------ the pyfunc
-class ORALPyfunc(PythonModel):
-    """An ORAL model as an MLflow pyfunc.
-
-    Input: a DataFrame with a column ``snapshot_path`` (one row per snapshot folder). Output: one
-    row per node of every snapshot: ``snapshot_path, node_id, run_id, class_key, class_name,
-    is_novel, confidence``, the same keys and values as the warehouse's ``node_assignments``:
-    ``class_key`` is the model's class number (known ``0..K-1``, novel ``K..``, ``-1``
-    unassigned), ``class_name`` the known class's name and null for a novel or unassigned
-    class, ``run_id`` the warehouse run id of the night that trained the model (null for a
-    model logged outside the nightly flow). Lineage ids are given at publish time, after the
-    model was logged, so the pyfunc cannot carry them: ``(run_id, class_key)`` is the key of
-    the warehouse's ``classes`` row, whose ``lineage_id`` it names
-    (:meth:`tasks.warehouse.Warehouse.with_lineage` joins them).
-
-    The only artifact is the ORAL model file, read with ``ORALModel.load`` (``weights_only``);
-    snapshots are read as Parquet; the wrapper itself is logged as code. Nothing is unpickled.
-    """
-
-    def load_context(self, context):
-        from oral_core.inference import ORALModel
-        self._model = ORALModel.load(context.artifacts[MODEL_ARTIFACT])
-        config = getattr(context, "model_config", None) or {}
-        self._run_id = config.get("oral_run_id")
-
-    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
-        model = getattr(self, "_model", None)
-        if model is None:
-            self.load_context(context)
-            model = self._model
-        if isinstance(model_input, pd.DataFrame):
-            if "snapshot_path" not in model_input.columns:
-                raise ValueError("model input needs a column 'snapshot_path'")
-            paths = model_input["snapshot_path"].tolist()
-        elif isinstance(model_input, (str, os.PathLike)):
-            paths = [model_input]
-        else:
-            paths = list(model_input)
-        run_id = getattr(self, "_run_id", None)
-        frames = [assign_snapshot(model, str(p), run_id=run_id).to_pandas() for p in paths]
-        if not frames:
-            return pd.DataFrame({"snapshot_path": [], "node_id": [], "run_id": [], "class_key": [],
-                                 "class_name": [], "is_novel": [], "confidence": []})
-        return pd.concat(frames, ignore_index=True)
-
-
-def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
-    """Known ids -> the model's class names; novel and unassigned ids -> None, as in the
-    warehouse (a novel class is named by its lineage id or its label there)."""
-    names = list(model.class_names)
-    out: list[str | None] = []
-    lookup: dict[int, str | None] = {}
-    for cid in class_id.tolist():
-        if cid not in lookup:
-            if cid < 0:
-                lookup[cid] = None
-            elif cid < model.num_known and cid < len(names):
-                lookup[cid] = names[cid]
-            else:
-                lookup[cid] = None
-        out.append(lookup[cid])
-    return out
+# The pyfunc lives in tasks/oral_pyfunc.py, the self-contained code file logged with every model
+# (it imports oral_core, never this package); its names are re-exported here for the pipeline.
+PYFUNC_CODE_FILE = Path(_pyfunc_module.__file__)
 
 
 def assign_snapshot(model, snapshot_path: str | Path, run_id: str | None = None) -> pa.Table:
-    """Load a snapshot, symmetrise its edges and assign every node with ``model.assign_raw``;
-    the columns of :class:`ORALPyfunc`'s output (``run_id``: the model's warehouse run id)."""
-    import torch
+    """Load a snapshot (``data_contracts.snapshots.load_snapshot``: one consistent version of
+    its files), symmetrise its edges and assign every node with ``model.assign_raw``; the
+    columns of :class:`ORALPyfunc`'s output (``run_id``: the model's warehouse run id)."""
     from data_contracts.snapshots import load_snapshot
-    from oral_core.graph import canonical_edges
     snap = load_snapshot(snapshot_path)
-    # the arrays may be read-only views of Arrow buffers: torch wants writable memory
-    edge_index = torch.from_numpy(np.require(snap.edge_index, requirements="W"))
-    x = torch.from_numpy(np.require(snap.x, requirements="W"))
-    out = model.assign_raw(x, canonical_edges(edge_index, snap.num_nodes))
-    class_id = out.class_id.numpy().astype(np.int64)
-    return pa.table({
-        "snapshot_path": pa.array([str(snapshot_path)] * snap.num_nodes, type=pa.string()),
-        "node_id": snap.node_ids,
-        "run_id": pa.array([run_id] * snap.num_nodes, type=pa.string()),
-        "class_key": pa.array(class_id),
-        "class_name": pa.array(class_names_for(model, class_id), type=pa.string()),
-        "is_novel": pa.array(out.is_novel.numpy().astype(bool)),
-        "confidence": pa.array(out.confidence.numpy().astype(np.float64)),
-    })
+    return assign_graph(model, str(snapshot_path), snap.node_ids, snap.x, snap.edge_index,
+                        run_id=run_id)
 
 
 def load_champion(cfg: TrackingConfig, graph: str):
