@@ -1,10 +1,19 @@
 """The nightly discovery flow and the backfill, as Prefect flows.
 
-    snapshot -> ingest -> validate -> train ORAL -> score -> MLflow -> DuckDB -> lineage
-             -> champion alias -> artifact
+    snapshot -> ingest -> validate -> train ORAL -> score -> describe-classes
+             -> transaction [ register (MLflow) -> lineage -> publish (DuckDB) -> champion ]
+             -> events, artifacts
+
+Every step is a Prefect task. The registry and the warehouse change in one
+``prefect.transactions.transaction``: the ``champion`` alias moves only after DuckDB committed
+the run, and when anything in the transaction fails the ``register`` task's ``on_rollback`` hook
+puts the alias back where it was (:func:`tasks.prefect_tasks.undo_registry`).
 
 A failed contract stops the run before training: nothing is published, the report is kept under
-``state/reports`` and linked from the run's artifact, and the flow run fails.
+``state/reports`` and linked from the run's artifacts, an ``oral.contract.failed`` event is
+emitted and the flow run fails. Lineage emits ``oral.class.emerged|merged|vanished`` events
+(:mod:`tasks.events`). Flow runs are named ``<graph>-<date>`` (``<graph>-next`` when the flow picks
+the date). The ``config`` parameter is typed (:data:`flows.params.ORALOverrides`).
 Call :func:`flows.settings.configure_environment` before importing this module.
 """
 from __future__ import annotations
@@ -15,20 +24,24 @@ from pathlib import Path
 
 import numpy as np
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact, create_table_artifact
+from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
+from prefect.transactions import transaction
 
 from data_contracts import snapshots as snap
+from flows.params import ORALOverrides, as_overrides
 from flows.settings import Settings
 from tasks import prefect_tasks as pt
 from tasks import steps
 
 
-def resolve_config(overrides: dict | None, device: str | None = None):
-    """Pipeline defaults for ORAL (the paper's where it gives them) plus ``overrides``."""
+def resolve_config(overrides: ORALOverrides | dict | None, device: str | None = None):
+    """Pipeline defaults for ORAL (the paper's where it gives them) plus ``overrides`` (an
+    :data:`flows.params.ORALOverrides` or a dict of its keys)."""
     from oral_core.config import ORALConfig
 
-    values = ORALConfig().to_dict() | {"progress": False} | dict(overrides or {})
+    values = ORALConfig().to_dict() | {"progress": False} | as_overrides(overrides)
     if device:
         values["device"] = device
     config = ORALConfig.from_dict(values)
@@ -36,9 +49,22 @@ def resolve_config(overrides: dict | None, device: str | None = None):
     return config
 
 
-@flow(name="nightly-discovery")
+def _night_name() -> str:
+    """Flow run name of a night: ``<graph>-<date>`` (``<graph>-next``: the flow picks the date)."""
+    params = flow_run.get_parameters() or {}
+    return f"{params.get('graph', 'graph')}-{params.get('date') or 'next'}"
+
+
+def _backfill_name() -> str:
+    """Flow run name of a backfill: ``backfill-<graph>-<start>..<end>``."""
+    params = flow_run.get_parameters() or {}
+    return (f"backfill-{params.get('graph', 'graph')}-{params.get('start') or 'first'}.."
+            f"{params.get('end') or 'last'}")
+
+
+@flow(name="nightly-discovery", flow_run_name=_night_name)
 def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
-                      config: dict | None = None, state_dir: str | None = None,
+                      config: ORALOverrides | None = None, state_dir: str | None = None,
                       device: str | None = None, remote_training: bool | None = None,
                       cold: bool | None = None) -> dict:
     """Discover classes in one snapshot of ``graph`` and publish them.
@@ -48,7 +74,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         snapshot_root: the folder of Hive-style snapshots (``<graph>/snapshot=<date>/``).
         date: a snapshot date (``YYYY-MM-DD``); default: the oldest snapshot newer than the last
             one published for this graph, else the latest.
-        config: ORALConfig overrides (e.g. ``{"epochs": 60}``).
+        config: ORALConfig overrides, typed (:data:`flows.params.ORALOverrides`; a dict such
+            as ``{"epochs": 60}`` is validated into one).
         state_dir: where the DuckDB file, MLflow store, reports and run folders live.
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
         remote_training: hand training to the deployment ``ORAL_TRAINING_DEPLOYMENT`` (default
@@ -78,6 +105,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     report, report_json, report_html = pt.validate(
         files if files is not None else path, str(settings.reports_dir / graph), last)
     if not report.passed:
+        from tasks import events
+
+        events.contract_failed(graph, path, report, report_html)
         _artifact_failed(graph, path, report, report_json, report_html)
         _artifact_report(graph, settings, settings.tracking_uri)  # lists the rejected snapshot
         broken = ", ".join(dict.fromkeys(f"{f.file} {f.rule}" for f in report.errors))
@@ -139,11 +169,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                 snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash,
                 plan.init, plan.key)
 
-    import pyarrow.parquet as pq
-    predictions = pq.read_table(trained["predictions_path"])
-    class_id = predictions.column("class_key").to_numpy()
-    scores = steps.score(snapshot, class_id, trained["num_known"])
-    classes = steps.describe_classes(snapshot, predictions, trained["num_known"])
+    scores = pt.score(snapshot, trained["predictions_path"], trained["num_known"])
+    classes = pt.describe(snapshot, trained["predictions_path"], trained["num_known"])
     warm = plan.start == "warm"
     start = {"start": plan.start, "start_reason": plan.reason, "start_key": plan.key,
              "warm_from": plan.source_run_id if warm else None,
@@ -166,21 +193,30 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id,
             **{k: v for k, v in start.items() if v not in (None, "")}}
-    # registered now, champion only once DuckDB holds the run: a failed publish must not leave
-    # the registry's champion ahead of the warehouse
-    tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
-                          (report_json, report_html), classes, scores, tags, promote=False)
-    run |= {"mlflow_run_id": tracked["mlflow_run_id"], "model_name": tracked["model_name"],
-            "model_version": tracked["model_version"]}
     snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
                     "edges": int(report.counts.get("edges", snapshot.edge_index.shape[1])),
                     "labelled_nodes": int((snapshot.labels >= 0).sum()),
                     "known_classes": len(snapshot.class_names), "validation_passed": True,
                     "validated_at": dt.datetime.now(dt.timezone.utc)}
-    published = pt.publish(str(settings.warehouse_path), run, snapshot_row,
-                           trained["predictions_path"], classes, graph, snapshot_date)
-    tracked = tracked | pt.champion(tracking_cfg, graph, tracked["model_version"],
-                                    trained["val_accuracy"])
+    # one transaction: registered first, the champion alias only once DuckDB holds the run; if
+    # lineage, the publish or the gate fails, register's on_rollback hook puts the alias back
+    with transaction():
+        tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
+                              (report_json, report_html), classes, scores, tags, promote=False)
+        run |= {"mlflow_run_id": tracked["mlflow_run_id"], "model_name": tracked["model_name"],
+                "model_version": tracked["model_version"]}
+        pt.ensure_writer_limit()
+        with concurrency(pt.WRITER_LIMIT, occupy=1, timeout_seconds=600):
+            found = pt.lineage(str(settings.warehouse_path), run, trained["predictions_path"],
+                               classes, graph, snapshot_date)
+            published = pt.publish(str(settings.warehouse_path), run, snapshot_row,
+                                   trained["predictions_path"], found)
+        tracked = tracked | pt.champion(tracking_cfg, graph, tracked["model_version"],
+                                        trained["val_accuracy"])
+    classes = found["classes"]
+    from tasks import events
+
+    events.class_events(graph, snapshot_date, published["run_id"], found["result"].rows, classes)
     summary = {"graph": graph, "snapshot_date": snapshot_date.isoformat(), "run_id": published["run_id"],
                "classes": len(classes), "novel": sum(c["is_novel"] for c in classes),
                "statuses": published["statuses"], "scores": scores,
@@ -190,15 +226,15 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                "start_reason": plan.reason, "warm_from_version": start["warm_from_version"],
                "epochs": trained["epochs"]}
     _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
-                      report_html, summary)
+                      report_html, summary, tracking_cfg)
     _artifact_report(graph, settings, tracking_cfg.uri)
     logger.info("run %s: %s", published["run_id"][:12], json.dumps(summary, default=str))
     return summary
 
 
-@flow(name="backfill")
+@flow(name="backfill", flow_run_name=_backfill_name)
 def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str | None = None,
-             config: dict | None = None, state_dir: str | None = None,
+             config: ORALOverrides | None = None, state_dir: str | None = None,
              device: str | None = None, remote_training: bool | None = None,
              cold: bool | None = None) -> list[dict]:
     """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly
@@ -218,40 +254,78 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
     return results
 
 
+def _link(path_or_uri) -> str:
+    """A clickable link: URIs as they are, local paths as ``file://`` URIs."""
+    text = str(path_or_uri)
+    if "://" in text:
+        return text
+    return Path(text).resolve().as_uri()
+
+
 def _artifact_failed(graph, path, report, report_json, report_html) -> None:
-    lines = [f"# {graph}: snapshot rejected", "", f"`{path}` broke its data contract; nothing was "
-             "trained or published.", "", f"Report: `{report_html}` (JSON: `{report_json}`)", "",
-             "| file | rule | severity | count | message |", "|---|---|---|---|---|"]
-    for f in report.findings:
-        lines.append(f"| {f.file} | {f.rule} | {f.severity} | {f.count} | {f.message.replace('|', '/')} |")
-    create_markdown_artifact("\n".join(lines), key=_artifact_key(graph), description="contract failure")
+    """A rejected snapshot: a table artifact of the broken rules and link artifacts to the
+    contract report (and the Data Docs page when GX built one)."""
+    key = _artifact_key(graph)
+    rows = [{"file": f.file, "rule": f.rule, "severity": f.severity, "count": f.count,
+             "message": f.message} for f in report.findings]
+    create_table_artifact(rows, key=key, description=f"{graph}: snapshot `{path}` rejected by its "
+                          "data contract; nothing was trained or published")
+    create_link_artifact(_link(report_html), link_text=f"{graph}: contract report",
+                         key=key + "-contract", description=f"JSON: {_link(report_json)}")
+    docs = getattr(report, "data_docs_page", None)
+    if docs:
+        create_link_artifact(_link(docs), link_text=f"{graph}: Data Docs (Great Expectations)",
+                             key=key + "-data-docs", description="the checkpoint's Data Docs page")
+
+
+def _mlflow_link(tracking_cfg, mlflow_run_id: str) -> str | None:
+    """The MLflow run in the MLflow UI (an ``http(s)`` tracking server), else its artifact
+    folder (a local store); None when it cannot be read."""
+    from tasks import tracking
+
+    try:
+        info = tracking.client(tracking_cfg).get_run(mlflow_run_id).info
+    except Exception:  # noqa: BLE001 - a missing link is no failed night
+        return None
+    uri = str(tracking_cfg.uri or "")
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{mlflow_run_id}"
+    return _link(info.artifact_uri)
 
 
 def _artifact_summary(graph, day, classes, published, tracked, scores, settings, report_html,
-                      summary=None) -> None:
+                      summary=None, tracking_cfg=None) -> None:
+    """A published night: a table artifact of its classes (key ``oral-<graph>``) and link
+    artifacts to the MLflow run and the contract report."""
     lineage, statuses = published["lineage"], published["statuses"]
     emerged = [c for c in classes if statuses.get(lineage[c["class_key"]]) == "emerged" and c["is_novel"]]
-    lines = [f"# {graph} on {day}", "",
-             f"{len(classes)} classes, {sum(c['is_novel'] for c in classes)} novel; "
-             f"{len(emerged)} novel class(es) emerged tonight.", ""]
-    if summary:
-        lines += [f"Training: {summary['start']} start ({summary['start_reason']}), "
-                  f"{summary['epochs']} epochs, {summary['train_seconds']:.1f} s.", ""]
-    if scores:
-        lines += [f"Scored against truth: All {scores['all']:.1f}%, Known {scores['known']:.1f}%, "
-                  f"Novel {scores['novel']:.1f}%.", ""]
-    lines += ["| lineage id | name | novel | size | status | purity | top features |", "|---|---|---|---|---|---|---|"]
+    rows = []
     for c in sorted(classes, key=lambda c: -c["size"]):
         lid = lineage[c["class_key"]]
-        feats = ", ".join(f["feature"] for f in c["top_features"][:3])
-        pur = "" if c["purity"] is None else f"{c['purity']:.2f}"
-        lines.append(f"| {lid} | {c['class_name'] or ''} | {c['is_novel']} | {c['size']} | "
-                     f"{statuses.get(lid, '')} | {pur} | {feats} |")
-    lines += ["", f"MLflow run `{tracked['mlflow_run_id']}`, model `{tracked['model_name']}` version "
-              f"{tracked['model_version']} (champion: {tracked.get('promoted')}); tracking store "
-              f"`{tracked.get('tracking_uri', settings.tracking_uri)}`.",
-              f"DuckDB: `{settings.warehouse_path}` (run `{published['run_id']}`). Validation report: `{report_html}`."]
-    create_markdown_artifact("\n".join(lines), key=_artifact_key(graph), description="classes found")
+        rows.append({"lineage_id": lid, "name": c["class_name"] or "", "novel": bool(c["is_novel"]),
+                     "size": int(c["size"]), "status": statuses.get(lid, ""),
+                     "purity": None if c["purity"] is None else round(float(c["purity"]), 3),
+                     "top_features": ", ".join(str(f["feature"]) for f in c["top_features"][:3])})
+    parts = [f"{graph} on {day}: {len(classes)} classes, {sum(c['is_novel'] for c in classes)} "
+             f"novel, {len(emerged)} novel emerged tonight."]
+    if summary:
+        parts.append(f"Training: {summary['start']} start ({summary['start_reason']}), "
+                     f"{summary['epochs']} epochs, {summary['train_seconds']:.1f} s.")
+    if scores:
+        parts.append(f"Scored against truth: All {scores['all']:.1f}%, Known {scores['known']:.1f}%, "
+                     f"Novel {scores['novel']:.1f}%.")
+    parts.append(f"Model {tracked['model_name']} version {tracked['model_version']} (champion: "
+                 f"{tracked.get('promoted')}); DuckDB run {published['run_id']}.")
+    key = _artifact_key(graph)
+    create_table_artifact(rows, key=key, description=" ".join(parts))
+    link = _mlflow_link(tracking_cfg, tracked["mlflow_run_id"]) if tracking_cfg else None
+    if link:
+        create_link_artifact(link, link_text=f"{graph}: MLflow run {tracked['mlflow_run_id'][:12]}",
+                             key=key + "-mlflow", description=f"model {tracked['model_name']} "
+                             f"version {tracked['model_version']}, tracking store "
+                             f"{tracked.get('tracking_uri', settings.tracking_uri)}")
+    create_link_artifact(_link(report_html), link_text=f"{graph}: contract report",
+                         key=key + "-contract", description="the snapshot's validation report")
 
 
 def _artifact_report(graph: str, settings: Settings, tracking_uri: str | None) -> None:

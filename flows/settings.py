@@ -27,9 +27,15 @@ QUIET = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "GIT_PYTHON_REFRESH": "quiet",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
-    # fail fast against a tracking server that is down: tasks.tracking retries (bounded, logged)
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    # one retry layer for MLflow: tasks.tracking.with_retries (bounded, logged, permanent errors
+    # not retried); MLflow's own HTTP retries would multiply it, and the Prefect tasks around
+    # MLflow (register, champion) have no retries of their own
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+    # the project's loggers reach the Prefect UI (the run's logs), not only the terminal and file
+    "PREFECT_LOGGING_EXTRA_LOGGERS": "tasks,oral_core,flows,data_contracts",
+    # ... and stay quiet when used outside a flow run (CLI commands, tests calling steps alone)
+    "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
 }
 
 

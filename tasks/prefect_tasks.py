@@ -1,17 +1,31 @@
 """Prefect tasks: thin adapters around :mod:`tasks.steps`, :mod:`tasks.tracking` and the warehouse.
 
-I/O tasks retry; training is cached on the snapshot's content hash and the configuration hash
-(its small JSON result is persisted, the model and predictions live in the run folder), so a
-rerun after a crash does not retrain; the DuckDB writer runs under a global concurrency limit
-and the warehouse itself waits (bounded, logged) for a file lock held by another process.
+- **Caching**: training is cached by :class:`TrainingKey`, a ``CachePolicy`` keyed on the graph,
+  the snapshot's content hash, the configuration hash and the start (its small JSON result is
+  persisted under ``PREFECT_HOME``; the model and predictions live in the run folder), so a rerun
+  after a crash does not retrain.
+- **Retries, one layer per resource**: file reads (``find-snapshot``, ``ingest``) and the DuckDB
+  write (``publish``) retry as Prefect tasks; MLflow calls retry in :func:`tasks.tracking.with_retries`
+  only (bounded, logged, permanent errors not retried, also for the CLI outside any flow), so
+  ``register`` and ``champion`` have no task retries and MLflow's own HTTP retries are off
+  (``MLFLOW_HTTP_REQUEST_MAX_RETRIES=0``, :mod:`flows.settings`).
+- **Transaction**: the nightly flow runs ``register`` -> ``lineage`` -> ``publish`` -> ``champion``
+  in one ``prefect.transactions.transaction``; ``register``'s ``on_rollback`` hook
+  (:func:`undo_registry`) puts the champion alias back when anything after it fails.
+- The DuckDB writer runs under a global concurrency limit (held by the flow around ``lineage``
+  and ``publish``) and the warehouse itself waits (bounded, logged) for a file lock held by
+  another process.
 """
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
 
+from dataclasses import dataclass
+
 from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect.cache_policies import NO_CACHE, CachePolicy
+from prefect.transactions import get_transaction
 
 from . import steps
 
@@ -58,12 +72,19 @@ def validate(files, report_dir: str, last_processed: dt.date | None):
     return report, str(json_path), str(html_path)
 
 
-def _train_key(context, parameters) -> str:
-    return (f"oral-train-{parameters['graph']}-{parameters['content_hash']}-"
-            f"{parameters['config_hash']}{parameters.get('start_key') or ''}")
+@dataclass
+class TrainingKey(CachePolicy):
+    """The training's identity as a Prefect cache policy: ``graph``, ``content_hash``,
+    ``config_hash`` and ``start_key`` (empty for a cold start). The snapshot itself, the run
+    folder and the warm start's ``init`` paths are not part of it: the same bytes trained with
+    the same configuration from the same start give the same model, whatever the date."""
+
+    def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs) -> str | None:
+        return (f"oral-train-{inputs['graph']}-{inputs['content_hash']}-"
+                f"{inputs['config_hash']}{inputs.get('start_key') or ''}")
 
 
-@task(name="train", cache_key_fn=_train_key, persist_result=True, result_serializer="json")
+@task(name="train", cache_policy=TrainingKey(), persist_result=True, result_serializer="json")
 def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: str,
           content_hash: str, config_hash: str, init: dict | None = None,
           start_key: str = "") -> dict:
@@ -87,20 +108,66 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
     return result.to_dict()
 
 
-@task(name="register", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
+@task(name="score", cache_policy=NO_CACHE)
+def score(snapshot, predictions_path: str, num_known: int) -> dict | None:
+    """Open-world accuracy against the snapshot's truth table, None without one."""
+    import pyarrow.parquet as pq
+
+    class_id = pq.read_table(predictions_path, columns=["class_key"]).column("class_key").to_numpy()
+    out = steps.score(snapshot, class_id, num_known)
+    if out:
+        get_run_logger().info("scored against truth: All %.1f%%, Known %.1f%%, Novel %.1f%%",
+                              out["all"], out["known"], out["novel"])
+    return out
+
+
+@task(name="describe-classes", cache_policy=NO_CACHE)
+def describe(snapshot, predictions_path: str, num_known: int) -> list[dict]:
+    """One description per class found: size, purity, top features, exemplars."""
+    import pyarrow.parquet as pq
+
+    classes = steps.describe_classes(snapshot, pq.read_table(predictions_path), num_known)
+    get_run_logger().info("%d classes described (%d novel)", len(classes),
+                          sum(c["is_novel"] for c in classes))
+    return classes
+
+
+@task(name="register", cache_policy=NO_CACHE)
 def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
              classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
     """One MLflow run (params, per-epoch metrics, artifacts, model), a registered version, and
     (with ``promote``) the champion gate. Idempotent: a run already logged for this ``run_id`` is
-    reused."""
-    return steps.track(tracking_cfg, graph, run, trained, report_paths, classes, scores, tags,
-                       promote)
+    reused. Inside a transaction it records what its rollback hook needs (the champion before)."""
+    from tasks import tracking
+
+    before = tracking.champion_version(tracking_cfg, graph)
+    out = steps.track(tracking_cfg, graph, run, trained, report_paths, classes, scores, tags,
+                      promote)
+    txn = get_transaction()
+    if txn is not None:
+        for key, value in (("tracking_cfg", tracking_cfg), ("graph", graph),
+                           ("model_version", out["model_version"]), ("champion_before", before)):
+            txn.set(key, value)
+    return out
 
 
-@task(name="champion", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
+@register.on_rollback
+def undo_registry(txn) -> None:
+    """``on_rollback`` hook of :func:`register`: the nightly transaction failed after the version
+    was registered (publish, lineage or the champion gate): the champion alias goes back to where
+    it was when the run registered (:func:`tasks.steps.undo_champion`)."""
+    done = steps.undo_champion(txn.get("tracking_cfg"), txn.get("graph"),
+                               txn.get("model_version"), txn.get("champion_before"))
+    get_run_logger().warning("rolled back the registry step of version %s of %s: %s",
+                             txn.get("model_version"), txn.get("graph"), done)
+
+
+@task(name="champion", cache_policy=NO_CACHE)
 def champion(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
     """The champion gate for a registered version, run after the DuckDB publish committed."""
-    return steps.champion_gate(tracking_cfg, graph, version, val_accuracy)
+    out = steps.champion_gate(tracking_cfg, graph, version, val_accuracy)
+    get_run_logger().info("champion gate for version %s: %s", version, out["reason"])
+    return out
 
 
 def ensure_writer_limit() -> None:
@@ -115,19 +182,30 @@ def ensure_writer_limit() -> None:
             client.upsert_global_concurrency_limit_by_name(WRITER_LIMIT, 1)
 
 
-@task(name="publish", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def publish(warehouse_path: str, run: dict, snapshot_row: dict, predictions_path: str,
-            classes: list[dict], graph: str, snapshot_date: dt.date) -> dict:
-    from pathlib import Path
-
-    from prefect.concurrency.sync import concurrency
-
+@task(name="lineage", cache_policy=NO_CACHE)
+def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list[dict],
+            graph: str, snapshot_date: dt.date) -> dict:
+    """Tonight's classes against the previous run's (:func:`tasks.steps.lineage`, read only).
+    Run under the writer limit, with :func:`publish`, so no other run of the graph lands between."""
     from tasks.warehouse import Warehouse
 
-    ensure_writer_limit()
-    with concurrency(WRITER_LIMIT, occupy=1, timeout_seconds=600):
-        # the Parquet file, not a loaded table: DuckDB streams it in row groups (memory bounded)
-        out = steps.publish(Warehouse(warehouse_path), run, snapshot_row, Path(predictions_path),
-                            classes, graph, snapshot_date)
+    found = steps.lineage(Warehouse(warehouse_path), run, Path(predictions_path), classes, graph,
+                          snapshot_date)
+    statuses = [r.status for r in found["result"].rows]
+    get_run_logger().info("lineage: %s", ", ".join(f"{statuses.count(s)} {s}"
+                                                   for s in sorted(set(statuses))) or "no class")
+    return found
+
+
+@task(name="publish", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
+def publish(warehouse_path: str, run: dict, snapshot_row: dict, predictions_path: str,
+            found: dict) -> dict:
+    """The run into DuckDB in one transaction (:func:`tasks.steps.write_run`), with the lineage
+    ``found`` by :func:`lineage`. The caller holds the writer limit (:data:`WRITER_LIMIT`)."""
+    from tasks.warehouse import Warehouse
+
+    # the Parquet file, not a loaded table: DuckDB streams it in row groups (memory bounded)
+    out = steps.write_run(Warehouse(warehouse_path), run, snapshot_row, Path(predictions_path),
+                          found)
     get_run_logger().info("published run %s to %s", out["run_id"][:12], warehouse_path)
     return out

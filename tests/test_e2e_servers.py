@@ -268,7 +268,8 @@ def test_deployments_and_schedule(stack):
     assert schedule["schedule"]["cron"] == "0 2 * * *"
     assert schedule["schedule"]["timezone"] == "Europe/Paris"
     assert schedule["active"] is False  # the test deploys it paused: nothing fires by itself
-    assert nightly["job_variables"]["env"]["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"
+    assert nightly["job_variables"]["env"]["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "0"
+    assert "tasks" in nightly["job_variables"]["env"]["PREFECT_LOGGING_EXTRA_LOGGERS"]
 
 
 def test_nightly_run_through_the_cpu_worker(stack):

@@ -1,0 +1,63 @@
+"""The flows' typed configuration parameter (issue 19.3).
+
+:class:`ORALOverrides` is a pydantic model with one optional field per
+:class:`oral_core.config.ORALConfig` field, of that field's type, and no other field
+(``extra="forbid"``). The nightly and backfill flows take it as their ``config`` parameter, so
+Prefect validates it before the flow body runs (a wrong type or an unknown key is a failed
+parameter validation, not a crash mid-run) and the Prefect UI shows a form with one typed entry
+per setting. A plain dict (Python callers, deployments, ``oral run --set KEY=VALUE``) is coerced
+into it. Only the fields that were given count as overrides (:meth:`ORALOverrides.overrides`);
+range checks (``gamma`` in (0, 1], ...) stay in :meth:`ORALConfig.validate`, run by
+:func:`flows.nightly.resolve_config`.
+
+The model is generated from the dataclass, so a new ORALConfig field needs no edit here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from oral_core.config import ORALConfig
+
+
+class _Overrides(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields that were given (an explicit ``None`` included), as ORALConfig keys."""
+        return self.model_dump(exclude_unset=True)
+
+
+def _fields() -> dict[str, tuple]:
+    hints = typing.get_type_hints(ORALConfig)
+    out = {}
+    for f in dataclasses.fields(ORALConfig):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        out[f.name] = (Optional[hints[f.name]], _field(default))
+    return out
+
+
+def _field(default):
+    from pydantic import Field
+
+    return Field(default=None, description=f"ORALConfig default: {default!r}")
+
+
+#: ORALConfig overrides as a typed flow parameter (every field optional, unknown keys refused)
+ORALOverrides = create_model("ORALOverrides", __base__=_Overrides, __module__=__name__,
+                             **_fields())
+ORALOverrides.__doc__ = ("ORAL configuration overrides: every ORALConfig field, optional; the "
+                         "ones given replace the pipeline's defaults.")
+
+
+def as_overrides(config) -> dict[str, Any]:
+    """``config`` (an :data:`ORALOverrides`, a dict of ORALConfig keys or None) as a dict of the
+    overrides it gives, checked against the field types."""
+    if config is None:
+        return {}
+    if isinstance(config, _Overrides):
+        return config.overrides()
+    return ORALOverrides.model_validate(dict(config)).overrides()
