@@ -6,7 +6,7 @@
 Prefect validates it before the flow body runs (a wrong type or an unknown key is a failed
 parameter validation, not a crash mid-run) and the Prefect UI shows a form with one typed entry
 per setting. A plain dict (Python callers, deployments, ``oral run --set KEY=VALUE``) is coerced
-into it. Only the fields that were given count as overrides (:meth:`ORALOverrides.overrides`);
+into it. Only the fields given a value count as overrides (:meth:`ORALOverrides.overrides`);
 range checks (``gamma`` in (0, 1], ...) stay in :meth:`ORALConfig.validate`, run by
 :func:`flows.nightly.resolve_config`.
 
@@ -27,8 +27,10 @@ class _Overrides(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     def overrides(self) -> dict[str, Any]:
-        """The fields that were given (an explicit ``None`` included), as ORALConfig keys."""
-        return self.model_dump(exclude_unset=True)
+        """The fields that were given a value, as ORALConfig keys. ``None`` means "the default":
+        a form or a rerun from the Prefect UI sends every field, the empty ones as null, and
+        every ORALConfig field that may be None defaults to None."""
+        return self.model_dump(exclude_unset=True, exclude_none=True)
 
 
 def _fields() -> dict[str, tuple]:

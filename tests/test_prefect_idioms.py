@@ -35,7 +35,9 @@ def test_config_parameter_is_typed():
             ORALOverrides | None, "ORALOverrides | None")
     model = ORALOverrides.model_validate({"epochs": "60", "pol": "false", "gamma": 0.4})
     assert model.overrides() == {"epochs": 60, "pol": False, "gamma": 0.4}
-    assert as_overrides({"prior_num_classes": None}) == {"prior_num_classes": None}  # explicit None
+    # null means the default: a rerun from the UI sends every field, the empty ones as null
+    assert as_overrides({"prior_num_classes": None, "epochs": None}) == {}
+    assert as_overrides(ORALOverrides(epochs=5).model_dump()) == {"epochs": 5}
     for bad in ({"pol": "ture"}, {"cluster_freeze_epoch": 0.5}, {"no_such_key": 1}):
         with pytest.raises(pydantic.ValidationError):
             ORALOverrides.model_validate(bad)
