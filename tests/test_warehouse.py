@@ -127,8 +127,9 @@ def test_publish_writes_every_table_and_rerun_is_identical(wh: Warehouse) -> Non
     assert counts(wh) == {"snapshots": 1, "runs": 1, "classes": 4, "node_assignments": 300,
                           "class_lineage": 4}
     before = dump(wh)
-    run = before["runs"][0]
-    assert run[-4:-1] == (0.8, 0.9, 0.7)  # acc_all/known/novel from the scores
+    accs = wh.query("SELECT acc_all, acc_known, acc_novel FROM runs WHERE run_id = ?",
+                    [run_id]).to_pylist()
+    assert accs == [{"acc_all": 0.8, "acc_known": 0.9, "acc_novel": 0.7}]  # from the scores
     # every node carries its class's lineage id and name
     bad = wh.query("SELECT count(*) AS n FROM node_assignments a JOIN classes c USING (run_id, class_key) "
                    "WHERE a.lineage_id IS DISTINCT FROM c.lineage_id "
