@@ -72,3 +72,15 @@ def test_prior_flag_gives_the_true_class_number_and_names_the_files(prep, tmp_pa
     md = (tmp_path / f"{stem}.md").read_text()
     assert "| None | 50.00 | 60.00 | 40.00 | 5.0 |" in md and "| 30 | 50.00 |" in md
     assert (tmp_path / f"{stem}.csv").exists()
+
+
+def test_false_novelty_trains_on_the_known_classes_only(prep, one_thread):
+    """``benchmarks.false_novelty``: the graph keeps only the known classes' nodes, so every
+    unlabelled node called novel is a false discovery; the row says how many there were."""
+    from benchmarks.false_novelty import known_only_seed
+
+    row = known_only_seed(prep, 0, TINY)
+    split_known = 4  # floor(0.8 * 5) lowest classes
+    assert row["classes_true"] == split_known
+    assert row["nodes"] == int((prep.graph.y < split_known).sum())
+    assert 0.0 <= row["false_novel_share"] <= 1.0 and 0.0 <= row["accuracy"] <= 100.0
