@@ -49,17 +49,28 @@ def resolve_config(overrides: ORALOverrides | dict | None, device: str | None = 
     return config
 
 
+def _given_name() -> str | None:
+    """The run's name when its caller chose one (``prefect deployment run --flow-run-name``,
+    ``run_deployment(flow_run_name=...)``), None when Prefect generated it (an
+    ``adjective-animal`` pair): Prefect applies ``flow_run_name`` to every run, and a name
+    chosen on purpose is kept."""
+    import re
+
+    name = flow_run.get_name() or ""
+    return None if not name or re.fullmatch(r"[a-z]+-[a-z]+", name) else name
+
+
 def _night_name() -> str:
     """Flow run name of a night: ``<graph>-<date>`` (``<graph>-next``: the flow picks the date)."""
     params = flow_run.get_parameters() or {}
-    return f"{params.get('graph', 'graph')}-{params.get('date') or 'next'}"
+    return _given_name() or f"{params.get('graph', 'graph')}-{params.get('date') or 'next'}"
 
 
 def _backfill_name() -> str:
     """Flow run name of a backfill: ``backfill-<graph>-<start>..<end>``."""
     params = flow_run.get_parameters() or {}
-    return (f"backfill-{params.get('graph', 'graph')}-{params.get('start') or 'first'}.."
-            f"{params.get('end') or 'last'}")
+    return _given_name() or (f"backfill-{params.get('graph', 'graph')}-"
+                             f"{params.get('start') or 'first'}..{params.get('end') or 'last'}")
 
 
 @flow(name="nightly-discovery", flow_run_name=_night_name)

@@ -129,6 +129,23 @@ def test_project_loggers_reach_prefect(tmp_path):
     assert "API log handler" not in out.stderr
 
 
+def test_flow_run_names(monkeypatch):
+    """``<graph>-<date>`` replaces the name Prefect generates; a name the caller chose stays."""
+    import flows.nightly as nightly
+
+    params = {"graph": "papers", "date": "2026-11-20", "start": None, "end": "2026-11-30"}
+    monkeypatch.setattr(nightly.flow_run, "get_parameters", lambda: params)
+    for generated in ("crafty-okapi", "", None):
+        monkeypatch.setattr(nightly.flow_run, "get_name", lambda g=generated: g)
+        assert nightly._night_name() == "papers-2026-11-20"
+        assert nightly._backfill_name() == "backfill-papers-first..2026-11-30"
+    monkeypatch.setattr(nightly.flow_run, "get_name", lambda: "e2e-1234")
+    assert nightly._night_name() == "e2e-1234" == nightly._backfill_name()
+    params["date"] = None
+    monkeypatch.setattr(nightly.flow_run, "get_name", lambda: "crafty-okapi")
+    assert nightly._night_name() == "papers-next"
+
+
 def test_class_events(monkeypatch):
     import prefect.events
 
