@@ -191,8 +191,9 @@ def with_retries(fn: Callable[[], T], attempts: int = 3, base_delay: float = 1.0
     (``TypeError``, ``AttributeError``...) are not retried and propagate unchanged so that callers
     can react to them; a :class:`TrackingError` from an inner call propagates unchanged too.
     Operating-system errors (a store or artifact folder that is not writable) are retried.
-    Note that MLflow's HTTP client retries on its own first (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``,
-    ``MLFLOW_HTTP_REQUEST_TIMEOUT``): these attempts come on top.
+    This is the one retry layer of MLflow calls: the pipeline turns MLflow's own HTTP retries off
+    (``MLFLOW_HTTP_REQUEST_MAX_RETRIES=0`` in ``flows/settings.py`` and the deployments) and the
+    register / champion tasks have no Prefect task retries.
     """
     attempts = max(1, int(attempts))
     label = what or getattr(fn, "__name__", "MLflow call")
