@@ -37,6 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from oral_core.columns import feature_matrix as _feature_matrix
+from oral_core.columns import index_of
 
 NODES, EDGES, TRUTH = "nodes.parquet", "edges.parquet", "truth.parquet"
 PARTITION = "snapshot="
@@ -586,39 +588,9 @@ class Snapshot:
 
 
 def feature_matrix(column: pa.ChunkedArray | pa.Array, where: str = NODES) -> np.ndarray:
-    """A ``list<float>`` column of one fixed length as an ``[N, F]`` float32 array, no row loop."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    n = len(arr)
-    if pa.types.is_fixed_size_list(arr.type):
-        width = arr.type.list_size
-        values = arr.flatten()
-    elif pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
-        if arr.null_count:
-            raise SnapshotError(f"{where}: column 'features' has {arr.null_count} null rows")
-        lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
-        width = int(lengths[0]) if n else 0
-        if n and (lengths != width).any():
-            bad = np.flatnonzero(lengths != width)[:5].tolist()
-            raise SnapshotError(f"{where}: rule features_fixed_length: rows {bad} have lengths "
-                                f"{lengths[bad].tolist()}, expected {width}")
-        values = arr.flatten()
-    else:
-        raise SnapshotError(f"{where}: column 'features' must be a list of floats, got {arr.type}")
-    if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type)):
-        raise SnapshotError(f"{where}: column 'features' must hold numbers, got {values.type}")
-    x = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    return x.reshape(n, width)
-
-
-def index_of(ids: pa.Array, node_ids: pa.Array) -> np.ndarray:
-    """Position of each id in ``node_ids`` (-1 where absent), vectorised by Arrow's hash lookup."""
-    if ids.type != node_ids.type:
-        try:
-            ids = ids.cast(node_ids.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return np.full(len(ids), -1, dtype=np.int64)
-    pos = pc.index_in(ids, value_set=node_ids)
-    return pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    """A ``list<number>`` column of one fixed length as an ``[N, F]`` float32 array
+    (:func:`oral_core.columns.feature_matrix`, raising :class:`SnapshotError`)."""
+    return _feature_matrix(column, where, SnapshotError)
 
 
 def encode_labels(values: pa.Array) -> tuple[np.ndarray, list[str]]:

@@ -124,6 +124,7 @@ def input_graphs(frame: pd.DataFrame):
 
 def graph_from_nodes(frame: pd.DataFrame) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Node rows (``node_id``, ``features``, optional ``neighbors``) to arrays."""
+    from oral_core.columns import index_of
     for col in ("node_id", "features"):
         if col not in frame.columns:
             raise ValueError(f"model input: column {col!r} is missing")
@@ -160,6 +161,7 @@ def read_snapshot(uri: str) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     Only what assignment needs is read; the pipeline validates snapshots before it scores them."""
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
+    from oral_core.columns import feature_matrix, index_of
 
     if "://" in uri:
         fs, base = pafs.FileSystem.from_uri(uri)
@@ -180,36 +182,6 @@ def read_snapshot(uri: str) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     if unknown.any():
         raise ValueError(f"{uri}/{EDGES_FILE}: {int(unknown.sum())} edges name unknown nodes")
     return node_ids, x, np.stack([src, dst]).astype(np.int64)
-
-
-def feature_matrix(column, where: str) -> np.ndarray:
-    """A ``list<number>`` column of one fixed length as an ``[N, F]`` float32 array."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    n = len(arr)
-    if pa.types.is_fixed_size_list(arr.type):
-        width = arr.type.list_size
-    elif pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
-        if arr.null_count:
-            raise ValueError(f"{where}: column 'features' has {arr.null_count} null rows")
-        lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
-        width = int(lengths[0]) if n else 0
-        if n and (lengths != width).any():
-            raise ValueError(f"{where}: feature lists of different lengths")
-    else:
-        raise ValueError(f"{where}: column 'features' must be a list of numbers, got {arr.type}")
-    values = arr.flatten()
-    return values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(n, width)
-
-
-def index_of(ids: pa.Array, node_ids: pa.Array) -> np.ndarray:
-    """Position of each id in ``node_ids`` (-1 where absent)."""
-    if ids.type != node_ids.type:
-        try:
-            ids = ids.cast(node_ids.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return np.full(len(ids), -1, dtype=np.int64)
-    pos = pc.index_in(ids, value_set=node_ids)
-    return pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
