@@ -51,9 +51,12 @@ def known_only_seed(prep, seed: int, config: ORALConfig) -> dict:
             "nodes": int(keep.sum()), "seconds": time.perf_counter() - start}
 
 
-def table(dataset: str, rows: list[dict]) -> list[str]:
-    lines = ["| dataset | seed | nodes | classes (true) | unlabelled nodes called novel | accuracy % |",
-             "|---|---|---|---|---|---|"]
+HEADER = ["| dataset | seed | nodes | classes (true) | unlabelled nodes called novel | accuracy % |",
+          "|---|---|---|---|---|---|"]
+
+
+def table_rows(dataset: str, rows: list[dict]) -> list[str]:
+    lines = []
     for r in rows:
         lines.append(f"| {dataset} | {r['seed']} | {r['nodes']:,} | {r['classes_found']} "
                      f"({r['classes_true']}) | {100 * r['false_novel_share']:.1f}% | {r['accuracy']:.1f} |")
@@ -86,13 +89,12 @@ def main(argv=None) -> int:
              "(one table row per finished seed of every dataset run so far).", "",
              "The nodes of the known classes only (protocol `ours` split: the lowest class ids "
              "are known), the edges among them, ORAL at its defaults (no prior). Every unlabelled "
-             "node called novel is a false discovery. Diagnostic only: it chooses nothing.", ""]
-    first = True
+             "node called novel is a false discovery. Diagnostic only: it chooses nothing.", "",
+             *HEADER]
     for sub in sorted(p for p in (Path(args.results) / "false_novelty").iterdir() if p.is_dir()):
         rows = [json.loads(p.read_text()) for p in
                 sorted(sub.glob("seed_*.json"), key=lambda p: int(p.stem.split("_")[1]))]
-        lines += (table(sub.name, rows) if first else table(sub.name, rows)[2:])
-        first = False
+        lines += table_rows(sub.name, rows)
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
