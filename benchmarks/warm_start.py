@@ -110,17 +110,17 @@ def probe(snapshot, cfg, init_model: str, cold_predictions: str, epochs: int) ->
     """Validation accuracy and agreement with the cold run after every warm epoch."""
     import dataclasses
 
-    import numpy as np
     import pyarrow.parquet as pq
     import torch
     from sklearn.metrics import adjusted_rand_score
 
     from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.columns import writable
     from oral_core.graph import canonical_edges
     from oral_core.trainer import ORAL
     from tasks import steps
 
-    x_raw = torch.from_numpy(np.require(snapshot.x, requirements="W"))
+    x_raw = torch.from_numpy(writable(snapshot.x))
     x = preprocess_features(x_raw, auto_feature_mode(x_raw))
     edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
     train, val = steps.split_labelled(snapshot.labels, cfg.seed)

@@ -22,7 +22,6 @@ import datetime as dt
 import json
 from pathlib import Path
 
-import numpy as np
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_table_artifact
 from prefect.concurrency.sync import concurrency
@@ -32,6 +31,7 @@ from prefect.transactions import transaction
 from data_contracts import snapshots as snap
 from flows.params import ORALOverrides, as_overrides
 from flows.settings import Settings
+from oral_core.columns import writable
 from tasks import prefect_tasks as pt
 from tasks import steps
 
@@ -131,8 +131,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
 
     snapshot = snap.snapshot_from_files(files)
     # Arrow hands out read-only buffers; torch wants writable memory (one copy, shared below)
-    snapshot.x = np.require(snapshot.x, requirements="W")
-    snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
+    snapshot.x = writable(snapshot.x)
+    snapshot.edge_index = writable(snapshot.edge_index)
     from oral_core.datasets import auto_feature_mode
 
     mode = auto_feature_mode(snapshot.x)

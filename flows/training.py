@@ -143,10 +143,9 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
 
     Returns the same small dict as the in-process ``train`` task (``tasks.steps.TrainResult``).
     """
-    import numpy as np
-
     from data_contracts import snapshots as snap
     from oral_core.config import ORALConfig
+    from oral_core.columns import writable
     from tasks import steps
 
     logger = get_run_logger()
@@ -161,8 +160,8 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
                         done.get("device"), done.get("num_classes", -1))
             return done
     snapshot = snap.snapshot_from_files(files)
-    snapshot.x = np.require(snapshot.x, requirements="W")
-    snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
+    snapshot.x = writable(snapshot.x)
+    snapshot.edge_index = writable(snapshot.edge_index)
     cfg = ORALConfig.from_dict(config)
     device, why = describe_device(cfg.device)
     logger.info("training runs on host %s, device %s (%s): %s, %d nodes, %d epochs (%s start)",

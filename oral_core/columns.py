@@ -10,6 +10,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+def writable(values, dtype=None) -> np.ndarray:
+    """``values`` as a writable NumPy array (of ``dtype`` when given): Arrow-backed and memory-mapped
+    arrays are read-only and ``torch.from_numpy`` wants writable memory; copies only in that case."""
+    return np.require(values, dtype=dtype, requirements="W")
+
+
 def index_of(ids: pa.Array, node_ids: pa.Array) -> np.ndarray:
     """Position of each id in ``node_ids`` (-1 where absent), vectorised by Arrow's hash lookup."""
     if ids.type != node_ids.type:

@@ -33,6 +33,8 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import torch
 
+from oral_core.columns import writable
+
 
 class Feature(NamedTuple):
     """One characteristic feature of a class."""
@@ -47,7 +49,7 @@ def _as_tensor(values, dtype) -> torch.Tensor:
     if isinstance(values, torch.Tensor):
         return values.detach().cpu().to(dtype)
     # Arrow-backed arrays are read-only; torch wants writable memory (a copy only in that case)
-    return torch.as_tensor(np.require(np.asarray(values), requirements="W"), dtype=dtype)
+    return torch.as_tensor(writable(np.asarray(values)), dtype=dtype)
 
 
 def _valid_classes(class_id: torch.Tensor, num_classes: int) -> torch.Tensor:

@@ -204,11 +204,12 @@ def assign_graph(model, snapshot_path: str | None, node_ids: pa.Array, x: np.nda
     (``run_id``: the model's warehouse run id)."""
     import torch
     from oral_core.graph import canonical_edges
+    from oral_core.columns import writable
 
     n = len(node_ids)
     # the arrays may be read-only views of Arrow buffers: torch wants writable memory
-    edges = torch.from_numpy(np.require(edge_index, dtype=np.int64, requirements="W"))
-    features = torch.from_numpy(np.require(x, dtype=np.float32, requirements="W"))
+    edges = torch.from_numpy(writable(edge_index, np.int64))
+    features = torch.from_numpy(writable(x, np.float32))
     out = model.assign_raw(features, canonical_edges(edges, n))
     class_id = out.class_id.numpy().astype(np.int64)
     return pa.table({

@@ -189,13 +189,14 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     import torch
 
     from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.columns import writable
     from oral_core.graph import canonical_edges
     from oral_core.inference import ORALModel
     from oral_core.trainer import ORAL
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    x_raw = torch.from_numpy(np.require(snapshot.x, requirements="W"))
+    x_raw = torch.from_numpy(writable(snapshot.x))
     mode = auto_feature_mode(x_raw) if feature_mode == "auto" else feature_mode
     x = preprocess_features(x_raw, mode)
     edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -82,11 +81,12 @@ def test_same_seed_gives_the_same_classes(snapshot_path, tmp_path, one_thread):
     """Two in-process fits with the same seed on the CPU: identical class ids and confidences."""
     from data_contracts import snapshots as snap
     from oral_core.config import ORALConfig
+    from oral_core.columns import writable
     from tasks import steps
 
     snapshot = snap.load_snapshot(snapshot_path)
-    snapshot.x = np.require(snapshot.x, requirements="W")
-    snapshot.edge_index = np.require(snapshot.edge_index, requirements="W")
+    snapshot.x = writable(snapshot.x)
+    snapshot.edge_index = writable(snapshot.edge_index)
     config = ORALConfig.from_dict(ORALConfig().to_dict() | CONFIG)
     first = steps.train(snapshot, config, tmp_path / "a")
     second = steps.train(snapshot, config, tmp_path / "b")
