@@ -87,7 +87,7 @@ def table2(results: Path = RESULTS) -> Path:
 
 def layers(results: Path = RESULTS) -> None:
     """Figure 4: every layer's own prediction against the ensemble (Eq. 8-9), per dataset."""
-    from benchmarks.reproduction import read_seed_files
+    from oral_core.reproduction import read_seed_files
     rows = []
     for folder in sorted((results / "runs" / "oral").glob("*-*prior")):
         seeds = [s for s in read_seed_files(folder) if s.get("layers_all")]
@@ -140,7 +140,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
     configuration of every point, the paper's defaults included, which then run in their own
     folder ``sensitivity/<overrides>/default`` instead of reusing the main sweep. Returns the
     Markdown file written."""
-    from benchmarks.reproduction import seed_rows
+    from oral_core.reproduction import seed_rows
     from oral_core.config import ORALConfig
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(ORALConfig().to_dict())

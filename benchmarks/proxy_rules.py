@@ -24,8 +24,8 @@ from pathlib import Path
 
 from oral_core.config import ORALConfig
 from oral_core.experiment import LATER_FIELDS, prepare
+from oral_core.reproduction import mean_se
 
-from .reproduction import mean_se
 from .tune import _cast, proxy_rules
 
 RESULTS = Path(__file__).resolve().parent / "results"

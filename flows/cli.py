@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from benchmarks.reproduction import RESULTS, sweep, update_csv, write_markdown
     from oral_core.config import ORALConfig
     from oral_core.datasets import DatasetNotFound
+    from oral_core.reproduction import markdown_path, sweep, update_csv, write_markdown
 
     from flows.options import OptionError, check_config, check_device, parse_set
 
@@ -32,13 +33,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 2
     base = ORALConfig.from_dict(ORALConfig().to_dict() | overrides | {"progress": not args.quiet})
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    results = args.out or RESULTS
+    results = args.out or Path("benchmarks") / "results"  # relative to the current directory
     for prior in ([False, True] if args.both_priors else [args.prior]):
         print(f"ORAL reproduction: {args.method} on {args.dataset}, prior={'yes' if prior else 'no'}, "
               f"protocol {args.protocol}, known classes {args.known}, seeds {seeds[0]}..{seeds[-1]}")
         try:
-            rows = sweep(args.dataset, args.method, seeds, prior, base, args.data_dir, results,
-                         refresh=args.refresh, protocol=args.protocol, known=args.known)
+            rows = sweep(args.dataset, args.method, seeds, prior, base, args.data_dir,
+                         results=results, refresh=args.refresh, protocol=args.protocol,
+                         known=args.known)
         except DatasetNotFound as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -50,7 +52,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
               f"{s['known_std']:.2f} | Novel {s['novel_mean']:.2f} ± {s['novel_std']:.2f} | "
               f"classes {s['classes_est_mean']:.2f} (true {rows[0]['classes_true']})")
     write_markdown(results)
-    from benchmarks.reproduction import markdown_path
     from oral_core.experiment import protocol_tag
     md = markdown_path(results, protocol_tag(args.protocol, args.known))
     print(f"tables: {results / 'reproduction.csv'} and {md}")
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "reproduce", help="reproduce the paper's experiments (resumable ten-seed sweeps)",
         description="Train and score ORAL (or an ablation) on a benchmark dataset over several seeds."
-                    " Finished seeds are kept under benchmarks/results/runs and skipped on rerun.")
+                    " Finished seeds are kept under <out>/runs and skipped on rerun.")
     rep.add_argument("--dataset", required=True,
                      help="cora, amazonphoto, blogcatalog, or a path to a file of those formats")
     rep.add_argument("--seeds", type=int, default=10, help="number of seeds (default 10)")
@@ -86,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--device", default=None, help="auto (default), cpu or cuda")
     rep.add_argument("--data-dir", default=None, help="dataset folder (else $ORAL_DATA_DIR)")
     rep.add_argument("--out", default=None, type=__import__("pathlib").Path,
-                     help="results folder (default benchmarks/results)")
+                     help="results folder: per-seed files under <out>/runs, reproduction.csv and "
+                          "reproduction*.md (default benchmarks/results, relative to the current "
+                          "directory)")
     rep.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="override any ORALConfig field, e.g. --set gamma=0.4")
     rep.add_argument("--quiet", action="store_true", help="no per-epoch progress bar")

@@ -1,6 +1,6 @@
 """The paper's reproduction sweep as a Prefect flow, for a manual deployment (``reproduce/sweep``).
 
-A thin wrapper around :mod:`benchmarks.reproduction` (the code behind ``oral reproduce``): the
+A thin wrapper around :mod:`oral_core.reproduction` (the code behind ``oral reproduce``): the
 same resumable per-seed files under ``<out>/runs/``, the same ``reproduction.csv`` and
 ``reproduction.md``, plus the summary as a Prefect Markdown artifact. Run it by hand:
 
@@ -30,14 +30,15 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
         config: ORALConfig overrides (e.g. ``{"gamma": 0.4}``).
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
         data_dir: dataset folder (else ``ORAL_DATA_DIR``, see the README's "Data").
-        out: results folder (default ``benchmarks/results`` of the checkout the worker runs).
+        out: results folder (default ``benchmarks/results`` relative to the worker's current
+            directory, as for ``oral reproduce --out``).
         protocol: ``ours`` (strict) or ``paper`` (see ``oral reproduce --protocol``).
         known: ``default`` (the protocol's known classes) or ``random`` (seeded, per seed).
 
     Returns one summary per prior setting (means and standard deviations over seeds).
     """
-    from benchmarks.reproduction import RESULTS, sweep, update_csv, write_markdown
     from oral_core.config import ORALConfig
+    from oral_core.reproduction import markdown_path, sweep, update_csv, write_markdown
 
     logger = get_run_logger()
     values = ORALConfig().to_dict() | dict(config or {}) | {"progress": False}
@@ -45,13 +46,13 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
         values["device"] = device
     base = ORALConfig.from_dict(values)
     base.validate()
-    results = Path(out) if out else RESULTS
+    results = Path(out) if out else Path("benchmarks") / "results"  # relative to the cwd
     seed_list = list(range(first_seed, first_seed + seeds))
     summaries = []
     for with_prior in ([False, True] if both_priors else [prior]):
         logger.info("reproduction: %s on %s, prior=%s, seeds %d..%d, results in %s", method, dataset,
                     with_prior, seed_list[0], seed_list[-1], results)
-        rows = sweep(dataset, method, seed_list, with_prior, base, data_dir, results,
+        rows = sweep(dataset, method, seed_list, with_prior, base, data_dir, results=results,
                      echo=logger.info, protocol=protocol, known=known)
         if not rows:  # the method does not apply in this prior setting (sweep logged why)
             continue
@@ -62,7 +63,6 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
                     s["novel_std"], s["classes_est_mean"], rows[0]["classes_true"])
         summaries.append({"method": method, "dataset": dataset, "prior": with_prior,
                           "protocol": protocol, "known": known} | s)
-    from benchmarks.reproduction import markdown_path
     from oral_core.experiment import protocol_tag
     write_markdown(results)
     md = markdown_path(results, protocol_tag(protocol, known))

@@ -13,7 +13,6 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from benchmarks.reproduction import sweep, update_csv, write_markdown
 from flows.cli import main
 from oral_core.baselines import (BASELINES, GCDConfig, GCNBaseline, GraphGCD, NotApplicable,
                                  VGAEKMeans, clusters_to_classes, semi_supervised_kmeans)
@@ -22,6 +21,7 @@ from oral_core.experiment import (ALL_METHODS, Prepared, config_hash, method_con
                                   to_dataset_ids)
 from oral_core.graph import Graph
 from oral_core.metrics import cluster_accuracy, open_world_accuracy
+from oral_core.reproduction import sweep, update_csv, write_markdown
 from oral_core.splits import make_split
 from oral_core.synthetic import make_attributed_sbm
 

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from benchmarks.proxy_rules import main as proxy_main
-from benchmarks.reproduction import failed_seeds, read_csv, seed_rows, sweep, update_csv, write_markdown
 from benchmarks.tune import proxy_rules, proxy_task, rule_epochs
 from oral_core.baselines import GCNConfig
 from oral_core.config import ORALConfig
 from oral_core.experiment import (PAPER_KNOWN, FailedRun, Prepared, check_learnt, paper_known_classes,
                                   protocol_split, protocol_tag, run_seed)
+from oral_core.reproduction import failed_seeds, read_csv, seed_rows, sweep, update_csv, write_markdown
 from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL
 
@@ -91,7 +91,7 @@ def test_paper_protocol_reproduces_the_papers_known_share(dataset, f):
 
 def test_sweep_keeps_protocols_apart(planted, tmp_path):
     prep = Prepared(planted, planted.x, "none")
-    import benchmarks.reproduction as rep
+    import oral_core.reproduction as rep
     rep_prepare = rep.prepare
     rep.prepare = lambda dataset, data_dir=None: prep
     try:
@@ -133,7 +133,7 @@ def test_a_gcn_that_cannot_learn_is_reported_failed_not_scored(planted, tmp_path
     monkeypatch.setattr("oral_core.experiment.baseline_config", frozen)
     with pytest.raises(FailedRun, match="gcn failed to train"):
         run_seed(prep, "gcn", 0, False, ORALConfig(device="cpu"))
-    monkeypatch.setattr("benchmarks.reproduction.prepare", lambda dataset, data_dir=None: prep)
+    monkeypatch.setattr("oral_core.reproduction.prepare", lambda dataset, data_dir=None: prep)
     said = []
     rows = sweep("sbm", "gcn", [0], False, ORALConfig(device="cpu"), results=tmp_path,
                  echo=said.append)
@@ -270,9 +270,9 @@ def test_proxy_compare_pairs_two_settings_by_seed_and_rule(tmp_path):
 
 
 def test_rows_not_at_todays_defaults_are_marked_in_the_tables(planted, tmp_path, monkeypatch):
-    from benchmarks.reproduction import stale
+    from oral_core.reproduction import stale
     prep = Prepared(planted, planted.x, "none")
-    monkeypatch.setattr("benchmarks.reproduction.prepare", lambda dataset, data_dir=None: prep)
+    monkeypatch.setattr("oral_core.reproduction.prepare", lambda dataset, data_dir=None: prep)
     rows = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=lambda s: None)
     update_csv(rows, tmp_path)
     name = planted.name

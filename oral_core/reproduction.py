@@ -1,6 +1,11 @@
-"""Resumable ten-seed reproduction sweeps and the tables they feed.
+"""Resumable ten-seed reproduction sweeps and the tables they feed (the code behind ``oral
+reproduce`` and the ``reproduce`` flow).
 
-Per-seed results are JSON files under ``benchmarks/results/runs/<method>/<dataset>-<prior>/``;
+Every function takes the results folder as a parameter; there is no default, since the package
+may be installed read-only. ``oral reproduce --out`` defaults to ``benchmarks/results`` of the
+current directory, and the scripts under ``benchmarks/`` pass their own ``results/`` folder.
+
+Per-seed results are JSON files under ``<results>/runs/<method>/<dataset>-<prior>/``;
 a seed whose file exists with the same configuration hash is skipped, so an interrupted sweep
 resumes where it stopped. ``reproduction.csv`` (one row per method, dataset and prior setting) and
 ``reproduction.md`` (ours beside the paper's numbers) are regenerated from those files.
@@ -14,13 +19,11 @@ import math
 from contextlib import contextmanager
 from pathlib import Path
 
-from oral_core.baselines import not_applicable_reason
-from oral_core.config import ORALConfig
-from oral_core.experiment import (PAPER, SCORES, FailedRun, canonical_name, config_hash,
-                                  method_config, paper_classes, prepare, protocol_tag, run_seed,
-                                  summarise)
+from .baselines import not_applicable_reason
+from .config import ORALConfig
+from .experiment import (PAPER, SCORES, FailedRun, canonical_name, config_hash, method_config,
+                         paper_classes, prepare, protocol_tag, run_seed, summarise)
 
-RESULTS = Path(__file__).resolve().parent / "results"
 CSV_COLUMNS = ["method", "dataset", "prior", "protocol", "seeds", "all_mean", "all_std", "known_mean",
                "known_std", "novel_mean", "novel_std", "classes_est_mean", "classes_true"]
 
@@ -71,7 +74,7 @@ def failed_seeds(results: Path, method: str, dataset: str, prior: str, protocol:
 
 
 def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALConfig,
-          data_dir: str | None = None, results: Path = RESULTS, echo=print,
+          data_dir: str | None = None, *, results: Path, echo=print,
           refresh: bool = False, protocol: str = "ours", known: str = "default") -> list[dict]:
     """Run (or reuse) every seed under ``protocol`` (:func:`oral_core.experiment.protocol_split`);
     returns the per-seed rows of the seeds that trained (none, with a message, for a method that
@@ -123,7 +126,7 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
     return rows
 
 
-def update_csv(rows: list[dict], results: Path = RESULTS) -> dict:
+def update_csv(rows: list[dict], results: Path) -> dict:
     """Upsert the summary row of one (method, dataset, prior) into ``reproduction.csv``."""
     s = summarise(rows)
     first = rows[0]
@@ -193,7 +196,7 @@ def markdown_path(results: Path, protocol: str = "ours") -> Path:
     return results / f"{stem}.md"
 
 
-def write_markdown(results: Path = RESULTS) -> Path:
+def write_markdown(results: Path) -> Path:
     """One Markdown file per protocol in ``reproduction.csv`` (:func:`markdown_path`); returns the
     strict protocol's ``reproduction.md``."""
     table = read_csv(results / "reproduction.csv")
