@@ -14,7 +14,7 @@ import scipy.io
 import scipy.sparse as sp
 import torch
 
-from oral_core import datasets
+from oral_core.datasets import download  # the module whose _fetch calls download_file
 from oral_core.datasets import (DatasetNotFound, load_dataset, load_linqs, load_mat, load_npz,
                                 load_planetoid, preprocess_features, restricted_load,
                                 verify_sha256)
@@ -32,7 +32,7 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def refuse(url: str, dest: Path, timeout: float = 20.0) -> None:
         raise OSError("network disabled in tests")
 
-    monkeypatch.setattr(datasets, "download_file", refuse)
+    monkeypatch.setattr(download, "download_file", refuse)
     monkeypatch.setenv("ORAL_CACHE_DIR", str(tmp_path / "cache"))
 
 
@@ -235,7 +235,7 @@ def test_download_goes_to_cache_and_is_checked(tmp_path: Path,
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(b"not the real file")
 
-    monkeypatch.setattr(datasets, "download_file", fake_download)
+    monkeypatch.setattr(download, "download_file", fake_download)
     cache = tmp_path / "cache"
     with pytest.raises(DatasetNotFound, match="SHA-256"):
         load_dataset("amazon_photo", data_dir=tmp_path / "data", cache_dir=cache)
@@ -246,7 +246,7 @@ def test_download_success_lands_in_cache(tmp_path: Path, monkeypatch: pytest.Mon
     real = shared_datasets_dir() / "blogcatalog" / "BlogCatalog.mat"
     if not real.is_file():
         pytest.skip(f"real datasets not found at {shared_datasets_dir()}")
-    monkeypatch.setattr(datasets, "download_file",
+    monkeypatch.setattr(download, "download_file",
                         lambda url, dest, timeout=20.0: (dest.parent.mkdir(parents=True),
                                                          shutil.copyfile(real, dest)))
     cache = tmp_path / "cache"

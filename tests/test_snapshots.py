@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from data_contracts import snapshots as snap
 from data_contracts.importers import import_dataset, snapshot_summary
 from flows.cli import main
-from oral_core import datasets
+from oral_core.datasets import download  # the module whose _fetch calls download_file
 
 
 def shared_datasets_dir() -> Path:
@@ -35,7 +35,7 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def refuse(url: str, dest: Path, timeout: float = 20.0) -> None:
         raise OSError("network disabled in tests")
 
-    monkeypatch.setattr(datasets, "download_file", refuse)
+    monkeypatch.setattr(download, "download_file", refuse)
     monkeypatch.setenv("ORAL_CACHE_DIR", str(tmp_path / "cache"))
 
 

@@ -32,7 +32,7 @@ import scipy.io
 import scipy.sparse as sp
 import torch
 
-from .graph import Graph, canonical_edges
+from ..graph import Graph, canonical_edges
 
 PathLike = str | os.PathLike
 
@@ -443,7 +443,7 @@ def default_data_dir() -> Path:
     env = os.environ.get("ORAL_DATA_DIR")
     if env:
         return Path(env).expanduser()
-    shared = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    shared = Path(__file__).resolve().parents[3] / "shared" / "datasets"
     return shared if shared.is_dir() else default_cache_dir()
 
 
