@@ -1,6 +1,8 @@
 """ORAL: Open-world gRAph neuraL network (Jin et al.), the method core.
 
-Pure torch / torch_geometric / scipy / numpy / networkx: no orchestration imports.
+Built on torch, torch_geometric, numpy, scipy and python-igraph (Leiden clustering, Eq. 4), with
+pyarrow for node columns (``columns.py``) and tqdm for the optional progress bar: no
+orchestration imports (no prefect, mlflow, duckdb or great_expectations).
 """
 __version__ = "0.1.0"
 

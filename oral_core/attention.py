@@ -1,6 +1,12 @@
 """The group-aware attention mechanism (Eq. 5-6) and the prototypical attention layer.
 
 Written as PyG message passing, in the style of ``torch_geometric.nn.conv.GATConv``.
+
+Shapes in the docstrings: ``N`` nodes, ``E`` directed edges (both directions of an undirected
+edge), ``D`` feature dimensions (``D_in`` / ``D_out`` of a projection), ``K`` prototypes of a
+layer (``N_pro``), ``G`` prototype groups of a layer (``N_clu``, from the clustering of Eq. 4).
+Equation numbers are the paper's (Jin et al.): Eq. 1 representativeness, Eq. 3 group assignment,
+Eq. 4 semi-supervised prototypical clustering, Eq. 5 group-aware attention, Eq. 6 aggregation.
 """
 from __future__ import annotations
 
@@ -58,7 +64,26 @@ class GroupAwareAttention(MessagePassing):
         \quad \text{(Eq. 6)}
 
     ``W h_j`` is computed by the caller (the layer's projection). ``t`` is an attention temperature;
-    ``t = 1`` is exactly Eq. 5. Self loops are added, as Eq. 6 sums over ``N(i) ∪ {i}``.
+    ``t = 1`` is exactly Eq. 5. Self loops are added, as Eq. 6 sums over ``N(i) ∪ {i}``. The
+    activation ``σ`` of Eq. 6 is left to the caller (:class:`PrototypicalAttentionLayer` applies
+    ReLU), so the output is the attention-weighted sum.
+
+    Args:
+        temperature (float, optional): ``t`` of Eq. 5, dividing the cosine similarities before the
+            softmax over each node's neighbourhood. (default: ``1.0``, the paper's Eq. 5)
+
+    Shapes:
+        - **input:**
+          projected node features ``z = W h`` ``(N, D)``,
+          group assignments ``p`` ``(N, G)`` (Eq. 3; the attention reads their cosines),
+          edge indices ``(2, E)`` (row 0 source ``j``, row 1 target ``i``), without self loops
+          unless ``has_self_loops=True`` says that every node already has exactly one
+        - **output:** aggregated node features ``(N, D)`` (Eq. 6 before ``σ``); with
+          ``return_attention=True``, ``((N, D), ((2, E'), (E',)))``: the edge indices with one
+          self loop per node (``E'`` edges) and the attention ``α_ij`` of each (Eq. 5)
+        - :meth:`chunked`: ``z`` ``(N, D)``, ``p`` ``(N, G)``, an incoming-adjacency ``CSR`` that
+          holds the self loops -> ``(N, D)``, equal to :meth:`forward`, with no ``(E, D)``
+          tensor of more than ``max_edges`` rows
     """
 
     def __init__(self, temperature: float = 1.0):
@@ -100,7 +125,26 @@ class GroupAwareAttention(MessagePassing):
 
 
 class GCNAggregation(MessagePassing):
-    """The ablation's aggregation (no PAN): symmetric-normalised GCN propagation with self loops."""
+    r"""The ablation's aggregation (no PAN): symmetric-normalised GCN propagation with self loops.
+
+    .. math::
+        \mathbf{h}^*_i = \sum_{j \in N(i) \cup \{i\}} \frac{1}{\sqrt{\hat d_i \hat d_j}}
+        \mathbf{W}\mathbf{h}_j
+
+    (``\hat d``: degree with the self loop). It replaces Eq. 5-6's attention ``α_ij`` in the
+    paper's PAN ablation (Table 4); as for :class:`GroupAwareAttention`, ``σ`` is applied by the
+    caller. It takes no arguments.
+
+    Shapes:
+        - **input:**
+          projected node features ``z`` ``(N, D)``,
+          group assignments ``p`` ``(N, G)`` (accepted for the same call as
+          :class:`GroupAwareAttention`, not read),
+          edge indices ``(2, E)``, without self loops unless ``has_self_loops=True``
+        - **output:** aggregated node features ``(N, D)``
+        - :meth:`chunked`: ``z`` ``(N, D)``, ``p`` ``(N, G)`` (not read), an incoming-adjacency
+          ``CSR`` that holds the self loops -> ``(N, D)``
+    """
 
     def __init__(self):
         super().__init__(aggr="add", node_dim=0)
@@ -143,6 +187,31 @@ class PrototypicalAttentionLayer(nn.Module):
     prototypes gives the group assignment ``p`` (Eq. 3); ``h* = relu(sum alpha W h)`` (Eq. 5-6).
     With ``use_attention=False`` the aggregation is a GCN propagation (the paper's PAN ablation);
     prototypes and groups are kept, so the layer still predicts groups.
+
+    Args:
+        in_dim (int): ``D_in``, size of each input node representation (the feature count for
+            the first layer).
+        out_dim (int): ``D_out``, size of the projection ``W`` and of the prototypes.
+        num_prototypes (int): ``K`` (the paper's ``N_pro``), trainable prototypes of this layer.
+        temperature (float): softmax temperature of Eq. 1 over the cosine similarities of ``z``
+            to the prototypes (smaller is sharper; ``ORALConfig.temperature``).
+        attention_temperature (float, optional): ``t`` of Eq. 5 (see
+            :class:`GroupAwareAttention`). (default: ``1.0``)
+        dropout (float, optional): dropout on the input ``h`` before the projection, in
+            training mode. (default: ``0.5``)
+        use_attention (bool, optional): group-aware attention (Eq. 5-6), or
+            :class:`GCNAggregation` for the PAN ablation. (default: ``True``)
+
+    Shapes:
+        - **input:**
+          node representations ``h`` ``(N, D_in)``,
+          edge indices ``(2, E)``,
+          a :class:`~oral_core.clustering.Partition` of the ``K`` prototypes into ``G`` groups
+          (``prototype_group`` ``(K,)``, from Eq. 4)
+        - **output:** a :class:`LayerOutput`: representativeness ``r`` ``(N, K)`` (Eq. 1), group
+          assignment ``p`` ``(N, G)`` (Eq. 3), representation ``h`` ``(N, D_out)`` (Eq. 6)
+        - :meth:`project`: ``(N, D_in)`` -> ``(N, D_out)``; :meth:`score`: ``(N, D_out)`` ->
+          ``(N, K)``; prototypes: parameter ``(K, D_out)``
     """
 
     def __init__(self, in_dim: int, out_dim: int, num_prototypes: int, temperature: float,
@@ -175,13 +244,38 @@ class PrototypicalAttentionLayer(nn.Module):
 
     def propagate_groups(self, z, r, edge_index, partition: Partition,
                          has_self_loops: bool = False) -> LayerOutput:
+        """Eq. 3 then Eq. 5-6 from a projection ``z`` ``(N, D_out)`` and its scores ``r``
+        ``(N, K)``."""
         p = group_assignment(r, partition.prototype_group, partition.num_groups)
         h = self.aggregate(z, p, edge_index, has_self_loops=has_self_loops)
         return LayerOutput(r=r, p=p, h=F.relu(h))
 
 
 class ORALNetwork(nn.Module):
-    """``L`` stacked prototypical attention layers, ``h^(0) = x`` (Algorithm 1, lines 3-5)."""
+    """``L`` stacked prototypical attention layers, ``h^(0) = x`` (Algorithm 1, lines 3-5).
+
+    Layer ``l`` reads ``h^(l-1)`` and gives ``(p^(l), h^(l))``: the list of group assignments and
+    representations at ``L`` scales that the per-layer cross-entropy (Eq. 7) and the
+    pseudo-label generator (Eq. 8-9) use.
+
+    Args:
+        in_dim (int): ``F``, the number of node features.
+        hidden_dim (int): ``D``, the size of every layer's projection, prototypes and output.
+        num_layers (int): ``L``.
+        num_prototypes (int): ``K`` (``N_pro``) prototypes per layer.
+        temperature (float): Eq. 1 softmax temperature (see :class:`PrototypicalAttentionLayer`).
+        attention_temperature (float, optional): ``t`` of Eq. 5. (default: ``1.0``)
+        dropout (float, optional): dropout on each layer's input. (default: ``0.5``)
+        use_attention (bool, optional): ``False`` for the PAN ablation (GCN propagation).
+            (default: ``True``)
+
+    Shapes:
+        - **input:** node features ``x`` ``(N, F)``, edge indices ``(2, E)`` (self loops are
+          added once for all layers); :meth:`forward_chunked` takes an incoming-adjacency
+          ``CSR`` that already holds one self loop per node instead
+        - **output:** ``L`` :class:`LayerOutput` (``r`` ``(N, K)``, ``p`` ``(N, G_l)``, ``h``
+          ``(N, D)``, ``G_l`` groups in layer ``l``) and the ``L`` partitions used
+    """
 
     def __init__(self, in_dim: int, hidden_dim: int, num_layers: int, num_prototypes: int,
                  temperature: float, attention_temperature: float = 1.0, dropout: float = 0.5,
@@ -201,6 +295,8 @@ class ORALNetwork(nn.Module):
             partitions: the prototype partition of each layer, or None.
             cluster: ``cluster(layer_index, r, prototypes) -> Partition``, called with the layer's
                 representativeness when ``partitions`` is None (semi-supervised clustering, Eq. 4).
+            input_dropout: apply dropout to ``x`` before the first layer (later layers' inputs
+                always get it in training mode).
         """
         outputs, used = [], []
         h = x

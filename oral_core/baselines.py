@@ -298,6 +298,19 @@ class _Baseline:
 
 # ---------------------------------------------------------------------------------------- GCN
 class _GCN(nn.Module):
+    """Two GCN layers (Kipf and Welling) with dropout: the Table 2 GCN baseline's network.
+
+    Args:
+        in_dim (int): ``F``, the number of node features.
+        hidden (int): size of the hidden layer.
+        out_dim (int): ``C``, one logit per known class.
+        dropout (float): dropout on the input and on the hidden layer, in training mode.
+
+    Shapes:
+        - **input:** node features ``(N, F)``, edge indices ``(2, E)``
+        - **output:** class logits ``(N, C)``
+    """
+
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
         super().__init__()
         from torch_geometric.nn import GCNConv
@@ -356,6 +369,19 @@ class GCNBaseline(_Baseline):
 
 # ---------------------------------------------------------------------------------------- VGAE
 class _VGAEEncoder(nn.Module):
+    """The VGAE encoder (Kipf and Welling, 2016): a shared GCN layer, then GCN layers for the mean
+    and the log standard deviation of each node's latent Gaussian.
+
+    Args:
+        in_dim (int): ``F``, the number of node features.
+        hidden (int): size of the shared hidden layer.
+        latent (int): ``D``, size of the latent space (clustered by k-means afterwards).
+
+    Shapes:
+        - **input:** node features ``(N, F)``, edge indices ``(2, E)``
+        - **output:** ``(mu, logstd)``, each ``(N, D)``
+    """
+
     def __init__(self, in_dim: int, hidden: int, latent: int):
         super().__init__()
         from torch_geometric.nn import GCNConv
@@ -412,6 +438,20 @@ class VGAEKMeans(_Baseline):
 
 # ---------------------------------------------------------------------------------------- GCD
 class _GCDNetwork(nn.Module):
+    """The graph GCD baseline's backbone: two GCN layers (the second without activation) and an
+    MLP projection head for the contrastive losses.
+
+    Args:
+        in_dim (int): ``F``, the number of node features.
+        hidden (int): size of the hidden GCN layer.
+        out_dim (int): ``D``, size of the node embeddings (clustered afterwards).
+        proj_dim (int): size of the projection head's output.
+
+    Shapes:
+        - **input:** node features ``(N, F)``, edge indices ``(2, E)``
+        - **output:** embeddings ``(N, D)``; :attr:`head` maps ``(N, D)`` to ``(N, proj_dim)``
+    """
+
     def __init__(self, in_dim: int, hidden: int, out_dim: int, proj_dim: int):
         super().__init__()
         from torch_geometric.nn import GCNConv
