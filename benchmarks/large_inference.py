@@ -317,8 +317,8 @@ def write_results(rows: list[dict], out: Path, command: str, threads: int) -> No
         "transaction's row groups), which `memory_limit` caps by spilling to disk.",
         "- `publish` / `publish+lineage`: lineage adds O(N) numpy arrays, not Python objects: "
         "the node pairs from DuckDB (16 bytes per node), 8-byte node keys, and the copies "
-        "`tasks.lineage.track_lineage` makes to count overlaps (`numpy.unique` over both "
-        "nights' keys); `memory_limit` does not bound those.",
+        "`tasks.warehouse.lineage.track_lineage` makes to count overlaps (`numpy.unique` over "
+        "both nights' keys); `memory_limit` does not bound those.",
         "- `(table)`: the whole predictions table read into memory first, as the nightly flow's "
         "Prefect task does today; the file path avoids it.",
     ]

@@ -41,7 +41,7 @@ def _graph(graph: str) -> dict:
 
 def class_events(graph: str, snapshot_date: dt.date | str, run_id: str, rows,
                  classes: list[dict]) -> list[str]:
-    """One event per lineage row (:class:`tasks.lineage.LineageRow`) whose status is in
+    """One event per lineage row (:class:`tasks.warehouse.lineage.LineageRow`) whose status is in
     :data:`CLASS_EVENTS`. Returns the event names sent, in order."""
     by_lineage = {c.get("lineage_id"): c for c in classes}
     sent = []

@@ -176,7 +176,7 @@ def load(warehouse_path, graph: str, contract_dir: Path | None = None,
     for row in lineage:
         if row.get("class_name"):
             names[row["lineage_id"]] = row["class_name"]
-    from tasks.lineage import KNOWN_PREFIX
+    from tasks.warehouse.lineage import KNOWN_PREFIX
 
     timeline = [dict(row, label=labels.get(row["lineage_id"]),
                      class_name=row.get("class_name") or names.get(row["lineage_id"]),

@@ -590,10 +590,11 @@ def node_keys(index: np.ndarray) -> np.ndarray:
     """Compact stand-ins for node ids: node ``i`` (``0 <= i < 2**32``) as a two-character numpy
     string (``U2``, 8 bytes), bijective and built without a Python object per node.
 
-    Lineage (:func:`tasks.lineage.track_lineage`) compares member ids only for equality, after
-    turning them into a numpy string array; these keys keep that at 8 bytes per node where node
-    id strings would take their longest id's length times 4. Each character is a valid code
-    point (``U+10000`` plus 16 bits of ``i``), so a key is an ordinary string if ever read."""
+    Lineage (:func:`tasks.warehouse.lineage.track_lineage`) compares member ids only for
+    equality, after turning them into a numpy string array; these keys keep that at 8 bytes per
+    node where node id strings would take their longest id's length times 4. Each character is
+    a valid code point (``U+10000`` plus 16 bits of ``i``), so a key is an ordinary string if
+    ever read."""
     index = np.asarray(index, dtype=np.int64)
     if index.size and (index.min() < 0 or index.max() >= 2**32):
         raise ValueError("node keys cover node indices 0 .. 2**32-1")
@@ -616,12 +617,13 @@ def _members(keys: np.ndarray, node: np.ndarray, valid: np.ndarray) -> dict[int,
 
 def lineage_members(warehouse, predictions: pa.Table | str | Path, previous=None):
     """Members per class of the previous run and of tonight's, for
-    :func:`tasks.lineage.track_lineage`, as :func:`node_keys` (never a Python string per node).
+    :func:`tasks.warehouse.lineage.track_lineage`, as :func:`node_keys` (never a Python string
+    per node).
 
     ``predictions``: tonight's table or Parquet file (``node_id``, ``class_key``; keys below 0
     are unassigned and belong to no class); ``previous``: the
-    :class:`tasks.lineage.PreviousClasses` of the previous run (its ``members`` are ignored), or
-    None. The nodes of both runs are paired by one join in DuckDB
+    :class:`tasks.warehouse.lineage.PreviousClasses` of the previous run (its ``members`` are
+    ignored), or None. The nodes of both runs are paired by one join in DuckDB
     (:meth:`tasks.warehouse.Warehouse.node_pairs`) and node ``i`` of that join gets key ``i``:
     a node keeps one key across the two runs, which is all lineage compares.
 
@@ -651,9 +653,9 @@ def lineage(warehouse, run: dict, predictions: pa.Table | str | Path, classes: l
     """Lineage of tonight's classes against the graph's previous run (read from DuckDB, nothing
     written). ``predictions`` as in :func:`publish`.
 
-    Returns ``{"run_id", "result": tasks.lineage.LineageResult, "classes": classes with their
-    lineage_id}``; :func:`write_run` publishes it."""
-    from tasks.lineage import track_lineage
+    Returns ``{"run_id", "result": tasks.warehouse.lineage.LineageResult, "classes": classes
+    with their lineage_id}``; :func:`write_run` publishes it."""
+    from tasks.warehouse.lineage import track_lineage
     from tasks.warehouse import make_run_id
 
     if not isinstance(predictions, pa.Table):

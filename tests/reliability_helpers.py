@@ -39,7 +39,7 @@ def publish_data(tag: str) -> dict:
     import numpy as np
     import pyarrow as pa
 
-    from tasks.lineage import LineageConfig, track_lineage
+    from tasks.warehouse.lineage import LineageConfig, track_lineage
 
     date = RUN_DATES[tag]
     rng = np.random.default_rng(len(tag))

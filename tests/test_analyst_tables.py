@@ -129,7 +129,8 @@ def test_analyst_sql_guard_still_refuses_writes(wh: Warehouse) -> None:
 
 
 # -------------------------------------------------------------------- migration from version 1
-#: the schema of version 1, as tasks/warehouse.py created it before the typed columns
+#: the schema of version 1, as the warehouse (then tasks/warehouse.py) created it before the
+#: typed columns
 V1_TABLES = [
     "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
     """CREATE TABLE snapshots (graph VARCHAR NOT NULL, snapshot_date DATE NOT NULL,

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks import steps
-from tasks.lineage import LineageConfig, track_lineage
+from tasks.warehouse.lineage import LineageConfig, track_lineage
 from tasks.warehouse import Warehouse, WarehouseError, make_run_id
 
 NAMES = ["alpha", "beta", "it's \"gamma\""]

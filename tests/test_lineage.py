@@ -6,7 +6,8 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from tasks.lineage import (LineageConfig, PreviousClasses, overlap_matrix, track_lineage)
+from tasks.warehouse.lineage import (LineageConfig, PreviousClasses, overlap_matrix,
+                                     track_lineage)
 
 D1, D2 = dt.date(2026, 3, 1), dt.date(2026, 3, 2)
 

@@ -1668,7 +1668,7 @@ SQL_START = re.compile(r"^\s*\(?\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTE
 FILTER = re.compile(r"\b(name|run_id|tags\.\w+|params\.\w+|attributes\.\w+)\s*(=|LIKE|ILIKE)\s*'")
 # interpolations allowed inside SQL or MLflow filter text, and why they are safe
 ALLOWED = {
-    "table": "a table name from a fixed tuple in tasks/warehouse.py",
+    "table": "a table name from a fixed tuple in tasks/warehouse/publish.py",
     "_STATUS_LIST": "a module constant (lineage statuses)",
     "', '.join(names)": "column names: the keys of rows built from RUN_COLUMNS/SNAPSHOT_COLUMNS",
     "', '.join(('?' for _ in names))": "placeholders",

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tasks.lineage import LineageConfig, track_lineage
+from tasks.warehouse.lineage import LineageConfig, track_lineage
 from tasks.warehouse import (SCHEMA_VERSION, QueryRefused, Warehouse, WarehouseError,
                              WarehouseLocked, make_run_id)
 

@@ -1,0 +1,142 @@
+"""What the nightly flow reads back from earlier runs: whether a run was published, the last
+processed date, and the inputs of lineage (the novel-id counter, the previous run's classes and
+both runs' classes of every node).
+
+:class:`History` is mixed into :class:`tasks.warehouse.store.Warehouse`; the lineage algorithm
+itself is :mod:`tasks.warehouse.lineage`.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import WarehouseError
+from .lineage import PreviousClasses
+from .publish import _AssignmentSource
+from .values import _date
+
+#: ``Warehouse.node_pairs``: the class key of a node absent from one of the two runs.
+NO_CLASS = np.iinfo(np.int64).min
+
+
+class History:
+    """The flow's reads of published runs (a mixin of :class:`tasks.warehouse.store.Warehouse`)."""
+
+    def run_exists(self, run_id: str) -> bool:
+        with self._reader() as con:
+            if con is None:
+                return False
+            found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()
+            return found[0][0] > 0
+
+    def last_processed_date(self, graph: str, config_hash: str | None = None) -> dt.date | None:
+        """The latest snapshot date with a published run of ``graph`` (of that configuration)."""
+        with self._reader() as con:
+            if con is None:
+                return None
+            found = con.execute(
+                "SELECT max(snapshot_date) FROM runs WHERE graph = ? "
+                "AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?)",
+                [graph, config_hash, config_hash]).fetchall()
+            return found[0][0]
+
+    def max_novel_index(self, graph: str, before_date: dt.date | str | None = None,
+                        exclude_run_id: str | None = None) -> int:
+        """The largest ``n`` of the graph's ``<graph>:novel:<n>`` lineage ids (0 when none).
+
+        ``before_date`` counts only runs of earlier snapshots, ``exclude_run_id`` leaves out one
+        run. A nightly run passes ``before_date=<its snapshot date>`` (together with the
+        :meth:`previous_run` of that date): a rerun or a backfill of a date then hands out the
+        same new ids as the first time, so republishing it leaves identical rows."""
+        prefix = f"{graph}:novel:"
+        with self._reader() as con:
+            if con is None:
+                return 0
+            found = con.execute(
+                "SELECT max(TRY_CAST(substr(lineage_id, length(?) + 1) AS BIGINT)) "
+                "FROM class_lineage WHERE graph = ? AND starts_with(lineage_id, ?) "
+                "AND (CAST(? AS DATE) IS NULL OR snapshot_date < ?) "
+                "AND (CAST(? AS VARCHAR) IS NULL OR run_id <> ?)",
+                [prefix, graph, prefix, _date(before_date), _date(before_date),
+                 exclude_run_id, exclude_run_id]).fetchall()
+            return int(found[0][0] or 0)
+
+    def previous_run(self, graph: str, before_date: dt.date | str,
+                     config_hash: str | None = None, *,
+                     with_members: bool = True) -> PreviousClasses | None:
+        """The latest published run of ``graph`` with a snapshot date before ``before_date`` (of
+        that configuration when given), as :class:`tasks.warehouse.lineage.PreviousClasses`:
+        member node ids per class key, lineage ids, known class names, first-seen dates. None if
+        there is no such run.
+
+        The member lists hold one Python string per node: for small graphs and inspection.
+        ``with_members=False`` leaves ``members`` empty (``{}``, to be filled before lineage);
+        :func:`tasks.steps.publish` does so and takes the members from :meth:`node_pairs`."""
+        day = _date(before_date)
+        with self._reader() as con:
+            if con is None:
+                return None
+            found = con.execute(
+                "SELECT run_id, snapshot_date FROM runs WHERE graph = ? AND snapshot_date < ? "
+                "AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?) "
+                "ORDER BY snapshot_date DESC, published_at DESC, run_id DESC LIMIT 1",
+                [graph, day, config_hash, config_hash]).fetchall()
+            if not found:
+                return None
+            run_id, prev_date = found[0]
+            classes = con.execute(
+                "SELECT c.class_key, c.lineage_id, c.class_name, l.first_seen FROM classes c "
+                "LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id "
+                "WHERE c.run_id = ? ORDER BY c.class_key", [run_id]).fetchall()
+            if not with_members:
+                return PreviousClasses(
+                    members={}, lineage={int(k): lin for k, lin, *_ in classes},
+                    names={int(k): name for k, _, name, _ in classes},
+                    first_seen={int(k): first for k, _, _, first in classes if first is not None},
+                    snapshot_date=prev_date, run_id=run_id)
+            members = con.sql(
+                "SELECT class_key, node_id FROM node_assignments WHERE run_id = ? "
+                "ORDER BY class_key, node_id", params=[run_id]).to_arrow_table()
+        keys = members["class_key"].to_numpy()
+        nodes = members["node_id"].to_numpy(zero_copy_only=False)
+        uniq, starts = np.unique(keys, return_index=True)
+        bounds = list(starts) + [len(keys)]
+        grouped = {int(k): nodes[bounds[i]:bounds[i + 1]].tolist() for i, k in enumerate(uniq)}
+        return PreviousClasses(
+            members={int(k): grouped.get(int(k), []) for k, *_ in classes},
+            lineage={int(k): lin for k, lin, *_ in classes},
+            names={int(k): name for k, _, name, _ in classes},
+            first_seen={int(k): first for k, _, _, first in classes if first is not None},
+            snapshot_date=prev_date, run_id=run_id)
+
+    def node_pairs(self, run_id: str, assignments: pa.Table | str | os.PathLike
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Both runs' classes of every node, for lineage without a Python string per node.
+
+        ``run_id``: a published run (the previous one); ``assignments``: tonight's rows (an
+        Arrow table or a Parquet file, as for :meth:`publish_run`; ``node_id`` and ``class_key``
+        are read). One full outer join on the node id in DuckDB (streamed from the file, its
+        hash table in DuckDB's own memory) gives, per distinct node of either run, the int64
+        arrays ``(previous_key, current_key)``: the node's class key in the published run and
+        in ``assignments``, :data:`NO_CLASS` where the node is not in that run (or has a null
+        class key). Row ``i`` of both arrays is one node, so ``i`` can stand for its id."""
+        source = _AssignmentSource.of(assignments, columns=("node_id", "class_key"))
+        with contextlib.ExitStack() as stack:
+            con = stack.enter_context(self._connection(read_only=True))
+            if not self._has_schema(con):
+                raise WarehouseError(f"no warehouse schema in {self.path}: run {run_id} was "
+                                     f"never published")
+            stack.enter_context(source.registered(con))
+            pairs = con.execute(
+                "SELECT coalesce(CAST(p.class_key AS BIGINT), ?) AS previous_key, "
+                "coalesce(CAST(c.class_key AS BIGINT), ?) AS current_key "
+                "FROM (SELECT node_id, class_key FROM node_assignments WHERE run_id = ?) p "
+                "FULL OUTER JOIN (SELECT CAST(a.node_id AS VARCHAR) AS node_id, a.class_key "
+                "FROM _oral_assignments a) c ON p.node_id = c.node_id",
+                [NO_CLASS, NO_CLASS, run_id]).fetchnumpy()
+        return (np.asarray(pairs["previous_key"], dtype=np.int64),
+                np.asarray(pairs["current_key"], dtype=np.int64))
