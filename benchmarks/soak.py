@@ -90,7 +90,7 @@ def measure(state: Path, night: int, date: str, seconds: float, out: dict, graph
             collect: bool = True) -> dict:
     import mlflow
 
-    from tasks.tracking import TrackingConfig
+    from tasks.registry import TrackingConfig
 
     db = state / "oral.duckdb"
     rows, nodes = table_rows(db, out["run_id"])

@@ -120,7 +120,7 @@ def _run_flow(fn) -> int:
     from data_contracts.snapshots import SnapshotError
     from flows import cli_logging
     from tasks.steps import ContractFailed
-    from tasks.tracking import TrackingError
+    from tasks.registry import TrackingError
     from tasks.warehouse import WarehouseError
 
     quiet = _NoTraceback((ContractFailed, SnapshotError))

@@ -96,7 +96,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             when it applies (a warm start, :func:`tasks.steps.plan_start`); ``None``: the
             ``ORAL_WARM_START`` setting (default off: cold).
     """
-    from tasks.tracking import TrackingConfig
+    from tasks.registry import TrackingConfig
     from tasks.warehouse import Warehouse, make_run_id, make_training_id
 
     logger = get_run_logger()
@@ -292,10 +292,10 @@ def _artifact_failed(graph, path, report, report_json, report_html) -> None:
 def _mlflow_link(tracking_cfg, mlflow_run_id: str) -> str | None:
     """The MLflow run in the MLflow UI (an ``http(s)`` tracking server), else its artifact
     folder (a local store); None when it cannot be read."""
-    from tasks import tracking
+    from tasks.registry import client
 
     try:
-        info = tracking.client(tracking_cfg).get_run(mlflow_run_id).info
+        info = client(tracking_cfg).get_run(mlflow_run_id).info
     except Exception:  # noqa: BLE001 - a missing link is no failed night
         return None
     uri = str(tracking_cfg.uri or "")

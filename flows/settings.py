@@ -27,7 +27,7 @@ QUIET = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "GIT_PYTHON_REFRESH": "quiet",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
-    # one retry layer for MLflow: tasks.tracking.with_retries (bounded, logged, permanent errors
+    # one retry layer for MLflow: tasks.registry.with_retries (bounded, logged, permanent errors
     # not retried); MLflow's own HTTP retries would multiply it, and the Prefect tasks around
     # MLflow (register, champion) have no retries of their own
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",

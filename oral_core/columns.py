@@ -1,7 +1,7 @@
 """Arrow columns of a graph as the arrays the model takes: node positions and the feature matrix.
 
 Shared by the snapshot reader (``data_contracts.snapshots``) and the registered model
-(``tasks/oral_pyfunc.py``), which travels with ``oral_core`` alone.
+(``tasks/registry/oral_pyfunc.py``), which travels with ``oral_core`` alone.
 """
 from __future__ import annotations
 

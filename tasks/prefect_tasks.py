@@ -1,11 +1,11 @@
-"""Prefect tasks: thin adapters around :mod:`tasks.steps`, :mod:`tasks.tracking` and the warehouse.
+"""Prefect tasks: thin adapters around :mod:`tasks.steps`, :mod:`tasks.registry` and the warehouse.
 
 - **Caching**: training is cached by :class:`TrainingKey`, a ``CachePolicy`` keyed on the graph,
   the snapshot's content hash, the configuration hash and the start (its small JSON result is
   persisted under ``PREFECT_HOME``; the model and predictions live in the run folder), so a rerun
   after a crash does not retrain.
 - **Retries, one layer per resource**: file reads (``find-snapshot``, ``ingest``) and the DuckDB
-  write (``publish``) retry as Prefect tasks; MLflow calls retry in :func:`tasks.tracking.with_retries`
+  write (``publish``) retry as Prefect tasks; MLflow calls retry in :func:`tasks.registry.with_retries`
   only (bounded, logged, permanent errors not retried, also for the CLI outside any flow), so
   ``register`` and ``champion`` have no task retries and MLflow's own HTTP retries are off
   (``MLFLOW_HTTP_REQUEST_MAX_RETRIES=0``, :mod:`flows.settings`).
@@ -138,11 +138,11 @@ def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: t
     """One MLflow run (params, per-epoch metrics, artifacts, model), a registered version, and
     (with ``promote``) the champion gate. Idempotent: a run already logged for this ``run_id`` is
     reused. Inside a transaction it records what its rollback hook needs (the champion before)."""
-    from tasks import tracking
+    from tasks.registry import champion as champion_rules
 
-    before = tracking.champion_version(tracking_cfg, graph)
-    out = steps.track(tracking_cfg, graph, run, trained, report_paths, classes, scores, tags,
-                      promote)
+    before = champion_rules.champion_version(tracking_cfg, graph)
+    out = champion_rules.track(tracking_cfg, graph, run, trained, report_paths, classes, scores,
+                               tags, promote)
     txn = get_transaction()
     if txn is not None:
         for key, value in (("tracking_cfg", tracking_cfg), ("graph", graph),
@@ -155,9 +155,11 @@ def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: t
 def undo_registry(txn) -> None:
     """``on_rollback`` hook of :func:`register`: the nightly transaction failed after the version
     was registered (publish, lineage or the champion gate): the champion alias goes back to where
-    it was when the run registered (:func:`tasks.steps.undo_champion`)."""
-    done = steps.undo_champion(txn.get("tracking_cfg"), txn.get("graph"),
-                               txn.get("model_version"), txn.get("champion_before"))
+    it was when the run registered (:func:`tasks.registry.champion.undo_champion`)."""
+    from tasks.registry import champion as champion_rules
+
+    done = champion_rules.undo_champion(txn.get("tracking_cfg"), txn.get("graph"),
+                                        txn.get("model_version"), txn.get("champion_before"))
     get_run_logger().warning("rolled back the registry step of version %s of %s: %s",
                              txn.get("model_version"), txn.get("graph"), done)
 
@@ -165,7 +167,9 @@ def undo_registry(txn) -> None:
 @task(name="champion", cache_policy=NO_CACHE)
 def champion(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
     """The champion gate for a registered version, run after the DuckDB publish committed."""
-    out = steps.champion_gate(tracking_cfg, graph, version, val_accuracy)
+    from tasks.registry import champion as champion_rules
+
+    out = champion_rules.champion_gate(tracking_cfg, graph, version, val_accuracy)
     get_run_logger().info("champion gate for version %s: %s", version, out["reason"])
     return out
 

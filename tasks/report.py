@@ -230,7 +230,7 @@ def _strip_credentials(uri: str) -> str:
 
 
 def safe_uri(uri: str | None) -> str:
-    """``uri`` with its password masked (as :func:`tasks.tracking.safe_uri`, which this module
+    """``uri`` with its password masked (as :func:`tasks.registry.safe_uri`, which this module
     does not import: it loads MLflow, seconds for a command that only reads DuckDB)."""
     if not uri:
         return ""
@@ -243,7 +243,7 @@ def safe_uri(uri: str | None) -> str:
 
 
 def default_tracking_uri(state_dir) -> str:
-    """The embedded store of a state folder, spelled as :attr:`tasks.tracking.TrackingConfig.uri`
+    """The embedded store of a state folder, spelled as :attr:`tasks.registry.TrackingConfig.uri`
     spells it."""
     return f"sqlite:///{urllib.parse.quote((Path(state_dir).absolute() / 'mlflow.db').as_posix())}"
 

@@ -2,7 +2,7 @@
 :mod:`tasks.prefect_tasks` wrap them with retries, caching and logging, and tests call them alone.
 
 snapshot -> :func:`read_snapshot` -> :func:`validate` -> :func:`train` -> :func:`score` ->
-:func:`describe_classes` -> (MLflow in :mod:`tasks.tracking`) -> :func:`publish` (lineage + DuckDB).
+:func:`describe_classes` -> (MLflow in :mod:`tasks.registry`) -> :func:`publish` (lineage + DuckDB).
 
 Per-node outputs stay in numpy and Arrow buffers, never one Python object per node, so a graph of
 millions of nodes is handled in bounded memory: :func:`write_predictions` writes the predictions
@@ -255,89 +255,6 @@ class StartPlan:
         return dataclasses.asdict(self)
 
 
-#: MLflow version tag saying whether the champion gate promoted the version (set when it decides)
-PROMOTED_TAG = "champion_promoted"
-
-
-def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
-    """The champion of ``oral-<graph>`` as of the night before ``before``: the latest registered
-    version dated earlier (``snapshot_date`` tag) that the champion gate promoted; for versions
-    registered before that tag existed, the ``champion`` alias when it is dated earlier. None
-    when there is none."""
-    from mlflow.exceptions import MlflowException
-
-    from tasks import tracking
-
-    day = snap.parse_date(before) if not isinstance(before, dt.date) else before
-    name = tracking.model_name(graph)
-    client = tracking.client(tracking_cfg)
-
-    def search():
-        try:
-            return client.search_model_versions(f"name = '{name}' and tags.{PROMOTED_TAG} = 'true'")
-        except MlflowException as err:
-            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
-                return []
-            raise
-
-    def dated(mv) -> dt.date | None:
-        try:
-            return snap.parse_date((mv.tags or {}).get("snapshot_date", ""))
-        except Exception:  # noqa: BLE001 - no or a malformed date: not a candidate
-            return None
-
-    found = [mv for mv in tracking._retry(tracking_cfg, search, f"searching champions of {name!r}")
-             if (d := dated(mv)) is not None and d < day]
-    if not found:
-        alias = tracking._champion(tracking_cfg, graph, client)
-        if alias is not None and (d := dated(alias)) is not None and d < day:
-            return alias
-        return None
-    return max(found, key=lambda mv: (dated(mv), int(mv.version)))
-
-
-def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path | None]:
-    """The ORAL model file and the published predictions of registered version ``mv``, copied
-    from the tracking store into ``dest`` (replacing what is there). Returns
-    ``(model_path, predictions_path or None)``."""
-    import shutil
-    import tempfile
-
-    import mlflow
-
-    from tasks import tracking
-
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    name = tracking.model_name(graph)
-    with tempfile.TemporaryDirectory(prefix=".download-", dir=dest) as tmp:
-        with tracking.using(tracking_cfg):
-            folder = Path(mlflow.artifacts.download_artifacts(
-                artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(Path(tmp) / "model")))
-        found = sorted(p for p in folder.rglob("*.pt"))
-        if not found:
-            raise FileNotFoundError(f"version {mv.version} of {name!r} holds no ORAL model file")
-        model_path = dest / "model.pt"
-        shutil.copyfile(found[0], Path(tmp) / "model.pt")
-        os.replace(Path(tmp) / "model.pt", model_path)
-        predictions_path = None
-        if mv.run_id:
-            try:
-                got = tracking.client(tracking_cfg).download_artifacts(
-                    mv.run_id, "predictions/predictions.parquet", tmp)
-                predictions_path = dest / "predictions.parquet"
-                os.replace(got, predictions_path)
-            except Exception as err:  # noqa: BLE001 - class ids are then numbered afresh
-                log.warning("no predictions for version %s of %s (%s): class ids are not "
-                            "carried over", mv.version, name, err)
-    return model_path, predictions_path
-
-
-def tracking_client(tracking_cfg):
-    from tasks import tracking
-    return tracking.client(tracking_cfg)
-
-
 def start_problem(payload: dict, in_dim: int, feature_mode: str, config,
                   class_names: list[str]) -> str | None:
     """Why ``payload`` (a previous model) cannot start tonight's training, or None when it can:
@@ -366,12 +283,15 @@ def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: s
                feature_mode: str, config, class_names: list[str], dest_root: Path,
                cold: bool = False) -> StartPlan:
     """Warm or cold (see the README's "Warm starts"). Warm when the champion of the night
-    before (:func:`previous_champion`) loads and was trained on the same feature space and
+    before (:func:`tasks.registry.champion.previous_champion`) loads and was trained on the same feature space and
     configuration (:func:`start_problem`); cold, with the reason, otherwise or when ``cold``.
     A snapshot equal to the champion's (same content) reuses the champion's training instead:
     the same start key, hence the training cache and run folder of that night."""
     if cold:
         return StartPlan("cold", "cold start requested")
+    from tasks.registry.champion import download_model, previous_champion
+    from tasks.registry.store import client as tracking_client
+
     mv = previous_champion(tracking_cfg, graph, snapshot_date)
     if mv is None:
         return StartPlan("cold", f"no champion of oral-{graph} before {snapshot_date}")
@@ -420,11 +340,6 @@ def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: s
             "predictions_path": None if predictions_path is None else str(predictions_path)}
     return StartPlan("warm", f"warm start from {where}", key=f"+warm-{source[:12]}", init=init,
                      source_version=version, source_run_id=source)
-
-
-def class_name_of(class_id: int, class_names: list[str], num_known: int) -> str | None:
-    """A known class keeps its name; a novel class has none (its lineage id names it)."""
-    return class_names[class_id] if 0 <= class_id < num_known and class_id < len(class_names) else None
 
 
 def _numpy(values) -> np.ndarray:
@@ -545,6 +460,7 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
                      top: int = 5) -> list[dict]:
     """Per predicted class: size, mean confidence, characteristic features (lift), exemplar node
     ids (most confident members), and purity against the truth when the snapshot has it."""
+    from oral_core.inference import class_name_of
     from oral_core.interpret import characteristic_features, exemplars, purity
 
     class_id = predictions.column("class_key").to_numpy()
@@ -704,208 +620,3 @@ def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | st
     for c, with_id in zip(classes, found["classes"]):
         c["lineage_id"] = with_id["lineage_id"]
     return write_run(warehouse, run, snapshot_row, predictions, found)
-
-
-def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
-          classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
-    """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
-    and, with ``promote``, the champion gate (:mod:`tasks.tracking`). The nightly flow passes
-    ``promote=False`` and runs the gate (:func:`champion_gate`) only after DuckDB committed the
-    run, so a failed publish never leaves the registry's champion ahead of the warehouse.
-
-    Idempotent per pipeline run id (tag ``oral_run_id`` on the version):
-
-    - a rerun, or a retry after a crash between MLflow and DuckDB, finds the registered version
-      that carries this ``run_id`` and reuses it (no second version); when the crash came before
-      the champion gate had decided (no ``champion_decision`` tag), the gate runs now;
-    - two processes tracking the same run at once both register, then both look again: the
-      lowest version carrying the ``run_id`` is kept, the other process deletes its own version
-      (and its MLflow run), and both return the kept one, so a run never keeps two versions.
-
-    A failing search is retried and then raised (:class:`tasks.tracking.TrackingError`): taking
-    it for "no version yet" would register a duplicate.
-    """
-    from tasks import tracking
-
-    name = tracking.model_name(graph)
-    oral_run_id = run["run_id"]
-    client = tracking.client(tracking_cfg)
-    existing = _versions_of_run(tracking_cfg, client, name, oral_run_id)
-    if existing:
-        return _reuse_version(tracking_cfg, client, graph, existing, trained, promote)
-    history = json.loads(Path(trained["history_path"]).read_text())
-    params = dict(trained["config"]) | {"feature_mode": trained["feature_mode"],
-                                        "config_hash": trained["config_hash"], "graph": graph,
-                                        "oral_run_id": oral_run_id,
-                                        "start": trained.get("start", "cold"),
-                                        "warm_from_version": tags.get("warm_from_version") or ""}
-    metrics = {"val_accuracy": trained["val_accuracy"], "selected_epoch": trained["epoch"],
-               "num_classes": trained["num_classes"], "num_novel": trained["num_novel"],
-               "train_seconds": trained["train_seconds"]}
-    if scores:
-        metrics["scores"] = {k: v for k, v in scores.items() if isinstance(v, (int, float))}
-    artifacts = {"predictions": pq.read_table(trained["predictions_path"]),
-                 "class_summary": classes, "validation_report": [Path(p) for p in report_paths]}
-    mlflow_run_id, model_uri = tracking.log_training_run(
-        tracking_cfg, graph, params, history, artifacts, dict(tags) | {"contracts_passed": "true"},
-        Path(trained["model_path"]), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}")
-    version = tracking.register_model(
-        tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained["val_accuracy"],
-        contracts_passed=True, snapshot_date=tags.get("snapshot_date"),
-        tags={"oral_run_id": oral_run_id} | {k: tags[k] for k in START_TAGS if tags.get(k)})
-    # another process may have tracked the same run meanwhile: settle on the lowest version
-    found = _versions_of_run(tracking_cfg, client, name, oral_run_id)
-    if found and min(int(v.version) for v in found) != int(version):
-        log.warning("%s: run %s was registered concurrently by another process; dropping version "
-                    "%d in favour of version %d", name, oral_run_id, int(version),
-                    min(int(v.version) for v in found))
-        return _reuse_version(tracking_cfg, client, graph, found, trained, promote)
-    if promote:
-        promoted, reason = tracking.promote_champion(tracking_cfg, graph, version, True,
-                                                     trained["val_accuracy"])
-    else:
-        promoted, reason = None, "registered; the champion gate runs after the DuckDB publish"
-    log.info("MLflow run %s, %s version %d: %s", mlflow_run_id, name, version, reason)
-    return {"mlflow_run_id": mlflow_run_id, "model_name": name, "model_version": int(version),
-            "promoted": None if promoted is None else bool(promoted), "reason": reason,
-            "tracking_uri": tracking_cfg.safe_uri()}
-
-
-#: run tags that the nightly flow also puts on the registered version: how its training started
-#: (``start``, ``start_reason``, ``start_key``, ``warm_from`` run id, ``warm_from_version``) and
-#: the snapshot's ``content_hash``; :func:`plan_start` reads them on the next night
-START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from", "warm_from_version")
-
-
-def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
-    """The champion gate for a registered ``version``, once: when the version already carries a
-    ``champion_decision`` (a rerun, a retry after the gate ran) that decision stands. The
-    nightly flow calls it after the DuckDB publish committed. Returns ``promoted`` (the alias
-    points at ``version`` now) and ``reason``."""
-    from tasks import tracking
-
-    name = tracking.model_name(graph)
-    client = tracking.client(tracking_cfg)
-    mv = tracking._retry(tracking_cfg, lambda: client.get_model_version(name, str(int(version))),
-                         f"reading version {version} of {name!r}")
-    reason = (mv.tags or {}).get("champion_decision")
-    if reason is None:
-        promoted, reason = tracking.promote_champion(tracking_cfg, graph, version, True,
-                                                     float(val_accuracy))
-        # what the gate decided, for the warm start of a later night (previous_champion)
-        tracking._retry(tracking_cfg, lambda: client.set_model_version_tag(
-            name, str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower()),
-            "tagging the model version")
-    return {"promoted": tracking.champion_version(tracking_cfg, graph) == int(version),
-            "reason": reason}
-
-
-def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int | None) -> str:
-    """Undo what the champion gate did for ``version`` in a transaction that rolled back (the
-    nightly flow's ``on_rollback`` hook of the ``register`` task): when the ``champion`` alias
-    points at ``version`` but pointed elsewhere (or nowhere) before, it goes back to
-    ``champion_before`` (or is removed); the gate's decision tags are dropped so the rerun decides
-    again. An alias that another run moved meanwhile is left alone. The registered version stays:
-    the rerun reuses it (:func:`track`). Returns what was done, for the log."""
-    from mlflow.exceptions import MlflowException
-
-    from tasks import tracking
-
-    name = tracking.model_name(graph)
-    client = tracking.client(tracking_cfg)
-    version = int(version)
-    done = []
-    now = tracking.champion_version(tracking_cfg, graph)
-    if now == version and champion_before != version:
-        if champion_before is None:
-            tracking._retry(tracking_cfg, lambda: client.delete_registered_model_alias(
-                name, tracking.CHAMPION), f"removing the {tracking.CHAMPION} alias of {name!r}")
-            done.append(f"removed the {tracking.CHAMPION} alias (there was none before)")
-        else:
-            tracking._retry(tracking_cfg, lambda: client.set_registered_model_alias(
-                name, tracking.CHAMPION, str(champion_before)),
-                f"moving the {tracking.CHAMPION} alias of {name!r} back")
-            done.append(f"moved the {tracking.CHAMPION} alias back to version {champion_before}")
-    if champion_before != version:
-        mv = tracking._retry(tracking_cfg, lambda: client.get_model_version(name, str(version)),
-                             f"reading version {version} of {name!r}")
-        for tag in ("champion_decision", PROMOTED_TAG):
-            if tag not in (mv.tags or {}):
-                continue
-
-            def drop(tag=tag):
-                try:
-                    client.delete_model_version_tag(name, str(version), tag)
-                except MlflowException as err:  # gone meanwhile: nothing to undo
-                    if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
-                        raise
-            tracking._retry(tracking_cfg, drop, f"dropping tag {tag} of version {version}")
-            done.append(f"dropped the gate's {tag} tag of version {version}")
-    return "; ".join(done) or "the champion alias had not moved"
-
-
-def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
-    """The registered versions of ``name`` tagged with this pipeline run id (retried, bounded)."""
-    import re
-
-    from mlflow.exceptions import MlflowException
-
-    from tasks import tracking
-
-    if not re.fullmatch(r"[0-9a-f]{16,64}", str(oral_run_id)):  # it goes into a filter string
-        raise ValueError(f"not a pipeline run id: {oral_run_id!r}")
-
-    def search():
-        try:
-            return client.search_model_versions(
-                f"name = '{name}' and tags.oral_run_id = '{oral_run_id}'")
-        except MlflowException as err:
-            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
-                return []
-            raise
-    return list(tracking._retry(tracking_cfg, search,
-                                f"searching versions of {name!r} for run {oral_run_id}"))
-
-
-def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict,
-                   promote: bool = True) -> dict:
-    """Keep the lowest of ``versions`` (all tagged with one pipeline run id), delete the others
-    (a crashed or concurrent duplicate; never one an alias points at), finish the champion gate
-    if it never decided for the kept one, and describe it like :func:`track` does."""
-    from mlflow.exceptions import MlflowException
-
-    from tasks import tracking
-
-    name = tracking.model_name(graph)
-    keeper = min(versions, key=lambda v: int(v.version))
-    champion = tracking.champion_version(tracking_cfg, graph)
-    for extra in versions:
-        if int(extra.version) == int(keeper.version):
-            continue
-        if champion == int(extra.version) or getattr(extra, "aliases", None):
-            log.warning("%s: version %s duplicates version %s (same run) but carries an alias; "
-                        "left in place", name, extra.version, keeper.version)
-            continue
-
-        def drop(extra=extra):
-            try:
-                client.delete_model_version(name, str(extra.version))
-            except MlflowException as err:  # the other process dropped it already
-                if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
-                    raise
-        tracking._retry(tracking_cfg, drop, f"deleting duplicate version {extra.version} of {name!r}")
-        if extra.run_id and extra.run_id != keeper.run_id:
-            try:  # best effort: the duplicate's MLflow run goes to the bin (mlflow gc purges it)
-                client.set_tag(extra.run_id, "oral_duplicate_of", keeper.run_id)
-                client.delete_run(extra.run_id)
-            except Exception as err:  # noqa: BLE001
-                log.warning("could not delete duplicate MLflow run %s: %s", extra.run_id, err)
-    reason = "reused the registered version"
-    if promote and "champion_decision" not in (keeper.tags or {}):  # the gate never decided
-        accuracy = (keeper.tags or {}).get("val_accuracy", trained.get("val_accuracy"))
-        _, reason = tracking.promote_champion(tracking_cfg, graph, keeper.version, True,
-                                              float(accuracy))
-        champion = tracking.champion_version(tracking_cfg, graph)
-    return {"mlflow_run_id": keeper.run_id, "model_name": name, "model_version": int(keeper.version),
-            "promoted": champion == int(keeper.version), "reason": reason,
-            "tracking_uri": tracking_cfg.safe_uri()}

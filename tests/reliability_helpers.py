@@ -111,10 +111,10 @@ def cmd_hold(db: str) -> int:
 
 
 def install_rendezvous(folder: str, name: str, parties: int = 2, timeout: float = 150.0):
-    """Make ``tasks.tracking.log_training_run`` wait until ``parties`` processes reached it (or
-    ``timeout`` passed): two runs of one snapshot then both find no registered version and both
+    """Make ``log_training_run`` (as :func:`tasks.registry.champion.track` calls it) wait until
+    ``parties`` processes reached it (or ``timeout`` passed): two runs of one snapshot then both find no registered version and both
     register, the race that used to leave two versions. Returns the original function."""
-    from tasks import tracking
+    from tasks.registry import champion as tracking
 
     real = tracking.log_training_run
 

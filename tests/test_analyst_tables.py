@@ -328,7 +328,7 @@ def pyfunc_output(tmp_path, wh: Warehouse, run_id: str, members: dict, monkeypat
 
     from data_contracts.snapshots import edges_table, nodes_table, write_snapshot
     from oral_core import inference
-    from tasks import tracking
+    from tasks import registry as tracking
 
     node_ids = [n for nodes in members.values() for n in nodes] + ["stray"]
     keys = [k for k, nodes in members.items() for _ in nodes] + [-1]

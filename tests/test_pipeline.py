@@ -90,7 +90,7 @@ def test_mlflow_has_a_version_per_night_and_a_loadable_champion(env, backfilled)
     import mlflow
     import pandas as pd
 
-    from tasks.tracking import TrackingConfig, load_champion, model_name
+    from tasks.registry import TrackingConfig, load_champion, model_name
 
     cfg = TrackingConfig(None, env["state"])
     client = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)

@@ -91,7 +91,7 @@ def test_training_cache_policy_is_the_training_key():
 
 
 def test_one_retry_layer():
-    """MLflow calls retry in tasks.tracking.with_retries only; file reads and the DuckDB write
+    """MLflow calls retry in tasks.registry.with_retries only; file reads and the DuckDB write
     retry as tasks."""
     from flows.settings import QUIET
     from tasks import prefect_tasks as pt
@@ -254,7 +254,7 @@ def _night(env, graph, date=D1, **kw):
 def _client(env):
     import mlflow
 
-    from tasks.tracking import TrackingConfig
+    from tasks.registry import TrackingConfig
 
     cfg = TrackingConfig(None, env.state)
     return mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
@@ -345,14 +345,14 @@ def test_failed_publish_rolls_back_and_the_alias_stays(env, monkeypatch):
 def _gate_moves_alias_then_fails(monkeypatch, env):
     """The champion gate moves the alias to the new version, then fails (e.g. the tracking
     server went away before the gate's tags were written)."""
-    from tasks import steps
+    from tasks.registry import champion
 
     def gate(tracking_cfg, graph, version, val_accuracy):
         client = _client(env)
         client.set_registered_model_alias(f"oral-{graph}", "champion", str(version))
         client.set_model_version_tag(f"oral-{graph}", str(version), "champion_decision", "x")
         raise RuntimeError("injected failure after the alias moved")
-    monkeypatch.setattr(steps, "champion_gate", gate)
+    monkeypatch.setattr(champion, "champion_gate", gate)
 
 
 @pytest.mark.slow

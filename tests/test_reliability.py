@@ -71,7 +71,7 @@ class Env:
         if self._client is None:
             import mlflow
 
-            from tasks.tracking import TrackingConfig
+            from tasks.registry import TrackingConfig
 
             cfg = TrackingConfig(None, self.state)
             self._client = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
@@ -447,11 +447,12 @@ def test_crash_before_publish_reuses_training_and_version(env, monkeypatch):
 
 def test_crash_in_champion_gate_rolls_back_and_the_rerun_finishes_it(env, monkeypatch):
     """Case 2 (issue 19.3). The champion gate fails after the version was registered and DuckDB
-    committed the night. MLflow calls have one retry layer (tasks.tracking.with_retries), not
+    committed the night. MLflow calls have one retry layer (tasks.registry.with_retries), not
     Prefect task retries on top, so the night fails; the transaction rolls back (the alias is not
     on the version, no decision tag is left) and the DuckDB run stays. The rerun finds the version
     (no second one) and runs the gate it missed."""
-    from tasks import tracking
+    from tasks import registry as tracking
+    from tasks.registry import champion
 
     graph = env.graph("crash-gate")
     real, calls = tracking.promote_champion, []
@@ -461,7 +462,7 @@ def test_crash_in_champion_gate_rolls_back_and_the_rerun_finishes_it(env, monkey
         if len(calls) == 1:
             raise tracking.TrackingError("injected failure of the champion gate")
         return real(*args, **kwargs)
-    monkeypatch.setattr(tracking, "promote_champion", crashing)
+    monkeypatch.setattr(champion, "promote_champion", crashing)
     with pytest.raises(tracking.TrackingError, match="injected failure"):
         env.night(graph)
     [version] = env.versions(graph)
@@ -494,7 +495,7 @@ def concurrent(env, tmp_path_factory):
 
     from tasks.warehouse import Warehouse
 
-    from tasks import tracking
+    from tasks.registry import champion as tracking
 
     env.graph("alpha")
     Warehouse(env.db, threads=1).ensure_schema()
@@ -512,7 +513,7 @@ def concurrent(env, tmp_path_factory):
         def emit(self, record):
             here["lines"].append(record.getMessage())
     handler = Lines(level=logging.WARNING)
-    for name in ("tasks.warehouse", "tasks.steps"):
+    for name in ("tasks.warehouse", "tasks.steps", "tasks.registry"):
         logging.getLogger(name).addHandler(handler)
 
     def in_this_process():
@@ -561,7 +562,7 @@ def concurrent(env, tmp_path_factory):
             thread.join(timeout=30)
     finally:
         tracking.log_training_run = real_log
-        for name in ("tasks.warehouse", "tasks.steps"):
+        for name in ("tasks.warehouse", "tasks.steps", "tasks.registry"):
             logging.getLogger(name).removeHandler(handler)
         for proc in [p for p, _, _ in workers.values()] + [holder]:
             if proc.poll() is None:
@@ -712,7 +713,7 @@ def test_two_graphs_at_once_wait_for_the_lock_and_keep_their_rows(env, concurren
 # ----------------------------------------------------------------------- 5. MLflow unreachable
 def _fast_tracking_config():
     """TrackingConfig with short pauses between its (still three) attempts, to keep CI fast."""
-    from tasks.tracking import TrackingConfig
+    from tasks.registry import TrackingConfig
 
     return dataclasses.make_dataclass("FastTrackingConfig", [
         ("attempts", int, dataclasses.field(default=3)),
@@ -727,7 +728,7 @@ def test_mlflow_unreachable_fails_clearly_and_publishes_nothing(env, monkeypatch
     import logging
 
     from tasks import prefect_tasks as pt
-    from tasks import tracking
+    from tasks import registry as tracking
 
     graph = env.graph("mlflow-down")
     with socket.socket() as s:
@@ -738,7 +739,7 @@ def test_mlflow_unreachable_fails_clearly_and_publishes_nothing(env, monkeypatch
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setattr(tracking, "TrackingConfig", _fast_tracking_config())
     monkeypatch.setattr(pt.register, "retry_delay_seconds", 0)
-    caplog.set_level(logging.WARNING, logger="tasks.tracking")
+    caplog.set_level(logging.WARNING, logger="tasks.registry")
     start = time.monotonic()
     with pytest.raises(tracking.TrackingError) as err:
         env.night(graph)
@@ -754,7 +755,7 @@ def test_artifact_store_not_writable_fails_clearly_and_publishes_nothing(env, mo
     """Case 5. The artifact folder cannot be created (a file stands where it goes): bounded
     retries, a TrackingError naming the store, no version, no DuckDB row."""
     from tasks import prefect_tasks as pt
-    from tasks import tracking
+    from tasks import registry as tracking
 
     graph = env.graph("artifacts-blocked")
     blocker = env.state / "mlartifacts" / f"oral-{graph}"
@@ -777,8 +778,8 @@ def test_a_failing_version_search_is_retried_not_taken_for_none(tmp_path):
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST
 
-    from tasks import steps
-    from tasks.tracking import TrackingConfig, TrackingError
+    from tasks.registry import TrackingConfig, TrackingError
+    from tasks.registry import champion as steps
 
     cfg = TrackingConfig(None, tmp_path, attempts=3, base_delay=0.0, max_delay=0.0)
     run_id = "0" * 32
@@ -1089,7 +1090,7 @@ HOSTILE_GRAPHS = ["../evil", "..", "a/../../b", "x'; DROP TABLE runs; --", 'q"uo
 def test_hostile_graph_names_are_refused(name):
     """Case 8. Graph names are folder names: paths, quotes and SQL are refused everywhere."""
     from data_contracts import snapshots as snap
-    from tasks import tracking
+    from tasks import registry as tracking
 
     with pytest.raises(snap.SnapshotError, match="invalid graph name"):
         snap.check_graph_name(name)
@@ -1261,7 +1262,7 @@ def test_state_folder_names_cannot_move_the_stores(tmp_path, name):
     with '?' instead."""
     from sqlalchemy.engine import make_url
 
-    from tasks.tracking import TrackingConfig
+    from tasks.registry import TrackingConfig
     from tasks.warehouse import Warehouse, WarehouseError
 
     state = tmp_path / name / "state"

@@ -33,8 +33,8 @@ from oral_core.inference import ORALModel  # noqa: E402
 from oral_core.splits import make_split  # noqa: E402
 from oral_core.synthetic import make_attributed_sbm  # noqa: E402
 from oral_core.trainer import ORAL  # noqa: E402
-from tasks import tracking  # noqa: E402
-from tasks.tracking import TrackingConfig, TrackingError  # noqa: E402
+from tasks import registry as tracking  # noqa: E402
+from tasks.registry import TrackingConfig, TrackingError  # noqa: E402
 
 GRAPH = "toy"
 CLASS_NAMES = ["alpha", "beta", "gamma"]
@@ -298,7 +298,7 @@ def test_unreachable_server_gives_tracking_error(tmp_path, monkeypatch, caplog):
         tracking.with_retries(search, attempts=3, base_delay=0.01, uri=uri)
     assert len(calls) == 3
     caplog.clear()
-    with caplog.at_level("WARNING", logger="tasks.tracking"):
+    with caplog.at_level("WARNING", logger="tasks.registry"):
         with pytest.raises(TrackingError, match=f"after 3 attempt.*{uri}"):
             tracking.experiment_for(cfg, GRAPH)
     assert sum("retrying" in r.getMessage() for r in caplog.records) == 2

@@ -223,7 +223,7 @@ def _run_row(env, run_id):
 def _mlflow(env, out):
     import mlflow
 
-    from tasks.tracking import TrackingConfig, model_name
+    from tasks.registry import TrackingConfig, model_name
 
     cfg = TrackingConfig(None, env["state"])
     client = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
@@ -296,8 +296,8 @@ def test_vanished_and_new_node_ids_then_a_changed_feature_space(env, nights):
 
 @pytest.mark.slow
 def test_a_corrupt_previous_model_falls_back_to_a_cold_start(env, nights):
-    from tasks.steps import previous_champion
-    from tasks.tracking import TrackingConfig
+    from tasks.registry import TrackingConfig
+    from tasks.registry.champion import previous_champion
 
     cfg = TrackingConfig(None, env["state"])
     src = env["root"] / GRAPH / "snapshot=2026-05-05"

@@ -59,7 +59,7 @@ class Analyst:
         missing = {"run_id", "class_key"} - set(table.column_names)
         if missing:
             raise WarehouseError(f"predictions lack columns {sorted(missing)}: pass the output "
-                                 f"of the registered model (tasks.tracking.ORALPyfunc)")
+                                 f"of the registered model (tasks.registry.ORALPyfunc)")
         keys = pa.table({"_row": pa.array(np.arange(table.num_rows, dtype=np.int64)),
                          "run_id": table["run_id"].cast(pa.string()),
                          "class_key": table["class_key"].cast(pa.int64())})

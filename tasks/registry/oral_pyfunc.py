@@ -1,11 +1,11 @@
 """The ORAL model as an MLflow pyfunc: the code file logged with every model ("models from code").
 
-:func:`tasks.tracking.log_training_run` passes this file's path as ``python_model`` to
+:func:`tasks.registry.runs.log_training_run` passes this file's path as ``python_model`` to
 ``mlflow.pyfunc.log_model`` and the ``oral_core`` package as ``code_paths``; MLflow copies both
 into the logged model. The file must therefore stand alone: it imports only ``oral_core`` (which
 has no orchestration imports), torch, numpy, pandas, pyarrow and mlflow, never ``tasks`` or
 ``data_contracts``, so a model loaded or served where this project is not installed works with
-nothing but its own ``requirements.txt``. In-process, :mod:`tasks.tracking` imports the same
+nothing but its own ``requirements.txt``. In-process, :mod:`tasks.registry` imports the same
 class, so the pipeline and a served model share one implementation.
 
 Input (a pandas DataFrame; JSON ``dataframe_records``/``dataframe_split`` when served), one of:
@@ -186,14 +186,15 @@ def read_snapshot(uri: str) -> tuple[pa.Array, np.ndarray, np.ndarray]:
 
 def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
     """Known ids -> the model's class names; novel and unassigned ids -> None, as in the
-    warehouse (a novel class is named by its lineage id or its label there)."""
+    warehouse (a novel class is named by its lineage id or its label there): the rule of
+    :func:`oral_core.inference.class_name_of`, looked up once per distinct id."""
+    from oral_core.inference import class_name_of
     names = list(model.class_names)
     out: list[str | None] = []
     lookup: dict[int, str | None] = {}
     for cid in class_id.tolist():
         if cid not in lookup:
-            known = 0 <= cid < model.num_known and cid < len(names)
-            lookup[cid] = names[cid] if known else None
+            lookup[cid] = class_name_of(cid, names, model.num_known)
         out.append(lookup[cid])
     return out
 

@@ -1,0 +1,67 @@
+"""The MLflow side of the nightly pipeline: runs, artifacts, the registered model, the champion.
+
+Plain functions (no Prefect): the flow's tasks wrap them. What lives where:
+
+- :mod:`~tasks.registry.config`: :class:`TrackingConfig` (where MLflow lives: an embedded SQLite
+  store ``sqlite:///<state_dir>/mlflow.db`` with artifacts under ``<state_dir>/mlartifacts`` by
+  default, or an ``http(s)://`` ``mlflow server``) and the names of a graph's experiment,
+  registered model and champion (``oral-<graph>``, :func:`champion_uri`).
+- :mod:`~tasks.registry.retries`: :func:`with_retries`, bounded retries with exponential backoff
+  around every MLflow call; after the last attempt a :class:`TrackingError` names the tracking URI
+  and what failed.
+- :mod:`~tasks.registry.store`: the SQLite store made safe to open, :func:`client`, and
+  :func:`using` (MLflow's process-wide URIs pointed at a store for a block).
+- :mod:`~tasks.registry.runs`: :func:`experiment_for` (one experiment per graph) and
+  :func:`log_training_run` (one run per training: params, per-epoch metrics, artifacts, tags, the
+  model); :mod:`~tasks.registry.plots` draws its PNGs and :mod:`~tasks.registry.values` turns
+  values into MLflow params, tags and JSON.
+- :mod:`~tasks.registry.oral_pyfunc`: the model as an MLflow pyfunc (:class:`ORALPyfunc`), the
+  self-contained code file logged with every model ("models from code"): it imports only
+  ``oral_core`` (shipped inside the model as ``code_paths``), torch, numpy, pandas, pyarrow and
+  mlflow, never ``tasks``, so a registered model loads and serves in an environment made from
+  nothing but its own ``requirements.txt``. Loading it unpickles nothing.
+- :mod:`~tasks.registry.pyfunc`: how that file is logged (``code_paths``, pinned requirements,
+  signature, input example) and used in-process (:func:`assign_snapshot`, :func:`load_champion`).
+- :mod:`~tasks.registry.champion`: the registered model ``oral-<graph>`` and every champion rule:
+  :func:`register_model`, :func:`track` (a pipeline run's MLflow side, once per run id),
+  :func:`promote_champion` (the gates), :func:`champion_gate`, :func:`undo_champion`,
+  :func:`previous_champion` and :func:`download_model` (what warm starts read back).
+
+MLflow is imported when this package is; ``import tasks`` does not import it, so only code that
+tracks pays for the import. Only public MLflow APIs are used, except
+``SqlAlchemyStore._engine_map`` (see :func:`tasks.registry.store._dispose_cached_engines`).
+
+These are the names callers use; a test that replaces one of them patches the submodule that
+calls it (e.g. :mod:`tasks.registry.champion` for ``promote_champion``).
+"""
+import os
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+from tasks.registry.champion import (  # noqa: E402
+    PROMOTED_TAG, START_TAGS, champion_gate, champion_version, download_model, previous_champion,
+    promote_champion, register_model, track, undo_champion)
+from tasks.registry.config import (  # noqa: E402
+    CHAMPION, TrackingConfig, champion_uri, experiment_name, model_name, safe_uri)
+from tasks.registry.oral_pyfunc import (  # noqa: E402
+    MODEL_ARTIFACT, ORALPyfunc, assign_graph, input_example, model_signature)
+from tasks.registry.plots import class_sizes, plot_class_sizes, plot_loss_curves  # noqa: E402
+from tasks.registry.pyfunc import (  # noqa: E402
+    MODEL_NAME_IN_RUN, PINNED_PACKAGES, PYFUNC_CODE_FILE, assign_snapshot, load_champion,
+    pip_requirements)
+from tasks.registry.retries import TrackingError, with_retries  # noqa: E402
+from tasks.registry.runs import (  # noqa: E402
+    HISTORY_METRICS, experiment_for, history_metrics, log_training_run, summary_markdown,
+    write_artifacts)
+from tasks.registry.store import client, prepare_store, using  # noqa: E402
+
+__all__ = [
+    "CHAMPION", "HISTORY_METRICS", "MODEL_ARTIFACT", "MODEL_NAME_IN_RUN", "PINNED_PACKAGES",
+    "PROMOTED_TAG", "PYFUNC_CODE_FILE", "START_TAGS", "ORALPyfunc", "TrackingConfig",
+    "TrackingError", "assign_graph", "assign_snapshot", "champion_gate", "champion_uri",
+    "champion_version", "class_sizes", "client", "download_model", "experiment_for",
+    "experiment_name", "history_metrics", "input_example", "load_champion", "log_training_run",
+    "model_name", "model_signature", "pip_requirements", "plot_class_sizes", "plot_loss_curves",
+    "prepare_store", "previous_champion", "promote_champion", "register_model", "safe_uri",
+    "summary_markdown", "track", "undo_champion", "using", "with_retries", "write_artifacts",
+]

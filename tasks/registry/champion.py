@@ -1,0 +1,437 @@
+"""The registered model ``oral-<graph>`` and its champion: every rule in one place.
+
+- :func:`track`: a pipeline run's MLflow side, once per pipeline run id: the run logged
+  (:func:`tasks.registry.runs.log_training_run`), a version registered (:func:`register_model`),
+  duplicates of a crashed or concurrent run settled (:func:`_versions_of_run`,
+  :func:`_reuse_version`) and, with ``promote``, the champion gate.
+- The gate: :func:`promote_champion` moves the ``champion`` alias only when the quality gates
+  pass; :func:`champion_gate` runs it once per version (after the DuckDB publish) and tags the
+  decision (:data:`PROMOTED_TAG`); :func:`undo_champion` undoes it when the night rolls back.
+- Warm starts read it back: :func:`previous_champion` (the champion as of the night before) and
+  :func:`download_model` (its model file and predictions).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow.parquet as pq
+from mlflow.exceptions import MlflowException
+
+from tasks.registry import store
+from tasks.registry.config import CHAMPION, TrackingConfig, model_name
+from tasks.registry.retries import _retry
+from tasks.registry.runs import log_training_run
+
+log = logging.getLogger(__name__)
+
+
+def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str, *,
+                   val_accuracy: float | None = None, contracts_passed: bool | None = None,
+                   snapshot_date: str | None = None, tags: Mapping[str, Any] | None = None) -> int:
+    """Register ``model_uri`` (from :func:`log_training_run`) as a new version of
+    ``oral-<graph>``; returns the version number.
+
+    The version is tagged with ``val_accuracy``, ``contracts_passed`` and ``snapshot_date``
+    (taken from the run's metrics and tags when not given) and ``tags``. Idempotent per run and
+    model: when a version of this run with this source already exists (a retried task), that
+    version is returned instead of a second one.
+    """
+    name = model_name(graph)
+    c = store.client(cfg)
+    run = _retry(cfg, lambda: c.get_run(run_id), f"reading run {run_id}")
+    if val_accuracy is None:
+        val_accuracy = run.data.metrics.get("val_accuracy")
+    if contracts_passed is None and "contracts_passed" in run.data.tags:
+        contracts_passed = run.data.tags["contracts_passed"].lower() == "true"
+    if snapshot_date is None:
+        snapshot_date = run.data.tags.get("snapshot_date")
+    version_tags = {"graph": graph, "run_id": run_id}
+    if val_accuracy is not None:
+        version_tags["val_accuracy"] = repr(float(val_accuracy))
+    if contracts_passed is not None:
+        version_tags["contracts_passed"] = str(bool(contracts_passed)).lower()
+    if snapshot_date is not None:
+        version_tags["snapshot_date"] = str(snapshot_date)
+    version_tags.update({str(k): str(v) for k, v in (tags or {}).items() if v is not None})
+
+    def ensure_model():
+        try:
+            c.create_registered_model(name, tags={"graph": graph},
+                                      description=f"ORAL novel-class discovery on graph {graph}")
+        except MlflowException as err:
+            if str(err.error_code) not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+                raise
+    _retry(cfg, ensure_model, f"creating registered model {name!r}")
+
+    def existing():
+        found = c.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+        return [v for v in found if v.source == model_uri]
+    prior = _retry(cfg, existing, f"searching versions of {name!r}")
+    if prior:
+        version = max(prior, key=lambda v: int(v.version))
+        for key, value in version_tags.items():
+            if version.tags.get(key) != value:
+                _retry(cfg, lambda key=key, value=value: c.set_model_version_tag(
+                    name, version.version, key, value), "tagging the model version")
+        return int(version.version)
+    model_id = _model_id(model_uri)
+
+    def create():
+        # the SQL registry resolves ``models:/<id>`` with a default MlflowClient(): point the
+        # process-wide URIs at this store for the call
+        with store.using(cfg):
+            return c.create_model_version(name, source=model_uri, run_id=run_id,
+                                          tags=version_tags, model_id=model_id)
+    version = _retry(cfg, create, f"registering a version of {name!r}")
+    return int(version.version)
+
+
+def _model_id(model_uri: str) -> str | None:
+    """``m-...`` of ``models:/m-...`` (a logged model), else None."""
+    if not model_uri.startswith("models:/"):
+        return None
+    rest = model_uri[len("models:/"):]
+    return rest if rest and "/" not in rest and "@" not in rest else None
+
+
+def champion_version(cfg: TrackingConfig, graph: str) -> int | None:
+    """The version the ``champion`` alias of ``oral-<graph>`` points at (None: no champion)."""
+    mv = _champion(cfg, graph, store.client(cfg))
+    return None if mv is None else int(mv.version)
+
+
+def _champion(cfg: TrackingConfig, graph: str, c):
+    name = model_name(graph)
+
+    def get():
+        try:
+            return c.get_model_version_by_alias(name, CHAMPION)
+        except MlflowException as err:
+            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND", "INVALID_PARAMETER_VALUE"):
+                return None
+            raise
+    return _retry(cfg, get, f"reading the {CHAMPION} alias of {name!r}")
+
+
+def _version_accuracy(c, mv) -> float | None:
+    value = mv.tags.get("val_accuracy")
+    if value is None and mv.run_id:
+        with contextlib.suppress(Exception):
+            value = c.get_run(mv.run_id).data.metrics.get("val_accuracy")
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contracts_passed: bool,
+                     val_accuracy: float, tolerance: float = 0.02) -> tuple[bool, str]:
+    """Move the ``champion`` alias of ``oral-<graph>`` to ``version`` when the gates pass.
+
+    Gates, in order: the data contracts passed; the validation accuracy (known classes) is a
+    number; it is not below the current champion's by more than ``tolerance``
+    (``val_accuracy >= champion - tolerance``). With no champion yet, passing contracts suffice.
+    Returns ``(promoted, reason)``; the reason is also written to the version's
+    ``champion_decision`` tag.
+    """
+    name = model_name(graph)
+    version = str(int(version))
+    c = store.client(cfg)
+    current = _champion(cfg, graph, c)
+    if not contracts_passed:
+        promoted, reason = False, "data contracts failed: the champion stays"
+    elif val_accuracy is None or not math.isfinite(float(val_accuracy)):
+        promoted, reason = False, f"validation accuracy {val_accuracy!r} is not a number"
+    elif current is None:
+        promoted, reason = True, f"first champion (val_accuracy {float(val_accuracy):.4f})"
+    elif current.version == version:
+        promoted, reason = True, f"version {version} already is the champion"
+    else:
+        best = _version_accuracy(c, current)
+        if best is None:
+            promoted, reason = True, (f"champion v{current.version} has no recorded val_accuracy; "
+                                      f"v{version} ({float(val_accuracy):.4f}) takes over")
+        elif float(val_accuracy) >= best - tolerance:
+            promoted, reason = True, (f"val_accuracy {float(val_accuracy):.4f} vs champion "
+                                      f"v{current.version} {best:.4f} (tolerance {tolerance})")
+        else:
+            promoted, reason = False, (f"val_accuracy {float(val_accuracy):.4f} is more than "
+                                       f"{tolerance} below champion v{current.version} {best:.4f}")
+    if promoted and (current is None or current.version != version):
+        _retry(cfg, lambda: c.set_registered_model_alias(name, CHAMPION, version),
+               f"moving the {CHAMPION} alias of {name!r}")
+    _retry(cfg, lambda: c.set_model_version_tag(name, version, "champion_decision", reason),
+           "tagging the model version")
+    log.info("%s v%s: %s (%s)", name, version, "promoted" if promoted else "not promoted", reason)
+    return promoted, reason
+
+
+
+#: MLflow version tag saying whether the champion gate promoted the version (set when it decides)
+PROMOTED_TAG = "champion_promoted"
+
+
+def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
+    """The champion of ``oral-<graph>`` as of the night before ``before``: the latest registered
+    version dated earlier (``snapshot_date`` tag) that the champion gate promoted; for versions
+    registered before that tag existed, the ``champion`` alias when it is dated earlier. None
+    when there is none."""
+    from data_contracts import snapshots as snap
+
+    day = snap.parse_date(before) if not isinstance(before, dt.date) else before
+    name = model_name(graph)
+    client = store.client(tracking_cfg)
+
+    def search():
+        try:
+            return client.search_model_versions(f"name = '{name}' and tags.{PROMOTED_TAG} = 'true'")
+        except MlflowException as err:
+            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                return []
+            raise
+
+    def dated(mv) -> dt.date | None:
+        try:
+            return snap.parse_date((mv.tags or {}).get("snapshot_date", ""))
+        except Exception:  # noqa: BLE001 - no or a malformed date: not a candidate
+            return None
+
+    found = [mv for mv in _retry(tracking_cfg, search, f"searching champions of {name!r}")
+             if (d := dated(mv)) is not None and d < day]
+    if not found:
+        alias = _champion(tracking_cfg, graph, client)
+        if alias is not None and (d := dated(alias)) is not None and d < day:
+            return alias
+        return None
+    return max(found, key=lambda mv: (dated(mv), int(mv.version)))
+
+
+def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path | None]:
+    """The ORAL model file and the published predictions of registered version ``mv``, copied
+    from the tracking store into ``dest`` (replacing what is there). Returns
+    ``(model_path, predictions_path or None)``."""
+    import shutil
+    import tempfile
+
+    import mlflow
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    name = model_name(graph)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=dest) as tmp:
+        with store.using(tracking_cfg):
+            folder = Path(mlflow.artifacts.download_artifacts(
+                artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(Path(tmp) / "model")))
+        found = sorted(p for p in folder.rglob("*.pt"))
+        if not found:
+            raise FileNotFoundError(f"version {mv.version} of {name!r} holds no ORAL model file")
+        model_path = dest / "model.pt"
+        shutil.copyfile(found[0], Path(tmp) / "model.pt")
+        os.replace(Path(tmp) / "model.pt", model_path)
+        predictions_path = None
+        if mv.run_id:
+            try:
+                got = store.client(tracking_cfg).download_artifacts(
+                    mv.run_id, "predictions/predictions.parquet", tmp)
+                predictions_path = dest / "predictions.parquet"
+                os.replace(got, predictions_path)
+            except Exception as err:  # noqa: BLE001 - class ids are then numbered afresh
+                log.warning("no predictions for version %s of %s (%s): class ids are not "
+                            "carried over", mv.version, name, err)
+    return model_path, predictions_path
+
+
+def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
+          classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
+    """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
+    and, with ``promote``, the champion gate (:func:`promote_champion`). The nightly flow passes
+    ``promote=False`` and runs the gate (:func:`champion_gate`) only after DuckDB committed the
+    run, so a failed publish never leaves the registry's champion ahead of the warehouse.
+
+    Idempotent per pipeline run id (tag ``oral_run_id`` on the version):
+
+    - a rerun, or a retry after a crash between MLflow and DuckDB, finds the registered version
+      that carries this ``run_id`` and reuses it (no second version); when the crash came before
+      the champion gate had decided (no ``champion_decision`` tag), the gate runs now;
+    - two processes tracking the same run at once both register, then both look again: the
+      lowest version carrying the ``run_id`` is kept, the other process deletes its own version
+      (and its MLflow run), and both return the kept one, so a run never keeps two versions.
+
+    A failing search is retried and then raised (:class:`tasks.registry.TrackingError`): taking
+    it for "no version yet" would register a duplicate.
+    """
+    name = model_name(graph)
+    oral_run_id = run["run_id"]
+    client = store.client(tracking_cfg)
+    existing = _versions_of_run(tracking_cfg, client, name, oral_run_id)
+    if existing:
+        return _reuse_version(tracking_cfg, client, graph, existing, trained, promote)
+    history = json.loads(Path(trained["history_path"]).read_text())
+    params = dict(trained["config"]) | {"feature_mode": trained["feature_mode"],
+                                        "config_hash": trained["config_hash"], "graph": graph,
+                                        "oral_run_id": oral_run_id,
+                                        "start": trained.get("start", "cold"),
+                                        "warm_from_version": tags.get("warm_from_version") or ""}
+    metrics = {"val_accuracy": trained["val_accuracy"], "selected_epoch": trained["epoch"],
+               "num_classes": trained["num_classes"], "num_novel": trained["num_novel"],
+               "train_seconds": trained["train_seconds"]}
+    if scores:
+        metrics["scores"] = {k: v for k, v in scores.items() if isinstance(v, (int, float))}
+    artifacts = {"predictions": pq.read_table(trained["predictions_path"]),
+                 "class_summary": classes, "validation_report": [Path(p) for p in report_paths]}
+    mlflow_run_id, model_uri = log_training_run(
+        tracking_cfg, graph, params, history, artifacts, dict(tags) | {"contracts_passed": "true"},
+        Path(trained["model_path"]), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}")
+    version = register_model(
+        tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained["val_accuracy"],
+        contracts_passed=True, snapshot_date=tags.get("snapshot_date"),
+        tags={"oral_run_id": oral_run_id} | {k: tags[k] for k in START_TAGS if tags.get(k)})
+    # another process may have tracked the same run meanwhile: settle on the lowest version
+    found = _versions_of_run(tracking_cfg, client, name, oral_run_id)
+    if found and min(int(v.version) for v in found) != int(version):
+        log.warning("%s: run %s was registered concurrently by another process; dropping version "
+                    "%d in favour of version %d", name, oral_run_id, int(version),
+                    min(int(v.version) for v in found))
+        return _reuse_version(tracking_cfg, client, graph, found, trained, promote)
+    if promote:
+        promoted, reason = promote_champion(tracking_cfg, graph, version, True,
+                                            trained["val_accuracy"])
+    else:
+        promoted, reason = None, "registered; the champion gate runs after the DuckDB publish"
+    log.info("MLflow run %s, %s version %d: %s", mlflow_run_id, name, version, reason)
+    return {"mlflow_run_id": mlflow_run_id, "model_name": name, "model_version": int(version),
+            "promoted": None if promoted is None else bool(promoted), "reason": reason,
+            "tracking_uri": tracking_cfg.safe_uri()}
+
+
+#: run tags that the nightly flow also puts on the registered version: how its training started
+#: (``start``, ``start_reason``, ``start_key``, ``warm_from`` run id, ``warm_from_version``) and
+#: the snapshot's ``content_hash``; :func:`tasks.steps.plan_start` reads them on the next night
+START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from", "warm_from_version")
+
+
+def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
+    """The champion gate for a registered ``version``, once: when the version already carries a
+    ``champion_decision`` (a rerun, a retry after the gate ran) that decision stands. The
+    nightly flow calls it after the DuckDB publish committed. Returns ``promoted`` (the alias
+    points at ``version`` now) and ``reason``."""
+    name = model_name(graph)
+    client = store.client(tracking_cfg)
+    mv = _retry(tracking_cfg, lambda: client.get_model_version(name, str(int(version))),
+                f"reading version {version} of {name!r}")
+    reason = (mv.tags or {}).get("champion_decision")
+    if reason is None:
+        promoted, reason = promote_champion(tracking_cfg, graph, version, True,
+                                            float(val_accuracy))
+        # what the gate decided, for the warm start of a later night (previous_champion)
+        _retry(tracking_cfg, lambda: client.set_model_version_tag(
+            name, str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower()),
+            "tagging the model version")
+    return {"promoted": champion_version(tracking_cfg, graph) == int(version),
+            "reason": reason}
+
+
+def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int | None) -> str:
+    """Undo what the champion gate did for ``version`` in a transaction that rolled back (the
+    nightly flow's ``on_rollback`` hook of the ``register`` task): when the ``champion`` alias
+    points at ``version`` but pointed elsewhere (or nowhere) before, it goes back to
+    ``champion_before`` (or is removed); the gate's decision tags are dropped so the rerun decides
+    again. An alias that another run moved meanwhile is left alone. The registered version stays:
+    the rerun reuses it (:func:`track`). Returns what was done, for the log."""
+    name = model_name(graph)
+    client = store.client(tracking_cfg)
+    version = int(version)
+    done = []
+    now = champion_version(tracking_cfg, graph)
+    if now == version and champion_before != version:
+        if champion_before is None:
+            _retry(tracking_cfg, lambda: client.delete_registered_model_alias(
+                name, CHAMPION), f"removing the {CHAMPION} alias of {name!r}")
+            done.append(f"removed the {CHAMPION} alias (there was none before)")
+        else:
+            _retry(tracking_cfg, lambda: client.set_registered_model_alias(
+                name, CHAMPION, str(champion_before)),
+                f"moving the {CHAMPION} alias of {name!r} back")
+            done.append(f"moved the {CHAMPION} alias back to version {champion_before}")
+    if champion_before != version:
+        mv = _retry(tracking_cfg, lambda: client.get_model_version(name, str(version)),
+                    f"reading version {version} of {name!r}")
+        for tag in ("champion_decision", PROMOTED_TAG):
+            if tag not in (mv.tags or {}):
+                continue
+
+            def drop(tag=tag):
+                try:
+                    client.delete_model_version_tag(name, str(version), tag)
+                except MlflowException as err:  # gone meanwhile: nothing to undo
+                    if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                        raise
+            _retry(tracking_cfg, drop, f"dropping tag {tag} of version {version}")
+            done.append(f"dropped the gate's {tag} tag of version {version}")
+    return "; ".join(done) or "the champion alias had not moved"
+
+
+def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
+    """The registered versions of ``name`` tagged with this pipeline run id (retried, bounded)."""
+    import re
+
+    if not re.fullmatch(r"[0-9a-f]{16,64}", str(oral_run_id)):  # it goes into a filter string
+        raise ValueError(f"not a pipeline run id: {oral_run_id!r}")
+
+    def search():
+        try:
+            return client.search_model_versions(
+                f"name = '{name}' and tags.oral_run_id = '{oral_run_id}'")
+        except MlflowException as err:
+            if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                return []
+            raise
+    return list(_retry(tracking_cfg, search,
+                       f"searching versions of {name!r} for run {oral_run_id}"))
+
+
+def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict,
+                   promote: bool = True) -> dict:
+    """Keep the lowest of ``versions`` (all tagged with one pipeline run id), delete the others
+    (a crashed or concurrent duplicate; never one an alias points at), finish the champion gate
+    if it never decided for the kept one, and describe it like :func:`track` does."""
+    name = model_name(graph)
+    keeper = min(versions, key=lambda v: int(v.version))
+    champion = champion_version(tracking_cfg, graph)
+    for extra in versions:
+        if int(extra.version) == int(keeper.version):
+            continue
+        if champion == int(extra.version) or getattr(extra, "aliases", None):
+            log.warning("%s: version %s duplicates version %s (same run) but carries an alias; "
+                        "left in place", name, extra.version, keeper.version)
+            continue
+
+        def drop(extra=extra):
+            try:
+                client.delete_model_version(name, str(extra.version))
+            except MlflowException as err:  # the other process dropped it already
+                if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
+                    raise
+        _retry(tracking_cfg, drop, f"deleting duplicate version {extra.version} of {name!r}")
+        if extra.run_id and extra.run_id != keeper.run_id:
+            try:  # best effort: the duplicate's MLflow run goes to the bin (mlflow gc purges it)
+                client.set_tag(extra.run_id, "oral_duplicate_of", keeper.run_id)
+                client.delete_run(extra.run_id)
+            except Exception as err:  # noqa: BLE001
+                log.warning("could not delete duplicate MLflow run %s: %s", extra.run_id, err)
+    reason = "reused the registered version"
+    if promote and "champion_decision" not in (keeper.tags or {}):  # the gate never decided
+        accuracy = (keeper.tags or {}).get("val_accuracy", trained.get("val_accuracy"))
+        _, reason = promote_champion(tracking_cfg, graph, keeper.version, True,
+                                     float(accuracy))
+        champion = champion_version(tracking_cfg, graph)
+    return {"mlflow_run_id": keeper.run_id, "model_name": name, "model_version": int(keeper.version),
+            "promoted": champion == int(keeper.version), "reason": reason,
+            "tracking_uri": tracking_cfg.safe_uri()}
