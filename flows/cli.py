@@ -10,14 +10,34 @@ import sys
 from pathlib import Path
 
 
+#: the methods ``oral reproduce --method`` runs (one, a comma list, or the option repeated)
+METHODS = ("oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans", "gcd")
+
+
+def _listed(values: list[str] | None) -> list[str]:
+    """The items of a repeated, comma-separated option, in order, each once."""
+    items = [v.strip() for value in values or [] for v in value.split(",")]
+    return list(dict.fromkeys(v for v in items if v))
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from oral_core.config import ORALConfig
     from oral_core.datasets import DatasetNotFound
     from oral_core.reproduction import markdown_path, sweep, update_csv, write_markdown
 
+    from flows import fanout
     from flows.options import OptionError, check_config, check_device, parse_set
 
+    datasets, methods = _listed(args.dataset), _listed(args.method) or ["oral"]
+    address = None
     try:  # every option checked before any work starts: one line naming it, exit 2
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown or not datasets:
+            raise OptionError(f"--method {unknown[0]}: unknown method; choose from "
+                              f"{', '.join(METHODS)}" if unknown else
+                              f"--dataset {' '.join(args.dataset)}: no dataset named")
+        fanout.check_workers(args.workers)
+        address = fanout.resolve_address(args.scheduler)
         overrides, sources = parse_set(args.set or [])
         if args.epochs is not None:
             overrides["epochs"], sources["epochs"] = args.epochs, f"--epochs {args.epochs}"
@@ -34,28 +54,91 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     base = ORALConfig.from_dict(ORALConfig().to_dict() | overrides | {"progress": not args.quiet})
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results = args.out or Path("benchmarks") / "results"  # relative to the current directory
-    for prior in ([False, True] if args.both_priors else [args.prior]):
-        print(f"ORAL reproduction: {args.method} on {args.dataset}, prior={'yes' if prior else 'no'}, "
-              f"protocol {args.protocol}, known classes {args.known}, seeds {seeds[0]}..{seeds[-1]}")
-        try:
-            rows = sweep(args.dataset, args.method, seeds, prior, base, args.data_dir,
-                         results=results, refresh=args.refresh, protocol=args.protocol,
-                         known=args.known)
-        except DatasetNotFound as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        if not rows:  # not applicable in this prior setting, or every seed failed (sweep said why)
-            continue
-        s = update_csv(rows, results)
-        print(f"{args.method} {args.dataset} prior={'yes' if prior else 'no'} over {s['seeds']} seeds: "
-              f"All {s['all_mean']:.2f} ± {s['all_std']:.2f} | Known {s['known_mean']:.2f} ± "
-              f"{s['known_std']:.2f} | Novel {s['novel_mean']:.2f} ± {s['novel_std']:.2f} | "
-              f"classes {s['classes_est_mean']:.2f} (true {rows[0]['classes_true']})")
-    write_markdown(results)
+    priors = [False, True] if args.both_priors else [args.prior]
+    if args.workers is not None or address:  # asked for: one task per seed on a Dask cluster
+        code = _reproduce_fanout(args, datasets, methods, seeds, priors, base, results, address)
+        if code is not None:
+            return code
+    else:
+        for dataset in datasets:
+            for method in methods:
+                for prior in priors:
+                    print(f"ORAL reproduction: {method} on {dataset}, prior={'yes' if prior else 'no'}, "
+                          f"protocol {args.protocol}, known classes {args.known}, seeds {seeds[0]}..{seeds[-1]}")
+                    try:
+                        rows = sweep(dataset, method, seeds, prior, base, args.data_dir,
+                                     results=results, refresh=args.refresh, protocol=args.protocol,
+                                     known=args.known)
+                    except DatasetNotFound as err:
+                        print(f"error: {err}", file=sys.stderr)
+                        return 2
+                    if not rows:  # not applicable in this prior setting, or every seed failed (sweep said why)
+                        continue
+                    s = update_csv(rows, results)
+                    _print_summary(method, dataset, prior, s, rows[0]["classes_true"])
+        write_markdown(results)
     from oral_core.experiment import protocol_tag
     md = markdown_path(results, protocol_tag(args.protocol, args.known))
     print(f"tables: {results / 'reproduction.csv'} and {md}")
     return 0
+
+
+def _print_summary(method: str, dataset: str, prior: bool, s: dict, classes_true) -> None:
+    print(f"{method} {dataset} prior={'yes' if prior else 'no'} over {s['seeds']} seeds: "
+          f"All {s['all_mean']:.2f} ± {s['all_std']:.2f} | Known {s['known_mean']:.2f} ± "
+          f"{s['known_std']:.2f} | Novel {s['novel_mean']:.2f} ± {s['novel_std']:.2f} | "
+          f"classes {s['classes_est_mean']:.2f} (true {classes_true})")
+
+
+def _reproduce_fanout(args, datasets, methods, seeds, priors, base, results, address) -> int | None:
+    """``oral reproduce`` with ``--workers`` / ``--scheduler`` (or ``ORAL_DASK_ADDRESS``): every
+    (method, dataset, prior, seed) as one Prefect task on a Dask cluster
+    (:func:`flows.fanout.reproduce`), which also writes the tables. None when it went through
+    (failed seeds are listed as failed), else the exit status."""
+    from oral_core.datasets import DatasetNotFound
+
+    from flows import fanout
+    from flows.cli_pipeline import _start
+
+    _start(None)  # Prefect's home and the log file under ./state (or $ORAL_STATE_DIR)
+    workers = args.workers or 2
+    print(f"ORAL reproduction fan-out: {', '.join(methods)} on {', '.join(datasets)}, priors "
+          f"{'/'.join('yes' if p else 'no' for p in priors)}, protocol {args.protocol}, known "
+          f"classes {args.known}, seeds {seeds[0]}..{seeds[-1]}, on "
+          f"{address or f'a local Dask cluster of {workers} worker processes'}")
+    config = base.to_dict() | {"progress": False}  # no progress bars from worker processes
+    try:
+        out = fanout.reproduce(datasets, methods, seeds, priors, config, args.data_dir, results,
+                               protocol=args.protocol, known=args.known, refresh=args.refresh,
+                               address=address, workers=workers)
+    except DatasetNotFound as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for skip in out["skipped"]:
+        print(f"{skip['method']} {skip['dataset']} prior={'yes' if skip['prior'] else 'no'}: "
+              f"skipped: {skip['reason']}")
+    for t in out["tasks"]:
+        where = f" (pid {t['pid']} on {t['host']})" if t.get("pid") else ""
+        head = f"{t['method']} {t['dataset']} prior={'yes' if t['prior'] else 'no'}"
+        if t["failed"]:
+            print(f"{head} seed {t['seed']}: FAILED: {t['failed']}{where}")
+        else:
+            print(f"{head} {t['lines'][-1] if t['lines'] else ''}{where}")
+    for s in out["summaries"]:
+        _print_summary(s["method"], s["dataset"], s["prior"], s, s["classes_true"])
+    return 1 if any(t.get("broken") for t in out["tasks"]) else None
+
+
+def _fanout_options(p: argparse.ArgumentParser, unit: str) -> None:
+    """``--workers`` / ``--scheduler``: one Prefect task per {unit} on a Dask cluster
+    (:mod:`flows.fanout`); without them (and without ``ORAL_DASK_ADDRESS``) nothing changes."""
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help=f"run one Prefect task per {unit} on a local Dask cluster of N worker "
+                        "processes (one thread each)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help=f"run one Prefect task per {unit} on the Dask cluster whose scheduler is "
+                        "at ADDRESS (tcp://host:8786; default $ORAL_DASK_ADDRESS); see the "
+                        "README's \"Scaling out\"")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,15 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
         "reproduce", help="reproduce the paper's experiments (resumable ten-seed sweeps)",
         description="Train and score ORAL (or an ablation) on a benchmark dataset over several seeds."
                     " Finished seeds are kept under <out>/runs and skipped on rerun.")
-    rep.add_argument("--dataset", required=True,
-                     help="cora, amazonphoto, blogcatalog, or a path to a file of those formats")
+    rep.add_argument("--dataset", required=True, action="append",
+                     help="cora, amazonphoto, blogcatalog, or a path to a file of those formats; "
+                          "several: a comma list or the option repeated")
     rep.add_argument("--seeds", type=int, default=10, help="number of seeds (default 10)")
     rep.add_argument("--first-seed", type=int, default=0)
     rep.add_argument("--prior", action="store_true", help="give ORAL the true number of classes")
     rep.add_argument("--both-priors", action="store_true", help="run without and with the prior")
-    rep.add_argument("--method", default="oral",
-                     choices=["oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans",
-                              "gcd"])
+    rep.add_argument("--method", action="append", default=None,
+                     help=f"{', '.join(METHODS)} (default oral); several: a comma list or the "
+                          "option repeated")
     rep.add_argument("--protocol", choices=["ours", "paper"], default="ours",
                      help="ours (default): lowest class ids known, only unlabelled nodes scored; "
                           "paper: the paper's known classes, every node outside the training set "
@@ -95,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no per-epoch progress bar")
     rep.add_argument("--refresh", action="store_true",
                      help="run again finished seeds whose files lack a score this version records")
+    _fanout_options(rep, "seed")
     rep.set_defaults(func=cmd_reproduce)
     from flows import cli_pipeline, cli_snapshots, cli_validate  # light: heavy imports inside commands
     cli_pipeline.register(sub)

@@ -11,9 +11,14 @@ import sys
 from pathlib import Path
 
 
-def _common(p: argparse.ArgumentParser, snapshots: bool = True) -> None:
+def _common(p: argparse.ArgumentParser, snapshots: bool = True, several: bool = False) -> None:
     if snapshots:
-        p.add_argument("--graph", required=True, help="graph name (folder under --snapshots)")
+        if several:  # oral backfill: several graphs (a comma list or the option repeated)
+            p.add_argument("--graph", required=True, action="append",
+                           help="graph name (folder under --snapshots); several: a comma list or "
+                                "the option repeated, run in parallel with --workers/--scheduler")
+        else:
+            p.add_argument("--graph", required=True, help="graph name (folder under --snapshots)")
         p.add_argument("--snapshots", required=True, type=Path,
                        help="snapshot root: <root>/<graph>/snapshot=YYYY-MM-DD/{nodes,edges}.parquet")
         p.add_argument("--epochs", type=int, default=None, help="ORAL epochs (default 200)")
@@ -174,18 +179,57 @@ def _summary_line(out: dict) -> str:
 
 
 def cmd_backfill(args) -> int:
-    overrides = _overrides(args)
-    if overrides is None:
-        return 2
+    from flows import fanout
+    from flows.cli import _listed
+
+    graphs = _listed(args.graph if isinstance(args.graph, list) else [args.graph])
+    address, code = _checked(lambda: (fanout.check_workers(getattr(args, "workers", None)),
+                                      fanout.resolve_address(getattr(args, "scheduler", None)))[1])
+    if code is not None:
+        return code
+    overrides = None
+    for graph in graphs or [""]:  # every graph's options checked before anything starts
+        args.graph = graph
+        overrides = _overrides(args)
+        if overrides is None:
+            return 2
     _start(args.state_dir)
+    state_dir = str(args.state_dir) if args.state_dir else None
+    if getattr(args, "workers", None) is not None or address:
+        return _run_flow(lambda: _backfill_fanout(args, graphs, overrides, state_dir, address))
     from flows.nightly import backfill
 
     def go():
-        for out in backfill(args.graph, str(args.snapshots), args.start, args.end, overrides,
-                            str(args.state_dir) if args.state_dir else None, args.device,
-                            remote_training=args.remote_training, cold=args.cold):
-            print(_summary_line(out))
+        for graph in graphs:  # one after the other, in this process, as for one graph
+            for out in backfill(graph, str(args.snapshots), args.start, args.end, overrides,
+                                state_dir, args.device, remote_training=args.remote_training,
+                                cold=args.cold):
+                print(_summary_line(out))
     return _run_flow(go)
+
+
+def _backfill_fanout(args, graphs: list[str], overrides: dict, state_dir: str | None,
+                     address: str | None) -> int | None:
+    """``oral backfill`` with ``--workers`` / ``--scheduler`` (or ``ORAL_DASK_ADDRESS``): one
+    Prefect task per graph on a Dask cluster, each graph's nights in date order
+    (:func:`flows.fanout.backfill`). A graph that failed is named on an ``error:`` line; the last
+    one's error is raised again, so the exit status is the one-graph backfill's."""
+    from flows import fanout
+
+    workers = args.workers or 2
+    print(f"backfill of {', '.join(graphs)} in parallel on "
+          f"{address or f'a local Dask cluster of {workers} worker processes'}")
+    results = fanout.backfill(graphs, str(args.snapshots), args.start, args.end, overrides,
+                              state_dir, args.device, remote_training=args.remote_training,
+                              cold=args.cold, address=address, workers=workers)
+    failed = [r for r in results if r.get("error") is not None]
+    for r in results:
+        for out in r["nights"]:
+            print(_summary_line(out) + f" [pid {r['pid']} on {r['host']}]")
+    for r in failed[:-1]:
+        print(f"error: backfill of {r['graph']}: {r['error']}", file=sys.stderr)
+    if failed:
+        raise failed[-1]["error"]
 
 
 def cmd_classes(args) -> int:
@@ -253,9 +297,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     bf = sub.add_parser("backfill", help="every snapshot of a graph in date order, each as one nightly run",
                         description="Runs the nightly flow on every snapshot between --start and --end.")
-    _common(bf)
+    _common(bf, several=True)
     bf.add_argument("--start", default=None, help="first date (default: the first snapshot)")
     bf.add_argument("--end", default=None, help="last date (default: the last snapshot)")
+    from flows.cli import _fanout_options
+
+    _fanout_options(bf, "graph (its nights in date order)")
     bf.set_defaults(func=cmd_backfill)
 
     demo = sub.add_parser(

@@ -16,6 +16,7 @@ import csv
 import fcntl
 import json
 import math
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -114,9 +115,12 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
             row = {"method": method, "dataset": canonical_name(prep.graph.name), "seed": seed,
                    "prior": "yes" if prior else "no", "protocol": tag, "failed": str(err),
                    "config_hash": expected}
-        tmp = path.with_suffix(".tmp")
+        # atomic: a killed sweep never leaves half a result; the scratch name is this writer's
+        # own, so two sweeps writing the same seed at once (two hosts of a fan-out, two
+        # terminals) never write into one file: the last replace wins, whole
+        tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex}.tmp")
         tmp.write_text(json.dumps(row, indent=1))
-        tmp.replace(path)  # atomic: a killed sweep never leaves half a result
+        tmp.replace(path)
         if row.get("failed"):
             echo(f"[{i + 1}/{len(seeds)}] seed {seed}: FAILED: {row['failed']}")
             continue
