@@ -76,8 +76,7 @@ def task_runner(address: str | None = None, workers: int = 2):
         return DaskTaskRunner(address=address)
     # the temporary cluster's start-up and shutdown chatter (INFO, and a WARNING for each worker
     # process killed at shutdown) says nothing an operator needs; errors still show
-    if logging.getLogger("distributed").level == logging.NOTSET:
-        logging.getLogger("distributed").setLevel(logging.ERROR)
+    logging.getLogger("distributed").setLevel(logging.ERROR)
     return DaskTaskRunner(cluster_kwargs={"n_workers": int(workers), "threads_per_worker": 1,
                                           "processes": True, "dashboard_address": None})
 
@@ -116,6 +115,14 @@ def shared_api(remote: bool = False):
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = before
+
+
+def _run_name(kind: str, key: str) -> str:
+    """``reproduce-oral+gcd`` / ``backfill-shop+social``: the fan-out flow run's name."""
+    from prefect.runtime import flow_run
+
+    names = "+".join((flow_run.get_parameters() or {}).get(key) or [])
+    return f"{kind}-{names}"[:100]
 
 
 def _where() -> dict:
@@ -163,7 +170,7 @@ def _reproduction_flow():
 
     reproduce_seed = _reproduce_task()
 
-    @flow(name="reproduce-fanout")
+    @flow(name="reproduce-fanout", flow_run_name=lambda: _run_name("reproduce", "methods"))
     def reproduction_fanout(datasets: list[str], methods: list[str], seeds: list[int],
                             priors: list[bool], config: dict, data_dir: str | None, results: str,
                             protocol: str = "ours", known: str = "default",
@@ -268,7 +275,7 @@ def _backfill_flow():
 
     backfill_graph = _backfill_task()
 
-    @flow(name="backfill-fanout")
+    @flow(name="backfill-fanout", flow_run_name=lambda: _run_name("backfill", "graphs"))
     def backfill_fanout(graphs: list[str], snapshot_root: str, start: str | None = None,
                         end: str | None = None, config: dict | None = None,
                         state_dir: str | None = None, device: str | None = None,

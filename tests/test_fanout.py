@@ -59,6 +59,7 @@ def _task_run_names() -> set[str]:
         return {r.name for r in client.read_task_runs(limit=200)}
 
 
+@pytest.mark.slow  # a local two-worker cluster: ~55-75 s on the shared 2-core machine
 def test_reproduction_fanout_matches_a_sequential_run(prefect_env, npz_graph, tmp_path):
     from flows import fanout
     from oral_core.config import ORALConfig
@@ -99,6 +100,7 @@ def test_a_seed_that_breaks_is_reported_failed_not_as_a_number(prefect_env, npz_
     assert out["failed"][0]["broken"] and not out["summaries"]
 
 
+@pytest.mark.slow  # a local two-worker cluster: ~55-75 s on the shared 2-core machine
 def test_two_graphs_backfill_in_parallel_nights_in_order(prefect_env, tmp_path):
     import duckdb
     from prefect.client.orchestration import get_client
