@@ -1,6 +1,7 @@
 # Two commands do their whole set-up on a fresh machine (see README):
 #   make run    the nightly pipeline's demo: a simulated evolving graph, run night by night (state/demo)
 #   make test   run the test suite
+# and, for development: make test-fast (the core and contracts tests that are not slow)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -10,7 +11,7 @@ export DO_NOT_TRACK=true
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export MLFLOW_DISABLE_TELEMETRY=true
 
-.PHONY: install run test clean
+.PHONY: install run test test-fast clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# the fast unit tests of the method and the data contracts (tests/core, tests/contracts), < 1 min
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "(core or contracts) and not slow" tests/core tests/contracts
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"epochs": 8, "hidden_dim": 16, "pol_start_epoch": 4, "cluster_warmup_epochs": 2,
           "device": "cpu"}
 D1, D2 = "2026-04-01", "2026-04-02"

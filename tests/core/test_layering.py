@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ORCHESTRATION = {"prefect", "prefect_dask", "dask", "distributed", "mlflow", "duckdb",
                  "great_expectations"}
 

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"epochs": 20, "hidden_dim": 16, "pol_start_epoch": 10, "cluster_warmup_epochs": 5,
           "device": "cpu"}
 

@@ -1,15 +1,16 @@
-"""Child processes for tests/test_reliability.py (fault injection that needs a real process: a
-SIGKILL, a second writer, a lock held by someone else), and the synthetic publish data they share.
+"""Child processes for the reliability tests of tests/pipeline/reliability/ (fault injection that
+needs a real process: a SIGKILL, a second writer, a lock held by someone else), and the synthetic
+publish data they share. ``H`` is tests/pipeline/reliability/reliability_helpers.py:
 
-    python tests/reliability_helpers.py publish DB TAG PAUSE_AT   publish run TAG; when PAUSE_AT
-        (a statement prefix such as "INSERT INTO node_assignments", or "COMMIT") has run, print
-        PAUSED and wait to be killed ("none": publish and exit)
-    python tests/reliability_helpers.py hold DB                   open DB read-write, print LOCKED,
-        hold it until stdin closes
-    python tests/reliability_helpers.py night JSON                one nightly flow run in this
-        process (Prefect API from the environment); prints READY before (then, with
-        "wait_for_go", waits for a line on stdin), RESULT <json> after; with "rendezvous" (a
-        folder), MLflow logging waits for a second process to reach it too
+    python H publish DB TAG PAUSE_AT   publish run TAG; when PAUSE_AT (a statement prefix such
+        as "INSERT INTO node_assignments", or "COMMIT") has run, print PAUSED and wait to be
+        killed ("none": publish and exit)
+    python H hold DB                   open DB read-write, print LOCKED, hold it until stdin
+        closes
+    python H night JSON                one nightly flow run in this process (Prefect API from
+        the environment); prints READY before (then, with "wait_for_go", waits for a line on
+        stdin), RESULT <json> after; with "rendezvous" (a folder), MLflow logging waits for a
+        second process to reach it too
 
 Only the standard library, numpy, pyarrow and duckdb are imported for ``publish`` and ``hold``;
 ``night`` imports the whole pipeline.
@@ -24,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

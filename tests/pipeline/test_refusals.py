@@ -11,7 +11,7 @@ Two kinds of cases, one parametrised test over both:
 * refused by a run (``oral run``, ``backfill``, ``demo``: broken contracts, unreadable and
   encrypted files, a missing snapshot date, a warehouse that is not DuckDB, a crash in
   training): those start Prefect, whose log records reach the terminal through handlers set up
-  per process, so they run in one child process (``python tests/test_refusals.py CASES``) with
+  per process, so they run in one child process (``python tests/pipeline/test_refusals.py CASES``) with
   its real stderr, one case after the other (one Prefect server for all), each output
   delimited by markers.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 D1 = "2026-03-01"
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s+File \".*\", line \d+", re.M)
 MARK = "@@@ oral-refusal-case"
@@ -88,7 +88,8 @@ def build_snapshots(base: Path) -> dict[str, Path]:
     ``{bad_warehouse}``, ``{file}``, ``{base}``)."""
     import math
 
-    from test_reliability import _unsupported_codec, encrypted_nodes, _good_edges, _good_nodes
+    from reliability.harness import _good_edges, _good_nodes
+    from reliability.test_rel8b_hostile_files import _unsupported_codec, encrypted_nodes
 
     root = base / "snapshots"
     _write(root, "good")

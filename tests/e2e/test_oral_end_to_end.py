@@ -143,7 +143,7 @@ def test_select_from_epoch_beyond_training_is_refused() -> None:
 # --------------------------------------------------------------------------- Cora (real data)
 def cora_available() -> bool:
     env = os.environ.get("ORAL_DATA_DIR")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    root = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets"
     linqs = all((root / "cora" / "linqs" / f"cora.{p}").is_file() for p in ("content", "cites"))
     planetoid = (root / "cora" / "planetoid" / "ind.cora.graph").is_file()
     return linqs or planetoid

@@ -30,7 +30,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 GRAPH = "e2e"
 DAYS = ["2026-03-01", "2026-03-02"]

@@ -56,3 +56,40 @@ def test_rejects_other_files_and_wrong_width(fitted, tmp_path):
     loaded = ORALModel.from_fit(model)
     with pytest.raises(ValueError, match="features per node"):
         loaded.assign(graph.x[:, :5], graph.edge_index)
+
+
+# ------------------------------------------------ inference in node chunks (moved from
+# tests/pipeline/test_large_inference.py: it exercises oral_core only)
+NAMES = ["alpha", "beta", "it's \"gamma\""]
+
+
+def test_assign_in_node_chunks_is_the_same_as_at_once():
+    import torch
+
+    from oral_core.config import ORALConfig
+    from oral_core.inference import ORALModel
+    from oral_core.splits import make_split
+    from oral_core.synthetic import make_attributed_sbm
+    from oral_core.trainer import ORAL
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        graph = make_attributed_sbm(num_nodes=300, num_classes=4, feature_dim=12, avg_degree=6.0,
+                                    homophily=0.85, feature_noise=2.0, seed=3)
+        split = make_split(graph.y, seed=0, known_classes=[0, 1, 2])
+        cfg = ORALConfig(epochs=12, hidden_dim=8, progress=False, pol_start_epoch=6,
+                         cluster_warmup_epochs=3, seed=0, device="cpu")
+        fitted = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
+                               split.val_labels(graph.y))
+        model = ORALModel.from_fit(fitted, NAMES)
+        edges = fitted.selected_state()["edges"]
+        whole = model.assign(graph.x, edges, chunk_size=None)
+        for chunk in (1, 7, 300, 10_000):
+            part = model.assign(graph.x, edges, chunk_size=chunk)
+            assert torch.equal(part.class_id, whole.class_id)
+            assert torch.equal(part.confidence, whole.confidence)
+            assert torch.equal(part.is_novel, whole.is_novel)
+            assert part.num_classes == whole.num_classes
+    finally:
+        torch.set_num_threads(threads)

@@ -187,7 +187,7 @@ def test_run_tables_script_sweeps_every_method_of_the_tables(tmp_path):
     fake = tmp_path / "oral"
     fake.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
     fake.chmod(0o755)
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_tables.sh"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "run_tables.sh"
     subprocess.run(["bash", str(script), "cora"], check=True, env={**os.environ, "ORAL": str(fake)})
     calls = log.read_text().splitlines()
     by_protocol = {p: {c.split("--method ")[1].split()[0]: c for c in calls if f"--protocol {p}" in c}

@@ -19,7 +19,7 @@ import pytest
 
 psutil = pytest.importorskip("psutil")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 D1 = "2026-03-01"
 
 

@@ -39,7 +39,7 @@ from oral_core.trainer import ORAL  # noqa: E402
 from tasks import registry as tracking  # noqa: E402
 from tasks.registry import TrackingConfig  # noqa: E402
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 GRAPH = "travel"
 CLASS_NAMES = ["alpha", "beta", "gamma"]
 RUN_ID = "fedcba9876543210fedcba9876543210"

@@ -1,7 +1,7 @@
 """Training outside the nightly flow's process (flows/training.py) without servers: the content-hash
 check on the training host, the result file in the run folder, the device report, determinism
 (the same seed gives the same classes on the same device, here the CPU), and the deployment
-file's consistency with the CLI's defaults. The servers themselves: tests/test_e2e_servers.py."""
+file's consistency with the CLI's defaults. The servers themselves: tests/e2e/test_e2e_servers.py."""
 from __future__ import annotations
 
 import shutil
@@ -107,7 +107,7 @@ def test_deployment_file_is_consistent():
 
     from flows.settings import QUIET, Settings
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     spec = yaml.safe_load((root / "deployments" / "prefect.yaml").read_text())
     seen = set()
     for d in spec["deployments"]:

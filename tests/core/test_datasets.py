@@ -23,7 +23,7 @@ from oral_core.datasets import (DatasetNotFound, load_dataset, load_linqs, load_
 def shared_datasets_dir() -> Path:
     """``ORAL_DATA_DIR`` if set, else ``../shared/datasets`` next to the repository."""
     env = os.environ.get("ORAL_DATA_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 
 @pytest.fixture(autouse=True)

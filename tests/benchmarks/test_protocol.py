@@ -18,7 +18,7 @@ from oral_core.reproduction import failed_seeds, read_csv, seed_rows, sweep, upd
 from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 SMALL = ORALConfig(epochs=8, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
                    pol_start_epoch=3, resolution_steps=5, progress=False, device="cpu")
 

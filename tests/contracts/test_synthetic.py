@@ -216,7 +216,7 @@ def test_peak_memory_bounded(tmp_path: Path) -> None:
     n = 200_000
     out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(tmp_path), str(n)],
                          capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1],
+                         cwd=Path(__file__).resolve().parents[2],
                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     growth = int(out.stdout.strip().splitlines()[-1])

@@ -525,7 +525,7 @@ def test_readme_analyst_sql_runs_on_a_labelled_warehouse(wh: Warehouse) -> None:
 
     two_nights(wh)
     wh.label_class("g:novel:3", "Late bloomers", by="ana")
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = re.findall(r"```sql\n(.*?)```", readme, re.S)
     assert blocks
     for sql in blocks:

@@ -328,6 +328,11 @@ def build_case(tmp_path: Path, name: str):
     return write(tmp_path, tables, folder), file, rule, severity, kwargs, cli_args
 
 
+# slow: the corpus is ~36 cases of ~1 s each (every case is validated twice with Great
+# Expectations, through the API and through `oral validate`): 30 s, ~40% of `make test-fast`,
+# which stays under a minute without it; `make test` runs it. The rules stay covered in the fast
+# set by the tests below (good snapshot, examples, overflow, labels, every rule in a suite).
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_snapshot_is_caught(tmp_path, capsys, name):
     path, file, rule, severity, kwargs, cli_args = build_case(tmp_path, name)

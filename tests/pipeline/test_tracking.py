@@ -100,7 +100,7 @@ def logged(fitted, cfg):
 
 def test_import_tasks_does_not_import_mlflow():
     code = "import sys, tasks; assert 'mlflow' not in sys.modules, 'import tasks pulled in mlflow'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
 
 
 def test_config_defaults(tmp_path):

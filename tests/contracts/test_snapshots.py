@@ -20,7 +20,7 @@ from oral_core.datasets import download  # the module whose _fetch calls downloa
 
 def shared_datasets_dir() -> Path:
     env = os.environ.get("ORAL_DATA_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 
 CORA = shared_datasets_dir() / "cora" / "linqs" / "cora.content"
