@@ -37,3 +37,23 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture()
+def npz_graph(tmp_path):
+    """A small planted graph (200 nodes, 4 classes) in the gnn-benchmark npz format, loadable by
+    path wherever a dataset name is accepted (``oral reproduce --dataset <path>``)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
+    n = g.num_nodes
+    adj = sp.csr_matrix((np.ones(g.num_edges), g.edge_index.numpy()), shape=(n, n))
+    attr = sp.csr_matrix(g.x.numpy())
+    path = tmp_path / "tiny.npz"
+    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
+             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices,
+             attr_indptr=attr.indptr, attr_shape=attr.shape, labels=g.y.numpy())
+    return path

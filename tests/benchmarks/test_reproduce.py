@@ -4,36 +4,20 @@ from __future__ import annotations
 import csv
 import json
 
-import numpy as np
 import pytest
-import scipy.sparse as sp
+import torch
 
 from flows.cli import main
 from oral_core.config import ORALConfig
 from oral_core.experiment import METHODS, method_config, prepare, to_dataset_ids
 from oral_core.reproduction import CSV_COLUMNS, sweep, update_csv, write_markdown
 from oral_core.splits import make_split
-from oral_core.synthetic import make_attributed_sbm
-
-import torch
 
 TINY = ORALConfig(epochs=8, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
                   pol_start_epoch=1, resolution_steps=5, progress=False,
                   selection="best_val")  # 8 epochs are too few for the last one to have learnt
 
 
-@pytest.fixture()
-def npz_graph(tmp_path):
-    """A small planted graph in the gnn-benchmark npz format, loadable by path."""
-    g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
-    n = g.num_nodes
-    adj = sp.csr_matrix((np.ones(g.num_edges), g.edge_index.numpy()), shape=(n, n))
-    attr = sp.csr_matrix(g.x.numpy())
-    path = tmp_path / "tiny.npz"
-    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
-             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices,
-             attr_indptr=attr.indptr, attr_shape=attr.shape, labels=g.y.numpy())
-    return path
 
 
 def test_every_method_sees_the_same_split_for_a_seed(npz_graph):

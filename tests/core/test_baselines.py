@@ -8,9 +8,7 @@ from __future__ import annotations
 import functools
 import json
 
-import numpy as np
 import pytest
-import scipy.sparse as sp
 import torch
 
 from flows.cli import main
@@ -242,17 +240,6 @@ def test_table2_marks_the_papers_cells_not_run_yet(tmp_path):
     assert "| gcd | cora | no | 0 |" not in table2  # a cell that was run is listed once
 
 
-@pytest.fixture()
-def npz_graph(tmp_path):
-    g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
-    n = g.num_nodes
-    adj = sp.csr_matrix((np.ones(g.num_edges), g.edge_index.numpy()), shape=(n, n))
-    attr = sp.csr_matrix(g.x.numpy())
-    path = tmp_path / "tiny.npz"
-    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
-             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices,
-             attr_indptr=attr.indptr, attr_shape=attr.shape, labels=g.y.numpy())
-    return path
 
 
 def test_cli_runs_a_baseline_and_skips_vgae_without_prior(npz_graph, tmp_path, capsys):

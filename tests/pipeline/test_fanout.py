@@ -3,9 +3,7 @@ seed and a backfill of two graphs in parallel, each on a local two-worker cluste
 refusals of bad fan-out options."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from flows.cli import main
 
@@ -35,20 +33,6 @@ def prefect_env(tmp_path_factory, one_thread):
             yield state
 
 
-@pytest.fixture()
-def npz_graph(tmp_path):
-    """A small planted graph in the gnn-benchmark npz format, loadable by path."""
-    from oral_core.synthetic import make_attributed_sbm
-
-    g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
-    n = g.num_nodes
-    adj = sp.csr_matrix((np.ones(g.num_edges), g.edge_index.numpy()), shape=(n, n))
-    attr = sp.csr_matrix(g.x.numpy())
-    path = tmp_path / "tiny.npz"
-    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
-             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices,
-             attr_indptr=attr.indptr, attr_shape=attr.shape, labels=g.y.numpy())
-    return path
 
 
 def _task_run_names() -> set[str]:
