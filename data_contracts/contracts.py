@@ -67,13 +67,13 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_null(t) or _kind(t) == "string"
 
 
-def _is_number(t: pa.DataType) -> bool:
+def _is_numeric_type(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t)
 
 
 def _is_feature_list(t: pa.DataType) -> bool:
     return ((pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t))
-            and _is_number(t.value_type))
+            and _is_numeric_type(t.value_type))
 
 
 def _plain(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -460,7 +460,7 @@ class _Checker:
                     for c in EDGE_COLUMNS
                     if c in cols and _kind(edges.schema.field(c).type) is None]
         has_weight = "weight" in cols
-        if has_weight and not _is_number(edges.schema.field("weight").type):
+        if has_weight and not _is_numeric_type(edges.schema.field("weight").type):
             problems.append(_type_problem("weight", edges.schema.field("weight").type,
                                           "a number (float32)"))
         self.types(EDGES, problems)

@@ -142,7 +142,7 @@ def _sort_key(key):
     return (0, key, "") if isinstance(key, (int, np.integer)) else (1, 0, str(key))
 
 
-def _flatten(classes: Mapping, keys: list) -> tuple[np.ndarray, np.ndarray]:
+def _node_class_pairs(classes: Mapping, keys: list) -> tuple[np.ndarray, np.ndarray]:
     """All member ids as one string array, and the class index of each."""
     arrays = [np.asarray(classes[k]).astype(str).reshape(-1) for k in keys]
     sizes = np.array([a.size for a in arrays], dtype=np.int64)
@@ -154,8 +154,8 @@ def overlap_matrix(previous: Mapping, current: Mapping, prev_keys: list, cur_key
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(overlap [P, C], sizes of P, sizes of C)``, vectorised: node ids become integers through
     one ``numpy.unique`` and the pair counts come from one ``bincount``."""
-    p_ids, p_cls = _flatten(previous, prev_keys)
-    c_ids, c_cls = _flatten(current, cur_keys)
+    p_ids, p_cls = _node_class_pairs(previous, prev_keys)
+    c_ids, c_cls = _node_class_pairs(current, cur_keys)
     n_p, n_c = len(prev_keys), len(cur_keys)
     uniq, inverse = np.unique(np.concatenate([p_ids, c_ids]), return_inverse=True)
     p_node, c_node = inverse[:p_ids.size], inverse[p_ids.size:]
