@@ -6,7 +6,10 @@
 Prefect validates it before the flow body runs (a wrong type or an unknown key is a failed
 parameter validation, not a crash mid-run) and the Prefect UI shows a form with one typed entry
 per setting. A plain dict (Python callers, deployments, ``oral run --set KEY=VALUE``) is coerced
-into it. Only the fields given a value count as overrides (:meth:`ORALOverrides.overrides`);
+into it. Only the fields given a value count as overrides (:meth:`ORALOverrides.overrides`;
+null is "the default", except for a field that may be None but defaults to a value, such as
+``minibatch_above_edges``, where null switches something off: its form entry starts at the
+default, and that default given back is no override);
 range checks (``gamma`` in (0, 1], ...) stay in :meth:`ORALConfig.validate`, run by
 :func:`flows.nightly.resolve_config`.
 
@@ -29,8 +32,24 @@ class _Overrides(BaseModel):
     def overrides(self) -> dict[str, Any]:
         """The fields that were given a value, as ORALConfig keys. ``None`` means "the default":
         a form or a rerun from the Prefect UI sends every field, the empty ones as null, and
-        every ORALConfig field that may be None defaults to None."""
-        return self.model_dump(exclude_unset=True, exclude_none=True)
+        every ORALConfig field that may be None defaults to None, except those of
+        :data:`NULL_IS_A_VALUE` (``minibatch_above_edges=None``: no automatic mini-batch), whose
+        None is kept and whose default (where their form entry starts) is dropped."""
+        return {k: v for k, v in self.model_dump(exclude_unset=True).items()
+                if (v is not None or k in NULL_IS_A_VALUE)
+                and not (k in NULL_IS_A_VALUE and v == NULL_IS_A_VALUE[k])}
+
+
+def _null_is_a_value() -> dict[str, Any]:
+    """``{field: default}`` of the ORALConfig fields that accept None but default to a value."""
+    hints = typing.get_type_hints(ORALConfig)
+    return {f.name: f.default for f in dataclasses.fields(ORALConfig)
+            if f.default is not None and f.default is not dataclasses.MISSING
+            and type(None) in typing.get_args(hints[f.name])}
+
+
+#: fields whose None is a setting, not "the default" (see :meth:`ORALOverrides.overrides`)
+NULL_IS_A_VALUE = _null_is_a_value()
 
 
 def _fields() -> dict[str, tuple]:
@@ -38,14 +57,15 @@ def _fields() -> dict[str, tuple]:
     out = {}
     for f in dataclasses.fields(ORALConfig):
         default = f.default if f.default is not dataclasses.MISSING else None
-        out[f.name] = (Optional[hints[f.name]], _field(default))
+        out[f.name] = (Optional[hints[f.name]], _field(default, f.name in NULL_IS_A_VALUE))
     return out
 
 
-def _field(default):
+def _field(default, starts_at_default: bool = False):
     from pydantic import Field
 
-    return Field(default=None, description=f"ORALConfig default: {default!r}")
+    return Field(default=default if starts_at_default else None,
+                 description=f"ORALConfig default: {default!r}")
 
 
 #: ORALConfig overrides as a typed flow parameter (every field optional, unknown keys refused)

@@ -1,7 +1,7 @@
 """Every hyper-parameter of ORAL in one place (paper defaults where the paper gives them)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
@@ -58,6 +58,17 @@ class ORALConfig:
     num_neighbors: int = 10  # neighbours sampled per node and layer (-1: all)
     batches_per_epoch: int | None = None  # None: every node is a seed once per epoch
     eval_chunk_edges: int = 1 << 21  # edges per chunk of the whole-graph evaluation pass
+    # automatic mini-batch training (resolve_minibatch): with batch_size None, a training graph of
+    # more than minibatch_above_edges edges (self loops included, as the full-batch forward
+    # propagates them) trains in mini-batches of auto_batch_size seeds; None: never switch.
+    # Full-batch memory grows about linearly with the edges (benchmarks/results/scale.md, peak
+    # resident set of a whole `oral run`, one CPU thread): 1.26 GB at 104k edges (10k nodes +
+    # self loops), 5.42 GB at 1.07M (100k nodes), i.e. about 4.3 GB per million edges. 2M edges
+    # (about 180k nodes at mean degree 10) thus peak near 9.4 GB, leaving about 15 GiB of a
+    # 24 GiB host for the OS and other processes; 3M would need ~14 GB, a 1M-node graph (10.8M)
+    # ~47 GB. A GPU with 80 GB can take a larger budget (--set minibatch_above_edges=N).
+    minibatch_above_edges: int | None = 2_000_000
+    auto_batch_size: int = 2048  # the batch size of the measured 1M-node run (6.6 GB)
     # optimisation
     # 200, not 100: the held-out-class proxy (labelled nodes only) prefers the last epoch of 200
     # over that of 100 or 150 (benchmarks/results/proxy_rules_*.md; the paper gives no number)
@@ -126,6 +137,9 @@ class ORALConfig:
             (self.batches_per_epoch is None or self.batches_per_epoch >= 1,
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
+            (self.minibatch_above_edges is None or self.minibatch_above_edges >= 1,
+             "minibatch_above_edges must be >= 1 or None"),
+            (self.auto_batch_size >= 1, "auto_batch_size must be >= 1"),
             (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
              "select_from_epoch must be in [0, epochs] or None"),
             (self.warm_epochs >= 1, "warm_epochs must be >= 1"),
@@ -135,3 +149,26 @@ class ORALConfig:
         bad = [msg for ok, msg in checks if not ok]
         if bad:
             raise ValueError("invalid ORAL configuration: " + "; ".join(bad))
+
+
+def resolve_minibatch(config: ORALConfig, num_nodes: int,
+                      num_edges: int) -> tuple[ORALConfig, str]:
+    """The configuration a fit trains with, and why (one line for the log and the run).
+
+    ``num_edges``: the edges a full-batch forward propagates over, i.e. the training graph's
+    edges other than self loops plus one self loop per node (``ORAL.fit`` counts them). An
+    explicit ``batch_size`` always wins; otherwise a graph of more than
+    ``minibatch_above_edges`` edges trains in mini-batches of ``auto_batch_size`` seed nodes,
+    and one within the budget (or any graph with the budget None) trains full batch, unchanged.
+    """
+    if config.batch_size is not None:
+        return config, f"mini-batch, batch_size={config.batch_size} (set explicitly)"
+    budget = config.minibatch_above_edges
+    size = f"{num_nodes:,} nodes, {num_edges:,} edges with self loops"
+    if budget is None:
+        return config, f"full batch ({size}; automatic mini-batch off: minibatch_above_edges=None)"
+    if num_edges <= budget:
+        return config, f"full batch ({size} <= minibatch_above_edges={budget:,})"
+    return replace(config, batch_size=config.auto_batch_size), (
+        f"mini-batch, batch_size={config.auto_batch_size} chosen automatically ({size} > "
+        f"minibatch_above_edges={budget:,}; --set minibatch_above_edges=none for full batch)")

@@ -156,6 +156,10 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
         # epochs of training behind the saved parameters (a warm start's count continues it)
         "trained_epochs": int(getattr(model, "trained_before", 0)) + int(state["epoch"]),
         "val_accuracy": float(state["val_acc"]),
+        # the batch size the fit trained with (None: full batch) and why: ``config`` is the one
+        # asked for, whose batch_size stays None when the fit switched to mini-batches itself
+        "train_batch_size": getattr(model, "train_config", model.config).batch_size,
+        "batch_reason": str(getattr(model, "batch_reason", "")),
         "state_dict": {k: v.detach().cpu() for k, v in state["state"].items()},
         "partitions": [{"prototype_group": p.prototype_group.cpu(), "num_groups": int(p.num_groups),
                         "group_to_class": p.group_to_class.cpu(), "accuracy": float(p.accuracy),

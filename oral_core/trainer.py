@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from .attention import LayerOutput, ORALNetwork, with_self_loops
 from .clustering import (Partition, finest_partition, match_groups_to_classes,
                          semi_supervised_prototypical_clustering)
-from .config import ORALConfig
+from .config import ORALConfig, resolve_minibatch
 from .consistency import adaptive_edge_drop, consistency_loss, sampled_edge_drop
 from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, select_confident
@@ -171,6 +171,11 @@ class ORAL:
         self.trained_before = 0
         #: epochs this fit trained (``epochs``, or ``warm_epochs`` for a warm start)
         self.epochs_run = self.config.epochs
+        #: the configuration the last fit trained with: ``config``, with ``batch_size`` set when
+        #: the graph was over ``minibatch_above_edges`` (:func:`oral_core.config.resolve_minibatch`),
+        #: and that decision in one line
+        self.train_config = self.config
+        self.batch_reason = ""
 
     # ------------------------------------------------------------------ helpers
     def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
@@ -251,6 +256,12 @@ class ORAL:
             raise ValueError(f"train_labels has {train_labels.shape[0]} entries for {x.shape[0]} nodes")
         if int((train_labels >= 0).sum()) == 0:
             raise ValueError("no labelled training node: ORAL needs labels of the known classes")
+        # full batch or mini-batch: the edges the full-batch forward would propagate over (no
+        # self loop of the input, one per node added; see attention.with_self_loops)
+        num_edges = int((edge_index[0] != edge_index[1]).sum()) + int(x.shape[0])
+        cfg, self.batch_reason = resolve_minibatch(self.config, int(x.shape[0]), num_edges)
+        self.train_config = cfg
+        log.info("ORAL trains %s", self.batch_reason)
         torch.manual_seed(cfg.seed)
         gen = torch.Generator().manual_seed(cfg.seed)
         device = select_device(cfg.device)
@@ -359,9 +370,9 @@ class ORAL:
         start = time.perf_counter()
         before = watch.totals.get("cluster", 0.0)
         with torch.no_grad():
-            if self.config.minibatch:  # whole graph, layer by layer, in chunks
+            if self.train_config.minibatch:  # whole graph, layer by layer, in chunks
                 outs, partitions = net.forward_chunked(x, self._adjacency(edges)[0], partitions,
-                                                       cluster, self.config.eval_chunk_edges)
+                                                       cluster, self.train_config.eval_chunk_edges)
             else:
                 outs, partitions = net(x, edges, partitions=partitions, cluster=cluster)
         watch.sync()
@@ -469,7 +480,7 @@ class ORAL:
         layer (:func:`oral_core.sampling.sample_subgraph`); the losses of Eq. 7, 2 and 12 are taken
         over the seeds, whose L-layer receptive field the subgraph contains.
         """
-        cfg = self.config
+        cfg = self.train_config
         net.train()
         _, plain, degrees = self._adjacency(edges)
         targets = self._targets(partitions, ens, labels, pseudo, num_known)

@@ -139,6 +139,10 @@ class TrainResult:
     warm_from: str = ""
     #: epochs of training behind the saved parameters, a warm start's included
     trained_epochs: int = 0
+    #: the batch size the fit trained with (None: full batch; ``config`` keeps the one asked
+    #: for) and why, e.g. mini-batch chosen automatically above ``minibatch_above_edges``
+    batch_size: int | None = None
+    batch_reason: str = ""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -232,7 +236,8 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         num_novel=int(np.unique(class_id[class_id >= oral.num_known]).size),
         train_seconds=seconds, device=device, start="cold" if init is None else "warm",
         warm_from="" if init is None else str(init.get("warm_from") or ""),
-        trained_epochs=int(model.payload["trained_epochs"]))
+        trained_epochs=int(model.payload["trained_epochs"]),
+        batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason)
 
 
 # ------------------------------------------------------------------------------- warm starts

@@ -278,6 +278,11 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
                                         "config_hash": trained["config_hash"], "graph": graph,
                                         "oral_run_id": oral_run_id,
                                         "start": trained.get("start", "cold"),
+                                        # the batch size trained with (the config's may be None
+                                        # when the fit switched to mini-batches itself) and why
+                                        "batch_size": trained.get("batch_size",
+                                                                  trained["config"].get("batch_size")),
+                                        "batch_reason": trained.get("batch_reason", ""),
                                         "warm_from_version": tags.get("warm_from_version") or ""}
     metrics = {"val_accuracy": trained["val_accuracy"], "selected_epoch": trained["epoch"],
                "num_classes": trained["num_classes"], "num_novel": trained["num_novel"],

@@ -7,9 +7,10 @@ import torch
 
 from oral_core.attention import ORALNetwork, target_chunks, with_self_loops
 from oral_core.clustering import finest_partition
-from oral_core.config import ORALConfig
+from oral_core.config import ORALConfig, resolve_minibatch
 from oral_core.consistency import sampled_edge_drop
 from oral_core.experiment import config_hash
+from oral_core.inference import export_payload
 from oral_core.metrics import open_world_accuracy
 from oral_core.sampling import CSR
 from oral_core.splits import make_split
@@ -114,7 +115,9 @@ def test_batches_per_epoch_bounds_the_optimiser_steps(graph) -> None:
 
 
 @pytest.mark.parametrize("field,value", [("batch_size", 0), ("num_neighbors", 0),
-                                         ("batches_per_epoch", 0), ("eval_chunk_edges", 0)])
+                                         ("batches_per_epoch", 0), ("eval_chunk_edges", 0),
+                                         ("minibatch_above_edges", 0), ("auto_batch_size", 0),
+                                         ("minibatch_above_edges", -5), ("auto_batch_size", -1)])
 def test_invalid_minibatch_settings_are_refused(field, value) -> None:
     with pytest.raises(ValueError, match=field):
         ORAL(ORALConfig(**{field: value}))
@@ -132,3 +135,69 @@ def test_minibatch_settings_at_their_defaults_keep_the_configuration_hash() -> N
     assert config_hash(base, "row") == config_hash(ORALConfig(eval_chunk_edges=1 << 21, **old), "row")
     assert config_hash(base, "row") != config_hash(ORALConfig(batch_size=1024, **old), "row")
     assert config_hash(base, "row") != config_hash(ORALConfig(num_neighbors=5, **old), "row")
+    # automatic mini-batch training: the defaults (and None) keep the hash, other values change it
+    assert config_hash(base, "row") == config_hash(
+        ORALConfig(minibatch_above_edges=2_000_000, auto_batch_size=2048, **old), "row")
+    assert config_hash(base, "row") != config_hash(ORALConfig(minibatch_above_edges=None, **old),
+                                                   "row")
+    assert config_hash(base, "row") != config_hash(ORALConfig(auto_batch_size=512, **old), "row")
+
+
+# ------------------------------------------------------------- automatic mini-batch (issue 18.4)
+def _tiny_fit(graph, edge_index=None, **settings) -> ORAL:
+    split = make_split(graph.y, seed=0)
+    config = ORALConfig(epochs=2, hidden_dim=16, num_prototypes=10, progress=False,
+                        cluster_warmup_epochs=1, pol_start_epoch=1, seed=0, **settings)
+    return ORAL(config).fit(graph.x, graph.edge_index if edge_index is None else edge_index,
+                            split.train_labels(graph.y), split.val_labels(graph.y))
+
+
+def _trained_minibatch(model: ORAL) -> bool:
+    return all("batches" in row for row in model.history[:-1])
+
+
+def test_a_graph_over_the_edge_budget_trains_in_minibatches_and_says_why(graph) -> None:
+    model = _tiny_fit(graph, minibatch_above_edges=100, auto_batch_size=250)
+    assert [row["batches"] for row in model.history[:-1]] == [2, 2]  # 500 seeds / 250
+    assert model.train_config.batch_size == 250
+    assert model.config.batch_size is None  # the configuration asked for is kept as it was
+    assert "chosen automatically" in model.batch_reason
+    assert "minibatch_above_edges=100" in model.batch_reason
+    payload = export_payload(model)  # what the pipeline saves with the model
+    assert payload["train_batch_size"] == 250 and payload["batch_reason"] == model.batch_reason
+    assert payload["config"]["batch_size"] is None
+
+
+def test_the_budget_counts_the_edges_with_one_self_loop_per_node(graph) -> None:
+    """The count is what the full-batch forward propagates over: input self loops are not
+    counted twice; a graph exactly at the budget stays full batch."""
+    loops = torch.arange(7).repeat(2, 1)
+    edges = torch.cat([graph.edge_index, loops], dim=1)
+    count = with_self_loops(edges, graph.num_nodes).shape[1]
+    assert count == graph.edge_index.shape[1] + graph.num_nodes
+    at = _tiny_fit(graph, edges, minibatch_above_edges=count)
+    over = _tiny_fit(graph, edges, minibatch_above_edges=count - 1)
+    assert not _trained_minibatch(at) and at.batch_reason.startswith("full batch")
+    assert _trained_minibatch(over) and over.train_config.batch_size == 2048
+    assert f"{count:,} edges" in over.batch_reason
+
+
+def test_no_automatic_switch_when_off_or_when_batch_size_is_set(graph) -> None:
+    off = _tiny_fit(graph, minibatch_above_edges=None)
+    assert not _trained_minibatch(off) and off.train_config.batch_size is None
+    assert "minibatch_above_edges=None" in off.batch_reason
+    explicit = _tiny_fit(graph, minibatch_above_edges=100, auto_batch_size=250, batch_size=100)
+    assert [row["batches"] for row in explicit.history[:-1]] == [5, 5]  # its own batch size
+    assert "set explicitly" in explicit.batch_reason
+    assert resolve_minibatch(ORALConfig(batch_size=64), 10**6, 10**8)[0].batch_size == 64
+
+
+def test_below_the_budget_the_fit_is_unchanged(graph) -> None:
+    """Bit-identical to full batch with the switch off (today's behaviour before it existed)."""
+    default = _tiny_fit(graph)
+    off = _tiny_fit(graph, minibatch_above_edges=None)
+    assert default.train_config == default.config and default.train_config.batch_size is None
+    assert default.batch_reason.startswith("full batch") and not _trained_minibatch(default)
+    assert torch.equal(default.predict().class_id, off.predict().class_id)
+    assert [row["loss"] for row in default.history[:-1]] == [row["loss"] for row in off.history[:-1]]
+

@@ -24,6 +24,9 @@ def test_values_are_typed_by_the_field():
     assert values == {"gamma": 0.4, "epochs": 7, "cluster_freeze_epoch": 100,
                       "select_from_epoch": None, "granularity_rule": "best", "batch_size": None}
     assert type(values["gamma"]) is float and type(values["epochs"]) is int
+    values, _ = parse_set(["minibatch_above_edges=none", "auto_batch_size=512"])
+    assert values == {"minibatch_above_edges": None, "auto_batch_size": 512}
+    assert check_config(values, {}).minibatch_above_edges is None
     assert sources["gamma"] == "--set gamma=0.4"
     for item, message in (("epochs=1.5", "epochs must be an integer, got '1.5'"),
                           ("epochs=none", "epochs must be an integer, got 'none'"),
@@ -47,6 +50,11 @@ def test_configuration_problems_name_their_options():
     assert "--set gamma=5: gamma must be in (0, 1]" in text
     assert "--set top_k=99: top_k must be in [1, num_prototypes]" in text
     assert "--epochs 0: epochs must be >= 1" in text
+    values, sources = parse_set(["minibatch_above_edges=0", "auto_batch_size=0"])
+    with pytest.raises(OptionError) as err:
+        check_config(values, sources)
+    assert "--set minibatch_above_edges=0: minibatch_above_edges must be >= 1 or None" in str(err.value)
+    assert "--set auto_batch_size=0: auto_batch_size must be >= 1" in str(err.value)
     values, sources = parse_set(["gamma=0.5", "pol=off", "cluster_freeze_epoch=10"])
     config = check_config(values, sources)
     assert (config.gamma, config.pol, config.cluster_freeze_epoch) == (0.5, False, 10)

@@ -38,6 +38,11 @@ def test_config_parameter_is_typed():
     # null means the default: a rerun from the UI sends every field, the empty ones as null
     assert as_overrides({"prior_num_classes": None, "epochs": None}) == {}
     assert as_overrides(ORALOverrides(epochs=5).model_dump()) == {"epochs": 5}
+    # ... except where None is a setting: minibatch_above_edges=None turns the automatic
+    # mini-batch switch off (its form entry starts at the default, which is no override)
+    assert as_overrides({"minibatch_above_edges": None}) == {"minibatch_above_edges": None}
+    assert resolve_config({"minibatch_above_edges": None}).minibatch_above_edges is None
+    assert resolve_config({}).minibatch_above_edges == 2_000_000
     for bad in ({"pol": "ture"}, {"cluster_freeze_epoch": 0.5}, {"no_such_key": 1}):
         with pytest.raises(pydantic.ValidationError):
             ORALOverrides.model_validate(bad)
@@ -69,9 +74,10 @@ def test_cli_set_values_map_to_the_typed_parameter(monkeypatch, tmp_path):
     (tmp_path / "snaps" / "g" / "snapshot=2026-01-01").mkdir(parents=True)
     assert main(["run", "--graph", "g", "--snapshots", str(tmp_path / "snaps"), "--state-dir",
                  str(tmp_path / "state"), "--device", "cpu", "--set", "epochs=7",
-                 "--set", "pol=false"]) == 0
+                 "--set", "pol=false", "--set", "minibatch_above_edges=none"]) == 0
     overrides = ORALOverrides.model_validate(seen[0]).overrides()
     assert overrides["epochs"] == 7 and overrides["pol"] is False
+    assert overrides["minibatch_above_edges"] is None  # the automatic mini-batch switch off
 
 
 def test_training_cache_policy_is_the_training_key():

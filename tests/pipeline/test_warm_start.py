@@ -101,6 +101,26 @@ def test_start_problem_names_what_changed(one_thread):
     assert start_problem(payload, 16, "row", cfg, ["a", "b", "c"]) == "the known classes changed"
 
 
+def test_a_model_trained_in_automatic_minibatches_still_warm_starts(one_thread):
+    """The saved configuration is the one asked for (batch_size None), not the one the fit chose
+    above ``minibatch_above_edges``: the next night's configuration hash matches."""
+    from oral_core.inference import export_payload
+    from oral_core.splits import make_split
+    from oral_core.synthetic import make_attributed_sbm
+    from oral_core.trainer import ORAL
+    from tasks.steps import start_problem
+
+    graph = make_attributed_sbm(num_nodes=200, num_classes=3, feature_dim=16, seed=0)
+    split = make_split(graph.y, seed=0, known_classes=[0, 1])
+    cfg = _config(epochs=2, cluster_warmup_epochs=1, pol_start_epoch=1, minibatch_above_edges=10,
+                  auto_batch_size=100)
+    model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
+                          split.val_labels(graph.y))
+    payload = export_payload(model, ["a", "b"], "row")
+    assert payload["train_batch_size"] == 100 and payload["config"]["batch_size"] is None
+    assert start_problem(payload, 16, "row", cfg, ["a", "b"]) is None
+
+
 def _rewrite(src: Path, root: Path, graph: str, date: str, rename: int = 0, drop: int = 0,
              features: int | None = None) -> Path:
     """A copy of snapshot ``src`` as ``graph`` on ``date``: the last ``drop`` nodes removed
@@ -171,6 +191,8 @@ def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_threa
     (cold, p1, pub1), (warm, p2, pub2) = out
     assert cold.start == "cold" and warm.start == "warm" and warm.warm_from == "night1"
     assert warm.epochs == CONFIG["warm_epochs"] and warm.trained_epochs == 12 + 4
+    # the run records the batch size trained with and why (a tiny graph: full batch)
+    assert cold.batch_size is None and cold.batch_reason.startswith("full batch (")
     assert set(pub1["statuses"].values()) == {"emerged"}
     assert set(pub2["statuses"].values()) == {"persisting"}
     assert pub2["lineage"] == pub1["lineage"]  # class key -> lineage id, unchanged
@@ -262,6 +284,9 @@ def test_nights_after_the_first_start_warm_from_the_champion(env, nights):
                                              str(prev["model_version"]), prev["run_id"])
     run, _ = _mlflow(env, first)
     assert run.data.params["start"] == "cold" and run.data.params["warm_from_version"] == ""
+    # the batch size trained with and why (a tiny graph, far below minibatch_above_edges)
+    assert run.data.params["batch_size"] == "None"
+    assert run.data.params["batch_reason"].startswith("full batch (")
     row = _run_row(env, first["run_id"])
     assert row["start_mode"] == "cold" and row["warm_from_version"] is None
     # a rerun of a warm night finds the same champion: same run, training from the cache
