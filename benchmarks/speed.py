@@ -10,6 +10,15 @@ meant to be compared across runs.
     python -m benchmarks.speed --dataset cora --dataset amazonphoto --dataset synthetic:100000
 
 appends one row per graph and device to ``benchmarks/results/speed.csv``.
+
+``--kernel`` (repeatable) times ORAL with each aggregation kernel of Eq. 6
+(``ORALConfig.attention_kernel``: ``gather``, PyG message passing, or ``spmm``, a sparse matrix
+product), each against its own GAT reference, one row each, labelled ``attention_kernel=...``
+(rows without the label are ``gather``, the default). The kernel comparison of issue 18 (point 3,
+``benchmarks/results/attention_kernels.md``):
+
+    OMP_NUM_THREADS=1 python -m benchmarks.speed --data-dir ../shared/datasets \
+        --dataset cora --dataset amazonphoto --kernel gather --kernel spmm
 """
 from __future__ import annotations
 
@@ -23,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GATConv
 
-from oral_core.config import ORALConfig
+from oral_core.config import ATTENTION_KERNELS, ORALConfig
 from oral_core.experiment import canonical_name
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL, select_device
@@ -102,11 +111,16 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override, e.g. --set batch_size=8192")
+    ap.add_argument("--kernel", action="append", default=[], choices=ATTENTION_KERNELS,
+                    help="time ORAL with this attention kernel (repeatable; one row each)")
     ap.add_argument("--out", type=Path, default=RESULTS / "speed.csv")
     args = ap.parse_args(argv)
     from benchmarks.profile import parse_overrides
-    for name in args.dataset:
-        row = measure(name, args.epochs, args.device, args.data_dir, parse_overrides(args.set))
+    overrides = parse_overrides(args.set)
+    runs = [(name, overrides | {"attention_kernel": k} if args.kernel else overrides)
+            for name in args.dataset for k in (args.kernel or [None])]
+    for name, settings in runs:
+        row = measure(name, args.epochs, args.device, args.data_dir, settings)
         print(row, flush=True)
         new = not args.out.exists()
         args.out.parent.mkdir(parents=True, exist_ok=True)

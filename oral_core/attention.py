@@ -10,6 +10,7 @@ Eq. 4 semi-supervised prototypical clustering, Eq. 5 group-aware attention, Eq. 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +21,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_self_loops, remove_self_loops, softmax
 
 from .clustering import Partition, group_assignment
+from .config import ATTENTION_KERNELS
 from .prototypes import representativeness
 from .sampling import CSR
 
@@ -52,6 +54,124 @@ def chunk_edges(csr: CSR, a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
     return src, dst
 
 
+def _csr_matrix(rowptr: torch.Tensor, col: torch.Tensor, values: torch.Tensor,
+                size: tuple[int, int]) -> torch.Tensor:
+    """A ``torch.sparse_csr`` matrix. Built from a sorted layout, so torch's invariant checks
+    (a pass over the indices) are off; its "beta" warning is silenced (the kernel is tested)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+        return torch.sparse_csr_tensor(rowptr, col, values, size, check_invariants=False)
+
+
+def _rowptr(index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    rowptr = index.new_zeros(num_nodes + 1)
+    rowptr[1:] = torch.cumsum(torch.bincount(index, minlength=num_nodes), dim=0)
+    return rowptr
+
+
+@dataclass
+class EdgeLayout:
+    """The edges of an ``edge_index`` ``(2, E)`` as two sparse layouts, for the ``"spmm"``
+    attention kernel: grouped by target (the rows of the attention matrix ``A[i, j] = α_ij``) and
+    grouped by source (the rows of ``Aᵀ``, for the gradient of ``z``). ``perm`` / ``perm_t``
+    give, for each position of a layout, the edge's position in ``edge_index``, so edge values
+    (``α``) stay in ``edge_index`` order outside the kernel. Built once per forward pass and
+    shared by the layers (two stable sorts of ``E``); duplicate edges are kept."""
+
+    num_nodes: int
+    rowptr: torch.Tensor  # [N+1] by target
+    col: torch.Tensor  # [E] source of each edge, grouped by target
+    perm: torch.Tensor  # [E]
+    rowptr_t: torch.Tensor  # [N+1] by source
+    col_t: torch.Tensor  # [E] target of each edge, grouped by source
+    perm_t: torch.Tensor  # [E]
+
+    @classmethod
+    def from_edge_index(cls, edge_index: torch.Tensor, num_nodes: int) -> "EdgeLayout":
+        src, dst = edge_index
+        perm = torch.argsort(dst, stable=True)
+        perm_t = torch.argsort(src, stable=True)
+        return cls(num_nodes, _rowptr(dst, num_nodes), src[perm], perm,
+                   _rowptr(src, num_nodes), dst[perm_t], perm_t)
+
+    def matrix(self, values: torch.Tensor) -> torch.Tensor:
+        """``(N, N)`` CSR matrix, ``A[dst, src] = values`` (values in ``edge_index`` order)."""
+        n = self.num_nodes
+        return _csr_matrix(self.rowptr, self.col, values.index_select(0, self.perm), (n, n))
+
+    def transposed(self, values: torch.Tensor) -> torch.Tensor:
+        """``Aᵀ`` as a CSR matrix, ``Aᵀ[src, dst] = values``."""
+        n = self.num_nodes
+        return _csr_matrix(self.rowptr_t, self.col_t, values.index_select(0, self.perm_t), (n, n))
+
+
+class _SparseAggregate(torch.autograd.Function):
+    """``out = A z`` with ``A[i, j] = α_ij`` (Eq. 6 before σ) as a CSR sparse-dense product; no
+    ``[E, D]`` tensor in the forward or the backward pass. Gradients: ``∂z = Aᵀ ∂out`` (a second
+    sparse product) and ``∂α_ij = <∂out_i, z_j>`` (a sampled dense-dense product on ``A``'s
+    pattern, ``torch.sparse.sampled_addmm``)."""
+
+    @staticmethod
+    def forward(ctx, alpha: torch.Tensor, z: torch.Tensor, layout: EdgeLayout) -> torch.Tensor:
+        ctx.save_for_backward(alpha, z)
+        ctx.layout = layout
+        return layout.matrix(alpha) @ z
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        alpha, z = ctx.saved_tensors
+        layout = ctx.layout
+        grad = grad.contiguous()
+        grad_alpha = grad_z = None
+        if ctx.needs_input_grad[0]:
+            values = _sddmm(layout.rowptr, layout.col, grad, z, layout.num_nodes)
+            grad_alpha = torch.empty_like(alpha).index_copy_(0, layout.perm, values)
+        if ctx.needs_input_grad[1]:
+            grad_z = layout.transposed(alpha) @ grad
+        return grad_alpha, grad_z, None
+
+
+class _SparseEdgeDot(torch.autograd.Function):
+    """``e_ij = <u_i, u_j>`` on every edge ``j -> i`` (Eq. 5's cosine of normalised group
+    assignments) as a sampled dense-dense product on ``A``'s pattern: no ``[E, G]`` tensor.
+    Gradient: ``∂u = S u + Sᵀ u`` with ``S[i, j] = ∂e_ij`` (two sparse products)."""
+
+    @staticmethod
+    def forward(ctx, u: torch.Tensor, layout: EdgeLayout) -> torch.Tensor:
+        ctx.save_for_backward(u)
+        ctx.layout = layout
+        e = u.new_empty(layout.perm.shape[0])
+        return e.index_copy_(0, layout.perm, _sddmm(layout.rowptr, layout.col, u, u,
+                                                     layout.num_nodes))
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (u,) = ctx.saved_tensors
+        layout = ctx.layout
+        return layout.matrix(grad) @ u + layout.transposed(grad) @ u, None
+
+
+def _sddmm(rowptr: torch.Tensor, col: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+           num_cols: int) -> torch.Tensor:
+    """``<a_i, b_j>`` for every entry ``(i, j)`` of a CSR pattern (rows of ``a``, ``b`` ``(num_cols,
+    D)``), in the pattern's order, with ``torch.sparse.sampled_addmm``."""
+    pattern = _csr_matrix(rowptr, col, a.new_zeros(col.shape[0]), (a.shape[0], num_cols))
+    return torch.sparse.sampled_addmm(pattern, a.contiguous(), b.t(), beta=0.0).values()
+
+
+def spmm_edge_dot(u: torch.Tensor, layout: EdgeLayout) -> torch.Tensor:
+    """``<u_i, u_j>`` ``(E,)`` for every edge ``j -> i`` of ``layout``, in ``edge_index`` order;
+    differentiable in ``u`` ``(N, G)``."""
+    return _SparseEdgeDot.apply(u, layout)
+
+
+def spmm_aggregate(alpha: torch.Tensor, z: torch.Tensor, layout: EdgeLayout) -> torch.Tensor:
+    """``sum_j α_ij z_j`` for every target ``i`` (Eq. 6 before σ), as a sparse matrix product.
+    ``alpha`` ``(E,)`` in the order of the edge index ``layout`` was built from, ``z`` ``(N, D)``
+    -> ``(N, D)``; differentiable in ``alpha`` and ``z``."""
+    return _SparseAggregate.apply(alpha, z, layout)
+
+
 class GroupAwareAttention(MessagePassing):
     r"""Group-aware attention aggregation.
 
@@ -71,13 +191,23 @@ class GroupAwareAttention(MessagePassing):
     Args:
         temperature (float, optional): ``t`` of Eq. 5, dividing the cosine similarities before the
             softmax over each node's neighbourhood. (default: ``1.0``, the paper's Eq. 5)
+        kernel (str, optional): how Eq. 5-6 run over the edges (``ORALConfig.attention_kernel``):
+            ``"gather"``, PyG message passing (per-edge ``(E, G)`` products for the cosines and an
+            ``(E, D)`` tensor of messages ``α_ij z_j`` scatter-added per target), or ``"spmm"``:
+            the cosines as a sampled dense-dense product on the edge pattern
+            (:func:`spmm_edge_dot`) and Eq. 6 as a CSR sparse-dense product ``A z`` with
+            ``A[i, j] = α_ij`` (:func:`spmm_aggregate`), with no ``(E, D)`` or ``(E, G)`` tensor,
+            forward or backward. Both give the same result up to float summation order (tested in
+            ``tests/core/test_attention_kernels.py``). (default: ``"gather"``)
 
     Shapes:
         - **input:**
           projected node features ``z = W h`` ``(N, D)``,
           group assignments ``p`` ``(N, G)`` (Eq. 3; the attention reads their cosines),
           edge indices ``(2, E)`` (row 0 source ``j``, row 1 target ``i``), without self loops
-          unless ``has_self_loops=True`` says that every node already has exactly one
+          unless ``has_self_loops=True`` says that every node already has exactly one; optionally
+          the :class:`EdgeLayout` of those edges (``"spmm"`` only, with ``has_self_loops=True``;
+          built here when not given)
         - **output:** aggregated node features ``(N, D)`` (Eq. 6 before ``σ``); with
           ``return_attention=True``, ``((N, D), ((2, E'), (E',)))``: the edge indices with one
           self loop per node (``E'`` edges) and the attention ``α_ij`` of each (Eq. 5)
@@ -86,24 +216,41 @@ class GroupAwareAttention(MessagePassing):
           tensor of more than ``max_edges`` rows
     """
 
-    def __init__(self, temperature: float = 1.0):
+    def __init__(self, temperature: float = 1.0, kernel: str = "gather"):
         super().__init__(aggr="add", node_dim=0)
+        if kernel not in ATTENTION_KERNELS:
+            raise ValueError(f"attention kernel must be one of {list(ATTENTION_KERNELS)}, got {kernel!r}")
         self.temperature = temperature
+        self.kernel = kernel
 
     def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor,
-                return_attention: bool = False, has_self_loops: bool = False):
+                return_attention: bool = False, has_self_loops: bool = False,
+                layout: EdgeLayout | None = None):
         if not has_self_loops:
+            if layout is not None:
+                raise ValueError("an EdgeLayout describes edges with their self loops: pass has_self_loops=True")
             edge_index = with_self_loops(edge_index, z.shape[0])
         pn = F.normalize(p, dim=-1)
-        alpha = self.edge_attention(pn, edge_index)
-        out = self.propagate(edge_index, z=z, alpha=alpha)
+        if self.kernel == "spmm":
+            if layout is None:
+                layout = EdgeLayout.from_edge_index(edge_index, z.shape[0])
+            alpha = self.edge_attention(pn, edge_index, layout)
+            out = spmm_aggregate(alpha, z, layout)
+        else:
+            alpha = self.edge_attention(pn, edge_index)
+            out = self.propagate(edge_index, z=z, alpha=alpha)
         return (out, (edge_index, alpha)) if return_attention else out
 
-    def edge_attention(self, pn: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        """Eq. 5 on every edge ``j -> i`` (source row 0, target row 1), normalised per target."""
+    def edge_attention(self, pn: torch.Tensor, edge_index: torch.Tensor,
+                       layout: EdgeLayout | None = None) -> torch.Tensor:
+        """Eq. 5 on every edge ``j -> i`` (source row 0, target row 1), normalised per target.
+        With a ``layout`` (the ``"spmm"`` kernel) the cosines are a sampled dense-dense product
+        (:func:`spmm_edge_dot`), without the ``[E, G]`` products."""
         src, dst = edge_index
-        # index_select, not pn[src]: its backward is a fast index_add on CPU
-        e = (pn.index_select(0, src) * pn.index_select(0, dst)).sum(dim=-1)
+        if layout is not None:
+            e = spmm_edge_dot(pn, layout)
+        else:  # index_select, not pn[src]: its backward is a fast index_add on CPU
+            e = (pn.index_select(0, src) * pn.index_select(0, dst)).sum(dim=-1)
         return softmax(e / self.temperature, dst, num_nodes=pn.shape[0])
 
     def message(self, z_j: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
@@ -117,10 +264,16 @@ class GroupAwareAttention(MessagePassing):
         out = z.new_empty(z.shape)
         for a, b in target_chunks(csr, max_edges):
             src, dst = chunk_edges(csr, a, b)
-            e = (pn.index_select(0, src) * pn[a:b].index_select(0, dst)).sum(dim=-1)
-            alpha = softmax(e / self.temperature, dst, num_nodes=b - a)
-            out[a:b] = z.new_zeros(b - a, z.shape[1]).index_add_(
-                0, dst, alpha.unsqueeze(-1) * z.index_select(0, src))
+            if self.kernel == "spmm":  # the chunk's edges are in CSR order already
+                rowptr = csr.rowptr[a:b + 1] - csr.rowptr[a]
+                e = _sddmm(rowptr, src, pn[a:b], pn, pn.shape[0])
+                alpha = softmax(e / self.temperature, dst, num_nodes=b - a)
+                out[a:b] = _csr_matrix(rowptr, src, alpha, (b - a, z.shape[0])) @ z
+            else:
+                e = (pn.index_select(0, src) * pn[a:b].index_select(0, dst)).sum(dim=-1)
+                alpha = softmax(e / self.temperature, dst, num_nodes=b - a)
+                out[a:b] = z.new_zeros(b - a, z.shape[1]).index_add_(
+                    0, dst, alpha.unsqueeze(-1) * z.index_select(0, src))
         return out
 
 
@@ -140,7 +293,9 @@ class GCNAggregation(MessagePassing):
           projected node features ``z`` ``(N, D)``,
           group assignments ``p`` ``(N, G)`` (accepted for the same call as
           :class:`GroupAwareAttention`, not read),
-          edge indices ``(2, E)``, without self loops unless ``has_self_loops=True``
+          edge indices ``(2, E)``, without self loops unless ``has_self_loops=True``; a
+          ``layout`` is accepted for the same call as :class:`GroupAwareAttention`, not read (the
+          attention kernel switch does not apply to this ablation)
         - **output:** aggregated node features ``(N, D)``
         - :meth:`chunked`: ``z`` ``(N, D)``, ``p`` ``(N, G)`` (not read), an incoming-adjacency
           ``CSR`` that holds the self loops -> ``(N, D)``
@@ -150,7 +305,7 @@ class GCNAggregation(MessagePassing):
         super().__init__(aggr="add", node_dim=0)
 
     def forward(self, z: torch.Tensor, p: torch.Tensor, edge_index: torch.Tensor,
-                has_self_loops: bool = False):
+                has_self_loops: bool = False, layout: EdgeLayout | None = None):
         edge_index, weight = gcn_norm(edge_index, None, z.shape[0], add_self_loops=not has_self_loops)
         return self.propagate(edge_index, z=z, weight=weight)
 
@@ -201,6 +356,8 @@ class PrototypicalAttentionLayer(nn.Module):
             training mode. (default: ``0.5``)
         use_attention (bool, optional): group-aware attention (Eq. 5-6), or
             :class:`GCNAggregation` for the PAN ablation. (default: ``True``)
+        attention_kernel (str, optional): ``"gather"`` or ``"spmm"``, how Eq. 6 is summed (see
+            :class:`GroupAwareAttention`). (default: ``"gather"``)
 
     Shapes:
         - **input:**
@@ -216,14 +373,14 @@ class PrototypicalAttentionLayer(nn.Module):
 
     def __init__(self, in_dim: int, out_dim: int, num_prototypes: int, temperature: float,
                  attention_temperature: float = 1.0, dropout: float = 0.5,
-                 use_attention: bool = True):
+                 use_attention: bool = True, attention_kernel: str = "gather"):
         super().__init__()
         self.lin = nn.Linear(in_dim, out_dim)
         self.prototypes = nn.Parameter(torch.empty(num_prototypes, out_dim))
         self.temperature = temperature
         self.dropout = dropout
-        self.aggregate = (GroupAwareAttention(attention_temperature) if use_attention
-                          else GCNAggregation())
+        self.aggregate = (GroupAwareAttention(attention_temperature, attention_kernel)
+                          if use_attention else GCNAggregation())
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -243,11 +400,11 @@ class PrototypicalAttentionLayer(nn.Module):
         return self.propagate_groups(z, r, edge_index, partition)
 
     def propagate_groups(self, z, r, edge_index, partition: Partition,
-                         has_self_loops: bool = False) -> LayerOutput:
+                         has_self_loops: bool = False, layout: EdgeLayout | None = None) -> LayerOutput:
         """Eq. 3 then Eq. 5-6 from a projection ``z`` ``(N, D_out)`` and its scores ``r``
-        ``(N, K)``."""
+        ``(N, K)`` (``layout``: the :class:`EdgeLayout` of ``edge_index``, ``"spmm"`` only)."""
         p = group_assignment(r, partition.prototype_group, partition.num_groups)
-        h = self.aggregate(z, p, edge_index, has_self_loops=has_self_loops)
+        h = self.aggregate(z, p, edge_index, has_self_loops=has_self_loops, layout=layout)
         return LayerOutput(r=r, p=p, h=F.relu(h))
 
 
@@ -268,6 +425,9 @@ class ORALNetwork(nn.Module):
         dropout (float, optional): dropout on each layer's input. (default: ``0.5``)
         use_attention (bool, optional): ``False`` for the PAN ablation (GCN propagation).
             (default: ``True``)
+        attention_kernel (str, optional): ``"gather"`` or ``"spmm"`` (see
+            :class:`GroupAwareAttention`); with ``"spmm"`` the sparse layout of the edges is built
+            once per forward pass for all layers. (default: ``"gather"``)
 
     Shapes:
         - **input:** node features ``x`` ``(N, F)``, edge indices ``(2, E)`` (self loops are
@@ -279,13 +439,15 @@ class ORALNetwork(nn.Module):
 
     def __init__(self, in_dim: int, hidden_dim: int, num_layers: int, num_prototypes: int,
                  temperature: float, attention_temperature: float = 1.0, dropout: float = 0.5,
-                 use_attention: bool = True):
+                 use_attention: bool = True, attention_kernel: str = "gather"):
         super().__init__()
         dims = [in_dim] + [hidden_dim] * num_layers
         self.layers = nn.ModuleList(
             PrototypicalAttentionLayer(dims[i], dims[i + 1], num_prototypes, temperature,
-                                       attention_temperature, dropout, use_attention)
+                                       attention_temperature, dropout, use_attention,
+                                       attention_kernel)
             for i in range(num_layers))
+        self.sparse_layout = use_attention and attention_kernel == "spmm"
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, partitions=None,
                 cluster=None, input_dropout: bool = True) -> tuple[list[LayerOutput], list[Partition]]:
@@ -301,11 +463,12 @@ class ORALNetwork(nn.Module):
         outputs, used = [], []
         h = x
         edge_index = with_self_loops(edge_index, x.shape[0])  # once for all layers
+        layout = EdgeLayout.from_edge_index(edge_index, x.shape[0]) if self.sparse_layout else None
         for idx, layer in enumerate(self.layers):
             z = layer.project(h, dropout=input_dropout or idx > 0)
             r = layer.score(z)
             part = partitions[idx] if partitions is not None else cluster(idx, r, layer.prototypes)
-            out = layer.propagate_groups(z, r, edge_index, part, has_self_loops=True)
+            out = layer.propagate_groups(z, r, edge_index, part, has_self_loops=True, layout=layout)
             outputs.append(out)
             used.append(part)
             h = out.h

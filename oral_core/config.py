@@ -8,6 +8,8 @@ import numpy as np
 
 #: model-selection rules (``ORALConfig.selection``)
 SELECTION_RULES = ("best_val", "last")
+#: how Eq. 5-6 run over the edges (``ORALConfig.attention_kernel``)
+ATTENTION_KERNELS = ("gather", "spmm")
 
 
 @dataclass
@@ -26,6 +28,10 @@ class ORALConfig:
     attention_temperature: float = 1.0  # Eq. 5: 1.0 is exactly the paper
     dropout: float = 0.5
     pan: bool = True  # False: GCN aggregation instead of group-aware attention (ablation)
+    # Eq. 5-6 as PyG message passing ("gather": [E, D] messages, scatter-added) or as sparse
+    # products on the edge pattern ("spmm": no [E, D] tensor); equal up to float summation order
+    # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels.md)
+    attention_kernel: str = "gather"
     # semi-supervised prototypical clustering (Eq. 3-4)
     top_k: int = 2  # association size for the Jaccard prototype graph
     resolution_min: float = 0.05
@@ -130,6 +136,8 @@ class ORALConfig:
              "ensemble_from_layer must be in [1, num_layers]"),
             (self.temperature > 0, "temperature must be > 0"),
             (self.attention_temperature > 0, "attention_temperature must be > 0"),
+            (self.attention_kernel in ATTENTION_KERNELS,
+             f"attention_kernel must be one of {list(ATTENTION_KERNELS)}"),
             (self.prior_num_classes is None or self.prior_num_classes >= 1,
              "prior_num_classes must be >= 1"),
             (self.batch_size is None or self.batch_size >= 1, "batch_size must be >= 1 or None"),

@@ -124,7 +124,8 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
 LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": None,
                 "eval_chunk_edges": 1 << 21, "select_from_epoch": None, "selection": "best_val",
                 "ensemble_from_layer": 1, "warm_epochs": 10,
-                "minibatch_above_edges": 2_000_000, "auto_batch_size": 2048}
+                "minibatch_above_edges": 2_000_000, "auto_batch_size": 2048,
+                "attention_kernel": "gather"}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

@@ -55,7 +55,8 @@ class ORALModel:
         cfg = self.config
         self.network = ORALNetwork(int(payload["in_dim"]), cfg.hidden_dim, cfg.num_layers,
                                    cfg.num_prototypes, cfg.temperature, cfg.attention_temperature,
-                                   cfg.dropout, use_attention=cfg.pan)
+                                   cfg.dropout, use_attention=cfg.pan,
+                                   attention_kernel=cfg.attention_kernel)
         self.network.load_state_dict(payload["state_dict"])
         self.network.eval()
         self.partitions = payload_partitions(payload)

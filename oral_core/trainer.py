@@ -273,7 +273,7 @@ class ORAL:
         self.network_nodes = x.shape[0]
         net = ORALNetwork(x.shape[1], cfg.hidden_dim, cfg.num_layers, cfg.num_prototypes,
                           cfg.temperature, cfg.attention_temperature, cfg.dropout,
-                          use_attention=cfg.pan).to(device)
+                          use_attention=cfg.pan, attention_kernel=cfg.attention_kernel).to(device)
         edges, partitions = edges0, None
         self.trained_before, self.epochs_run = 0, cfg.epochs
         if init is not None:
