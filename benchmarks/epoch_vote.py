@@ -1,0 +1,144 @@
+"""Is the last epoch's answer stable? A diagnostic by the held-out-class proxy (labelled nodes only).
+
+The kernel comparison (``proxy_compare_cora-noprior-attention_kernel=spmm.md``) showed that
+rounding-level differences move a single seed's proxy score at the last epoch of 200 by up to 36
+points. This script measures, in ONE training run per seed (so every row is paired by
+construction), the default rule ``last@E`` against ``vote@E:k``: every node takes the class it
+was given most often over epochs ``E-k+1 .. E``, after each of those epochs' novel class ids is
+aligned to epoch E's by overlap (:func:`oral_core.trainer.novel_id_map`, the warm-start id
+matching; known class ids mean the same class at every epoch). Not a product rule yet: a
+diagnostic for the discovery-quality issue. No test node is read (seed s hides known class
+s mod K; selection-free rules, the proxy scores half the visible classes' validation nodes plus
+the hidden class's labelled nodes, as ``benchmarks/proxy_rules.py``).
+
+    OMP_NUM_THREADS=1 python -m benchmarks.epoch_vote --dataset cora --seeds 5 --votes 10,25,50
+
+Per-seed rows: ``benchmarks/results/epoch_vote/<dataset>-<prior>/seed_<n>.json`` (resumable);
+table: ``benchmarks/results/epoch_vote_<dataset>-<prior>.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from oral_core.config import ORALConfig
+from oral_core.experiment import prepare
+from oral_core.reproduction import mean_se
+from oral_core.trainer import ORAL, novel_id_map
+
+from .tune import _cast, _proxy_accuracy, _proxy_config, proxy_task
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def aligned(ids: torch.Tensor, reference: torch.Tensor, num_known: int) -> torch.Tensor:
+    """``ids`` with each novel class renamed to the ``reference`` novel class it overlaps most."""
+    mapping = novel_id_map(ids, reference, num_known)
+    out = ids.clone()
+    for old, new in mapping.items():
+        out[ids == old] = new
+    return out
+
+
+def epoch_vote(epoch_ids: list[torch.Tensor], num_known: int) -> torch.Tensor:
+    """Each node's most frequent class over ``epoch_ids`` (aligned to the last; ties to the
+    smallest id, as :func:`torch.mode`)."""
+    reference = epoch_ids[-1].long()
+    stack = torch.stack([aligned(e.long(), reference, num_known) for e in epoch_ids])
+    return stack.mode(dim=0).values
+
+
+def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int]) -> list[dict]:
+    g = prep.graph
+    task = proxy_task(g, seed, "rotate", disjoint_val=True)
+    cfg = _proxy_config(config, seed, g.num_classes)
+    cfg.epochs = horizon
+    model = ORAL(cfg)
+    model.record_epochs = True
+    model.fit(prep.x, g.edge_index, task.train, task.val)
+    ids = model.epoch_class_ids
+    num_known = len(task.visible)
+    rows = [{"rule": f"last@{horizon}", "seed": seed} | _proxy_accuracy(g, task, ids[horizon])]
+    for k in votes:
+        voted = epoch_vote(ids[horizon - k + 1:horizon + 1], num_known)
+        rows.append({"rule": f"vote@{horizon}:{k}", "seed": seed} | _proxy_accuracy(g, task, voted))
+    return rows
+
+
+def table(rows: list[dict], reference: str) -> list[str]:
+    lines = ["| rule | seeds | proxy All | classes | rule − " + reference + " (s.e.) | ahead |",
+             "|---|---|---|---|---|---|"]
+    ref = {r["seed"]: r["all"] for r in rows if r["rule"] == reference}
+    for rule in dict.fromkeys(r["rule"] for r in rows):
+        mine = [r for r in rows if r["rule"] == rule]
+        diffs = [r["all"] - ref[r["seed"]] for r in mine if r["seed"] in ref]
+        m, _ = mean_se([r["all"] for r in mine])
+        d, se = mean_se(diffs)
+        cls = sum(r["classes"] for r in mine) / len(mine)
+        ahead = sum(x > 0 for x in diffs)
+        lines.append(f"| {rule} | {len(mine)} | {m:.2f} | {cls:.1f} | {d:+.2f} ({se:.2f}) | "
+                     f"{ahead}/{len(diffs)} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--horizon", type=int, default=None, help="default: the configured epochs")
+    ap.add_argument("--votes", default="10,25,50", help="epochs voted over, comma list")
+    ap.add_argument("--prior", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="ORALConfig override (e.g. attention_kernel=spmm)")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--results", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    base = ORALConfig()
+    overrides = {}
+    for item in args.set:
+        key, value = item.split("=", 1)
+        overrides[key] = _cast(getattr(base, key), value)
+    base = ORALConfig.from_dict(base.to_dict() | overrides)
+    horizon = args.horizon or base.epochs
+    votes = [int(v) for v in args.votes.split(",")]
+    if any(k < 1 or k > horizon for k in votes):
+        ap.error(f"--votes {args.votes}: each must be between 1 and the horizon {horizon}")
+    prep = prepare(args.dataset, args.data_dir)
+    if args.prior:
+        base.prior_num_classes = prep.graph.num_classes
+    name = f"{args.dataset}-{'prior' if args.prior else 'noprior'}" + "".join(
+        f"-{k}={v}" for k, v in overrides.items())
+    folder = Path(args.results) / "epoch_vote" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for seed in range(args.seeds):
+        path = folder / f"seed_{seed}.json"
+        key = {"horizon": horizon, "votes": votes, "config": base.to_dict()}
+        if path.exists() and json.loads(path.read_text()).get("key") == key:
+            rows += json.loads(path.read_text())["rows"]
+            continue
+        t = time.perf_counter()
+        got = seed_rows(prep, seed, base, horizon, votes)
+        path.write_text(json.dumps({"key": key, "seconds": time.perf_counter() - t, "rows": got},
+                                   indent=1))
+        rows += got
+        print(f"seed {seed} ({time.perf_counter() - t:.0f}s): "
+              + ", ".join(f"{r['rule']} {r['all']:.1f}" for r in got), flush=True)
+    out = Path(args.results) / f"epoch_vote_{name}.md"
+    out.write_text("\n".join([
+        f"# Voting over the last epochs: {name} (held-out-class proxy, labelled nodes only)", "",
+        f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.epoch_vote --dataset {args.dataset} "
+        f"--seeds {args.seeds} --votes {args.votes}{' --prior' if args.prior else ''}"
+        + "".join(f" --set {k}={v}" for k, v in overrides.items()) + "`. One training "
+        "run per seed answers every rule (paired by construction). Diagnostic, not a product rule.",
+        "", *table(rows, f"last@{horizon}"), ""]))
+    print(out.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
