@@ -57,3 +57,16 @@ def npz_graph(tmp_path):
              adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices,
              attr_indptr=attr.indptr, attr_shape=attr.shape, labels=g.y.numpy())
     return path
+
+
+@pytest.fixture()
+def offline(monkeypatch, tmp_path):
+    """No network and no writes to ``~/.cache``: dataset downloads fail as if offline and the
+    dataset cache is a temporary folder (``pytestmark = pytest.mark.usefixtures("offline")``)."""
+    from oral_core.datasets import download  # the module whose _fetch calls download_file
+
+    def refuse(url, dest, timeout=20.0):
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(download, "download_file", refuse)
+    monkeypatch.setenv("ORAL_CACHE_DIR", str(tmp_path / "cache"))

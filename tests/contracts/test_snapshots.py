@@ -15,7 +15,6 @@ import scipy.sparse as sp
 from data_contracts import snapshots as snap
 from data_contracts.importers import import_dataset, snapshot_summary
 from flows.cli import main
-from oral_core.datasets import download  # the module whose _fetch calls download_file
 
 
 def shared_datasets_dir() -> Path:
@@ -29,14 +28,7 @@ needs_cora = pytest.mark.skipif(not CORA.is_file(),
                                        "(../shared/datasets or $ORAL_DATA_DIR)")
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No network and no writes to ~/.cache in tests."""
-    def refuse(url: str, dest: Path, timeout: float = 20.0) -> None:
-        raise OSError("network disabled in tests")
-
-    monkeypatch.setattr(download, "download_file", refuse)
-    monkeypatch.setenv("ORAL_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("offline")  # tests/conftest.py: no network, no ~/.cache
 
 
 def small_tables(ids, weight: bool = False):

@@ -26,14 +26,7 @@ def shared_datasets_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No network and no writes to ``~/.cache`` in tests."""
-    def refuse(url: str, dest: Path, timeout: float = 20.0) -> None:
-        raise OSError("network disabled in tests")
-
-    monkeypatch.setattr(download, "download_file", refuse)
-    monkeypatch.setenv("ORAL_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("offline")  # tests/conftest.py: no network, no ~/.cache
 
 
 def edge_set(edge_index: torch.Tensor) -> set[tuple[int, int]]:
