@@ -33,6 +33,7 @@ from oral_core.trainer import ORAL, novel_id_map
 from .tune import _cast, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
+RULES = ["last", "vote", "mean"]  # in each seed file's key: a file without a rule is rerun
 
 
 def aligned(ids: torch.Tensor, reference: torch.Tensor, num_known: int) -> torch.Tensor:
@@ -66,7 +67,16 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     for k in votes:
         voted = epoch_vote(ids[horizon - k + 1:horizon + 1], num_known)
         rows.append({"rule": f"vote@{horizon}:{k}", "seed": seed} | _proxy_accuracy(g, task, voted))
+    for k in votes:
+        rows.append({"rule": f"mean@{horizon}:{k}", "seed": seed}
+                    | epoch_mean([_proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
     return rows
+
+
+def epoch_mean(scores: list[dict]) -> dict:
+    """The mean of per-epoch proxy scores: the expected score of ``last@E`` when the last epoch
+    is one draw among the final ``k`` (a lower-variance estimate, to compare configurations)."""
+    return {key: sum(s[key] for s in scores) / len(scores) for key in scores[0]}
 
 
 def table(rows: list[dict], reference: str) -> list[str]:
@@ -85,9 +95,47 @@ def table(rows: list[dict], reference: str) -> list[str]:
     return lines
 
 
+def read_rows(folder: Path) -> dict[tuple[str, int], dict]:
+    """``(rule, seed) -> row`` of every finished seed file in ``folder``."""
+    rows = {}
+    for path in sorted(folder.glob("seed_*.json")):
+        for r in json.loads(path.read_text())["rows"]:
+            rows[(r["rule"], r["seed"])] = r
+    return rows
+
+
+def compare(results: Path, a: str, b: str) -> int:
+    """Paired table ``b - a`` per rule over the seeds both runs finished."""
+    ra, rb = (read_rows(results / "epoch_vote" / n) for n in (a, b))
+    if not ra or not rb:
+        raise SystemExit(f"no finished seed under {results / 'epoch_vote' / (a if not ra else b)}")
+    lines = [f"# Held-out-class proxy, paired by seed: `{b}` against `{a}`", "",
+             f"Command: `python -m benchmarks.epoch_vote --compare {a} {b}` (seed files of "
+             "`benchmarks.epoch_vote` runs; `mean@E:k` is the mean of the per-epoch proxy "
+             "scores over the last k epochs, the expected `last@E` score with far less noise).",
+             "", f"| rule | seeds | All `{a}` | All `{b}` | difference (s.e.) | ahead |",
+             "|---|---|---|---|---|---|"]
+    for rule in dict.fromkeys(k[0] for k in ra):
+        seeds = sorted(s for (r, s) in ra if r == rule and (r, s) in rb)
+        if not seeds:
+            continue
+        xa = [ra[(rule, s)]["all"] for s in seeds]
+        xb = [rb[(rule, s)]["all"] for s in seeds]
+        d, se = mean_se([y - x for x, y in zip(xa, xb)])
+        lines.append(f"| {rule} | {len(seeds)} | {mean_se(xa)[0]:.2f} | {mean_se(xb)[0]:.2f} | "
+                     f"{d:+.2f} ({se:.2f}) | {sum(y > x for x, y in zip(xa, xb))}/{len(seeds)} |")
+    out = results / f"epoch_vote_compare_{a}_vs_{b}.md"
+    out.write_text("\n".join(lines) + "\n")
+    print(out.read_text())
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--dataset")
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                    help="paired table B - A of two finished runs (folder names under "
+                         "epoch_vote/, e.g. cora-noprior cora-noprior-attention_kernel=spmm)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--horizon", type=int, default=None, help="default: the configured epochs")
     ap.add_argument("--votes", default="10,25,50", help="epochs voted over, comma list")
@@ -97,6 +145,10 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--results", default=str(RESULTS))
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(Path(args.results), *args.compare)
+    if not args.dataset:
+        ap.error("--dataset is required (or --compare A B)")
     base = ORALConfig()
     overrides = {}
     for item in args.set:
@@ -117,7 +169,7 @@ def main(argv=None) -> int:
     rows = []
     for seed in range(args.seeds):
         path = folder / f"seed_{seed}.json"
-        key = {"horizon": horizon, "votes": votes, "config": base.to_dict()}
+        key = {"horizon": horizon, "votes": votes, "rules": RULES, "config": base.to_dict()}
         if path.exists() and json.loads(path.read_text()).get("key") == key:
             rows += json.loads(path.read_text())["rows"]
             continue

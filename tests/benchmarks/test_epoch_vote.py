@@ -24,3 +24,23 @@ def test_vote_takes_each_nodes_most_frequent_aligned_class():
     other = torch.tensor([1, 3, 2, 3])            # node 0 says 1 once; node 1 disagrees once
     voted = epoch_vote([swapped, other, swapped, last], num_known=2)
     assert voted.tolist() == [0, 2, 2, 3]
+
+
+def test_epoch_mean_averages_every_score():
+    from benchmarks.epoch_vote import epoch_mean
+    got = epoch_mean([{"all": 80.0, "classes": 6}, {"all": 70.0, "classes": 8}])
+    assert got == {"all": 75.0, "classes": 7.0}
+
+
+def test_compare_pairs_seeds_both_runs_finished(tmp_path):
+    import json
+    from benchmarks.epoch_vote import compare
+    for name, scores in (("a", {0: 60.0, 1: 70.0}), ("b", {0: 65.0, 1: 68.0, 2: 99.0})):
+        folder = tmp_path / "epoch_vote" / name
+        folder.mkdir(parents=True)
+        for seed, value in scores.items():
+            (folder / f"seed_{seed}.json").write_text(json.dumps(
+                {"key": {}, "rows": [{"rule": "last@200", "seed": seed, "all": value, "classes": 6}]}))
+    assert compare(tmp_path, "a", "b") == 0
+    table = (tmp_path / "epoch_vote_compare_a_vs_b.md").read_text()
+    assert "| last@200 | 2 | 65.00 | 66.50 | +1.50 (3.50) | 1/2 |" in table  # seed 2: b only
