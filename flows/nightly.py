@@ -1,13 +1,17 @@
 """The nightly discovery flow and the backfill, as Prefect flows.
 
     snapshot -> ingest -> validate -> train ORAL -> score -> describe-classes
-             -> transaction [ register (MLflow) -> lineage -> publish (DuckDB) -> champion ]
+             -> transaction [ lineage -> register (MLflow) -> publish (DuckDB) -> champion ]
              -> events, artifacts
 
 Every step is a Prefect task. The registry and the warehouse change in one
 ``prefect.transactions.transaction``: the ``champion`` alias moves only after DuckDB committed
 the run, and when anything in the transaction fails the ``register`` task's ``on_rollback`` hook
-puts the alias back where it was (:func:`tasks.prefect_tasks.undo_registry`).
+puts the alias back where it was (:func:`tasks.prefect_tasks.undo_registry`). Lineage is computed
+before the model is registered, so the registered pyfunc outputs each node's ``lineage_id`` (the
+same key as DuckDB's); lineage, register and publish run under the DuckDB writer limit
+(:data:`tasks.prefect_tasks.WRITER_LIMIT`) so no other run of the graph lands between lineage and
+publish. The cost: MLflow registration is serialized across concurrent runs too.
 
 A failed contract stops the run before training: nothing is published, the report is kept under
 ``state/reports`` and linked from the run's artifacts, an ``oral.contract.failed`` event is
@@ -209,17 +213,25 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                     "labelled_nodes": int((snapshot.labels >= 0).sum()),
                     "known_classes": len(snapshot.class_names), "validation_passed": True,
                     "validated_at": dt.datetime.now(dt.timezone.utc)}
-    # one transaction: registered first, the champion alias only once DuckDB holds the run; if
-    # lineage, the publish or the gate fails, register's on_rollback hook puts the alias back
+    # one transaction: lineage, then the model registered with tonight's lineage ids (so the
+    # pyfunc names each node's lineage_id), then DuckDB, and the champion alias only once DuckDB
+    # holds the run; if the publish or the gate fails, register's on_rollback hook puts the
+    # alias back (a failed lineage stops the run before anything is registered).
     with transaction():
-        tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
-                              (report_json, report_html), classes, scores, tags, promote=False)
-        run |= {"mlflow_run_id": tracked["mlflow_run_id"], "model_name": tracked["model_name"],
-                "model_version": tracked["model_version"]}
         pt.ensure_writer_limit()
+        # The writer limit is held from lineage to publish, register included, so no other run
+        # of the graph lands in DuckDB between tonight's lineage and its publish. The cost:
+        # MLflow registration is serialized across concurrent runs. The champion gate runs
+        # after publish, outside the lock.
         with concurrency(pt.WRITER_LIMIT, occupy=1, timeout_seconds=600):
             found = pt.lineage(str(settings.warehouse_path), run, trained["predictions_path"],
                                classes, graph, snapshot_date)
+            lineage_ids = {str(k): v for k, v in found["result"].lineage_of.items()}
+            tracked = pt.register(tracking_cfg, graph, run | {"run_id": run_id}, trained,
+                                  (report_json, report_html), classes, scores, tags,
+                                  promote=False, lineage=lineage_ids)
+            run |= {"mlflow_run_id": tracked["mlflow_run_id"], "model_name": tracked["model_name"],
+                    "model_version": tracked["model_version"]}
             published = pt.publish(str(settings.warehouse_path), run, snapshot_row,
                                    trained["predictions_path"], found)
         tracked = tracked | pt.champion(tracking_cfg, graph, tracked["model_version"],

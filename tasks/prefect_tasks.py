@@ -9,12 +9,13 @@
   only (bounded, logged, permanent errors not retried, also for the CLI outside any flow), so
   ``register`` and ``champion`` have no task retries and MLflow's own HTTP retries are off
   (``MLFLOW_HTTP_REQUEST_MAX_RETRIES=0``, :mod:`flows.settings`).
-- **Transaction**: the nightly flow runs ``register`` -> ``lineage`` -> ``publish`` -> ``champion``
-  in one ``prefect.transactions.transaction``; ``register``'s ``on_rollback`` hook
-  (:func:`undo_registry`) puts the champion alias back when anything after it fails.
-- The DuckDB writer runs under a global concurrency limit (held by the flow around ``lineage``
-  and ``publish``) and the warehouse itself waits (bounded, logged) for a file lock held by
-  another process.
+- **Transaction**: the nightly flow runs ``lineage`` -> ``register`` -> ``publish`` -> ``champion``
+  in one ``prefect.transactions.transaction`` (lineage first, so the registered model carries
+  tonight's lineage ids); ``register``'s ``on_rollback`` hook (:func:`undo_registry`) puts the
+  champion alias back when anything after it fails.
+- The DuckDB writer runs under a global concurrency limit (held by the flow around ``lineage``,
+  ``register`` and ``publish``, so MLflow registration is serialized across concurrent runs) and
+  the warehouse itself waits (bounded, logged) for a file lock held by another process.
 """
 from __future__ import annotations
 
@@ -134,15 +135,18 @@ def describe(snapshot, predictions_path: str, num_known: int) -> list[dict]:
 
 @task(name="register", cache_policy=NO_CACHE)
 def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
-             classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
+             classes: list[dict], scores: dict | None, tags: dict, promote: bool = True,
+             lineage: dict | None = None) -> dict:
     """One MLflow run (params, per-epoch metrics, artifacts, model), a registered version, and
     (with ``promote``) the champion gate. Idempotent: a run already logged for this ``run_id`` is
-    reused. Inside a transaction it records what its rollback hook needs (the champion before)."""
+    reused. ``lineage``: ``{class_key: lineage_id}`` of tonight's classes (from :func:`lineage`),
+    stored with the model so the pyfunc outputs each node's ``lineage_id``. Inside a transaction
+    it records what its rollback hook needs (the champion before)."""
     from tasks.registry import champion as champion_rules
 
     before = champion_rules.champion_version(tracking_cfg, graph)
     out = champion_rules.track(tracking_cfg, graph, run, trained, report_paths, classes, scores,
-                               tags, promote)
+                               tags, promote, lineage=lineage)
     txn = get_transaction()
     if txn is not None:
         for key, value in (("tracking_cfg", tracking_cfg), ("graph", graph),
@@ -154,7 +158,7 @@ def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: t
 @register.on_rollback
 def undo_registry(txn) -> None:
     """``on_rollback`` hook of :func:`register`: the nightly transaction failed after the version
-    was registered (publish, lineage or the champion gate): the champion alias goes back to where
+    was registered (publish or the champion gate): the champion alias goes back to where
     it was when the run registered (:func:`tasks.registry.champion.undo_champion`)."""
     from tasks.registry import champion as champion_rules
 
@@ -190,7 +194,8 @@ def ensure_writer_limit() -> None:
 def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list[dict],
             graph: str, snapshot_date: dt.date) -> dict:
     """Tonight's classes against the previous run's (:func:`tasks.steps.lineage`, read only).
-    Run under the writer limit, with :func:`publish`, so no other run of the graph lands between."""
+    Run under the writer limit, with :func:`register` and :func:`publish`, so no other run of the
+    graph lands between."""
     from tasks.warehouse import Warehouse
 
     found = steps.lineage(Warehouse(warehouse_path), run, Path(predictions_path), classes, graph,

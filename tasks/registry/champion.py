@@ -249,11 +249,15 @@ def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path
 
 
 def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
-          classes: list[dict], scores: dict | None, tags: dict, promote: bool = True) -> dict:
+          classes: list[dict], scores: dict | None, tags: dict, promote: bool = True,
+          lineage: dict | None = None) -> dict:
     """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
     and, with ``promote``, the champion gate (:func:`promote_champion`). The nightly flow passes
     ``promote=False`` and runs the gate (:func:`champion_gate`) only after DuckDB committed the
     run, so a failed publish never leaves the registry's champion ahead of the warehouse.
+    ``lineage`` (``{class_key: lineage_id}`` of tonight's classes, computed by the nightly flow
+    before it registers) goes into the logged model's ``model_config`` (``oral_lineage``), so
+    the pyfunc outputs each node's ``lineage_id`` (:func:`tasks.registry.log_training_run`).
 
     Idempotent per pipeline run id (tag ``oral_run_id`` on the version):
 
@@ -293,7 +297,8 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
                  "class_summary": classes, "validation_report": [Path(p) for p in report_paths]}
     mlflow_run_id, model_uri = log_training_run(
         tracking_cfg, graph, params, history, artifacts, dict(tags) | {"contracts_passed": "true"},
-        Path(trained["model_path"]), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}")
+        Path(trained["model_path"]), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}",
+        lineage=lineage)
     version = register_model(
         tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained["val_accuracy"],
         contracts_passed=True, snapshot_date=tags.get("snapshot_date"),

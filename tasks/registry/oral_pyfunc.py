@@ -19,7 +19,8 @@ Input (a pandas DataFrame; JSON ``dataframe_records``/``dataframe_split`` when s
   pyarrow reads (``file://``, ``s3://``, ``gs://``, ``hdfs://``...).
 
 Output: one row per node: ``snapshot_path`` (null for inline nodes), ``node_id``, ``run_id``,
-``class_key``, ``class_name``, ``is_novel``, ``confidence`` (see :class:`ORALPyfunc`).
+``class_key``, ``lineage_id``, ``class_name``, ``is_novel``, ``confidence`` (see
+:class:`ORALPyfunc`).
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ import pyarrow.compute as pc
 from mlflow.pyfunc import PythonModel
 
 MODEL_ARTIFACT = "oral_model"  # the key of the ORAL model file among the pyfunc's artifacts
-OUTPUT_COLUMNS = ("snapshot_path", "node_id", "run_id", "class_key", "class_name", "is_novel",
-                  "confidence")
+OUTPUT_COLUMNS = ("snapshot_path", "node_id", "run_id", "class_key", "lineage_id", "class_name",
+                  "is_novel", "confidence")
 SNAPSHOT_COLUMN = "snapshot_path"
 NODE_COLUMNS = ("node_id", "features", "neighbors")
 NODES_FILE, EDGES_FILE = "nodes.parquet", "edges.parquet"
@@ -45,14 +46,17 @@ class ORALPyfunc(PythonModel):
     """An ORAL model as an MLflow pyfunc.
 
     Output: one row per node of every input graph: ``snapshot_path, node_id, run_id, class_key,
-    class_name, is_novel, confidence``, the same keys and values as the warehouse's
+    lineage_id, class_name, is_novel, confidence``, the same keys and values as the warehouse's
     ``node_assignments``: ``class_key`` is the model's class number (known ``0..K-1``, novel
     ``K..``, ``-1`` unassigned), ``class_name`` the known class's name and null for a novel or
     unassigned class, ``run_id`` the warehouse run id of the night that trained the model (null
-    for a model logged outside the nightly flow). Lineage ids are given at publish time, after
-    the model was logged, so the pyfunc cannot carry them: ``(run_id, class_key)`` is the key of
-    the warehouse's ``classes`` row, whose ``lineage_id`` it names
-    (:meth:`tasks.warehouse.Warehouse.with_lineage` joins them).
+    for a model logged outside the nightly flow). ``lineage_id`` is the class's id across nights,
+    as in the warehouse's ``classes`` row of ``(run_id, class_key)``: the nightly flow computes
+    lineage before it registers the model and stores tonight's ``{class_key: lineage_id}`` in
+    the model's ``model_config`` (``oral_lineage``). It is null for an unassigned node, for a
+    class the map does not name (a class with no member on the training night) and for a model
+    logged without a lineage map (outside the nightly flow), where
+    :meth:`tasks.warehouse.Warehouse.with_lineage` still joins ``(run_id, class_key)`` to it.
 
     The only artifact is the ORAL model file, read with ``ORALModel.load`` (``weights_only``);
     nothing is unpickled.
@@ -63,6 +67,7 @@ class ORALPyfunc(PythonModel):
         self._model = ORALModel.load(context.artifacts[MODEL_ARTIFACT])
         config = getattr(context, "model_config", None) or {}
         self._run_id = config.get("oral_run_id")
+        self._lineage = lineage_map(config.get("oral_lineage"))
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None):
         model = getattr(self, "_model", None)
@@ -70,11 +75,13 @@ class ORALPyfunc(PythonModel):
             self.load_context(context)
             model = self._model
         run_id = getattr(self, "_run_id", None)
+        lineage = getattr(self, "_lineage", None)
         if isinstance(model_input, (str, os.PathLike)):
             model_input = pd.DataFrame({SNAPSHOT_COLUMN: [os.fspath(model_input)]})
         elif not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame({SNAPSHOT_COLUMN: [os.fspath(p) for p in model_input]})
-        tables = [assign_graph(model, *graph, run_id=run_id) for graph in input_graphs(model_input)]
+        tables = [assign_graph(model, *graph, run_id=run_id, lineage=lineage)
+                  for graph in input_graphs(model_input)]
         if not tables:
             return empty_output()
         return _nulls_as_none(pd.concat([t.to_pandas() for t in tables], ignore_index=True))
@@ -83,7 +90,7 @@ class ORALPyfunc(PythonModel):
 def _nulls_as_none(frame: pd.DataFrame) -> pd.DataFrame:
     """Text columns as objects with ``None`` for null (pandas 3 reads Arrow strings with NaN for
     null, which a served model would write as ``NaN``, not JSON)."""
-    for col in ("snapshot_path", "node_id", "run_id", "class_name"):
+    for col in ("snapshot_path", "node_id", "run_id", "lineage_id", "class_name"):
         values = frame[col].astype(object)
         frame[col] = values.where(values.notna(), None)
     return frame
@@ -94,6 +101,7 @@ def empty_output() -> pd.DataFrame:
                          "node_id": pd.Series([], dtype=object),
                          "run_id": pd.Series([], dtype=object),
                          "class_key": pd.Series([], dtype="int64"),
+                         "lineage_id": pd.Series([], dtype=object),
                          "class_name": pd.Series([], dtype=object),
                          "is_novel": pd.Series([], dtype=bool),
                          "confidence": pd.Series([], dtype="float64")})
@@ -199,10 +207,31 @@ def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
     return out
 
 
+def lineage_map(value) -> dict[int, str] | None:
+    """``model_config["oral_lineage"]`` (``{str(class_key): lineage_id}``, JSON keys are text)
+    as ``{class_key: lineage_id}``; None when the model has none."""
+    if not value:
+        return None
+    return {int(k): str(v) for k, v in dict(value).items() if v is not None}
+
+
+def lineage_ids_for(class_id: np.ndarray, lineage: dict[int, str] | None) -> pa.Array:
+    """Class numbers -> lineage ids (:func:`lineage_map`), looked up once per distinct id; null
+    for ``-1``, for a class the map does not name and when there is no map."""
+    if not lineage:
+        return pa.nulls(len(class_id), type=pa.string())
+    keys, inverse = np.unique(class_id, return_inverse=True)
+    ids = pa.array([lineage.get(int(k)) if k >= 0 else None for k in keys.tolist()],
+                   type=pa.string())
+    return ids.take(pa.array(np.asarray(inverse, dtype=np.int64).reshape(-1)))
+
+
 def assign_graph(model, snapshot_path: str | None, node_ids: pa.Array, x: np.ndarray,
-                 edge_index: np.ndarray, run_id: str | None = None) -> pa.Table:
+                 edge_index: np.ndarray, run_id: str | None = None,
+                 lineage: dict[int, str] | None = None) -> pa.Table:
     """Symmetrise the edges and assign every node with ``model.assign_raw``: the output columns
-    (``run_id``: the model's warehouse run id)."""
+    (``run_id``: the model's warehouse run id; ``lineage``: its ``{class_key: lineage_id}``,
+    :func:`lineage_map`, or None: null lineage ids)."""
     import torch
     from oral_core.graph import canonical_edges
     from oral_core.columns import writable
@@ -218,6 +247,7 @@ def assign_graph(model, snapshot_path: str | None, node_ids: pa.Array, x: np.nda
         "node_id": node_ids,
         "run_id": pa.array([run_id] * n, type=pa.string()),
         "class_key": pa.array(class_id),
+        "lineage_id": lineage_ids_for(class_id, lineage),
         "class_name": pa.array(class_names_for(model, class_id), type=pa.string()),
         "is_novel": pa.array(out.is_novel.numpy().astype(bool)),
         "confidence": pa.array(out.confidence.numpy().astype(np.float64)),
@@ -237,6 +267,7 @@ def model_signature():
     outputs = Schema([ColSpec("string", "snapshot_path", required=False),
                       ColSpec("string", "node_id"),
                       ColSpec("string", "run_id", required=False), ColSpec("long", "class_key"),
+                      ColSpec("string", "lineage_id", required=False),
                       ColSpec("string", "class_name", required=False),
                       ColSpec("boolean", "is_novel"), ColSpec("double", "confidence")])
     return ModelSignature(inputs=inputs, outputs=outputs)

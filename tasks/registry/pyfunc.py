@@ -19,7 +19,7 @@ import pyarrow as pa
 from tasks.registry import oral_pyfunc as _pyfunc_module
 from tasks.registry.config import TrackingConfig, champion_uri
 from tasks.registry.oral_pyfunc import (
-    MODEL_ARTIFACT, assign_graph, input_example, model_signature)
+    MODEL_ARTIFACT, assign_graph, input_example, lineage_map, model_signature)
 from tasks.registry.retries import _retry
 from tasks.registry.store import using
 
@@ -45,9 +45,10 @@ def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Pat
     (:func:`pip_requirements`), an explicit signature and an input example (a three-node graph
     of the model's feature width; MLflow checks it against the model when logging and writes
     ``serving_input_example.json``). The model thus loads and serves where only its
-    ``requirements.txt`` is installed. ``model_config`` (``graph``, and ``oral_run_id``: the
-    warehouse run id of the night that trained it) goes into the ``MLmodel`` file, where the
-    pyfunc reads it when loaded.
+    ``requirements.txt`` is installed. ``model_config`` (``graph``, ``oral_run_id``: the
+    warehouse run id of the night that trained it, and ``oral_lineage``: that night's
+    ``{str(class_key): lineage_id}``) goes into the ``MLmodel`` file, where the pyfunc reads it
+    when loaded.
 
     The logged model is created beforehand in the run's experiment (left to itself, MLflow
     3.17 puts a model logged for a run that is not the fluent active run into the *default*
@@ -87,14 +88,16 @@ def pip_requirements() -> list[str]:
 
 
 
-def assign_snapshot(model, snapshot_path: str | Path, run_id: str | None = None) -> pa.Table:
+def assign_snapshot(model, snapshot_path: str | Path, run_id: str | None = None,
+                    lineage: Mapping[Any, str] | None = None) -> pa.Table:
     """Load a snapshot (``data_contracts.snapshots.load_snapshot``: one consistent version of
     its files), symmetrise its edges and assign every node with ``model.assign_raw``; the
-    columns of :class:`ORALPyfunc`'s output (``run_id``: the model's warehouse run id)."""
+    columns of :class:`ORALPyfunc`'s output (``run_id``: the model's warehouse run id;
+    ``lineage``: its ``{class_key: lineage_id}``, else null lineage ids)."""
     from data_contracts.snapshots import load_snapshot
     snap = load_snapshot(snapshot_path)
     return assign_graph(model, str(snapshot_path), snap.node_ids, snap.x, snap.edge_index,
-                        run_id=run_id)
+                        run_id=run_id, lineage=lineage_map(lineage))
 
 
 def load_champion(cfg: TrackingConfig, graph: str):

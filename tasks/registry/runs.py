@@ -68,7 +68,8 @@ def experiment_for(cfg: TrackingConfig, graph: str, mlflow_client=None) -> str:
 def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
                      history: Sequence[Mapping[str, Any]], artifacts: Mapping[str, Any],
                      tags: Mapping[str, Any], model, metrics: Mapping[str, Any],
-                     run_name: str | None = None) -> tuple[str, str]:
+                     run_name: str | None = None,
+                     lineage: Mapping[Any, str] | None = None) -> tuple[str, str]:
     """Log one training as one MLflow run of experiment ``oral-<graph>``; returns
     ``(run_id, model_uri)`` (``model_uri`` is ``models:/<logged model id>``).
 
@@ -93,6 +94,10 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
       an MLflow pyfunc (:class:`ORALPyfunc`, as code, with ``oral_core`` as ``code_paths``) with
       the ORAL model file as its artifact, an explicit signature, an input example and complete
       pinned ``pip_requirements`` (no inference runs); see :func:`_log_pyfunc`.
+    - ``lineage``: ``{class_key: lineage_id}`` of the classes this training found (the nightly
+      flow computes lineage before it registers), stored in the model's ``model_config`` as
+      ``oral_lineage`` so the pyfunc outputs each node's ``lineage_id``; without it (a model
+      logged outside the nightly flow) the pyfunc's ``lineage_id`` is null.
 
     Calls: one ``create_run`` (with the tags), ``log_batch`` per 100 params and per 1000
     metrics, one ``log_artifacts``, and MLflow's own calls to log the model.
@@ -140,6 +145,9 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
             model_config = {"graph": graph}
             if run_tags.get("oral_run_id"):  # the warehouse's run id: the pyfunc outputs it
                 model_config["oral_run_id"] = str(run_tags["oral_run_id"])
+            if lineage:  # tonight's class_key -> lineage_id: the pyfunc outputs it per node
+                model_config["oral_lineage"] = {str(int(k)): str(v)
+                                                for k, v in lineage.items() if v is not None}
             _retry(cfg, lambda: _log_pyfunc(cfg, run_id, model_id, model_path, model_config),
                    "logging the pyfunc model")
 

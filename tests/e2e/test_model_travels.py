@@ -43,7 +43,11 @@ ROOT = Path(__file__).parents[2]
 GRAPH = "travel"
 CLASS_NAMES = ["alpha", "beta", "gamma"]
 RUN_ID = "fedcba9876543210fedcba9876543210"
-COMPARED = ["node_id", "run_id", "class_key", "class_name", "is_novel"]
+# tonight's class_key -> lineage_id, as the nightly flow stores it with the model (a class the
+# map does not name, e.g. a second novel class, gets a null lineage_id)
+LINEAGE = {0: "travel:known:alpha", 1: "travel:known:beta", 2: "travel:known:gamma",
+           3: "travel:novel:1"}
+COMPARED = ["node_id", "run_id", "class_key", "lineage_id", "class_name", "is_novel"]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +77,7 @@ def registered(tmp_path_factory):
     started = time.perf_counter()
     run_id, model_uri = tracking.log_training_run(
         cfg, GRAPH, config.to_dict(), oral.history, {}, {"oral_run_id": RUN_ID}, model,
-        {"val_accuracy": 0.9})
+        {"val_accuracy": 0.9}, lineage=LINEAGE)
     seconds = time.perf_counter() - started
     version = tracking.register_model(cfg, GRAPH, model_uri, run_id, contracts_passed=True)
     assert tracking.promote_champion(cfg, GRAPH, version, True, 0.9)[0]
@@ -151,14 +155,17 @@ def test_no_private_mlflow_api_in_tracking():
 def test_nodes_and_edges_give_the_snapshot_predictions(registered, in_process):
     by_path, by_nodes = in_process["by_path"], in_process["by_nodes"]
     assert list(by_nodes.columns) == ["snapshot_path", "node_id", "run_id", "class_key",
-                                      "class_name", "is_novel", "confidence"]
+                                      "lineage_id", "class_name", "is_novel", "confidence"]
+    # the lineage map logged with the model names each node's class; -1 and unnamed keys: null
+    assert by_path["lineage_id"].tolist() == [LINEAGE.get(k) for k in by_path["class_key"]]
+    assert by_path["lineage_id"].notna().any()
     _same(by_path, by_nodes)
     assert by_nodes["snapshot_path"].isna().all()
     assert set(by_path["snapshot_path"]) == {str(registered["snapshot"])}
     assert set(by_nodes["run_id"]) == {RUN_ID}
     # the pipeline's in-process scoring (validated snapshot read) agrees
     reference = tracking.assign_snapshot(registered["model"], registered["snapshot"],
-                                         run_id=RUN_ID).to_pandas()
+                                         run_id=RUN_ID, lineage=LINEAGE).to_pandas()
     _same(reference, by_path)
     # a Parquet URI reads the same
     uri = Path(registered["snapshot"]).absolute().as_uri()

@@ -102,6 +102,38 @@ def test_mlflow_has_a_version_per_night_and_a_loadable_champion(env, backfilled)
                                                     "confidence"}
 
 
+def test_registered_pyfunc_names_the_warehouse_lineage_id(env, backfilled):
+    """Lineage runs before register: a night's registered pyfunc outputs, per node, the
+    lineage id the warehouse gave that node's class ((run_id, class_key) of ``classes``)."""
+    import duckdb
+    import mlflow
+    import pandas as pd
+
+    from tasks.registry import TrackingConfig, model_name, using
+
+    cfg = TrackingConfig(None, env["state"])
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        runs = con.execute("SELECT run_id, CAST(snapshot_date AS VARCHAR), model_version FROM runs "
+                           "WHERE graph = 'pipe' ORDER BY snapshot_date").fetchall()
+        classes = {(r, k): lid for r, k, lid in con.execute(
+            "SELECT c.run_id, c.class_key, c.lineage_id FROM classes c JOIN runs r "
+            "USING (run_id) WHERE r.graph = 'pipe'").fetchall()}
+    finally:
+        con.close()
+    assert len({lid for lid in classes.values()}) >= 3
+    for (run_id, day, version), path in list(zip(runs, env["paths"]))[-2:]:  # a later night too
+        assert f"snapshot={day}" in str(path)
+        with using(cfg):
+            model = mlflow.pyfunc.load_model(f"models:/{model_name('pipe')}/{version}")
+        out = model.predict(pd.DataFrame({"snapshot_path": [str(path)]}))
+        assert list(out.columns)[3:5] == ["class_key", "lineage_id"]
+        assert set(out["run_id"]) == {run_id}
+        expected = [classes.get((run_id, int(k))) if k >= 0 else None for k in out["class_key"]]
+        assert out["lineage_id"].tolist() == expected
+        assert sum(v is not None for v in expected) > len(out) // 2  # most nodes have a class
+
+
 def test_rerun_is_idempotent_and_reuses_training(env, backfilled):
     from flows.nightly import nightly_discovery
 

@@ -198,9 +198,12 @@ def test_register_promote_and_load_champion(fitted, cfg, logged):
         pyfunc = mlflow.pyfunc.load_model(f"models:/oral-{GRAPH}@champion")
     import pandas as pd
     out = pyfunc.predict(pd.DataFrame({"snapshot_path": [str(snap)]}))
-    assert list(out.columns) == ["snapshot_path", "node_id", "run_id", "class_key", "class_name",
-                                 "is_novel", "confidence"]
+    assert list(out.columns) == ["snapshot_path", "node_id", "run_id", "class_key", "lineage_id",
+                                 "class_name", "is_novel", "confidence"]
+    assert list(out.columns) == list(tracking.oral_pyfunc.OUTPUT_COLUMNS)
     assert set(out["run_id"]) == {WAREHOUSE_RUN_ID}  # the key of the warehouse's classes rows
+    # logged without a lineage map (outside the nightly flow): lineage_id null, as None not NaN
+    assert out["lineage_id"].tolist() == [None] * len(out)
     # the reference: ORALModel.assign_raw on the same snapshot, edges symmetrised
     loaded = load_snapshot(snap)
     x = torch.tensor(loaded.x)
@@ -219,6 +222,38 @@ def test_register_promote_and_load_champion(fitted, cfg, logged):
     # two snapshots in one call: one block of rows per snapshot
     twice = pyfunc.predict(pd.DataFrame({"snapshot_path": [str(snap), str(snap)]}))
     assert len(twice) == 2 * loaded.num_nodes
+
+
+def _pyfunc_with(fitted, model_config: dict):
+    from types import SimpleNamespace
+    model = tracking.ORALPyfunc()
+    model.load_context(SimpleNamespace(artifacts={tracking.MODEL_ARTIFACT: str(fitted["model_file"])},
+                                       model_config=model_config))
+    return model
+
+
+def test_pyfunc_lineage_id_from_the_model_config(fitted):
+    """``oral_lineage`` in the model_config (JSON: text keys) names each node's lineage_id; an
+    unassigned node and a class the map does not name get null; without a map every row is
+    null (a model logged outside the nightly flow)."""
+    import pandas as pd
+    snap = pd.DataFrame({"snapshot_path": [str(fitted["snapshot"])]})
+    plain = _pyfunc_with(fitted, {"graph": GRAPH, "oral_run_id": WAREHOUSE_RUN_ID}).predict(None, snap)
+    assert list(plain.columns) == list(tracking.oral_pyfunc.OUTPUT_COLUMNS)
+    assert plain["lineage_id"].tolist() == [None] * len(plain)
+    keys = sorted(k for k in set(plain["class_key"].tolist()) if k >= 0)
+    assert len(keys) >= 2
+    lineage = {str(k): f"{GRAPH}:lin:{k}" for k in keys[1:]}  # keys[0] left out of the map
+    lineage["-1"] = "never-used"  # the unassigned key is never named
+    out = _pyfunc_with(fitted, {"graph": GRAPH, "oral_run_id": WAREHOUSE_RUN_ID,
+                                "oral_lineage": lineage}).predict(None, snap)
+    assert out["class_key"].tolist() == plain["class_key"].tolist()
+    for key, lid in zip(out["class_key"], out["lineage_id"]):
+        assert lid == (lineage.get(str(key)) if key >= 0 and key != keys[0] else None)
+    assert not any(isinstance(v, float) for v in out["lineage_id"])  # None, never NaN
+    empty = _pyfunc_with(fitted, {"oral_lineage": lineage}).predict(None, pd.DataFrame(
+        {"snapshot_path": pd.Series([], dtype=object)}))
+    assert list(empty.columns) == list(tracking.oral_pyfunc.OUTPUT_COLUMNS) and len(empty) == 0
 
 
 def test_champion_gate(fitted, cfg):
