@@ -569,6 +569,29 @@ def test_native_and_custom_expectations():
         assert pair in kinds, pair
 
 
+def test_unweighted_edges_run_the_suite_without_weight_expectations(tmp_path):
+    """Edges without the optional weight column are validated by oral.edges.without_weight: GX
+    never tries a metric of the missing column (each such failure made it recompute the whole
+    round of metrics, the (src, dst) uniqueness pass included, up to three more times), and every
+    other edge rule is still checked."""
+    t = good_tables()
+    t[EDGES] = edges_table(IDS, IDS[1:] + IDS[:1])
+    assert "weight" not in t[EDGES].column_names
+    report = validate_snapshot(write(tmp_path, t))
+    assert report.passed and not report.findings, report.summary()
+    variant = expectation_suite(EDGES, without="weight")
+    assert variant.name == "oral.edges.without_weight"
+    assert not any("weight" in str(e.configuration.kwargs.get("column"))
+                   for e in variant.expectations)
+    full = expectation_suite(EDGES)
+    assert len(full.expectations) - len(variant.expectations) == 3
+    assert report.expectations["oral.edges"] == {"evaluated": len(variant.expectations),
+                                                 "successful": len(variant.expectations),
+                                                 "unsuccessful": 0}
+    assert set(report.rules_checked[EDGES]) == {r.name for r in RULES if r.file == EDGES} - {
+        "weight_positive_finite"}
+
+
 def test_gx_errors_are_not_swallowed(monkeypatch):
     """An expectation GX cannot evaluate although all it needs is there is a programming error:
     it raises, never passes."""
