@@ -10,6 +10,8 @@ import numpy as np
 SELECTION_RULES = ("best_val", "last")
 #: how Eq. 5-6 run over the edges (``ORALConfig.attention_kernel``)
 ATTENTION_KERNELS = ("gather", "spmm")
+#: learning-rate schedules over a fit's epochs (``ORALConfig.lr_schedule``)
+LR_SCHEDULES = ("constant", "cosine")
 
 
 @dataclass
@@ -81,6 +83,11 @@ class ORALConfig:
     epochs: int = 200
     lr: float = 0.005
     weight_decay: float = 5e-4
+    # "constant": Adam at ``lr`` throughout (the paper names no schedule). "cosine" (a deviation):
+    # the rate falls from ``lr`` to 0 along a half cosine over the fit's epochs, so the last
+    # epochs barely move the parameters and the final model's groups settle instead of being one
+    # draw from epochs that re-cluster differently every time (benchmarks/epoch_vote.py)
+    lr_schedule: str = "constant"
     # model selection: the epoch with the best accuracy on labelled validation nodes of known
     # classes, among epochs >= select_from_epoch (None: every epoch, the default). Setting it to
     # pol_start_epoch + 1 keeps only epochs whose parameters and structure have been through
@@ -151,6 +158,8 @@ class ORALConfig:
             (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
              "select_from_epoch must be in [0, epochs] or None"),
             (self.warm_epochs >= 1, "warm_epochs must be >= 1"),
+            (self.lr_schedule in LR_SCHEDULES,
+             f"lr_schedule must be one of {list(LR_SCHEDULES)}"),
             (self.selection in SELECTION_RULES,
              f"selection must be one of {list(SELECTION_RULES)}"),
         ]

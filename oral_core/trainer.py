@@ -285,6 +285,7 @@ class ORAL:
         self.network = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         offset, n_epochs = self.trained_before, self.epochs_run
+        schedule = learning_rate_schedule(opt, cfg.lr_schedule, n_epochs)
         # pseudo-label candidates: unlabelled nodes only. Validation nodes are excluded so that
         # the known-class accuracy used for model selection is measured on nodes the model never
         # trains on, not even through a pseudo-label.
@@ -327,6 +328,9 @@ class ORAL:
                 row["pseudo_labels"] = int(has.sum())
             step = self._minibatch_steps if cfg.minibatch else self._step
             row.update(step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen, watch))
+            row["lr"] = opt.param_groups[0]["lr"]
+            if schedule is not None:
+                schedule.step()
             row["edges"] = int(edges.shape[1])
             row["seconds"] = time.perf_counter() - started
             row.update(watch.take())
@@ -535,6 +539,17 @@ class ORAL:
             raise RuntimeError("no model selected yet: call fit() first")
         return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc",
                                             "ensemble", "group_class")}
+
+
+def learning_rate_schedule(opt: torch.optim.Optimizer, name: str, epochs: int):
+    """``ORALConfig.lr_schedule`` over a fit of ``epochs`` optimiser epochs: None for
+    ``"constant"`` (the paper), a cosine annealing from the configured rate to 0 for ``"cosine"``
+    (stepped once per epoch, so epoch ``e`` trains at ``lr * (1 + cos(pi e / epochs)) / 2``)."""
+    if name == "constant":
+        return None
+    if name == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(epochs, 1), eta_min=0.0)
+    raise ValueError(f"unknown lr_schedule {name!r}: use one of 'constant', 'cosine'")
 
 
 def payload_partitions(payload: dict) -> list[Partition]:

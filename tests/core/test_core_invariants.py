@@ -523,7 +523,7 @@ def test_default_config_is_valid() -> None:
     ("gamma", 0.0), ("gamma", 1.5), ("mu", -0.1), ("eta", 1.0), ("top_k", 0), ("top_k", 41),
     ("num_layers", 0), ("num_prototypes", 1), ("epochs", 0), ("temperature", 0.0),
     ("attention_temperature", -1.0), ("resolution_min", 0.0), ("prior_num_classes", 0),
-    ("resolution_max", 0.01),
+    ("resolution_max", 0.01), ("lr_schedule", "linear"),
 ])
 def test_bad_config_values_raise_naming_the_field(field: str, value) -> None:
     config = ORALConfig(**{field: value})
@@ -532,6 +532,27 @@ def test_bad_config_values_raise_naming_the_field(field: str, value) -> None:
         config.validate()
     with pytest.raises(ValueError, match=name):
         ORAL(ORALConfig(), **{field: value})
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_lr_schedule_over_the_fit(schedule: str) -> None:
+    """``constant`` trains every epoch at ``lr`` (the paper); ``cosine`` starts at ``lr`` and
+    anneals along a half cosine to 0 at the end of the fit, monotonically."""
+    graph = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=8, seed=2)
+    train = graph.y.clone()
+    train[train == 2] = -1
+    train[torch.arange(120) % 2 == 1] = -1
+    cfg = ORALConfig(epochs=12, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=4,
+                     progress=False, device="cpu", lr_schedule=schedule)
+    rates = [row["lr"] for row in ORAL(cfg).fit(graph.x, graph.edge_index, train).history
+             if "lr" in row]
+    assert len(rates) == cfg.epochs and rates[0] == pytest.approx(cfg.lr)
+    if schedule == "constant":
+        assert all(r == pytest.approx(cfg.lr) for r in rates)
+    else:
+        assert all(a > b for a, b in zip(rates, rates[1:]))
+        assert rates[6] == pytest.approx(cfg.lr / 2)  # halfway
+        assert rates[-1] < 0.03 * cfg.lr
 
 
 def test_unknown_config_keys_raise() -> None:
