@@ -347,8 +347,8 @@ def test_pyfunc_output_joins_duckdb_and_lineage_on_one_key(tmp_path, wh, monkeyp
     _, run2 = two_nights(wh)
     members, _ = second_night()
     out = pyfunc_output(tmp_path, wh, run2, members, monkeypatch)
-    assert list(out.columns) == ["snapshot_path", "node_id", "run_id", "class_key", "class_name",
-                                 "is_novel", "confidence"]
+    assert list(out.columns) == ["snapshot_path", "node_id", "run_id", "class_key", "lineage_id",
+                                 "class_name", "is_novel", "confidence"]
     assert set(out["run_id"]) == {run2} and out["class_key"].dtype.kind == "i"
     # class_name as DuckDB has it: the known name, NULL for a novel class (no novel_<id>)
     assert set(out.loc[out["is_novel"], "class_name"].isna()) == {True}

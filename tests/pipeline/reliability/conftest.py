@@ -67,19 +67,18 @@ def concurrent(env, tmp_path_factory):
     ``alpha`` twice (same snapshot: a child process and this test process), graph ``beta`` once
     (another child), while a fourth process holds the DuckDB file's write lock until every run
     has logged that it waits for it (at most 45 s, inside the warehouse's 60 s lock timeout).
-    The two ``alpha`` runs meet before MLflow logging (``helpers.install_rendezvous``), so both
-    find no registered version and both register: the race is forced, not left to timing."""
+    The flow registers under the DuckDB writer limit (lineage, MLflow registration and the
+    publish hold it together), so the second ``alpha`` run finds the first one's version and
+    reuses it; the race of two processes registering one run at once is forced, outside the
+    flow, by ``test_two_processes_registering_one_run_keep_one_version``."""
     import logging
 
     from tasks.warehouse import Warehouse
 
-    from tasks.registry import champion as tracking
 
     env.graph("alpha")
     Warehouse(env.db, threads=1).ensure_schema()
     child_env = env.child_env()
-    rendezvous = tmp_path_factory.mktemp("rendezvous")
-    real_log = helpers.install_rendezvous(str(rendezvous), "this-process")
     holder = subprocess.Popen([sys.executable, str(HELPER), "hold", str(env.db)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               cwd=ROOT, env=child_env)
@@ -105,7 +104,7 @@ def concurrent(env, tmp_path_factory):
         for key, graph in (("alpha-child", "alpha"), ("beta-child", "beta")):
             spec = {"graph": graph, "root": str(env.root), "date": D1, "config": CONFIG,
                     "state_dir": str(env.state), "wait_for_go": True,
-                    "rendezvous": str(rendezvous) if graph == "alpha" else None}
+                    "rendezvous": None}
             proc = subprocess.Popen([sys.executable, str(HELPER), "night", json.dumps(spec)],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=child_env)
@@ -139,7 +138,6 @@ def concurrent(env, tmp_path_factory):
             proc.wait(timeout=400)
             thread.join(timeout=30)
     finally:
-        tracking.log_training_run = real_log
         for name in ("tasks.warehouse", "tasks.steps", "tasks.registry"):
             logging.getLogger(name).removeHandler(handler)
         for proc in [p for p, _, _ in workers.values()] + [holder]:

@@ -11,6 +11,10 @@ publish data they share. ``H`` is tests/pipeline/reliability/reliability_helpers
         the environment); prints READY before (then, with "wait_for_go", waits for a line on
         stdin), RESULT <json> after; with "rendezvous" (a folder), MLflow logging waits for a
         second process to reach it too
+    python H track JSON                :func:`tasks.registry.champion.track` of one trained run
+        (``trained``, ``run``, ``tags`` in JSON) after a rendezvous with a second process:
+        both register the same run at once (the flow no longer can: it registers under the
+        writer limit); prints RESULT <json>
 
 Only the standard library, numpy, pyarrow and duckdb are imported for ``publish`` and ``hold``;
 ``night`` imports the whole pipeline.
@@ -155,6 +159,23 @@ def cmd_night(spec: dict) -> int:
     return 0
 
 
+def cmd_track(spec: dict) -> int:
+    """Two processes registering one run at once, without the flow's writer limit."""
+    from flows.settings import configure_environment
+
+    configure_environment(spec["state_dir"])
+    logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(message)s")
+    install_rendezvous(spec["rendezvous"], f"pid-{os.getpid()}")
+    from tasks.registry import TrackingConfig
+    from tasks.registry import champion
+
+    out = champion.track(TrackingConfig(None, Path(spec["state_dir"])), spec["graph"], spec["run"],
+                         spec["trained"], tuple(spec["reports"]), [], None, spec["tags"],
+                         promote=False)
+    print("RESULT " + json.dumps(out, default=str), flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     cmd = argv[0]
     if cmd == "publish":
@@ -163,6 +184,8 @@ def main(argv: list[str]) -> int:
         return cmd_hold(argv[1])
     if cmd == "night":
         return cmd_night(json.loads(argv[1]))
+    if cmd == "track":
+        return cmd_track(json.loads(argv[1]))
     raise SystemExit(f"unknown command {cmd!r}")
 
 

@@ -25,8 +25,9 @@ def _without(rows: dict, column: str) -> dict:
 
 def test_same_snapshot_at_once_in_two_processes_one_version_one_row(env, concurrent):
     """Case 3. The same snapshot run by two processes at the same time: both succeed and agree
-    on one run id and one model version; the registry keeps one version of the run (the process
-    that registered second dropped its duplicate and its MLflow run), the champion alias points
+    on one run id and one model version; the registry keeps one version of the run (lineage,
+    registration and the publish run under the writer limit, so the process that comes second
+    finds the first one's version and reuses it), the champion alias points
     at it, DuckDB holds one run with every node once. A rerun afterwards changes no row but
     ``train_seconds`` (each process trained; the last publisher's timing stays)."""
     alpha = [concurrent["workers"][k] for k in ("alpha-child", "alpha-here")]
@@ -34,7 +35,7 @@ def test_same_snapshot_at_once_in_two_processes_one_version_one_row(env, concurr
         assert w["rc"] == 0 and w["result"], "\n".join(map(str, w["lines"][-40:]))
     a, b = (w["result"] for w in alpha)
     raced = [w for w in alpha if any("registered concurrently" in line for line in w["lines"])]
-    assert len(raced) == 1, "both processes should have registered, one then dropping its copy"
+    assert raced == [], "the flow registers under the writer limit: the second run reuses"
     assert a["run_id"] == b["run_id"] and a["model_version"] == b["model_version"]
     assert a["mlflow_run_id"] == b["mlflow_run_id"]
     versions = env.versions("alpha")
@@ -51,6 +52,45 @@ def test_same_snapshot_at_once_in_two_processes_one_version_one_row(env, concurr
     env.night("alpha")  # and once more, sequentially
     assert _without(env.rows("alpha"), "train_seconds") == _without(rows, "train_seconds")
     assert [int(v.version) for v in env.versions("alpha")] == [a["model_version"]]
+
+
+def test_two_processes_registering_one_run_keep_one_version(env, tmp_path):
+    """Case 3 outside the flow (a caller of ``champion.track`` without the writer limit): two
+    processes register the same run at the same moment (both wait at a rendezvous before MLflow
+    logging, so both find no version): one drops its copy, both return the kept version."""
+    import json
+    import subprocess
+    import sys
+
+    from data_contracts.snapshots import load_snapshot
+    from oral_core.config import ORALConfig
+    from tasks import steps
+
+    from .harness import CONFIG, HELPER, ROOT
+
+    graph = env.graph("raced")
+    snapshot = load_snapshot(env.root / graph / f"snapshot={D1}")
+    trained = steps.train(snapshot, ORALConfig.from_dict(CONFIG), tmp_path / "run").to_dict()
+    report = tmp_path / "report.json"
+    report.write_text("{}")
+    from tasks.warehouse import make_run_id
+
+    run = {"run_id": make_run_id(graph, D1, "c0ffee", trained["config_hash"]),
+           "content_hash": "c0ffee", "config_hash": trained["config_hash"]}
+    spec = {"state_dir": str(env.state), "rendezvous": str(tmp_path / "meet"), "graph": graph,
+            "run": run, "trained": trained, "reports": [str(report), str(report)],
+            "tags": {"snapshot_date": D1, "oral_run_id": run["run_id"]}}
+    (tmp_path / "meet").mkdir()
+    procs = [subprocess.Popen([sys.executable, str(HELPER), "track", json.dumps(spec)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              cwd=ROOT, env=env.child_env()) for _ in range(2)]
+    outs = [p.communicate(timeout=400)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    results = [json.loads(line[len("RESULT "):]) for out in outs for line in out.splitlines()
+               if line.startswith("RESULT ")]
+    assert len(results) == 2 and results[0]["model_version"] == results[1]["model_version"]
+    assert sum("registered concurrently" in out for out in outs) == 1, outs
+    assert [int(v.version) for v in env.versions(graph)] == [results[0]["model_version"]]
 
 
 def test_same_snapshot_twice_leaves_the_same_rows(env):
