@@ -33,7 +33,10 @@ from oral_core.trainer import ORAL, novel_id_map
 from .tune import _cast, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RULES = ["last", "vote", "mean"]  # in each seed file's key: a file without a rule is rerun
+RULES = ["last", "vote", "mean"]  # recorded in each seed file's key
+#: the rules a seed file written before ``RULES`` was recorded answers (it is kept, not rerun:
+#: its table rows simply lack the newer rules)
+OLD_RULES = ["last", "vote"]
 
 
 def aligned(ids: torch.Tensor, reference: torch.Tensor, num_known: int) -> torch.Tensor:
@@ -93,6 +96,20 @@ def table(rows: list[dict], reference: str) -> list[str]:
         lines.append(f"| {rule} | {len(mine)} | {m:.2f} | {cls:.1f} | {d:+.2f} ({se:.2f}) | "
                      f"{ahead}/{len(diffs)} |")
     return lines
+
+
+def _same_run(saved: dict | None, key: dict) -> bool:
+    """A seed file answers this run: the same horizon, votes and training (fields added later
+    at their old default ignored, :func:`benchmarks.proxy_rules.training_key`), and every rule
+    it has is still asked."""
+    if not saved:
+        return False
+    from .proxy_rules import training_key
+
+    rules = saved.get("rules", OLD_RULES)
+    return (saved.get("horizon") == key["horizon"] and saved.get("votes") == key["votes"]
+            and set(rules) <= set(key["rules"])
+            and training_key(saved.get("config", {})) == training_key(key["config"]))
 
 
 def read_rows(folder: Path) -> dict[tuple[str, int], dict]:
@@ -170,7 +187,7 @@ def main(argv=None) -> int:
     for seed in range(args.seeds):
         path = folder / f"seed_{seed}.json"
         key = {"horizon": horizon, "votes": votes, "rules": RULES, "config": base.to_dict()}
-        if path.exists() and json.loads(path.read_text()).get("key") == key:
+        if path.exists() and _same_run(json.loads(path.read_text()).get("key"), key):
             rows += json.loads(path.read_text())["rows"]
             continue
         t = time.perf_counter()

@@ -98,8 +98,10 @@ def training_key(config: dict) -> dict:
     """The part of a saved run's configuration that decides its training: without
     :data:`NOT_TRAINING`, and without fields added later while they are at the default that
     reproduces the earlier behaviour (:data:`oral_core.experiment.LATER_FIELDS`)."""
+    scheduled = config.get("lr_schedule", "constant") != "constant"  # epochs shape the rate
     return {k: v for k, v in config.items()
-            if k not in NOT_TRAINING and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+            if (k not in NOT_TRAINING or (scheduled and k == "epochs"))
+            and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
 
 
 def same_training(saved: dict, key: dict) -> bool:
@@ -143,6 +145,9 @@ def main(argv=None) -> int:
             ap.error(f"--set {key}: not an ORALConfig field")
         overrides[key] = _cast(getattr(base, key), value)
     base = ORALConfig.from_dict(base.to_dict() | overrides)
+    if base.lr_schedule != "constant" and len(horizons) > 1:
+        ap.error(f"--set lr_schedule={base.lr_schedule}: the rate at every epoch depends on the "
+                 "total epochs, so one run cannot answer several horizons; give one --horizons")
     prep = prepare(args.dataset, args.data_dir)
     if args.prior:
         base.prior_num_classes = prep.graph.num_classes

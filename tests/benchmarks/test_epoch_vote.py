@@ -44,3 +44,12 @@ def test_compare_pairs_seeds_both_runs_finished(tmp_path):
     assert compare(tmp_path, "a", "b") == 0
     table = (tmp_path / "epoch_vote_compare_a_vs_b.md").read_text()
     assert "| last@200 | 2 | 65.00 | 66.50 | +1.50 (3.50) | 1/2 |" in table  # seed 2: b only
+
+
+def test_seed_files_from_before_the_mean_rule_are_kept():
+    from benchmarks.epoch_vote import RULES, _same_run
+    key = {"horizon": 200, "votes": [10], "rules": RULES, "config": {"lr": 0.005}}
+    old = {"horizon": 200, "votes": [10], "config": {"lr": 0.005}}
+    assert _same_run(old, key) and _same_run(dict(key), key)
+    assert not _same_run(old | {"config": {"lr": 0.01}}, key)
+    assert not _same_run(None, key)

@@ -253,6 +253,11 @@ def test_proxy_reuses_seeds_whose_training_is_the_same():
     for field, value in (("attention_temperature", 0.3), ("ensemble_from_layer", 2), ("lr", 0.01)):
         changed = {"horizons": [4, 8], "config": ORALConfig(**{field: value}).to_dict() | {"seed": None}}
         assert not same_training(changed, key), field
+    # under a cosine schedule the epoch count shapes every epoch's rate: it trains differently
+    cosine = {"horizons": [4, 8], "config": ORALConfig(lr_schedule="cosine").to_dict() | {"seed": None}}
+    longer = {"horizons": [4, 8], "config": ORALConfig(lr_schedule="cosine", epochs=300).to_dict()
+              | {"seed": None}}
+    assert same_training(cosine, cosine) and not same_training(longer, cosine)
 
 
 def test_proxy_compare_pairs_two_settings_by_seed_and_rule(tmp_path):
