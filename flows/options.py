@@ -121,32 +121,6 @@ def parse_set(values: list[str] | None) -> tuple[dict, dict[str, str]]:
 
 
 # ---------------------------------------------------------------------------------- the config
-#: Ranges ORALConfig.validate does not check, whose violation fails (or silently misbehaves)
-#: only once training runs.
-EXTRA_CHECKS = (
-    ("hidden_dim", lambda v: v >= 1, "hidden_dim must be >= 1"),
-    ("dropout", lambda v: 0 <= v < 1, "dropout must be in [0, 1)"),
-    ("resolution_steps", lambda v: v >= 1, "resolution_steps must be >= 1"),
-    ("granularity_rule", lambda v: v in ("plateau", "best"),
-     "granularity_rule must be 'plateau' or 'best'"),
-    ("granularity_tolerance", lambda v: v >= 0, "granularity_tolerance must be >= 0"),
-    ("cluster_warmup_epochs", lambda v: v >= 0, "cluster_warmup_epochs must be >= 0"),
-    ("cluster_every", lambda v: v >= 1, "cluster_every must be >= 1"),
-    ("cluster_freeze_epoch", lambda v: v is None or v >= 0,
-     "cluster_freeze_epoch must be >= 0 or none"),
-    ("pol_start_epoch", lambda v: v >= 0, "pol_start_epoch must be >= 0"),
-    ("refine_candidates_per_node", lambda v: v >= 0, "refine_candidates_per_node must be >= 0"),
-    ("pseudo_label_weight", lambda v: v >= 0, "pseudo_label_weight must be >= 0"),
-    ("edge_drop_rate", lambda v: 0 <= v <= 1, "edge_drop_rate must be in [0, 1]"),
-    ("edge_drop_max", lambda v: 0 <= v <= 1, "edge_drop_max must be in [0, 1]"),
-    ("reg_weight", lambda v: v >= 0, "reg_weight must be >= 0"),
-    ("consistency_weight", lambda v: v >= 0, "consistency_weight must be >= 0"),
-    ("lr", lambda v: v > 0, "lr must be > 0"),
-    ("weight_decay", lambda v: v >= 0, "weight_decay must be >= 0"),
-    ("seed", lambda v: v >= 0, "seed must be >= 0"),
-)
-
-
 def _option_for(message: str, sources: dict[str, str]) -> str:
     """The option a configuration problem comes from: the field the message starts with, else
     the first field it names, among those the user set; '' when the user set none of them."""
@@ -159,7 +133,8 @@ def _option_for(message: str, sources: dict[str, str]) -> str:
 
 def check_config(overrides: dict, sources: dict[str, str], base: dict | None = None):
     """The ORALConfig of ``base`` (default: ORALConfig's defaults) plus ``overrides``, checked:
-    ORALConfig.validate (through ``from_dict``, the public API) and :data:`EXTRA_CHECKS`.
+    ORALConfig.validate, which holds every range (the same checks a run started from a
+    deployment or from Python gets in :func:`flows.nightly.resolve_config`).
     Returns the config, or raises :class:`OptionError` naming the options at fault (every
     problem, on one line)."""
     from oral_core.config import ORALConfig
@@ -176,13 +151,8 @@ def check_config(overrides: dict, sources: dict[str, str], base: dict | None = N
         text = str(err)
         text = text.split(": ", 1)[1] if text.startswith("invalid ORAL configuration: ") else text
         problems += [p.strip() for p in text.split("; ") if p.strip()]
-    for key, ok, message in EXTRA_CHECKS:
-        try:
-            fine = ok(getattr(config, key))
-        except TypeError:
-            fine = False
-        if not fine:
-            problems.append(message)
+    except TypeError as err:  # a value of the wrong type (parse_set types them): one line too
+        raise OptionError(f"invalid configuration: {err}") from None
     if problems:
         parts = []
         for message in problems:

@@ -524,6 +524,8 @@ def test_default_config_is_valid() -> None:
     ("num_layers", 0), ("num_prototypes", 1), ("epochs", 0), ("temperature", 0.0),
     ("attention_temperature", -1.0), ("resolution_min", 0.0), ("prior_num_classes", 0),
     ("resolution_max", 0.01), ("lr_schedule", "linear"),
+    ("hidden_dim", 0), ("dropout", 1.5), ("lr", 0.0), ("edge_drop_rate", 1.5),
+    ("cluster_every", 0), ("granularity_rule", "median"), ("seed", -1),
 ])
 def test_bad_config_values_raise_naming_the_field(field: str, value) -> None:
     config = ORALConfig(**{field: value})

@@ -60,6 +60,27 @@ def test_configuration_problems_name_their_options():
     assert (config.gamma, config.pol, config.cluster_freeze_epoch) == (0.5, False, 10)
 
 
+def test_ranges_once_only_the_clis_are_checked_by_the_config_itself():
+    """Issue 19 review: hidden_dim, dropout, lr, ... are ranges of ORALConfig.validate, so the
+    CLI names the option (one line, as before) and a run started from a deployment or from
+    Python (``resolve_config``, the flow's first step) refuses them before training too."""
+    values, sources = parse_set(["hidden_dim=0", "dropout=1.5", "lr=0", "gamma=5"])
+    with pytest.raises(OptionError) as err:
+        check_config(values, sources)
+    text = str(err.value)
+    assert "\n" not in text
+    for part in ("--set gamma=5: gamma must be in (0, 1]", "--set hidden_dim=0: hidden_dim must be >= 1",
+                 "--set dropout=1.5: dropout must be in [0, 1)", "--set lr=0: lr must be > 0"):
+        assert part in text
+    from flows.nightly import resolve_config
+
+    for bad, field in (({"hidden_dim": 0}, "hidden_dim"), ({"dropout": 1.5}, "dropout"),
+                       ({"lr": 0.0}, "lr must"), ({"cluster_every": 0}, "cluster_every")):
+        with pytest.raises(ValueError, match=field):
+            resolve_config(bad)
+    assert resolve_config({"hidden_dim": 16}).hidden_dim == 16
+
+
 def _snapshot_root(tmp_path):
     """A snapshot root whose graph ``g`` has one (empty) snapshot folder: enough for the
     option checks, which list snapshots but read none."""
