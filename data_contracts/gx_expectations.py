@@ -314,8 +314,18 @@ _Param = Union[int, float, dict, None]
 
 
 def _kw(expectation, name: str):
-    """A success kwarg with suite parameters (``{"$PARAMETER": ...}``) already substituted."""
-    return expectation._get_success_kwargs().get(name)
+    """A success (or domain) kwarg with suite parameters (``{"$PARAMETER": ...}``) already
+    substituted, through the public ``expectation.configuration.kwargs``. The configuration
+    leaves out values equal to their default, so a missing kwarg is the field's default (None
+    for a required field, or a name that is no success or domain key), as GX's own
+    (private) success-kwargs reader fills them in."""
+    if name not in (*expectation.success_keys, *expectation.domain_keys):
+        return None
+    kwargs = expectation.configuration.kwargs
+    if name in kwargs:
+        return kwargs[name]
+    field = type(expectation).__fields__.get(name)
+    return None if field is None or field.required else field.default
 
 ExpectColumnArrowTypeToBe = _expectation(
     "ExpectColumnArrowTypeToBe", "table.oral.column_kind", ("column", "kinds"),
