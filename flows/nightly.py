@@ -23,6 +23,7 @@ Call :func:`flows.settings.configure_environment` before importing this module.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from pathlib import Path
 
@@ -53,15 +54,42 @@ def resolve_config(overrides: ORALOverrides | dict | None, device: str | None = 
     return config
 
 
+@functools.cache
+def _slug_pairs() -> tuple[tuple[frozenset[str], ...], ...]:
+    """The word lists of Prefect's generated run names: ``generate_slug(2)``
+    (``prefect.utilities.names``) draws coolname's two-word names, each a cartesian product of
+    an adjective list and an animal list; one tuple of word sets per such product."""
+    from coolname.data import config  # Prefect's dependency: the words generate_slug draws
+
+    def words(key: str) -> frozenset[str]:
+        node = config.get(key, {})
+        return frozenset(node.get("words", ())).union(*(words(k) for k in node.get("lists", ())))
+
+    def products(key: str):
+        node = config.get(key, {})
+        if node.get("type") == "cartesian":
+            yield tuple(words(k) for k in node["lists"])
+        elif node.get("type") == "nested":
+            for k in node["lists"]:
+                yield from products(k)
+    return tuple(products("2"))
+
+
+def _generated_name(name: str) -> bool:
+    """Whether ``name`` is one Prefect generated for an unnamed run (``crafty-okapi``): every
+    word from the word list of its place; ``papers-rerun`` is a chosen name."""
+    parts = tuple(name.split("-"))
+    return any(len(parts) == len(lists) and all(w in ws for w, ws in zip(parts, lists))
+               for lists in _slug_pairs())
+
+
 def _given_name() -> str | None:
     """The run's name when its caller chose one (``prefect deployment run --flow-run-name``,
     ``run_deployment(flow_run_name=...)``), None when Prefect generated it (an
-    ``adjective-animal`` pair): Prefect applies ``flow_run_name`` to every run, and a name
-    chosen on purpose is kept."""
-    import re
-
+    ``adjective-animal`` pair from its word lists): Prefect applies ``flow_run_name`` to every
+    run, and a name chosen on purpose (``papers-rerun`` too) is kept."""
     name = flow_run.get_name() or ""
-    return None if not name or re.fullmatch(r"[a-z]+-[a-z]+", name) else name
+    return None if not name or _generated_name(name) else name
 
 
 def _night_name() -> str:

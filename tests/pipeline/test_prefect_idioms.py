@@ -147,6 +147,15 @@ def test_flow_run_names(monkeypatch):
         assert nightly._backfill_name() == "backfill-papers-first..2026-11-30"
     monkeypatch.setattr(nightly.flow_run, "get_name", lambda: "e2e-1234")
     assert nightly._night_name() == "e2e-1234" == nightly._backfill_name()
+    # a chosen two-lower-case-word name stays (issue 19 review): only Prefect's own words go
+    for chosen in ("papers-rerun", "nightly-fix", "crafty-papers"):
+        monkeypatch.setattr(nightly.flow_run, "get_name", lambda c=chosen: c)
+        assert nightly._night_name() == chosen == nightly._backfill_name()
+    from prefect.utilities.names import generate_slug
+
+    for generated in {generate_slug(2) for _ in range(200)}:  # what Prefect's server names a run
+        monkeypatch.setattr(nightly.flow_run, "get_name", lambda g=generated: g)
+        assert nightly._night_name() == "papers-2026-11-20", generated
     params["date"] = None
     monkeypatch.setattr(nightly.flow_run, "get_name", lambda: "crafty-okapi")
     assert nightly._night_name() == "papers-next"
