@@ -540,7 +540,7 @@ def last_batch_copy(tmp_path_factory):
             copies.append(statement)
     event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", count)
     try:
-        mlflow.MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")._tracking_client.store
+        _open_store(f"sqlite:///{folder / 'mlflow.db'}")
     finally:
         event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", count)
     assert copies, "MLflow's migrations no longer batch-copy experiments"
@@ -556,6 +556,12 @@ def last_batch_copy(tmp_path_factory):
         state["seen"] = 0
         return predicate
     return fresh
+
+
+def _open_store(uri: str) -> None:
+    """MLflow opens (creates or migrates) the SQLite store at ``uri``, through a cheap public
+    call, as tasks/registry/store.py ``_open_store`` does."""
+    mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
 
 
 def _store_works(cfg: TrackingConfig) -> None:
@@ -597,7 +603,7 @@ def test_half_migrated_store_is_repaired_before_mlflow_opens_it(tmp_path, last_b
         lambda statement, count: statement.lstrip().upper().startswith("CREATE TABLE") and count > 40)
     with _disk_full_when(tmp_path, predicate) as fired:
         with pytest.raises(Exception, match="database or disk is full"):
-            mlflow.MlflowClient(tracking_uri=uri)._tracking_client.store
+            _open_store(uri)
     assert fired
     if where == "batch-copy":
         # SQLite rolls back the transaction on SQLITE_FULL and alembic's later DDL runs in
@@ -607,7 +613,7 @@ def test_half_migrated_store_is_repaired_before_mlflow_opens_it(tmp_path, last_b
         con.commit()
         con.close()
     with pytest.raises(Exception, match="already exists|duplicate column"):  # broken for good before the fix
-        mlflow.MlflowClient(tracking_uri=uri)._tracking_client.store
+        _open_store(uri)
     _store_works(TrackingConfig(None, state, attempts=1))
     with sqlite3.connect(state / "mlflow.db") as con:
         assert not [r for r in con.execute("SELECT name FROM sqlite_master WHERE name LIKE '\\_alembic\\_tmp\\_%' ESCAPE '\\'")]
