@@ -249,6 +249,22 @@ def score(graph: Graph, class_id: torch.Tensor, split: OpenWorldSplit, scored: t
     return {k: 100 * v for k, v in acc.items()}
 
 
+def same_split(a: OpenWorldSplit, b: OpenWorldSplit) -> bool:
+    """True when two splits give a method the same input: the same known classes and the same
+    labelled training and validation nodes (they may still score different nodes)."""
+    return (torch.equal(a.known_classes, b.known_classes) and torch.equal(a.train_mask, b.train_mask)
+            and torch.equal(a.val_mask, b.val_mask))
+
+
+def twin_protocols(graph: Graph, seed: int, protocol: str = "ours", known: str = "default") -> list[str]:
+    """The other protocols whose split of this seed is :func:`same_split` as ``protocol``'s (e.g.
+    ``paper`` and ``ours`` on BlogCatalog, whose paper known classes are the lowest ids): one
+    training serves them all, since nothing a method sees differs; only the scored nodes do."""
+    split, _ = protocol_split(graph, seed, protocol, known)
+    return [other for other in PROTOCOLS if other != protocol
+            and same_split(split, protocol_split(graph, seed, other, known)[0])]
+
+
 def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConfig,
              protocol: str = "ours", known: str = "default") -> dict:
     """Train ``method`` on one seed's split and score it under ``protocol`` (Eq. 14; see
@@ -257,8 +273,20 @@ def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConf
     Raises :class:`~oral_core.baselines.NotApplicable` for a baseline that cannot run in this
     prior setting, :class:`FailedRun` for a run that learnt nothing (:func:`check_learnt`).
     """
+    return run_seed_protocols(prep, method, seed, prior, base, [protocol], known)[protocol]
+
+
+def run_seed_protocols(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConfig,
+                       protocols: list[str], known: str = "default") -> dict[str, dict]:
+    """Train ``method`` once and score it under each of ``protocols``, whose splits of this seed
+    must be :func:`same_split` (:func:`twin_protocols`); returns one row per protocol. A row
+    scored from a training run under another protocol's split says so (``trained_under``)."""
     g = prep.graph
-    split, test = protocol_split(g, seed, protocol, known)
+    splits = {p: protocol_split(g, seed, p, known) for p in protocols}
+    split = splits[protocols[0]][0]
+    if not all(same_split(split, s) for s, _ in splits.values()):
+        raise ValueError(f"protocols {protocols} split seed {seed} of {g.name} differently: "
+                         f"one training cannot serve them all")
     num_classes = g.num_classes
     config = method_config(method, base, num_classes if prior else None, seed)
     start = time.perf_counter()
@@ -269,6 +297,34 @@ def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConf
     seconds = time.perf_counter() - start
     check_learnt(found, val_labels, method)
     pred = to_dataset_ids(found.class_id, split.known_classes, num_classes)
+    common = {
+        "method": method, "dataset": canonical_name(g.name), "seed": seed,
+        "prior": "yes" if prior else "no",
+        "known_classes": split.known_classes.tolist(),
+        "classes_est": found.num_classes, "classes_true": num_classes,
+        "classes_abs_err": class_number_error(found.num_classes, num_classes),
+        "val_acc": 100 * found.val_accuracy, "selected_epoch": found.epoch,
+        "seconds": seconds, "device": str(next(model.network.parameters()).device),
+        "config": config.to_dict(), "features": prep.features,
+        "config_hash": config_hash(config, prep.features), "code_version": code_version(),
+    }
+    rows = {}
+    for protocol in protocols:
+        test = splits[protocol][1]
+        row = common | {"protocol": protocol_tag(protocol, known)}
+        row.update(scored_row(g, found, pred, split, test, getattr(model, "discoveries", {})))
+        if protocol != protocols[0]:
+            row["trained_under"] = protocol_tag(protocols[0], known)
+        rows[protocol] = row
+    return rows
+
+
+def scored_row(g: Graph, found, pred: torch.Tensor, split: OpenWorldSplit, test: torch.Tensor,
+               discoveries: dict) -> dict:
+    """The scores of one prediction ``found`` (``pred`` in dataset ids) on the scored nodes
+    ``test``: GCD-, ORCA- and fixed-id conventions, per layer, what the other selection rules of
+    the same training run (``discoveries``) would have scored, the contingency table."""
+    num_classes = g.num_classes
     gcd = open_world_accuracy(g.y[test], pred[test], split.known_classes)
     orca = orca_accuracy(g.y[test], pred[test], split.known_classes)
     fixed = fixed_id_accuracy(g.y[test], pred[test], split.known_classes)
@@ -277,27 +333,18 @@ def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConf
     # what the other selection rule would have scored on the same training run (diagnostic only:
     # it never chooses anything)
     alternatives = {rule: score(g, d.class_id, split, test) | {"epoch": d.epoch}
-                    for rule, d in getattr(model, "discoveries", {}).items()}
+                    for rule, d in discoveries.items()}
     known_share = float(torch.isin(g.y[test], split.known_classes).float().mean())
     return {
-        "method": method, "dataset": canonical_name(g.name), "seed": seed,
-        "prior": "yes" if prior else "no", "protocol": protocol_tag(protocol, known),
         "scored_known_share": known_share, "selection_alternatives": alternatives,
         "all": 100 * gcd["all"], "known": 100 * gcd["known"], "novel": 100 * gcd["novel"],
         "orca_known": 100 * orca["known"], "orca_novel": 100 * orca["novel"],
         "fixed_all": 100 * fixed["all"], "fixed_known": 100 * fixed["known"],
         "fixed_novel": 100 * fixed["novel"],
         "contingency": contingency(g.y[test], pred[test]),
-        "known_classes": split.known_classes.tolist(),
-        "classes_est": found.num_classes, "classes_true": num_classes,
-        "classes_abs_err": class_number_error(found.num_classes, num_classes),
         "layers_all": [100 * a["all"] for a in layers],
         "layers_known": [100 * a["known"] for a in layers],
         "layers_novel": [100 * a["novel"] for a in layers],
-        "val_acc": 100 * found.val_accuracy, "selected_epoch": found.epoch,
-        "seconds": seconds, "device": str(next(model.network.parameters()).device),
-        "config": config.to_dict(), "features": prep.features,
-        "config_hash": config_hash(config, prep.features), "code_version": code_version(),
     }
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from .baselines import not_applicable_reason
 from .config import ORALConfig
 from .experiment import (PAPER, SCORES, FailedRun, canonical_name, config_hash, method_config,
-                         paper_classes, prepare, protocol_tag, run_seed, summarise)
+                         paper_classes, prepare, protocol_tag, run_seed_protocols, summarise,
+                         twin_protocols)
 
 CSV_COLUMNS = ["method", "dataset", "prior", "protocol", "seeds", "all_mean", "all_std", "known_mean",
                "known_std", "novel_mean", "novel_std", "classes_est_mean", "classes_true"]
@@ -109,25 +110,55 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
                 continue
             else:
                 echo(f"[{i + 1}/{len(seeds)}] seed {seed}: configuration changed, running again")
+        twins = twin_protocols(prep.graph, seed, protocol, known)
         try:
-            row = run_seed(prep, method, seed, prior, base, protocol, known)
+            scored = run_seed_protocols(prep, method, seed, prior, base, [protocol, *twins], known)
         except FailedRun as err:
-            row = {"method": method, "dataset": canonical_name(prep.graph.name), "seed": seed,
-                   "prior": "yes" if prior else "no", "protocol": tag, "failed": str(err),
-                   "config_hash": expected}
-        # atomic: a killed sweep never leaves half a result; the scratch name is this writer's
-        # own, so two sweeps writing the same seed at once (two hosts of a fan-out, two
-        # terminals) never write into one file: the last replace wins, whole
-        tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex}.tmp")
-        tmp.write_text(json.dumps(row, indent=1))
-        tmp.replace(path)
+            scored = {p: {"method": method, "dataset": canonical_name(prep.graph.name), "seed": seed,
+                          "prior": "yes" if prior else "no", "protocol": protocol_tag(p, known),
+                          "failed": str(err), "config_hash": expected}
+                      for p in [protocol, *twins]}
+        row = scored[protocol]
+        write_seed_file(path, row)
         if row.get("failed"):
             echo(f"[{i + 1}/{len(seeds)}] seed {seed}: FAILED: {row['failed']}")
-            continue
-        echo(f"[{i + 1}/{len(seeds)}] seed {seed}: all {row['all']:.2f} known {row['known']:.2f} "
-             f"novel {row['novel']:.2f} classes {row['classes_est']} ({row['seconds']:.0f}s)")
-        rows.append(row)
+        else:
+            echo(f"[{i + 1}/{len(seeds)}] seed {seed}: all {row['all']:.2f} known {row['known']:.2f} "
+                 f"novel {row['novel']:.2f} classes {row['classes_est']} ({row['seconds']:.0f}s)")
+            rows.append(row)
+        for twin in twins:
+            twin_path = run_dir(results, method, prep.graph.name, prior, protocol_tag(twin, known)) / path.name
+            echo(f"[{i + 1}/{len(seeds)}] seed {seed}: "
+                 + keep_twin(twin_path, scored[twin], expected, twin))
     return rows
+
+
+def write_seed_file(path: Path, row: dict) -> None:
+    """Write one seed's row atomically: a killed sweep never leaves half a result; the scratch
+    name is this writer's own, so two sweeps writing the same seed at once (two hosts of a
+    fan-out, two terminals) never write into one file: the last replace wins, whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps(row, indent=1))
+    tmp.replace(path)
+
+
+def keep_twin(path: Path, row: dict, expected: str, twin: str) -> str:
+    """File ``row``, scored under protocol ``twin`` from a training run of another protocol with
+    the same split (:func:`~oral_core.experiment.twin_protocols`), unless ``path`` already holds
+    that seed at the same configuration: then its own run is kept, and a different score says
+    that training is not deterministic. Returns what happened, for the progress line."""
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old.get("config_hash") == expected:
+            if bool(old.get("failed")) != bool(row.get("failed")) or (
+                    not row.get("failed") and abs(float(old["all"]) - float(row["all"])) > 1e-6):
+                return (f"protocol {twin} (same split) has this seed from its own run with another "
+                        f"result ({old.get('all', 'failed')} against {row.get('all', 'failed')}): "
+                        f"training is not deterministic here; kept {path}")
+            return f"protocol {twin} (same split) has this seed from its own run, the same result"
+    write_seed_file(path, row)
+    return f"also scored under protocol {twin} (same split, same training): {path}"
 
 
 def update_csv(rows: list[dict], results: Path) -> dict:

@@ -13,7 +13,8 @@ from benchmarks.tune import proxy_rules, proxy_task, rule_epochs
 from oral_core.baselines import GCNConfig
 from oral_core.config import ORALConfig
 from oral_core.experiment import (PAPER_KNOWN, FailedRun, Prepared, check_learnt, paper_known_classes,
-                                  protocol_split, protocol_tag, run_seed)
+                                  protocol_split, protocol_tag, run_seed,
+                                  run_seed_protocols, twin_protocols)
 from oral_core.reproduction import failed_seeds, read_csv, seed_rows, sweep, update_csv, write_markdown
 from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL
@@ -112,6 +113,62 @@ def test_sweep_keeps_protocols_apart(planted, tmp_path):
     assert seed_rows(tmp_path, "oral", name, "no", "paper")[0]["protocol"] == "paper"
     alternatives = ours[0]["selection_alternatives"]
     assert set(alternatives) == {"best_val", "last"} and alternatives["last"]["epoch"] == SMALL.epochs
+
+
+def _sweeping(prep, monkeypatch):
+    import oral_core.reproduction as rep
+    monkeypatch.setattr(rep, "prepare", lambda dataset, data_dir=None: prep)
+
+
+def test_twin_protocols_are_those_with_the_same_split(planted):
+    # the planted graph is not one of the paper's: its paper known classes are the lowest ids
+    assert twin_protocols(planted, 0, "ours") == ["paper"]
+    assert twin_protocols(planted, 0, "paper") == ["ours"]
+    assert twin_protocols(planted, 0, "ours", "random") == ["paper"]
+    names = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods",
+             "Reinforcement_Learning", "Rule_Learning", "Theory"]
+    y = torch.arange(7).repeat_interleave(30)
+    cora = dataclasses.replace(planted, y=y, x=torch.rand(210, 4), name="cora", class_names=names,
+                               edge_index=torch.zeros(2, 0, dtype=torch.long))
+    assert twin_protocols(cora, 0, "ours") == []  # other known classes: two trainings
+    prep = Prepared(cora, cora.x, "none")
+    with pytest.raises(ValueError, match="one training cannot serve them all"):
+        run_seed_protocols(prep, "gcn", 0, False, ORALConfig(device="cpu"), ["ours", "paper"])
+
+
+def test_one_training_scores_every_protocol_with_the_same_split(planted, tmp_path, monkeypatch):
+    _sweeping(Prepared(planted, planted.x, "none"), monkeypatch)
+    said = []
+    ours = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=said.append)
+    assert any("also scored under protocol paper" in s for s in said)
+    twin = seed_rows(tmp_path, "oral", planted.name, "no", "paper")[0]
+    assert twin["trained_under"] == "ours" and twin["protocol"] == "paper"
+    assert twin["config_hash"] == ours[0]["config_hash"] and twin["val_acc"] == ours[0]["val_acc"]
+    assert twin["scored_known_share"] > ours[0]["scored_known_share"]  # validation nodes scored
+    # the paper sweep reuses it rather than training again ...
+    said.clear()
+    paper = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=said.append, protocol="paper")
+    assert "done before, reused" in said[0] and paper[0]["all"] == twin["all"]
+    # ... and a separate training under the paper protocol gives the same scores
+    alone = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path / "alone", echo=lambda s: None,
+                  protocol="paper")
+    for key in ("all", "known", "novel", "classes_est", "contingency"):
+        assert alone[0][key] == twin[key]
+
+
+def test_a_twin_never_overwrites_a_seed_run_on_its_own(planted, tmp_path, monkeypatch):
+    _sweeping(Prepared(planted, planted.x, "none"), monkeypatch)
+    sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=lambda s: None, protocol="paper")
+    path = tmp_path / "runs" / "oral" / f"{planted.name}-noprior-paper" / "seed_0.json"
+    own = json.loads(path.read_text())
+    own["all"] += 5.0  # as if its own run had come out otherwise
+    path.write_text(json.dumps(own))
+    said = []
+    sweep("sbm", "oral", [0], False, SMALL, results=tmp_path / "x", echo=lambda s: None)  # elsewhere
+    (tmp_path / "runs" / "oral" / f"{planted.name}-noprior" / "seed_0.json").unlink(missing_ok=True)
+    sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=said.append)
+    assert any("not deterministic" in s for s in said)
+    assert json.loads(path.read_text())["all"] == own["all"]  # kept
 
 
 # ------------------------------------------------------------------------------ failed runs

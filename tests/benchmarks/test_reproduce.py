@@ -37,7 +37,7 @@ def test_sweep_resumes_and_reruns_on_changed_config(npz_graph, tmp_path):
     said = []
     rows = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append)
     assert len(rows) == 2 and all(0 <= r["all"] <= 100 for r in rows)
-    files = sorted((out / "runs" / "oral").glob("*/seed_*.json"))
+    files = sorted((out / "runs" / "oral" / "tiny-noprior").glob("seed_*.json"))
     assert [f.name for f in files] == ["seed_0.json", "seed_1.json"]
     said.clear()
     again = sweep(str(npz_graph), "oral", [0, 1], False, TINY, results=out, echo=said.append)
