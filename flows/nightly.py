@@ -179,7 +179,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     else:
         plan = steps.plan_start(tracking_cfg, graph, snapshot_date, files.content_hash,
                                 int(snapshot.x.shape[1]), mode, cfg, list(snapshot.class_names),
-                                settings.runs_dir / "_previous" / graph, cold=bool(cold))
+                                settings.runs_dir / "_previous" / graph, cold=bool(cold),
+                                cold_every=settings.cold_every)
     logger.info("%s start: %s", plan.start, plan.reason)
     # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
     # content, configuration and start (a warm start names the model it continued); training

@@ -11,6 +11,7 @@
 | ``ORAL_TRAINING_DEPLOYMENT`` | ``train-remote/gpu`` | that deployment (``<flow name>/<deployment name>``) |
 | ``ORAL_REMOTE_TRAINING_TIMEOUT`` | ``21600`` (6 h) | seconds the nightly flow waits for it |
 | ``ORAL_WARM_START`` | off | ``1``: a night continues the previous night's champion (a warm start) |
+| ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
 
 :func:`configure_environment` must run before ``prefect`` is imported (the CLI does it first).
 """
@@ -53,6 +54,11 @@ class Settings:
     #: warm starts by default (``ORAL_WARM_START``; off: measured to lose novel classes,
     #: benchmarks/results/warm_start.md); the flows' ``cold`` parameter overrides it
     warm_start: bool = False
+    #: with warm starts on, a cold night at least every this many nights (``ORAL_COLD_EVERY``;
+    #: 0: never forced): warm nights miss classes that emerge, a cold night finds them. 7, the
+    #: shortest period whose cost stays within the issue's 20% of a cold chain at the measured
+    #: 5% warm / cold cost: (1 + 6 x 0.05) / 7 = 0.19
+    cold_every: int = 7
 
     @property
     def reports_dir(self) -> Path:
@@ -71,7 +77,11 @@ class Settings:
         deployment = os.environ.get("ORAL_TRAINING_DEPLOYMENT", "").strip() or "train-remote/gpu"
         timeout = float(os.environ.get("ORAL_REMOTE_TRAINING_TIMEOUT", "").strip() or 6 * 3600)
         warm = os.environ.get("ORAL_WARM_START", "").strip().lower() in TRUE
-        return cls(state, warehouse, uri, remote, deployment, timeout, warm)
+        raw = os.environ.get("ORAL_COLD_EVERY", "").strip() or "7"
+        if not raw.isdigit():
+            raise ValueError(f"ORAL_COLD_EVERY must be a whole number of nights >= 0 (0: never "
+                             f"forced), got {raw!r}")
+        return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw))
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

@@ -156,6 +156,8 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
         "epoch": int(state["epoch"]),
         # epochs of training behind the saved parameters (a warm start's count continues it)
         "trained_epochs": int(getattr(model, "trained_before", 0)) + int(state["epoch"]),
+        # consecutive warm fits behind the parameters since the last cold one (0: cold)
+        "warm_nights": int(getattr(model, "warm_nights", 0)),
         "val_accuracy": float(state["val_acc"]),
         # the batch size the fit trained with (None: full batch) and why: ``config`` is the one
         # asked for, whose batch_size stays None when the fit switched to mini-batches itself

@@ -169,6 +169,7 @@ class ORAL:
         self.epoch_class_ids: list[torch.Tensor] = []
         #: epochs of training the starting parameters had before this fit (0: a cold start)
         self.trained_before = 0
+        self.warm_nights = 0
         #: epochs this fit trained (``epochs``, or ``warm_epochs`` for a warm start)
         self.epochs_run = self.config.epochs
         #: the configuration the last fit trained with: ``config``, with ``batch_size`` set when
@@ -276,6 +277,8 @@ class ORAL:
                           use_attention=cfg.pan, attention_kernel=cfg.attention_kernel).to(device)
         edges, partitions = edges0, None
         self.trained_before, self.epochs_run = 0, cfg.epochs
+        # consecutive warm fits behind the parameters (0: a cold fit); older payloads lack it
+        self.warm_nights = 0 if init is None else int(init.get("warm_nights", 0)) + 1
         if init is not None:
             check_init(init, x.shape[1], num_known, cfg)
             net.load_state_dict({k: v.to(device) for k, v in init["state_dict"].items()})

@@ -284,12 +284,27 @@ def start_problem(payload: dict, in_dim: int, feature_mode: str, config,
     return None
 
 
+def refresh_due(payload: dict, cold_every: int) -> str | None:
+    """Why tonight must start cold although the previous model could continue, or None: a warm
+    chain runs at most ``cold_every - 1`` nights after a cold one (``cold_every`` 0: never
+    forced). Warm fits keep the classes they start with and miss classes that emerge (measured:
+    benchmarks/results/warm_start.md), so a periodic cold night lets those be found."""
+    if cold_every <= 0:
+        return None
+    nights = int(payload.get("warm_nights", 0)) + 1  # tonight's, counted since the last cold fit
+    if nights >= cold_every:
+        return (f"a cold start every {cold_every} nights (ORAL_COLD_EVERY): {nights - 1} warm "
+                f"nights since the last cold one")
+    return None
+
+
 def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: str, in_dim: int,
                feature_mode: str, config, class_names: list[str], dest_root: Path,
-               cold: bool = False) -> StartPlan:
+               cold: bool = False, cold_every: int = 0) -> StartPlan:
     """Warm or cold (see the README's "Warm starts"). Warm when the champion of the night
     before (:func:`tasks.registry.champion.previous_champion`) loads and was trained on the same feature space and
-    configuration (:func:`start_problem`); cold, with the reason, otherwise or when ``cold``.
+    configuration (:func:`start_problem`) and no periodic cold night is due
+    (:func:`refresh_due`); cold, with the reason, otherwise or when ``cold``.
     A snapshot equal to the champion's (same content) reuses the champion's training instead:
     the same start key, hence the training cache and run folder of that night."""
     if cold:
@@ -341,6 +356,10 @@ def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: s
         return StartPlan("warm", f"snapshot unchanged since {where}: its training is reused",
                          key=key, init=init, source_version=src,
                          source_run_id=str(tags.get("warm_from", "")))
+    due = refresh_due(payload, cold_every)
+    if due:
+        return StartPlan("cold", f"{due} (the previous {where})", source_version=version,
+                         source_run_id=source)
     init = {"model_path": str(model_path), "warm_from": source,
             "predictions_path": None if predictions_path is None else str(predictions_path)}
     return StartPlan("warm", f"warm start from {where}", key=f"+warm-{source[:12]}", init=init,

@@ -54,6 +54,10 @@ def test_fit_continues_from_a_saved_model_for_the_warm_epochs(one_thread):
     assert "pseudo_labels" in warm.history[0]
     assert warm.history[0]["groups"] == [int(p["num_groups"]) for p in payload["partitions"]]
     assert export_payload(warm)["trained_epochs"] == cfg.epochs + cfg.warm_epochs
+    # consecutive warm fits since the last cold one (what a periodic cold night counts)
+    assert payload["warm_nights"] == 0 and export_payload(warm)["warm_nights"] == 1
+    again = ORAL(cfg).fit(g.x, g.edge_index, labels, init=export_payload(warm))
+    assert export_payload(again)["warm_nights"] == 2
     # the same graph, the same model: the classes and their ids carry over
     agree = (warm.predict().class_id == cold.predict().class_id).float().mean()
     assert agree > 0.9
@@ -355,6 +359,38 @@ def test_cold_flag_and_changed_configuration_start_cold(env, nights, monkeypatch
     assert out["start"] == "cold" and out["start_reason"].startswith("warm starts are off")
     assert out["run_id"] == cold_run  # the same cold training and run as with cold=True
     assert _night(env, "2026-05-03", cold=False)["run_id"] == nights[2]["run_id"]
+
+
+def test_a_cold_night_is_due_every_cold_every_nights(monkeypatch):
+    from flows.settings import Settings
+    from tasks.steps import refresh_due
+
+    assert refresh_due({"warm_nights": 5}, 7) is None  # tonight would be the 6th warm night
+    reason = refresh_due({"warm_nights": 6}, 7)
+    assert reason.startswith("a cold start every 7 nights (ORAL_COLD_EVERY): 6 warm nights")
+    assert refresh_due({}, 1) is not None  # 1: every night cold
+    assert refresh_due({"warm_nights": 100}, 0) is None  # 0: never forced
+    monkeypatch.delenv("ORAL_COLD_EVERY", raising=False)
+    assert Settings.from_env().cold_every == 7
+    monkeypatch.setenv("ORAL_COLD_EVERY", "0")
+    assert Settings.from_env().cold_every == 0
+    for bad in ("weekly", "-1", "2.5"):
+        monkeypatch.setenv("ORAL_COLD_EVERY", bad)
+        with pytest.raises(ValueError, match=f"ORAL_COLD_EVERY must be a whole number .* got '{bad}'"):
+            Settings.from_env()
+
+
+@pytest.mark.slow
+def test_the_flow_starts_cold_when_a_cold_night_is_due(env, nights, monkeypatch):
+    # the champion before 2026-05-03 is night 2, itself one warm night after the cold night 1
+    monkeypatch.setenv("ORAL_COLD_EVERY", "2")
+    out = _night(env, "2026-05-03")
+    assert out["start"] == "cold"
+    assert out["start_reason"].startswith("a cold start every 2 nights (ORAL_COLD_EVERY): 1 warm "
+                                          "nights since the last cold one (the previous champion v")
+    assert out["epochs"] == CONFIG["epochs"]
+    monkeypatch.setenv("ORAL_COLD_EVERY", "3")
+    assert _night(env, "2026-05-03")["run_id"] == nights[2]["run_id"]  # warm, as before
 
 
 def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
