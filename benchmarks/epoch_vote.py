@@ -33,7 +33,7 @@ from oral_core.trainer import ORAL, novel_id_map
 from .tune import _cast, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RULES = ["last", "vote", "mean"]  # recorded in each seed file's key
+RULES = ["last", "vote", "mean", "stable", "curve"]  # recorded in each seed file's key
 #: the rules a seed file written before ``RULES`` was recorded answers (it is kept, not rerun:
 #: its table rows simply lack the newer rules)
 OLD_RULES = ["last", "vote"]
@@ -73,7 +73,48 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     for k in votes:
         rows.append({"rule": f"mean@{horizon}:{k}", "seed": seed}
                     | epoch_mean([_proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
+    changed = change_curve(ids, num_known)
+    stop = stable_epoch(changed, STABLE_FROM(cfg), STABLE_SHARE, STABLE_PATIENCE)
+    rows.append({"rule": f"stable@{horizon}", "seed": seed, "epoch": stop}
+                | _proxy_accuracy(g, task, ids[stop]))
+    # every epoch's proxy score and change (labelled-free) so that later stopping rules can be
+    # judged from this file alone
+    rows.append({"rule": "curve", "seed": seed, "all_by_epoch":
+                 [round(_proxy_accuracy(g, task, e)["all"], 3) for e in ids],
+                 "changed_by_epoch": [round(c, 5) for c in changed]})
     return rows
+
+
+#: ``stable@E``: stop at the first epoch from ``pol_start_epoch + 10`` on after which fewer than
+#: ``STABLE_SHARE`` of the nodes changed class (novel ids aligned) in each of the last
+#: ``STABLE_PATIENCE`` epochs; the horizon E when that never happens. Label-free: a candidate
+#: early-stopping rule (issue 18, "stop when the assignments stop changing").
+STABLE_SHARE = 0.01
+STABLE_PATIENCE = 10
+
+
+def STABLE_FROM(cfg) -> int:  # noqa: N802 - a constant of the configuration
+    return cfg.pol_start_epoch + 10
+
+
+def change_curve(ids: list[torch.Tensor], num_known: int) -> list[float]:
+    """Per epoch, the share of nodes whose class differs from the epoch before (novel ids
+    aligned by overlap; 1.0 for epoch 0)."""
+    out = [1.0]
+    for prev, cur in zip(ids, ids[1:]):
+        out.append(float((aligned(prev.long(), cur.long(), num_known) != cur.long()).float().mean()))
+    return out
+
+
+def stable_epoch(changed: list[float], start: int, share: float, patience: int) -> int:
+    """The first epoch ``e >= start`` with ``changed[e - patience + 1 .. e]`` all below
+    ``share``; the last epoch when there is none."""
+    run = 0
+    for e, c in enumerate(changed):
+        run = run + 1 if c < share else 0
+        if e >= start and run >= patience:
+            return e
+    return len(changed) - 1
 
 
 def epoch_mean(scores: list[dict]) -> dict:
@@ -83,6 +124,7 @@ def epoch_mean(scores: list[dict]) -> dict:
 
 
 def table(rows: list[dict], reference: str) -> list[str]:
+    rows = [r for r in rows if "all" in r]  # not the per-epoch curves
     lines = ["| rule | seeds | proxy All | classes | rule − " + reference + " (s.e.) | ahead |",
              "|---|---|---|---|---|---|"]
     ref = {r["seed"]: r["all"] for r in rows if r["rule"] == reference}
@@ -96,6 +138,16 @@ def table(rows: list[dict], reference: str) -> list[str]:
         lines.append(f"| {rule} | {len(mine)} | {m:.2f} | {cls:.1f} | {d:+.2f} ({se:.2f}) | "
                      f"{ahead}/{len(diffs)} |")
     return lines
+
+
+def stop_lines(rows: list[dict]) -> list[str]:
+    """Where ``stable@E`` stopped, per seed."""
+    stops = [(r["seed"], r["epoch"]) for r in rows if r["rule"].startswith("stable@")]
+    if not stops:
+        return []
+    return [f"`stable@E` (stop once fewer than {STABLE_SHARE:.0%} of the nodes changed class in each "
+            f"of {STABLE_PATIENCE} epochs, from pol_start_epoch + 10 on) stopped at epoch: "
+            + ", ".join(f"seed {s}: {e}" for s, e in stops) + "."]
 
 
 def _same_run(saved: dict | None, key: dict) -> bool:
@@ -117,7 +169,8 @@ def read_rows(folder: Path) -> dict[tuple[str, int], dict]:
     rows = {}
     for path in sorted(folder.glob("seed_*.json")):
         for r in json.loads(path.read_text())["rows"]:
-            rows[(r["rule"], r["seed"])] = r
+            if "all" in r:  # not the per-epoch curves
+                rows[(r["rule"], r["seed"])] = r
     return rows
 
 
@@ -196,7 +249,7 @@ def main(argv=None) -> int:
                                    indent=1))
         rows += got
         print(f"seed {seed} ({time.perf_counter() - t:.0f}s): "
-              + ", ".join(f"{r['rule']} {r['all']:.1f}" for r in got), flush=True)
+              + ", ".join(f"{r['rule']} {r['all']:.1f}" for r in got if "all" in r), flush=True)
     out = Path(args.results) / f"epoch_vote_{name}.md"
     out.write_text("\n".join([
         f"# Voting over the last epochs: {name} (held-out-class proxy, labelled nodes only)", "",
@@ -204,7 +257,7 @@ def main(argv=None) -> int:
         f"--seeds {args.seeds} --votes {args.votes}{' --prior' if args.prior else ''}"
         + "".join(f" --set {k}={v}" for k, v in overrides.items()) + "`. One training "
         "run per seed answers every rule (paired by construction). Diagnostic, not a product rule.",
-        "", *table(rows, f"last@{horizon}"), ""]))
+        "", *table(rows, f"last@{horizon}"), "", *stop_lines(rows), ""]))
     print(out.read_text())
     return 0
 

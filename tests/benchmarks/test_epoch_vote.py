@@ -1,6 +1,7 @@
 """The epoch-vote diagnostic: novel ids aligned across epochs before the vote."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from benchmarks.epoch_vote import aligned, epoch_vote
@@ -53,3 +54,16 @@ def test_seed_files_from_before_the_mean_rule_are_kept():
     assert _same_run(old, key) and _same_run(dict(key), key)
     assert not _same_run(old | {"config": {"lr": 0.01}}, key)
     assert not _same_run(None, key)
+
+
+def test_change_curve_aligns_novel_ids_and_stable_epoch_waits_for_patience():
+    from benchmarks.epoch_vote import change_curve, stable_epoch
+
+    a = torch.tensor([0, 1, 2, 2, 3, 3])
+    renamed = torch.tensor([0, 1, 3, 3, 2, 2])  # the two novel classes swapped ids: no change
+    moved = torch.tensor([0, 0, 3, 3, 2, 2])  # one node of six moved
+    assert change_curve([a, renamed, moved], num_known=2) == [1.0, 0.0, pytest.approx(1 / 6)]
+    changed = [1.0, 0.5, 0.0, 0.0, 0.2, 0.0, 0.0, 0.0, 0.3]
+    assert stable_epoch(changed, start=0, share=0.1, patience=2) == 3
+    assert stable_epoch(changed, start=4, share=0.1, patience=2) == 6  # after the start only
+    assert stable_epoch(changed, start=0, share=0.1, patience=4) == 8  # never: the last epoch
