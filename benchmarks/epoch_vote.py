@@ -213,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override (e.g. attention_kernel=spmm)")
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--refresh", action="store_true",
+                    help="run again the seeds whose files lack a rule asked (kept otherwise)")
     ap.add_argument("--results", default=str(RESULTS))
     args = ap.parse_args(argv)
     if args.compare:
@@ -240,7 +242,8 @@ def main(argv=None) -> int:
     for seed in range(args.seeds):
         path = folder / f"seed_{seed}.json"
         key = {"horizon": horizon, "votes": votes, "rules": RULES, "config": base.to_dict()}
-        if path.exists() and _same_run(json.loads(path.read_text()).get("key"), key):
+        saved = json.loads(path.read_text()).get("key") if path.exists() else None
+        if _same_run(saved, key) and not (args.refresh and set(saved.get("rules", OLD_RULES)) != set(RULES)):
             rows += json.loads(path.read_text())["rows"]
             continue
         t = time.perf_counter()
