@@ -67,3 +67,22 @@ def test_change_curve_aligns_novel_ids_and_stable_epoch_waits_for_patience():
     assert stable_epoch(changed, start=0, share=0.1, patience=2) == 3
     assert stable_epoch(changed, start=4, share=0.1, patience=2) == 6  # after the start only
     assert stable_epoch(changed, start=0, share=0.1, patience=4) == 8  # never: the last epoch
+
+
+def test_stop_rules_score_the_stop_against_the_last_epoch(tmp_path):
+    import json
+
+    from benchmarks.stop_rules import grid, main
+
+    folder = tmp_path / "epoch_vote" / "toy"
+    folder.mkdir(parents=True)
+    # 41 epochs, pol_start_epoch 0: calm from epoch 12 on, where the proxy is 90, then 70 at the end
+    changed = [1.0] * 12 + [0.0] * 29
+    all_by_epoch = [50.0] * 12 + [90.0] * 28 + [70.0]
+    row = {"rule": "curve", "seed": 0, "all_by_epoch": all_by_epoch, "changed_by_epoch": changed}
+    (folder / "seed_0.json").write_text(json.dumps({"key": {"config": {"pol_start_epoch": 0}},
+                                                    "rows": [row]}))
+    rows = {(r["share"], r["patience"]): r for r in grid([row | {"pol_start_epoch": 0}])}
+    assert rows[(0.02, 10)]["diff"] == 20.0 and rows[(0.02, 10)]["epochs"] == 21 / 40
+    assert main(["toy", "--results", str(tmp_path)]) == 0
+    assert "| 2% **chosen** | 10 | +20.00" in (tmp_path / "stop_rules.md").read_text()
