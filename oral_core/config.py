@@ -88,6 +88,13 @@ class ORALConfig:
     # epochs barely move the parameters and the final model's groups settle instead of being one
     # draw from epochs that re-cluster differently every time (benchmarks/epoch_vote.py)
     lr_schedule: str = "constant"
+    # early stopping (a deviation; the paper trains a fixed number of epochs): with a share such
+    # as 0.02, the fit stops at the first epoch from pol_start_epoch + 10 on after which fewer
+    # than that share of the nodes changed class (novel ids aligned by overlap) in each of the
+    # last ``stop_patience`` epochs, and keeps that epoch as its last. No label is read. None:
+    # train every epoch (the default; benchmarks/results/stop_rules.md)
+    stop_when_stable: float | None = None
+    stop_patience: int = 10
     # model selection: the epoch with the best accuracy on labelled validation nodes of known
     # classes, among epochs >= select_from_epoch (None: every epoch, the default). Setting it to
     # pol_start_epoch + 1 keeps only epochs whose parameters and structure have been through
@@ -158,6 +165,9 @@ class ORALConfig:
             (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
              "select_from_epoch must be in [0, epochs] or None"),
             (self.warm_epochs >= 1, "warm_epochs must be >= 1"),
+            (self.stop_when_stable is None or 0.0 < self.stop_when_stable < 1.0,
+             "stop_when_stable must be a share in (0, 1) or none"),
+            (self.stop_patience >= 1, "stop_patience must be >= 1"),
             (self.lr_schedule in LR_SCHEDULES,
              f"lr_schedule must be one of {list(LR_SCHEDULES)}"),
             (self.selection in SELECTION_RULES,

@@ -125,7 +125,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "eval_chunk_edges": 1 << 21, "select_from_epoch": None, "selection": "best_val",
                 "ensemble_from_layer": 1, "warm_epochs": 10,
                 "minibatch_above_edges": 2_000_000, "auto_batch_size": 2048,
-                "attention_kernel": "gather", "lr_schedule": "constant"}
+                "attention_kernel": "gather", "lr_schedule": "constant",
+                "stop_when_stable": None, "stop_patience": 10}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

@@ -298,6 +298,7 @@ class ORAL:
         self.discoveries, self.epoch_class_ids = {}, []
         bar = _progress(n_epochs + 1, cfg.progress)
         watch = Stopwatch(device)
+        previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
         for epoch in range(n_epochs + 1):
             started = time.perf_counter()
             total = offset + epoch  # the epoch of the schedule (warm-ups, clustering, POL)
@@ -309,11 +310,24 @@ class ORAL:
                                        watch)
             outs, partitions, ens, group_class = self._evaluate(
                 x, edges, None if recluster else partitions, cluster, labels, num_known, watch)
+            class_now = discover(ens, group_class, num_known)[0]
+            changed = changed_share(previous_ids, class_now, num_known)
+            previous_ids = class_now
+            calm = calm + 1 if cfg.stop_when_stable is not None and changed < cfg.stop_when_stable else 0
+            stop = (epoch < n_epochs and calm >= cfg.stop_patience
+                    and total >= cfg.pol_start_epoch + 10)
             row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known,
-                               total=total, final=epoch == n_epochs)
+                               total=total, final=epoch == n_epochs or stop)
+            row["changed"] = changed
             if init is not None:
                 row["trained_epochs"] = total
-            if epoch == n_epochs:  # the last pass only evaluates the final parameters
+            if stop:
+                log.info("ORAL stops at epoch %d: fewer than %.1f%% of the nodes changed class "
+                         "in each of the last %d epochs", epoch, 100 * cfg.stop_when_stable,
+                         cfg.stop_patience)
+                row["stopped_early"] = True
+                self.epochs_run = epoch
+            if epoch == n_epochs or stop:  # the last pass only evaluates the final parameters
                 row.update(watch.take())
                 self.history.append(row)
                 bar.update(1)
@@ -583,6 +597,18 @@ def check_init(payload: dict, in_dim: int, num_known: int, config: ORALConfig) -
                         f"{config.num_layers} layers")
     if problems:
         raise ValueError("the saved model cannot start this fit: " + "; ".join(problems))
+
+
+def changed_share(previous: torch.Tensor | None, class_id: torch.Tensor, num_known: int) -> float:
+    """The share of nodes whose class differs from ``previous`` (the epoch before), novel ids
+    aligned by overlap (:func:`novel_id_map`); 1.0 without a previous epoch."""
+    if previous is None:
+        return 1.0
+    mapping = novel_id_map(previous, class_id, num_known)
+    renamed = previous.clone()
+    for old, new in mapping.items():
+        renamed[previous == old] = new
+    return float((renamed != class_id).float().mean())
 
 
 def novel_id_map(class_id: torch.Tensor, previous: torch.Tensor, num_known: int) -> dict[int, int]:

@@ -523,7 +523,8 @@ def test_default_config_is_valid() -> None:
     ("gamma", 0.0), ("gamma", 1.5), ("mu", -0.1), ("eta", 1.0), ("top_k", 0), ("top_k", 41),
     ("num_layers", 0), ("num_prototypes", 1), ("epochs", 0), ("temperature", 0.0),
     ("attention_temperature", -1.0), ("resolution_min", 0.0), ("prior_num_classes", 0),
-    ("resolution_max", 0.01), ("lr_schedule", "linear"),
+    ("resolution_max", 0.01), ("lr_schedule", "linear"), ("stop_when_stable", 0.0),
+    ("stop_when_stable", 1.0), ("stop_patience", 0),
     ("hidden_dim", 0), ("dropout", 1.5), ("lr", 0.0), ("edge_drop_rate", 1.5),
     ("cluster_every", 0), ("granularity_rule", "median"), ("seed", -1),
 ])
@@ -555,6 +556,34 @@ def test_lr_schedule_over_the_fit(schedule: str) -> None:
         assert all(a > b for a, b in zip(rates, rates[1:]))
         assert rates[6] == pytest.approx(cfg.lr / 2)  # halfway
         assert rates[-1] < 0.03 * cfg.lr
+
+
+def test_stop_when_stable_stops_where_the_offline_rule_says() -> None:
+    """Early stopping reads only how many nodes changed class (no label); the online stop is the
+    epoch that ``benchmarks.epoch_vote.stable_epoch`` finds on the full run's change curve, the
+    model kept is that epoch's, and the run without the switch is unchanged by it."""
+    from benchmarks.epoch_vote import stable_epoch
+
+    graph = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=8, seed=2)
+    train = graph.y.clone()
+    train[train == 2] = -1
+    train[torch.arange(120) % 2 == 1] = -1
+    base = dict(epochs=40, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=4,
+                progress=False, device="cpu")
+    full = ORAL(ORALConfig(**base))
+    full.record_epochs = True
+    full.fit(graph.x, graph.edge_index, train)
+    changed = [row["changed"] for row in full.history]
+    assert changed[0] == 1.0 and all(0.0 <= c <= 1.0 for c in changed)
+    share, patience = 0.05, 3
+    expected = stable_epoch(changed, base["pol_start_epoch"] + 10, share, patience)
+    assert expected < base["epochs"], "the planted graph should calm down before the end"
+    early = ORAL(ORALConfig(**base, stop_when_stable=share, stop_patience=patience))
+    early.fit(graph.x, graph.edge_index, train)
+    assert len(early.history) == expected + 1 and early.history[-1]["stopped_early"]
+    assert early.epochs_run == expected and early.predict().epoch == expected
+    assert torch.equal(early.predict().class_id, full.epoch_class_ids[expected].long())
+    assert not any(row.get("stopped_early") for row in full.history)
 
 
 def test_unknown_config_keys_raise() -> None:
