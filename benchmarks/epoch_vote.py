@@ -227,6 +227,10 @@ def main(argv=None) -> int:
         key, value = item.split("=", 1)
         overrides[key] = _cast(getattr(base, key), value)
     base = ORALConfig.from_dict(base.to_dict() | overrides)
+    if base.stop_when_stable is not None:
+        ap.error(f"--set stop_when_stable={base.stop_when_stable}: these rules are read off every "
+                 "epoch of a full run; an early stop leaves the later epochs unrun (the stop "
+                 "rule itself is judged offline by benchmarks.stop_rules)")
     horizon = args.horizon or base.epochs
     votes = [int(v) for v in args.votes.split(",")]
     if any(k < 1 or k > horizon for k in votes):

@@ -145,6 +145,10 @@ def main(argv=None) -> int:
             ap.error(f"--set {key}: not an ORALConfig field")
         overrides[key] = _cast(getattr(base, key), value)
     base = ORALConfig.from_dict(base.to_dict() | overrides)
+    if base.stop_when_stable is not None:
+        ap.error(f"--set stop_when_stable={base.stop_when_stable}: these rules are read off every "
+                 "epoch of a full run; an early stop leaves the later epochs unrun (the stop "
+                 "rule itself is judged offline by benchmarks.stop_rules)")
     if base.lr_schedule != "constant" and len(horizons) > 1:
         ap.error(f"--set lr_schedule={base.lr_schedule}: the rate at every epoch depends on the "
                  "total epochs, so one run cannot answer several horizons; give one --horizons")

@@ -236,7 +236,7 @@ def refresh_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_
         return False
     prev = json.loads((out_dir / f"night_{k - 1:02d}.json").read_text())[key] if k else None
     since = 0 if prev is None else prev["since_cold"] + 1
-    if prev is None or since >= cold_every:
+    if prev is None or (cold_every > 0 and since >= cold_every):  # 0: never cold again
         rec[key] = dict(rec["cold"]) | {"since_cold": 0}
     else:
         init = {"model_path": prev["model_path"], "predictions_path": prev["predictions_path"],

@@ -262,8 +262,17 @@ def twin_protocols(graph: Graph, seed: int, protocol: str = "ours", known: str =
     ``paper`` and ``ours`` on BlogCatalog, whose paper known classes are the lowest ids): one
     training serves them all, since nothing a method sees differs; only the scored nodes do."""
     split, _ = protocol_split(graph, seed, protocol, known)
-    return [other for other in PROTOCOLS if other != protocol
-            and same_split(split, protocol_split(graph, seed, other, known)[0])]
+    twins = []
+    for other in PROTOCOLS:
+        if other == protocol:
+            continue
+        try:
+            other_split = protocol_split(graph, seed, other, known)[0]
+        except ValueError:  # the other protocol cannot split this graph: no twin, not an error
+            continue
+        if same_split(split, other_split):
+            twins.append(other)
+    return twins
 
 
 def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConfig,

@@ -117,19 +117,22 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
             scored = {p: {"method": method, "dataset": canonical_name(prep.graph.name), "seed": seed,
                           "prior": "yes" if prior else "no", "protocol": protocol_tag(p, known),
                           "failed": str(err), "config_hash": expected}
+                      | ({} if p == protocol else {"trained_under": protocol_tag(protocol, known)})
                       for p in [protocol, *twins]}
         row = scored[protocol]
         write_seed_file(path, row)
+        # the twins' lines first: the seed's own result (or FAILED) line is always its last, which
+        # is the line a fan-out task reports (flows.fanout)
+        for twin in twins:
+            twin_path = run_dir(results, method, prep.graph.name, prior, protocol_tag(twin, known)) / path.name
+            echo(f"[{i + 1}/{len(seeds)}] seed {seed}: "
+                 + keep_twin(twin_path, scored[twin], expected, twin))
         if row.get("failed"):
             echo(f"[{i + 1}/{len(seeds)}] seed {seed}: FAILED: {row['failed']}")
         else:
             echo(f"[{i + 1}/{len(seeds)}] seed {seed}: all {row['all']:.2f} known {row['known']:.2f} "
                  f"novel {row['novel']:.2f} classes {row['classes_est']} ({row['seconds']:.0f}s)")
             rows.append(row)
-        for twin in twins:
-            twin_path = run_dir(results, method, prep.graph.name, prior, protocol_tag(twin, known)) / path.name
-            echo(f"[{i + 1}/{len(seeds)}] seed {seed}: "
-                 + keep_twin(twin_path, scored[twin], expected, twin))
     return rows
 
 
@@ -146,11 +149,16 @@ def write_seed_file(path: Path, row: dict) -> None:
 def keep_twin(path: Path, row: dict, expected: str, twin: str) -> str:
     """File ``row``, scored under protocol ``twin`` from a training run of another protocol with
     the same split (:func:`~oral_core.experiment.twin_protocols`), unless ``path`` already holds
-    that seed at the same configuration: then its own run is kept, and a different score says
-    that training is not deterministic. Returns what happened, for the progress line."""
+    that seed at the same configuration from its own run (no ``trained_under``) with every score
+    (:data:`SCORES`): then that run is kept, and a different score says that training is not
+    deterministic. A file at another configuration, itself a twin, or lacking a score (or, for
+    a failed run, its ``failed`` reason) is replaced. Returns what happened, for the progress
+    line."""
     if path.exists():
         old = json.loads(path.read_text())
-        if old.get("config_hash") == expected:
+        own = "trained_under" not in old and (
+            bool(old.get("failed")) or all(k in old for k in SCORES))
+        if old.get("config_hash") == expected and own:
             if bool(old.get("failed")) != bool(row.get("failed")) or (
                     not row.get("failed") and abs(float(old["all"]) - float(row["all"])) > 1e-6):
                 return (f"protocol {twin} (same split) has this seed from its own run with another "
@@ -158,6 +166,8 @@ def keep_twin(path: Path, row: dict, expected: str, twin: str) -> str:
                         f"training is not deterministic here; kept {path}")
             return f"protocol {twin} (same split) has this seed from its own run, the same result"
     write_seed_file(path, row)
+    if row.get("failed"):
+        return f"also recorded as failed under protocol {twin} (same split, same training): {path}"
     return f"also scored under protocol {twin} (same split, same training): {path}"
 
 

@@ -314,8 +314,12 @@ class ORAL:
             changed = changed_share(previous_ids, class_now, num_known)
             previous_ids = class_now
             calm = calm + 1 if cfg.stop_when_stable is not None and changed < cfg.stop_when_stable else 0
+            # never before a model can be kept: best_val selection from select_from_epoch on
+            # needs that epoch evaluated
             stop = (epoch < n_epochs and calm >= cfg.stop_patience
-                    and total >= cfg.pol_start_epoch + 10)
+                    and total >= cfg.pol_start_epoch + 10
+                    and (cfg.selection != "best_val" or cfg.select_from_epoch is None
+                         or total >= cfg.select_from_epoch))
             row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known,
                                total=total, final=epoch == n_epochs or stop)
             row["changed"] = changed

@@ -86,3 +86,13 @@ def test_stop_rules_score_the_stop_against_the_last_epoch(tmp_path):
     assert rows[(0.02, 10)]["diff"] == 20.0 and rows[(0.02, 10)]["epochs"] == 21 / 40
     assert main(["toy", "--results", str(tmp_path)]) == 0
     assert "| 2% **chosen** | 10 | +20.00" in (tmp_path / "stop_rules.md").read_text()
+
+
+@pytest.mark.parametrize("module", ["benchmarks.epoch_vote", "benchmarks.proxy_rules"])
+def test_rules_read_off_every_epoch_refuse_an_early_stop(module, capsys):
+    import importlib
+    main = importlib.import_module(module).main
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--dataset", "cora", "--set", "stop_when_stable=0.02"])
+    assert exit_info.value.code == 2
+    assert "stop_when_stable=0.02" in capsys.readouterr().err

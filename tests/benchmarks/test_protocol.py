@@ -141,6 +141,7 @@ def test_one_training_scores_every_protocol_with_the_same_split(planted, tmp_pat
     said = []
     ours = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=said.append)
     assert any("also scored under protocol paper" in s for s in said)
+    assert said[-1].startswith("[1/1] seed 0: all ")  # the seed's own result line comes last
     twin = seed_rows(tmp_path, "oral", planted.name, "no", "paper")[0]
     assert twin["trained_under"] == "ours" and twin["protocol"] == "paper"
     assert twin["config_hash"] == ours[0]["config_hash"] and twin["val_acc"] == ours[0]["val_acc"]
@@ -171,6 +172,38 @@ def test_a_twin_never_overwrites_a_seed_run_on_its_own(planted, tmp_path, monkey
     assert json.loads(path.read_text())["all"] == own["all"]  # kept
 
 
+def test_a_twin_replaces_a_file_that_is_itself_a_twin_or_lacks_a_score(planted, tmp_path):
+    from oral_core.experiment import SCORES
+    from oral_core.reproduction import keep_twin
+    path = tmp_path / "seed_0.json"
+    row = {k: 1.0 for k in SCORES} | {"all": 50.0, "config_hash": "h"}
+    path.write_text(json.dumps(row | {"all": 40.0, "trained_under": "paper"}))  # an older twin
+    assert "also scored" in keep_twin(path, row, "h", "ours")
+    assert json.loads(path.read_text())["all"] == 50.0
+    incomplete = {"all": 30.0, "config_hash": "h"}  # its own run, from before a score existed
+    path.write_text(json.dumps(incomplete))
+    assert "also scored" in keep_twin(path, row, "h", "ours")
+    assert json.loads(path.read_text())["all"] == 50.0
+    path.write_text(json.dumps(row | {"all": 45.0, "config_hash": "old"}))  # other configuration
+    keep_twin(path, row, "h", "ours")
+    assert json.loads(path.read_text())["all"] == 50.0
+    path.write_text(json.dumps(row | {"all": 45.0}))  # its own complete run: kept
+    assert "not deterministic" in keep_twin(path, row, "h", "ours")
+    assert json.loads(path.read_text())["all"] == 45.0
+
+
+def test_a_protocol_that_cannot_split_the_graph_is_no_twin(planted, monkeypatch):
+    import oral_core.experiment as ex
+    real = ex.protocol_split
+
+    def split(graph, seed, protocol="ours", known="default"):
+        if protocol == "paper":
+            raise ValueError("known_classes names every class: at least one class must be novel")
+        return real(graph, seed, protocol, known)
+    monkeypatch.setattr(ex, "protocol_split", split)
+    assert twin_protocols(planted, 0, "ours") == []
+
+
 # ------------------------------------------------------------------------------ failed runs
 def test_a_model_no_better_than_the_majority_class_is_a_failure():
     val = torch.tensor([0, 0, 0, 1, -1, -1])
@@ -194,7 +227,10 @@ def test_a_gcn_that_cannot_learn_is_reported_failed_not_scored(planted, tmp_path
     said = []
     rows = sweep("sbm", "gcn", [0], False, ORALConfig(device="cpu"), results=tmp_path,
                  echo=said.append)
-    assert rows == [] and "FAILED" in said[0]
+    assert rows == [] and "FAILED" in said[-1]  # the last line, which a fan-out task reports
+    assert any("also recorded as failed under protocol paper" in s for s in said)
+    twin = failed_seeds(tmp_path, "gcn", planted.name, "no", "paper")[0]
+    assert twin["trained_under"] == "ours" and "gcn failed to train" in twin["failed"]
     assert failed_seeds(tmp_path, "gcn", planted.name, "no")[0]["seed"] == 0
     assert seed_rows(tmp_path, "gcn", planted.name, "no") == []
     said.clear()

@@ -31,3 +31,14 @@ def test_refresh_chain_goes_cold_every_cold_every_nights(tmp_path, one_thread):
     md = (results / "warm_start.md").read_text()
     assert "**refresh (a cold night every 2)**, nights 1-3" in md
     assert "refresh (cold every 2): start, s, All, Novel, classes" in md
+    # --cold-every 0: never cold again after night 0 (the cold chain's runs are reused)
+    try:
+        assert warm_start.main(["--graphs", "synthetic", "--nights", "4", "--probe-nights", "0",
+                                "--epochs", "4", "--warm-epochs", "2", "--cold-every", "0",
+                                "--state", str(state), "--results", str(results)]) == 0
+    finally:
+        warm_start.RESULTS = warm_start.ROOT / "benchmarks" / "results"
+        warm_start.NIGHTS_DIR = warm_start.RESULTS / "warm_start"
+    never = [json.loads((results / "warm_start" / "synthetic" / f"night_{k:02d}.json").read_text())
+             ["warm_2_cold0"] for k in range(4)]
+    assert [c["start"] for c in never] == ["cold", "warm", "warm", "warm"]

@@ -584,6 +584,12 @@ def test_stop_when_stable_stops_where_the_offline_rule_says() -> None:
     assert early.epochs_run == expected and early.predict().epoch == expected
     assert torch.equal(early.predict().class_id, full.epoch_class_ids[expected].long())
     assert not any(row.get("stopped_early") for row in full.history)
+    # best_val selection from an epoch after the calm one: no stop before that epoch is evaluated
+    late = expected + 5
+    picky = ORAL(ORALConfig(**base, stop_when_stable=share, stop_patience=patience,
+                            selection="best_val", select_from_epoch=late))
+    picky.fit(graph.x, graph.edge_index, train)
+    assert picky.epochs_run >= late and picky.predict().epoch >= late
 
 
 def test_unknown_config_keys_raise() -> None:
