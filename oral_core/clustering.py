@@ -219,7 +219,10 @@ def semi_supervised_prototypical_clustering(
     sim = jaccard_prototype_graph(top_k_association(r, top_k), r.shape[1])
     labelled = (labels >= 0).nonzero().flatten()
     y_l = labels[labelled].cpu()
-    r_l = r[labelled.to(r.device)].cpu().double()
+    # kept on r's device: every partition of the sweep is scored on it (Eq. 3-4), and only the
+    # labelled nodes' argmax groups come back to the host (on a GPU the sweep otherwise copies
+    # and multiplies [labelled, N_pro] doubles on the CPU for each partition; same result on CPU)
+    r_l = r[labelled.to(r.device)].double()
     tried: dict[float, tuple[torch.Tensor, int, torch.Tensor, float]] = {}
     graph = PrototypeGraph(sim, prototypes)  # built once for the whole sweep
     scored: dict[bytes, tuple[int, torch.Tensor, float]] = {}  # resolutions often repeat a partition
