@@ -1,0 +1,104 @@
+"""Per-class accuracy from finished seeds: which classes a method discovers, not only how many nodes.
+
+All (Eq. 14, one Hungarian matching over every test node) weighs each class by its size, so a
+method can gain All by merging a small novel class into a large one. This table recomputes, from
+each seed file's contingency table (``oral reproduce`` keeps it), the share of each true class's
+test nodes that are right under that same matching (:func:`oral_core.metrics.matched_correct`),
+mean ± standard error over the seeds, for each method side by side. Diagnostic only: it reads
+test labels, so it chooses nothing.
+
+    python -m benchmarks.per_class --dataset amazonphoto --methods oral,opennc [--prior] [--protocol paper]
+
+writes ``benchmarks/results/per_class_<dataset>-<prior>[-paper].md``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import torch
+
+from oral_core.metrics import from_contingency, matched_correct
+from oral_core.reproduction import read_seed_files, run_dir
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def class_accuracy(table) -> dict[int, tuple[float, int]]:
+    """``{true class: (share right under the one-Hungarian matching, test nodes)}``."""
+    y_true, y_pred = from_contingency(table)
+    right = matched_correct(y_true, y_pred)
+    out = {}
+    for c in torch.unique(y_true).tolist():
+        mask = y_true == c
+        out[int(c)] = (float(right[mask].double().mean()), int(mask.sum()))
+    return out
+
+
+def method_rows(results: Path, method: str, dataset: str, prior: bool, protocol: str):
+    rows = [r for r in read_seed_files(run_dir(results, method, dataset, prior, protocol))
+            if not r.get("failed") and r.get("contingency")]
+    return rows, [class_accuracy(r["contingency"]) for r in rows]
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, float("nan")
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
+
+
+def table(results: Path, dataset: str, methods: list[str], prior: bool, protocol: str) -> str:
+    per = {}
+    for m in methods:
+        rows, accs = method_rows(results, m, dataset, prior, protocol)
+        if not rows:
+            raise SystemExit(f"error: {run_dir(results, m, dataset, prior, protocol)}: no finished "
+                             "seed with a contingency table (run oral reproduce, --refresh for old files)")
+        per[m] = (rows, accs)
+    first_rows, first_accs = next(iter(per.values()))
+    known = set(first_rows[0].get("known_classes") or [])
+    classes = sorted(first_accs[0])
+    head = "| class | known | test nodes | " + " | ".join(
+        f"{m} ({len(per[m][0])} seeds)" for m in methods) + " |"
+    lines = [head, "|" + "---|" * (3 + len(methods))]
+    for c in classes:
+        cells = []
+        for m in methods:
+            mean, se = _mean_se([100 * a[c][0] for a in per[m][1] if c in a])
+            cells.append(f"{mean:.1f} ± {se:.1f}")
+        lines.append(f"| {c} | {'yes' if c in known else 'no'} | {first_accs[0][c][1]} | "
+                     + " | ".join(cells) + " |")
+    alls = " | ".join(f"{_mean_se([r['all'] for r in per[m][0]])[0]:.2f}" for m in methods)
+    lines.append(f"| All (Eq. 14) | | {sum(v[1] for v in first_accs[0].values())} | {alls} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--methods", default="oral,opennc")
+    ap.add_argument("--prior", action="store_true")
+    ap.add_argument("--protocol", default="ours", choices=["ours", "paper"])
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    body = table(args.results, args.dataset, methods, args.prior, args.protocol)
+    tag = f"{args.dataset}-{'prior' if args.prior else 'noprior'}" + (
+        "" if args.protocol == "ours" else f"-{args.protocol}")
+    cmd = (f"python -m benchmarks.per_class --dataset {args.dataset} --methods {','.join(methods)}"
+           + (" --prior" if args.prior else "") + (f" --protocol {args.protocol}"
+                                                     if args.protocol != "ours" else ""))
+    text = (f"# Per-class accuracy: {tag}\n\nCommand: `{cmd}`\n\nShare (%) of each true class's "
+            "test nodes that are right under the one-Hungarian matching of All (Eq. 14), mean ± "
+            "standard error over the seeds, from each seed file's contingency table. Diagnostic "
+            "(test labels): it chooses nothing.\n\n" + body + "\n")
+    out = args.results / f"per_class_{tag}.md"
+    out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
