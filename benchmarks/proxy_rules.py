@@ -26,7 +26,7 @@ from oral_core.config import ORALConfig
 from oral_core.experiment import LATER_FIELDS, prepare
 from oral_core.reproduction import mean_se
 
-from .tune import _cast, proxy_rules
+from .tune import HIDE_MODES, _cast, proxy_rules
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -118,7 +118,10 @@ def main(argv=None) -> int:
     ap.add_argument("--horizons", default="100,150,200",
                     help="comma-separated epoch counts; training runs to the largest")
     ap.add_argument("--prior", action="store_true")
-    ap.add_argument("--hide", choices=["last", "rotate"], default="rotate")
+    ap.add_argument("--hide", choices=HIDE_MODES, default="rotate",
+                    help="rotate: seed s hides known class s mod K; last: the last known class; "
+                         "extremes: the known classes with the most and the fewest labelled nodes, "
+                         "together (a large and a small stand-in novel class)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override for every run (names the output folder)")
     ap.add_argument("--data-dir", default=None)
@@ -157,7 +160,7 @@ def main(argv=None) -> int:
         base.prior_num_classes = prep.graph.num_classes
     name = prep.graph.name.lower()
     tag = f"{name}-{'prior' if args.prior else 'noprior'}" + "".join(
-        f"-{k}={v}" for k, v in sorted(overrides.items())) + ("" if args.hide == "rotate" else "-last")
+        f"-{k}={v}" for k, v in sorted(overrides.items())) + ("" if args.hide == "rotate" else f"-{args.hide}")
     folder = Path(args.results) / "proxy" / tag
     folder.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []

@@ -41,35 +41,70 @@ def hidden_class(known_classes: torch.Tensor, seed: int, hide: str = "last") -> 
     raise ValueError(f"hide must be 'last' or 'rotate', got {hide!r}")
 
 
+HIDE_MODES = ("last", "rotate", "extremes")
+
+
+def hidden_classes(known_classes: torch.Tensor, seed: int, hide: str,
+                   labelled_counts: torch.Tensor | None = None) -> tuple[int, ...]:
+    """The known classes that play novel ones.
+
+    ``last`` / ``rotate`` hide one (:func:`hidden_class`). ``extremes`` hides two at once: the
+    known class with the most labelled nodes and the one with the fewest (``labelled_counts[c]``,
+    training plus validation nodes of class ``c``; ties go to the lower class id), so the stand-in
+    novel classes differ in size the way a large and a small novel class do (with equal counts:
+    the two lowest ids). Only labelled nodes are counted. It needs at least three known classes so that one stays visible."""
+    if hide != "extremes":
+        return (hidden_class(known_classes, seed, hide),)
+    if known_classes.numel() < 3:
+        raise ValueError(f"hide='extremes' needs at least 3 known classes (two hidden, one "
+                         f"visible), got {known_classes.numel()}")
+    if labelled_counts is None:
+        raise ValueError("hide='extremes' needs the labelled node count of every class")
+    sizes = {int(c): int(labelled_counts[c]) for c in known_classes}
+    largest = min(sizes, key=lambda c: (-sizes[c], c))
+    smallest = min((c for c in sizes if c != largest), key=lambda c: (sizes[c], c))
+    return (largest, smallest)
+
+
 @dataclass
 class ProxyTask:
     """One held-out-class task, built from labelled nodes only.
 
     ``train`` / ``val`` are the label vectors ORAL sees (visible known classes re-indexed
-    ``0..K-2``, -1 elsewhere); ``scored`` the nodes the proxy scores; ``visible`` the dataset ids
-    of the visible known classes (the hidden one plays the novel class)."""
+    ``0..K-h-1``, -1 elsewhere); ``scored`` the nodes the proxy scores; ``visible`` the dataset ids
+    of the visible known classes; ``hidden`` the dataset ids of the hidden ones (they play novel
+    classes)."""
 
     train: torch.Tensor
     val: torch.Tensor
     scored: torch.Tensor
     visible: torch.Tensor
-    hidden: int
+    hidden: tuple[int, ...]
+
+    @property
+    def hidden_label(self) -> int | str:
+        """The hidden class id, or ``"a+b"`` when several are hidden (a table cell)."""
+        return self.hidden[0] if len(self.hidden) == 1 else "+".join(map(str, self.hidden))
 
 
 def proxy_task(graph, seed: int, hide: str = "last", disjoint_val: bool = False) -> ProxyTask:
-    """Hide one known class's labels. Scored: every labelled node of the hidden class and the
-    visible classes' validation nodes. With ``disjoint_val`` the visible validation nodes are
-    halved at random (seeded): model selection reads one half, the proxy scores the other, so a
-    rule that reads validation accuracy is not scored on the nodes it chose by."""
+    """Hide known classes' labels (one, or two with ``hide='extremes'``). Scored: every labelled
+    node of the hidden classes and the visible classes' validation nodes. With ``disjoint_val``
+    the visible validation nodes are halved at random (seeded): model selection reads one half,
+    the proxy scores the other, so a rule that reads validation accuracy is not scored on the
+    nodes it chose by."""
     split = make_split(graph.y, seed=seed)
-    hidden = hidden_class(split.known_classes, seed, hide)
-    visible = split.known_classes[split.known_classes != hidden]
+    labelled = split.train_mask | split.val_mask
+    counts = torch.bincount(graph.y[labelled], minlength=graph.num_classes)
+    hidden = hidden_classes(split.known_classes, seed, hide, counts)
+    hidden_t = torch.tensor(hidden, dtype=torch.long)
+    visible = split.known_classes[~torch.isin(split.known_classes, hidden_t)]
     index = torch.full((graph.num_classes,), -1, dtype=torch.long)
     index[visible] = torch.arange(visible.numel())
-    shown = graph.y != hidden
+    shown = ~torch.isin(graph.y, hidden_t)
     train = torch.where(split.train_mask & shown, index[graph.y], -1)
     val_nodes = split.val_mask & shown
-    scored = (split.train_mask | split.val_mask) & ~(split.train_mask & shown)
+    scored = labelled & ~(split.train_mask & shown)
     if disjoint_val:
         nodes = val_nodes.nonzero().flatten()
         order = torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(10_007 + seed))
@@ -131,7 +166,7 @@ def proxy_rules(prep, seed: int, config: ORALConfig, horizons: list[int],
     rows = []
     for rule, epoch in rule_epochs(model.history, horizons).items():
         acc = _proxy_accuracy(g, task, model.epoch_class_ids[epoch])
-        rows.append({"rule": rule, "seed": seed, "hidden": task.hidden, "epoch": epoch} | acc)
+        rows.append({"rule": rule, "seed": seed, "hidden": task.hidden_label, "epoch": epoch} | acc)
     return rows
 
 
@@ -159,8 +194,9 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--prior", action="store_true",
                     help="give ORAL the true total class number (the paper's 'with prior' setting)")
-    ap.add_argument("--hide", choices=["last", "rotate"], default="last",
-                    help="which known class plays the novel one (rotate: seed s hides class s mod K)")
+    ap.add_argument("--hide", choices=HIDE_MODES, default="last",
+                    help="which known class plays the novel one (rotate: seed s hides class s mod "
+                         "K; extremes: the largest and the smallest known class together)")
     args = ap.parse_args(argv)
     base = ORALConfig()
     if args.epochs:

@@ -275,8 +275,32 @@ def test_proxy_scores_only_labelled_nodes_selection_never_read(planted):
     assert not (task.scored & split.test_mask).any()  # never a test node
     assert not (task.scored & (task.val >= 0)).any()  # not the nodes selection reads
     assert not (task.scored & (task.train >= 0)).any()
-    assert task.hidden == int(split.known_classes[1])
-    assert (task.scored & (planted.y == task.hidden)).sum() > 0
+    assert task.hidden == (int(split.known_classes[1]),)
+    assert (task.scored & (planted.y == task.hidden[0])).sum() > 0
+
+
+def test_extremes_proxy_hides_the_largest_and_smallest_known_class(planted):
+    from oral_core.splits import make_split
+    split = make_split(planted.y, seed=2)
+    labelled = split.train_mask | split.val_mask
+    counts = torch.bincount(planted.y[labelled], minlength=planted.num_classes)
+    known = split.known_classes.tolist()
+    task = proxy_task(planted, 2, "extremes", disjoint_val=True)
+    largest, smallest = task.hidden
+    assert counts[largest] == max(counts[c] for c in known)
+    assert counts[smallest] == min(counts[c] for c in known)
+    assert largest != smallest and set(task.hidden) <= set(known)
+    assert sorted(task.visible.tolist()) == sorted(set(known) - set(task.hidden))
+    for c in task.hidden:  # both play novel classes: no label shown, every labelled node scored
+        assert not (task.train[planted.y == c] >= 0).any() and not (task.val[planted.y == c] >= 0).any()
+        assert torch.equal(task.scored & (planted.y == c), labelled & (planted.y == c))
+    assert not (task.scored & split.test_mask).any()
+    assert task.hidden_label == f"{largest}+{smallest}"
+
+
+def test_extremes_proxy_never_reads_a_test_label(planted):
+    proxy = lambda prep, seed: proxy_rules(prep, seed, SMALL, [4, 8], "extremes")
+    assert not _reads_test_labels(proxy, planted, 1)
 
 
 def _scrambled_test_labels(graph, seed):

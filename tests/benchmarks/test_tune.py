@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from benchmarks.tune import _cast, hidden_class, proxy_score
+from benchmarks.tune import _cast, hidden_class, hidden_classes, proxy_score
 from oral_core.config import ORALConfig
 from oral_core.experiment import Prepared
 from oral_core.splits import make_split
@@ -41,6 +41,19 @@ def test_hidden_class_last_or_rotating():
     assert [hidden_class(known, s, "rotate") for s in range(6)] == [0, 1, 2, 3, 0, 1]
     with pytest.raises(ValueError, match="last' or 'rotate"):
         hidden_class(known, 0, "first")
+
+
+def test_extremes_hides_largest_and_smallest_by_labelled_count():
+    known = torch.tensor([0, 2, 3, 5])
+    counts = torch.tensor([40, 99, 10, 40, 0, 25])  # class 1 and 4 are not known
+    assert hidden_classes(known, 0, "extremes", counts) == (0, 2)  # largest: tie 0/3, lower id
+    assert hidden_classes(known, 7, "extremes", counts) == (0, 2)  # no rotation
+    assert hidden_classes(known, 1, "rotate") == (2,)
+    assert hidden_classes(known, 0, "extremes", torch.full((6,), 5)) == (0, 2)  # all equal
+    with pytest.raises(ValueError, match="at least 3 known classes"):
+        hidden_classes(torch.tensor([0, 1]), 0, "extremes", counts)
+    with pytest.raises(ValueError, match="labelled node count"):
+        hidden_classes(known, 0, "extremes")
 
 
 def test_rotating_proxy_hides_another_class(prep, one_thread):
