@@ -30,7 +30,7 @@ from oral_core.experiment import prepare
 from oral_core.reproduction import mean_se
 from oral_core.trainer import ORAL, novel_id_map
 
-from .tune import _cast, _proxy_accuracy, _proxy_config, proxy_task
+from .tune import HIDE_MODES, _cast, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RULES = ["last", "vote", "mean", "stable", "curve"]  # recorded in each seed file's key
@@ -56,9 +56,10 @@ def epoch_vote(epoch_ids: list[torch.Tensor], num_known: int) -> torch.Tensor:
     return stack.mode(dim=0).values
 
 
-def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int]) -> list[dict]:
+def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int],
+              hide: str = "rotate") -> list[dict]:
     g = prep.graph
-    task = proxy_task(g, seed, "rotate", disjoint_val=True)
+    task = proxy_task(g, seed, hide, disjoint_val=True)
     cfg = _proxy_config(config, seed, g.num_classes)
     cfg.epochs = horizon
     model = ORAL(cfg)
@@ -160,6 +161,7 @@ def _same_run(saved: dict | None, key: dict) -> bool:
 
     rules = saved.get("rules", OLD_RULES)
     return (saved.get("horizon") == key["horizon"] and saved.get("votes") == key["votes"]
+            and saved.get("hide", "rotate") == key.get("hide", "rotate")
             and set(rules) <= set(key["rules"])
             and training_key(saved.get("config", {})) == training_key(key["config"]))
 
@@ -210,6 +212,9 @@ def main(argv=None) -> int:
     ap.add_argument("--horizon", type=int, default=None, help="default: the configured epochs")
     ap.add_argument("--votes", default="10,25,50", help="epochs voted over, comma list")
     ap.add_argument("--prior", action="store_true")
+    ap.add_argument("--hide", choices=HIDE_MODES, default="rotate",
+                    help="which known classes play novel ones (benchmarks.tune.hidden_classes); "
+                         "a mode other than rotate suffixes the folder name")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override (e.g. attention_kernel=spmm)")
     ap.add_argument("--data-dir", default=None)
@@ -239,19 +244,21 @@ def main(argv=None) -> int:
     if args.prior:
         base.prior_num_classes = prep.graph.num_classes
     name = f"{args.dataset}-{'prior' if args.prior else 'noprior'}" + "".join(
-        f"-{k}={v}" for k, v in overrides.items())
+        f"-{k}={v}" for k, v in overrides.items()) + ("" if args.hide == "rotate" else f"-{args.hide}")
     folder = Path(args.results) / "epoch_vote" / name
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for seed in range(args.seeds):
         path = folder / f"seed_{seed}.json"
         key = {"horizon": horizon, "votes": votes, "rules": RULES, "config": base.to_dict()}
+        if args.hide != "rotate":  # rotate seed files predate the option
+            key["hide"] = args.hide
         saved = json.loads(path.read_text()).get("key") if path.exists() else None
         if _same_run(saved, key) and not (args.refresh and set(saved.get("rules", OLD_RULES)) != set(RULES)):
             rows += json.loads(path.read_text())["rows"]
             continue
         t = time.perf_counter()
-        got = seed_rows(prep, seed, base, horizon, votes)
+        got = seed_rows(prep, seed, base, horizon, votes, args.hide)
         path.write_text(json.dumps({"key": key, "seconds": time.perf_counter() - t, "rows": got},
                                    indent=1))
         rows += got
@@ -262,6 +269,7 @@ def main(argv=None) -> int:
         f"# Voting over the last epochs: {name} (held-out-class proxy, labelled nodes only)", "",
         f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.epoch_vote --dataset {args.dataset} "
         f"--seeds {args.seeds} --votes {args.votes}{' --prior' if args.prior else ''}"
+        + ("" if args.hide == "rotate" else f" --hide {args.hide}")
         + "".join(f" --set {k}={v}" for k, v in overrides.items()) + "`. One training "
         "run per seed answers every rule (paired by construction). Diagnostic, not a product rule.",
         "", *table(rows, f"last@{horizon}"), "", *stop_lines(rows), ""]))

@@ -50,6 +50,9 @@ class ORALConfig:
     pol_start_epoch: int = 30  # warm-up before pseudo-labels are used
     gamma: float = 0.3  # reliable pseudo-label ratio (paper)
     mu: float = 0.015  # recovered edge ratio (paper)
+    # Eq. 11 removes E_-, the edges whose two ends carry different (pseudo-)labels (the paper).
+    # False keeps them and only adds E_+: a wrongly split group keeps its internal edges
+    remove_inter_edges: bool = True
     eta: float = 0.02  # Eq. 9 suppression threshold on mean group mass
     # Eq. 8 averages the layers ensemble_from_layer..L (1-based). 1, every layer, is the paper;
     # 2 leaves out layer 1, whose groups are scored on a projection of the raw features (no edge)

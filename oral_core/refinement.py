@@ -92,8 +92,11 @@ def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor],
 
 def refine_structure(edge_index: torch.Tensor, node_label: torch.Tensor,
                      r_layers: list[torch.Tensor], mu: float, candidates_per_node: int,
-                     generator: torch.Generator) -> torch.Tensor:
+                     generator: torch.Generator, remove_inter: bool = True) -> torch.Tensor:
     """Eq. 11: ``E_hat = (E \\ E_-) ∪ E_+``, symmetric and without duplicates.
+
+    ``remove_inter`` False (the switch ``ORALConfig.remove_inter_edges``, a deviation from the
+    paper) keeps ``E_-``: ``E_hat = E ∪ E_+``.
 
     Args:
         edge_index: the original edges ``E`` ``[2, E]`` (both directions).
@@ -101,7 +104,7 @@ def refine_structure(edge_index: torch.Tensor, node_label: torch.Tensor,
             nodes, in one id space; -1 for nodes without either.
         r_layers: each layer's representativeness (for Eq. 10).
     """
-    kept = edge_index[:, ~inter_class_edges(edge_index, node_label)]
+    kept = edge_index[:, ~inter_class_edges(edge_index, node_label)] if remove_inter else edge_index
     added = intra_class_recovery(node_label, r_layers, mu, candidates_per_node, generator)
     n = node_label.numel()
     return canonical_edges(torch.cat([kept, added], dim=1), n).to(edge_index.device)

@@ -345,7 +345,8 @@ class ORAL:
                     node_label[has] = group_class.to(device)[pseudo[has]]
                 with watch.section("refinement"):
                     edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
-                                             cfg.refine_candidates_per_node, gen)
+                                             cfg.refine_candidates_per_node, gen,
+                                             remove_inter=cfg.remove_inter_edges)
                 row["pseudo_labels"] = int(has.sum())
             step = self._minibatch_steps if cfg.minibatch else self._step
             row.update(step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen, watch))

@@ -96,3 +96,26 @@ def test_rules_read_off_every_epoch_refuse_an_early_stop(module, capsys):
         main(["--dataset", "cora", "--set", "stop_when_stable=0.02"])
     assert exit_info.value.code == 2
     assert "stop_when_stable=0.02" in capsys.readouterr().err
+
+
+def test_a_seed_file_answers_only_its_own_hidden_classes():
+    from benchmarks.epoch_vote import RULES, _same_run
+    rotate = {"horizon": 200, "votes": [10], "rules": RULES, "config": {"lr": 0.005}}
+    extremes = rotate | {"hide": "extremes"}
+    assert _same_run(rotate, rotate) and _same_run(extremes, extremes)
+    assert not _same_run(rotate, extremes) and not _same_run(extremes, rotate)
+
+
+def test_seed_rows_hide_what_they_are_told(monkeypatch):
+    """``--hide extremes`` reaches the proxy task (the two classes are hidden, not one)."""
+    import benchmarks.epoch_vote as ev
+    seen = []
+
+    def fake_task(graph, seed, hide, disjoint_val):
+        seen.append(hide)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(ev, "proxy_task", fake_task)
+    with pytest.raises(RuntimeError, match="stop here"):
+        ev.seed_rows(type("P", (), {"graph": None})(), 0, None, 10, [5], "extremes")
+    assert seen == ["extremes"]

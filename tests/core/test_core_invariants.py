@@ -424,6 +424,23 @@ def test_refine_structure_removes_inter_and_adds_intra_label_edges() -> None:
     assert before - after and after - before  # both parts of Eq. 11 did something
 
 
+def test_refine_structure_keeps_inter_label_edges_when_removal_is_off() -> None:
+    """The switch ``remove_inter_edges`` False: ``E_hat = E ∪ E_+`` (nothing removed), the same
+    ``E_+`` as the paper's rule with the same generator."""
+    graph = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=8, homophily=0.6, seed=9)
+    node_label = graph.y.clone()
+    node_label[torch.rand(graph.num_nodes, generator=torch.Generator().manual_seed(9)) < 0.3] = -1
+    r = [random_assignment(graph.num_nodes, 6, 10)]
+    paper = refine_structure(graph.edge_index, node_label, r, mu=0.02, candidates_per_node=128,
+                             generator=torch.Generator().manual_seed(0))
+    kept = refine_structure(graph.edge_index, node_label, r, mu=0.02, candidates_per_node=128,
+                            generator=torch.Generator().manual_seed(0), remove_inter=False)
+    before = edge_set(graph.edge_index)
+    assert before <= edge_set(kept)  # every original edge survives, E_- included
+    assert before - edge_set(paper)  # the paper's rule did remove some on this input
+    assert edge_set(kept) - before == edge_set(paper) - before  # the same E_+
+
+
 def test_refine_structure_adds_mu_fraction_of_pairs_of_a_small_group() -> None:
     n, mu = 20, 0.1
     node_label = torch.full((n + 5,), -1)
@@ -556,6 +573,26 @@ def test_lr_schedule_over_the_fit(schedule: str) -> None:
         assert all(a > b for a, b in zip(rates, rates[1:]))
         assert rates[6] == pytest.approx(cfg.lr / 2)  # halfway
         assert rates[-1] < 0.03 * cfg.lr
+
+
+@pytest.mark.parametrize("remove", [True, False])
+def test_fit_wires_remove_inter_edges(remove: bool) -> None:
+    """With ``remove_inter_edges`` False the refined graph of every POL epoch holds the whole
+    original graph; with the paper's True some epoch propagates over fewer original edges."""
+    graph = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=8, seed=2)
+    train = graph.y.clone()
+    train[train == 2] = -1
+    train[torch.arange(120) % 2 == 1] = -1
+    cfg = ORALConfig(epochs=8, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=3,
+                     progress=False, device="cpu", remove_inter_edges=remove, mu=0.0)
+    rows = [r for r in ORAL(cfg).fit(graph.x, graph.edge_index, train).history
+            if "pseudo_labels" in r]
+    original = int(canonical_edges(graph.edge_index, 120).shape[1])
+    assert rows
+    if remove:
+        assert min(r["edges"] for r in rows) < original
+    else:
+        assert all(r["edges"] == original for r in rows)  # mu = 0: nothing added either
 
 
 def test_stop_when_stable_stops_where_the_offline_rule_says() -> None:
