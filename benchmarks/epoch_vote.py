@@ -30,7 +30,7 @@ from oral_core.experiment import prepare
 from oral_core.reproduction import mean_se
 from oral_core.trainer import ORAL, novel_id_map
 
-from .tune import HIDE_MODES, _cast, _proxy_accuracy, _proxy_config, proxy_task
+from .tune import HIDE_MODES, _cast, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RULES = ["last", "vote", "mean", "stable", "curve"]  # recorded in each seed file's key
@@ -244,7 +244,7 @@ def main(argv=None) -> int:
     if args.prior:
         base.prior_num_classes = prep.graph.num_classes
     name = f"{args.dataset}-{'prior' if args.prior else 'noprior'}" + "".join(
-        f"-{k}={v}" for k, v in overrides.items()) + ("" if args.hide == "rotate" else f"-{args.hide}")
+        f"-{k}={v}" for k, v in overrides.items()) + hide_tag(args.hide)
     folder = Path(args.results) / "epoch_vote" / name
     folder.mkdir(parents=True, exist_ok=True)
     rows = []

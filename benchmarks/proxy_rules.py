@@ -26,7 +26,7 @@ from oral_core.config import ORALConfig
 from oral_core.experiment import LATER_FIELDS, prepare
 from oral_core.reproduction import mean_se
 
-from .tune import HIDE_MODES, _cast, proxy_rules
+from .tune import HIDE_MODES, _cast, hide_tag, proxy_rules
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
         base.prior_num_classes = prep.graph.num_classes
     name = prep.graph.name.lower()
     tag = f"{name}-{'prior' if args.prior else 'noprior'}" + "".join(
-        f"-{k}={v}" for k, v in sorted(overrides.items())) + ("" if args.hide == "rotate" else f"-{args.hide}")
+        f"-{k}={v}" for k, v in sorted(overrides.items())) + hide_tag(args.hide)
     folder = Path(args.results) / "proxy" / tag
     folder.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []

@@ -44,6 +44,11 @@ def hidden_class(known_classes: torch.Tensor, seed: int, hide: str = "last") -> 
 HIDE_MODES = ("last", "rotate", "extremes")
 
 
+def hide_tag(hide: str) -> str:
+    """The suffix of a result folder's name for a ``--hide`` mode ("" for the default, rotate)."""
+    return "" if hide == "rotate" else f"-{hide}"
+
+
 def hidden_classes(known_classes: torch.Tensor, seed: int, hide: str,
                    labelled_counts: torch.Tensor | None = None) -> tuple[int, ...]:
     """The known classes that play novel ones.
