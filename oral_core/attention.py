@@ -10,7 +10,6 @@ Eq. 4 semi-supervised prototypical clustering, Eq. 5 group-aware attention, Eq. 
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -22,6 +21,7 @@ from torch_geometric.utils import add_self_loops, remove_self_loops, softmax
 
 from .clustering import Partition, group_assignment
 from .config import ATTENTION_KERNELS
+from .features import csr_matrix, is_sparse, sparse_linear
 from .prototypes import representativeness
 from .sampling import CSR
 
@@ -52,15 +52,6 @@ def chunk_edges(csr: CSR, a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
     src = csr.col[start:stop]
     dst = torch.repeat_interleave(torch.arange(b - a, device=src.device), csr.rowptr[a + 1:b + 1] - csr.rowptr[a:b])
     return src, dst
-
-
-def _csr_matrix(rowptr: torch.Tensor, col: torch.Tensor, values: torch.Tensor,
-                size: tuple[int, int]) -> torch.Tensor:
-    """A ``torch.sparse_csr`` matrix. Built from a sorted layout, so torch's invariant checks
-    (a pass over the indices) are off; its "beta" warning is silenced (the kernel is tested)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
-        return torch.sparse_csr_tensor(rowptr, col, values, size, check_invariants=False)
 
 
 def _rowptr(index: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -97,12 +88,12 @@ class EdgeLayout:
     def matrix(self, values: torch.Tensor) -> torch.Tensor:
         """``(N, N)`` CSR matrix, ``A[dst, src] = values`` (values in ``edge_index`` order)."""
         n = self.num_nodes
-        return _csr_matrix(self.rowptr, self.col, values.index_select(0, self.perm), (n, n))
+        return csr_matrix(self.rowptr, self.col, values.index_select(0, self.perm), (n, n))
 
     def transposed(self, values: torch.Tensor) -> torch.Tensor:
         """``Aᵀ`` as a CSR matrix, ``Aᵀ[src, dst] = values``."""
         n = self.num_nodes
-        return _csr_matrix(self.rowptr_t, self.col_t, values.index_select(0, self.perm_t), (n, n))
+        return csr_matrix(self.rowptr_t, self.col_t, values.index_select(0, self.perm_t), (n, n))
 
 
 class _SparseAggregate(torch.autograd.Function):
@@ -155,7 +146,7 @@ def _sddmm(rowptr: torch.Tensor, col: torch.Tensor, a: torch.Tensor, b: torch.Te
            num_cols: int) -> torch.Tensor:
     """``<a_i, b_j>`` for every entry ``(i, j)`` of a CSR pattern (rows of ``a``, ``b`` ``(num_cols,
     D)``), in the pattern's order, with ``torch.sparse.sampled_addmm``."""
-    pattern = _csr_matrix(rowptr, col, a.new_zeros(col.shape[0]), (a.shape[0], num_cols))
+    pattern = csr_matrix(rowptr, col, a.new_zeros(col.shape[0]), (a.shape[0], num_cols))
     return torch.sparse.sampled_addmm(pattern, a.contiguous(), b.t(), beta=0.0).values()
 
 
@@ -268,7 +259,7 @@ class GroupAwareAttention(MessagePassing):
                 rowptr = csr.rowptr[a:b + 1] - csr.rowptr[a]
                 e = _sddmm(rowptr, src, pn[a:b], pn, pn.shape[0])
                 alpha = softmax(e / self.temperature, dst, num_nodes=b - a)
-                out[a:b] = _csr_matrix(rowptr, src, alpha, (b - a, z.shape[0])) @ z
+                out[a:b] = csr_matrix(rowptr, src, alpha, (b - a, z.shape[0])) @ z
             else:
                 e = (pn.index_select(0, src) * pn[a:b].index_select(0, dst)).sum(dim=-1)
                 alpha = softmax(e / self.temperature, dst, num_nodes=b - a)
@@ -388,6 +379,14 @@ class PrototypicalAttentionLayer(nn.Module):
         nn.init.normal_(self.prototypes)
 
     def project(self, h: torch.Tensor, dropout: bool = True) -> torch.Tensor:
+        """``W dropout(h)``; a sparse CSR ``h`` (the first layer's input with
+        ``ORALConfig.sparse_input_below``) is projected as it is: its dropout is the caller's
+        (:func:`oral_core.features.input_dropout`)."""
+        if is_sparse(h):
+            if self.training and dropout:
+                raise ValueError("a sparse input is dropped out by the caller "
+                                 "(oral_core.features.input_dropout); pass input_dropout=False")
+            return sparse_linear(h, self.lin)
         return self.lin(F.dropout(h, self.dropout, self.training and dropout))
 
     def score(self, z: torch.Tensor) -> torch.Tensor:

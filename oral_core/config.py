@@ -34,6 +34,12 @@ class ORALConfig:
     # products on the edge pattern ("spmm": no [E, D] tensor); equal up to float summation order
     # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels.md)
     attention_kernel: str = "gather"
+    # the first layer's input as a sparse (CSR) matrix when the share of non-zero features is
+    # below this (full-batch training only; 0: always dense). Input dropout then draws one mask
+    # value per stored feature instead of one per matrix entry: the same dropout distribution
+    # (a zero feature stays zero whatever its mask), a different random stream
+    # (oral_core.features; benchmarks/results/sparse_input.md)
+    sparse_input_below: float = 0.0
     # semi-supervised prototypical clustering (Eq. 3-4)
     top_k: int = 2  # association size for the Jaccard prototype graph
     resolution_min: float = 0.05
@@ -153,6 +159,7 @@ class ORALConfig:
              "ensemble_from_layer must be in [1, num_layers]"),
             (self.temperature > 0, "temperature must be > 0"),
             (self.attention_temperature > 0, "attention_temperature must be > 0"),
+            (0.0 <= self.sparse_input_below <= 1.0, "sparse_input_below must be in [0, 1]"),
             (self.attention_kernel in ATTENTION_KERNELS,
              f"attention_kernel must be one of {list(ATTENTION_KERNELS)}"),
             (self.prior_num_classes is None or self.prior_num_classes >= 1,

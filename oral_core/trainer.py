@@ -26,6 +26,7 @@ from .clustering import (Partition, finest_partition, match_groups_to_classes,
                          semi_supervised_prototypical_clustering)
 from .config import ORALConfig, resolve_minibatch
 from .consistency import adaptive_edge_drop, consistency_loss, sampled_edge_drop
+from .features import input_dropout, is_sparse, network_input
 from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, select_confident
 from .refinement import refine_structure
@@ -267,6 +268,9 @@ class ORAL:
         gen = torch.Generator().manual_seed(cfg.seed)
         device = select_device(cfg.device)
         x, edges0 = x.to(device).float(), edge_index.to(device).long()
+        if not cfg.minibatch:  # bag-of-words features: a sparse first-layer input (oral_core.features)
+            x = network_input(x, cfg.sparse_input_below)
+        self.input_layout = "sparse" if is_sparse(x) else "dense"
         labels = train_labels.to(device).long()
         val = (val_labels if val_labels is not None else torch.full_like(train_labels, -1)).to(device)
         num_known = int(labels.max()) + 1
@@ -466,7 +470,7 @@ class ORAL:
         net.train()
         opt.zero_grad()
         with watch.section("train_forward"):
-            x_in = F.dropout(x, cfg.dropout, training=True)  # one input mask shared by both views
+            x_in = input_dropout(x, cfg.dropout)  # one input mask shared by both views
             outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False)
             targets = self._targets(partitions, ens, labels, pseudo, num_known)
             weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
