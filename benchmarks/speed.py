@@ -19,6 +19,12 @@ product), each against its own GAT reference, one row each, labelled ``attention
 
     OMP_NUM_THREADS=1 python -m benchmarks.speed --data-dir ../shared/datasets \
         --dataset cora --dataset amazonphoto --kernel gather --kernel spmm
+
+``--variant K=V[,K=V]`` (repeatable) does the same for any set of overrides, e.g. the fast paths
+of issue 18 against the defaults in one process:
+
+    OMP_NUM_THREADS=1 python -m benchmarks.speed --data-dir ../shared/datasets --dataset cora \
+        --variant defaults --variant attention_kernel=spmm,sparse_input_below=0.1
 """
 from __future__ import annotations
 
@@ -113,12 +119,18 @@ def main(argv=None) -> int:
                     help="ORALConfig override, e.g. --set batch_size=8192")
     ap.add_argument("--kernel", action="append", default=[], choices=ATTENTION_KERNELS,
                     help="time ORAL with this attention kernel (repeatable; one row each)")
+    ap.add_argument("--variant", action="append", default=[], metavar="K=V[,K=V]",
+                    help="time ORAL with these ORALConfig overrides on top of --set (repeatable; "
+                         "one row each, labelled with them; 'defaults' for none)")
     ap.add_argument("--out", type=Path, default=RESULTS / "speed.csv")
     args = ap.parse_args(argv)
     from benchmarks.profile import parse_overrides
     overrides = parse_overrides(args.set)
-    runs = [(name, overrides | {"attention_kernel": k} if args.kernel else overrides)
-            for name in args.dataset for k in (args.kernel or [None])]
+    if args.kernel and args.variant:
+        ap.error("--kernel and --variant: choose one (a variant can set attention_kernel)")
+    variants = ([{"attention_kernel": k} for k in args.kernel]
+                + [{} if v == "defaults" else parse_overrides(v.split(",")) for v in args.variant])
+    runs = [(name, overrides | variant) for name in args.dataset for variant in (variants or [{}])]
     for name, settings in runs:
         row = measure(name, args.epochs, args.device, args.data_dir, settings)
         print(row, flush=True)

@@ -1,0 +1,74 @@
+"""``benchmarks.paired`` (two result folders paired by seed) and ``benchmarks.speed --variant``."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from benchmarks import paired, speed
+
+
+def write_seed(results, dataset, prior, seed, all_, failed=False):
+    folder = results / "runs" / "oral" / f"{dataset}-{prior}"
+    folder.mkdir(parents=True, exist_ok=True)
+    row = {"method": "oral", "dataset": dataset, "seed": seed, "all": all_, "orca_known": 80.0,
+           "orca_novel": 50.0, "classes_abs_err": 1.0, "seconds": 10.0}
+    if failed:
+        row["failed"] = "validation accuracy never rose above the majority share"
+    (folder / f"seed_{seed}.json").write_text(json.dumps(row))
+
+
+def test_paired_rows_pair_by_seed_and_flag_a_loss_beyond_the_tolerance(tmp_path) -> None:
+    base, new = tmp_path / "base", tmp_path / "new"
+    for seed, (a, b) in enumerate([(60, 61), (62, 64), (70, 69)]):
+        write_seed(base, "cora", "noprior", seed, a)
+        write_seed(new, "cora", "noprior", seed, b)
+    write_seed(base, "cora", "noprior", 3, 50)  # only in base: not paired
+    write_seed(new, "cora", "noprior", 4, 99)  # only in new: not paired
+    write_seed(base, "blogcatalog", "prior", 0, 70)
+    write_seed(new, "blogcatalog", "prior", 0, 60)
+    write_seed(base, "blogcatalog", "prior", 1, 70)
+    write_seed(new, "blogcatalog", "prior", 1, 10, failed=True)  # failed: left out
+    rows = paired.paired_rows(base, new, "oral", ["cora", "blogcatalog"], ["no", "yes"],
+                              "ours", 1.0)
+    assert [(r["dataset"], r["prior"], r["seeds"]) for r in rows] == [
+        ("cora", "no", 3), ("blogcatalog", "yes", 1)]
+    cora, blog = rows
+    assert cora["diff"] == pytest.approx((1 + 2 - 1) / 3)
+    assert cora["ahead"] == 2 and cora["within"]
+    assert blog["diff"] == pytest.approx(-10.0) and not blog["within"]
+    text = paired.markdown(rows, "cmd", "label", 1.0)
+    assert "| cora | no | 3 |" in text and "| NO |" in text
+
+
+def test_paired_cli_refuses_a_folder_without_runs(tmp_path, capsys) -> None:
+    (tmp_path / "base" / "runs").mkdir(parents=True)
+    code = paired.main(["--base", str(tmp_path / "base"), "--new", str(tmp_path / "nothing"),
+                        "--dataset", "cora"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "nothing" in err and "runs/" in err and err.count("\n") == 1
+
+
+def test_paired_cli_fails_when_no_seed_is_shared(tmp_path) -> None:
+    write_seed(tmp_path / "base", "cora", "noprior", 0, 60)
+    write_seed(tmp_path / "new", "cora", "noprior", 1, 60)
+    out = tmp_path / "p.md"
+    assert paired.main(["--base", str(tmp_path / "base"), "--new", str(tmp_path / "new"),
+                        "--dataset", "cora", "--out", str(out)]) == 1
+    assert "no seed finished in both" in out.read_text()
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_speed_variants_time_each_setting_in_one_process(tmp_path) -> None:
+    out = tmp_path / "speed.csv"
+    assert speed.main(["--dataset", "synthetic:300", "--epochs", "6", "--variant", "defaults",
+                       "--variant", "attention_kernel=spmm,sparse_input_below=1.0",
+                       "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [r["graph"] for r in rows] == [
+        "synthetic300", "synthetic300 attention_kernel=spmm sparse_input_below=1.0"]
+    assert all(float(r["ratio"]) > 0 for r in rows)
+    with pytest.raises(SystemExit):
+        speed.main(["--dataset", "synthetic:300", "--kernel", "spmm", "--variant", "defaults"])
