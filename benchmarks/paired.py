@@ -16,6 +16,7 @@ speed). Seeds that failed to train are left out of both sides (``seed_rows``).
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
     datasets = [d.strip() for d in args.dataset.split(",") if d.strip()]
     rows = paired_rows(args.base, args.new, args.method, datasets, priors, args.protocol,
                        args.tolerance)
-    command = "python -m benchmarks.paired " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.paired " + shlex.join(argv if argv is not None else sys.argv[1:])
     text = markdown(rows, command, args.label or f"{args.new} ({args.method}, {args.protocol})",
                     args.tolerance)
     print(text)
