@@ -32,13 +32,16 @@ class ORALConfig:
     pan: bool = True  # False: GCN aggregation instead of group-aware attention (ablation)
     # Eq. 5-6 as PyG message passing ("gather": [E, D] messages, scatter-added) or as sparse
     # products on the edge pattern ("spmm": no [E, D] tensor); equal up to float summation order
-    # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels.md)
+    # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels.md). "spmm"
+    # is 2x faster on graphs with many edges but stays an option: paired by seed it lost more than
+    # a point of All on AmazonPhoto (benchmarks/results/fast_paths.md)
     attention_kernel: str = "gather"
     # the first layer's input as a sparse (CSR) matrix when the share of non-zero features is
     # below this (full-batch training only; 0: always dense). Input dropout then draws one mask
     # value per stored feature instead of one per matrix entry: the same dropout distribution
-    # (a zero feature stays zero whatever its mask), a different random stream
-    # (oral_core.features; benchmarks/results/sparse_input.md)
+    # (a zero feature stays zero whatever its mask), another random stream. Faster below about
+    # 18% non-zero (oral_core.features); an option: paired by seed at 0.1 it lost more than a
+    # point of All on BlogCatalog with the prior (benchmarks/results/sparse_input.md)
     sparse_input_below: float = 0.0
     # semi-supervised prototypical clustering (Eq. 3-4)
     top_k: int = 2  # association size for the Jaccard prototype graph
