@@ -178,6 +178,7 @@ class ORAL:
         #: and that decision in one line
         self.train_config = self.config
         self.batch_reason = ""
+        self.input_layout = "dense"  # the first layer's input in the last fit (sparse_input_below)
 
     # ------------------------------------------------------------------ helpers
     def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
@@ -271,6 +272,10 @@ class ORAL:
         if not cfg.minibatch:  # bag-of-words features: a sparse first-layer input (oral_core.features)
             x = network_input(x, cfg.sparse_input_below)
         self.input_layout = "sparse" if is_sparse(x) else "dense"
+        if is_sparse(x):
+            log.info("ORAL's first layer reads a sparse input (%d stored features, %.2f%% "
+                     "non-zero < sparse_input_below)", x.values().numel(),
+                     100.0 * x.values().numel() / max(x.shape[0] * x.shape[1], 1))
         labels = train_labels.to(device).long()
         val = (val_labels if val_labels is not None else torch.full_like(train_labels, -1)).to(device)
         num_known = int(labels.max()) + 1
