@@ -13,18 +13,26 @@ projection equals the dense one up to float summation order.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import torch
 import torch.nn.functional as F
 
 
+@contextlib.contextmanager
+def _csr_beta_quiet():
+    """Silence torch's "sparse CSR support is in beta" warning (the uses here are tested)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+        yield
+
+
 def csr_matrix(rowptr: torch.Tensor, col: torch.Tensor, values: torch.Tensor,
                size: tuple[int, int]) -> torch.Tensor:
     """A ``torch.sparse_csr`` matrix from valid (sorted) indices: torch's invariant checks (a
-    pass over the indices) are off; its "beta" warning is silenced (the uses are tested)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+    pass over the indices) are off."""
+    with _csr_beta_quiet():
         return torch.sparse_csr_tensor(rowptr, col, values, size, check_invariants=False)
 
 
@@ -37,8 +45,7 @@ def network_input(x: torch.Tensor, below: float) -> torch.Tensor:
     """``x`` as a sparse CSR matrix when its density is below ``below`` (0: never), else ``x``."""
     if below <= 0 or x.dim() != 2 or feature_density(x) >= below:
         return x
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+    with _csr_beta_quiet():
         return x.to_sparse_csr()
 
 
