@@ -152,6 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-epochs", type=int, default=None, help="default: the configuration's")
     ap.add_argument("--cold-every", type=int, default=None, help="the refresh chain's period "
                     "(default: the pipeline's ORAL_COLD_EVERY default)")
+    ap.add_argument("--alpha", type=float, default=None, help="the guarded chain's emergence "
+                    "check level (default: the pipeline's ORAL_EMERGENCE_ALPHA default)")
     ap.add_argument("--results", type=Path, default=None, help="(smoke tests) results folder")
     args = ap.parse_args(argv)
     if args.results is not None:
@@ -167,6 +169,7 @@ def main(argv=None) -> int:
     cfg = config(overrides)
     from flows.settings import Settings
     cold_every = args.cold_every if args.cold_every is not None else Settings.cold_every
+    args.alpha = args.alpha if args.alpha is not None else Settings.emergence_alpha
     graphs = [g for g in args.graphs.split(",") if g]
     if not args.report_only:
         for graph in graphs:
@@ -199,6 +202,8 @@ def main(argv=None) -> int:
                 if not args.probe_only:
                     changed |= refresh_night(rec, k, out_dir, args, cfg, snapshot, files, base,
                                              graph, num_known, cold_every)
+                    changed |= guard_night(rec, k, out_dir, args, cfg, snapshot, files, base,
+                                           graph, num_known, cold_every)
                 if not args.probe_only and key not in rec:
                     if k == 0:
                         rec[key] = dict(rec["cold"])
@@ -217,7 +222,7 @@ def main(argv=None) -> int:
                     print(f"{graph} night {k}: cold {rec['cold']['seconds']} s all "
                           f"{rec['cold']['all']}; " + (f"warm {rec[key]['seconds']} s all "
                           f"{rec[key]['all']}" if key in rec else "probe done"), flush=True)
-    report(graphs, cfg.warm_epochs, argv, cold_every)
+    report(graphs, cfg.warm_epochs, argv, cold_every, args.alpha)
     return 0
 
 
@@ -248,10 +253,70 @@ def refresh_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_
     return True
 
 
-def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7) -> None:
+def guard_key(warm_epochs: int, cold_every: int, alpha: float) -> str:
+    return f"guard_{warm_epochs}_cold{cold_every}_alpha{alpha:g}"
+
+
+def cold_run(rec, args, cfg, snapshot, files, base) -> dict:
+    """The cold chain's run of this night, trained again when its files are gone (a fresh
+    state folder): the same snapshot, configuration and seed train the same model (checked: a
+    rerun that scores differently from the recorded one is reported)."""
+    cold = rec["cold"]
+    if all(Path(cold.get(p) or "").is_file() for p in ("model_path", "predictions_path")):
+        return cold
+    again = run_night(snapshot, files, cfg, base / "cold", None)
+    if again["all"] != cold["all"]:
+        print(f"warning: night {rec['night']}: the cold run trained again scores All "
+              f"{again['all']} (recorded {cold['all']})", flush=True)
+    rec["cold"] = cold | {"model_path": again["model_path"],
+                          "predictions_path": again["predictions_path"],
+                          "rerun_seconds": again["seconds"]}
+    return rec["cold"]
+
+
+def guard_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_known,
+                cold_every) -> bool:
+    """The guarded chain (the pipeline with warm starts, ``ORAL_COLD_EVERY`` and the emergence
+    check, :mod:`tasks.emergence`): like the refresh chain, but after each warm fit the check
+    compares the labelled share of tonight's new nodes per known class with the old nodes'; when
+    it fires the night is trained cold (the cold chain's run; the night costs both fits).
+    True when ``rec`` changed."""
+    from tasks.emergence import check_night
+
+    key = guard_key(cfg.warm_epochs, cold_every, args.alpha)
+    if key in rec:
+        return False
+    prev = json.loads((out_dir / f"night_{k - 1:02d}.json").read_text())[key] if k else None
+    since = 0 if prev is None else prev["since_cold"] + 1
+    if prev is None or (cold_every > 0 and since >= cold_every):
+        rec[key] = dict(cold_run(rec, args, cfg, snapshot, files, base)) | {
+            "since_cold": 0, "why": "night 0" if prev is None else "due", "check": ""}
+    else:
+        init = {"model_path": prev["model_path"], "predictions_path": prev["predictions_path"],
+                "warm_from": f"night_{k - 1:02d}"}
+        warm = run_night(snapshot, files, cfg, base / key, init)
+        check = check_night(snapshot, warm["predictions_path"], prev["predictions_path"],
+                            num_known, alpha=args.alpha)
+        if check.fired:
+            cold = dict(cold_run(rec, args, cfg, snapshot, files, base))
+            rec[key] = cold | {"seconds": round(warm["seconds"] + cold["seconds"], 2),
+                               "since_cold": 0, "why": "check", "check": check.reason,
+                               "warm_all": warm["all"], "warm_novel": warm["novel"]}
+        else:
+            rec[key] = warm | {"since_cold": since, "why": "warm", "check": check.reason}
+    rec[key].pop("lineage", None)
+    rec[key]["lineage"] = lineage(args.state / f"{graph}-{key}.duckdb", graph, snapshot, files,
+                                  rec[key], num_known, "" if rec[key]["since_cold"] == 0
+                                  else f"+warm-night{k - 1:02d}")
+    return True
+
+
+def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7,
+           alpha: float = 0.01) -> None:
     import torch
     key = f"warm_{warm_epochs}"
     rkey = refresh_key(warm_epochs, cold_every)
+    gkey = guard_key(warm_epochs, cold_every, alpha)
     rows, probes = [], []
     for graph in graphs:
         for f in sorted((NIGHTS_DIR / graph).glob("night_*.json")):
@@ -278,6 +343,14 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7) -> No
                         "refresh_known": _r(f_["known"]), "refresh_novel": _r(f_["novel"]),
                         "refresh_classes": f_["classes"]}
                 chains.append(("refresh", f_))
+            if gkey in rec:
+                g_ = rec[gkey]
+                row |= {"guard_start": {"warm": "warm", "check": "cold (check)"}.get(
+                            g_["why"], "cold"),
+                        "guard_s": g_["seconds"], "guard_all": _r(g_["all"]),
+                        "guard_known": _r(g_["known"]), "guard_novel": _r(g_["novel"]),
+                        "guard_classes": g_["classes"], "guard_check": g_.get("check", "")}
+                chains.append(("guard", g_))
             for chain, r in chains:
                 for s in STATUS_ORDER:
                     row[f"{chain}_{s}"] = r["lineage"][s]
@@ -321,14 +394,19 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7) -> No
         if not g:
             continue
         refresh = all("refresh_s" in r for r in g)
+        guard = all("guard_s" in r for r in g)
         head = ("| night | nodes | cold s | warm s | warm/cold | All cold | All warm | Known c / w | "
                 "Novel c / w | classes c / w | lineage cold (P/G/S/E/M/Sp/V) | lineage warm (P/G/S/E/M/Sp/V) |")
         if refresh:
             head += (f" refresh (cold every {cold_every}): start, s, All, Novel, classes | lineage "
                      "refresh |")
+        if guard:
+            head += (" guarded (check, cold every {cold_every}): start, s, All, Novel, classes | "
+                     "lineage guarded |").replace("{cold_every}", str(cold_every))
         lines += [f"## {graph}", "", head, "|" + "---|" * (head.count("|") - 1)]
         for r in [r for r in rows if r["graph"] == graph]:
-            chains = ("cold", "warm", "refresh") if refresh else ("cold", "warm")
+            chains = ("cold", "warm") + (("refresh",) if refresh else ()) + (
+                ("guard",) if guard else ())
             lin = {ch: "/".join(str(r[f"{ch}_{s}"]) for s in STATUS_ORDER) for ch in chains}
             line = (f"| {r['night']} | {r['nodes']:,} | {r['cold_s']:.1f} | {r['warm_s']:.1f} | "
                     f"{r['warm_over_cold']:.2f} | {_f(r['cold_all'])} | {_f(r['warm_all'])} | "
@@ -338,11 +416,21 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7) -> No
             if refresh:
                 line += (f" {r['refresh_start']}, {r['refresh_s']:.1f}, {_f(r['refresh_all'])}, "
                          f"{_f(r['refresh_novel'])}, {r['refresh_classes']} | {lin['refresh']} |")
+            if guard:
+                line += (f" {r['guard_start']}, {r['guard_s']:.1f}, {_f(r['guard_all'])}, "
+                         f"{_f(r['guard_novel'])}, {r['guard_classes']} | {lin['guard']} |")
             lines.append(line)
         lines.append("")
         for chain, name in (("warm", "warm"), *((("refresh", f"refresh (a cold night every "
-                                                  f"{cold_every})"),) if refresh else ())):
+                                                  f"{cold_every})"),) if refresh else ()),
+                            *((("guard", f"guarded (emergence check at alpha {alpha:g}, a cold "
+                                          f"night every {cold_every})"),) if guard else ())):
             lines += [chain_summary(g, chain, name), ""]
+        if guard:
+            lines += [f"Emergence check on the guarded chain's warm nights ({graph}):", ""]
+            lines += [f"- night {r['night']}: {r['guard_start']}: {r['guard_check']}"
+                      for r in g if r["guard_check"]]
+            lines.append("")
     if probes:
         lines += ["## Probe: choosing `warm_epochs` on labelled nodes", "",
                   "A warm run continuing the previous night's *cold* model, validation accuracy "

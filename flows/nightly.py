@@ -105,6 +105,47 @@ def _backfill_name() -> str:
                              f"{params.get('start') or 'first'}..{params.get('end') or 'last'}")
 
 
+def _train_night(plan, settings, graph: str, path, snapshot, files, cfg, chash: str, mode: str,
+                 remote_training: bool | None) -> tuple[dict, str, str]:
+    """Tonight's training for ``plan`` (in this process or on the training deployment): the
+    train task's result, the run key (configuration hash + start key) and the run id."""
+    from tasks.warehouse import make_run_id, make_training_id
+
+    logger = get_run_logger()
+    # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
+    # content, configuration and start (a warm start names the model it continued); training
+    # depends on content, configuration and start only, so a graph that did not change
+    # overnight is a new night that reuses the previous night's training
+    run_key = chash + plan.key
+    run_id = make_run_id(graph, files.date, files.content_hash, run_key)
+    run_dir = settings.runs_dir / graph / make_training_id(graph, files.content_hash, run_key)[:16]
+    remote = settings.remote_training if remote_training is None else bool(remote_training)
+    if remote:  # the snapshot goes by path, results come back through the (shared) run folder
+        from flows.training import train_via_deployment
+
+        trained = train_via_deployment(
+            settings.training_deployment, settings.remote_training_timeout, snapshot_path=str(path),
+            content_hash=files.content_hash, config=cfg.to_dict(), run_dir=str(run_dir),
+            feature_mode=mode, graph=graph, config_hash=chash, init=plan.init,
+            start_key=plan.key)
+    else:
+        import socket
+
+        from flows.training import describe_device
+
+        where, why = describe_device(cfg.device)
+        logger.info("training runs in-process on host %s, device %s (%s)", socket.gethostname(),
+                    where, why)
+        trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash,
+                           chash, plan.init, plan.key)
+        if not all(Path(trained[k]).exists() for k in ("model_path", "predictions_path", "history_path")):  # the cache outlived its files: train again
+            trained = pt.train.with_options(refresh_cache=True)(
+                snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash,
+                plan.init, plan.key)
+
+    return trained, run_key, run_id
+
+
 @flow(name="nightly-discovery", flow_run_name=_night_name)
 def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                       config: ORALOverrides | None = None, state_dir: str | None = None,
@@ -129,7 +170,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             ``ORAL_WARM_START`` setting (default off: cold).
     """
     from tasks.registry import TrackingConfig
-    from tasks.warehouse import Warehouse, make_run_id, make_training_id
+    from tasks.warehouse import Warehouse
 
     logger = get_run_logger()
     settings = Settings.from_env(state_dir)
@@ -182,36 +223,23 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                                 settings.runs_dir / "_previous" / graph, cold=bool(cold),
                                 cold_every=settings.cold_every)
     logger.info("%s start: %s", plan.start, plan.reason)
-    # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
-    # content, configuration and start (a warm start names the model it continued); training
-    # depends on content, configuration and start only, so a graph that did not change
-    # overnight is a new night that reuses the previous night's training
-    run_key = chash + plan.key
-    run_id = make_run_id(graph, snapshot_date, files.content_hash, run_key)
-    run_dir = settings.runs_dir / graph / make_training_id(graph, files.content_hash, run_key)[:16]
-    remote = settings.remote_training if remote_training is None else bool(remote_training)
-    if remote:  # the snapshot goes by path, results come back through the (shared) run folder
-        from flows.training import train_via_deployment
-
-        trained = train_via_deployment(
-            settings.training_deployment, settings.remote_training_timeout, snapshot_path=str(path),
-            content_hash=files.content_hash, config=cfg.to_dict(), run_dir=str(run_dir),
-            feature_mode=mode, graph=graph, config_hash=chash, init=plan.init,
-            start_key=plan.key)
-    else:
-        import socket
-
-        from flows.training import describe_device
-
-        where, why = describe_device(cfg.device)
-        logger.info("training runs in-process on host %s, device %s (%s)", socket.gethostname(),
-                    where, why)
-        trained = pt.train(snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash,
-                           chash, plan.init, plan.key)
-        if not all(Path(trained[k]).exists() for k in ("model_path", "predictions_path", "history_path")):  # the cache outlived its files: train again
-            trained = pt.train.with_options(refresh_cache=True)(
-                snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash,
-                plan.init, plan.key)
+    trained, run_key, run_id = _train_night(plan, settings, graph, path, snapshot, files, cfg,
+                                            chash, mode, remote_training)
+    if plan.start == "warm" and settings.emergence_alpha > 0:
+        # a warm fit keeps the classes it started with; the new nodes' labels tell when a class
+        # emerged meanwhile (tasks.emergence): then tonight is trained again from scratch
+        check = pt.emergence_check(snapshot, trained["predictions_path"],
+                                   (plan.init or {}).get("predictions_path"),
+                                   trained["num_known"], settings.emergence_alpha)
+        if check["fired"]:
+            warm_seconds = trained["train_seconds"]
+            plan = steps.StartPlan("cold", f"the warm fit was set aside, {check['reason']}",
+                                   source_version=plan.source_version,
+                                   source_run_id=plan.source_run_id)
+            logger.info("cold start: %s", plan.reason)
+            trained, run_key, run_id = _train_night(plan, settings, graph, path, snapshot, files,
+                                                    cfg, chash, mode, remote_training)
+            trained = trained | {"train_seconds": trained["train_seconds"] + warm_seconds}
 
     scores = pt.score(snapshot, trained["predictions_path"], trained["num_known"])
     classes = pt.describe(snapshot, trained["predictions_path"], trained["num_known"])

@@ -12,6 +12,7 @@
 | ``ORAL_REMOTE_TRAINING_TIMEOUT`` | ``21600`` (6 h) | seconds the nightly flow waits for it |
 | ``ORAL_WARM_START`` | off | ``1``: a night continues the previous night's champion (a warm start) |
 | ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
+| ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 
 :func:`configure_environment` must run before ``prefect`` is imported (the CLI does it first).
 """
@@ -59,6 +60,10 @@ class Settings:
     #: shortest period whose cost stays within the issue's 20% of a cold chain at the measured
     #: 5% warm / cold cost: (1 + 6 x 0.05) / 7 = 0.19
     cold_every: int = 7
+    #: with warm starts on, the level of the emergence check after a warm fit
+    #: (``ORAL_EMERGENCE_ALPHA``, :mod:`tasks.emergence`; 0: off): a warm night whose new nodes'
+    #: labelled shares say a class emerged is trained again from scratch
+    emergence_alpha: float = 0.01
 
     @property
     def reports_dir(self) -> Path:
@@ -81,7 +86,15 @@ class Settings:
         if not raw.isdigit():
             raise ValueError(f"ORAL_COLD_EVERY must be a whole number of nights >= 0 (0: never "
                              f"forced), got {raw!r}")
-        return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw))
+        raw_alpha = os.environ.get("ORAL_EMERGENCE_ALPHA", "").strip() or "0.01"
+        try:
+            alpha = float(raw_alpha)
+        except ValueError:
+            alpha = -1.0
+        if not 0.0 <= alpha < 1.0:
+            raise ValueError(f"ORAL_EMERGENCE_ALPHA must be a number in [0, 1) (0: no emergence "
+                             f"check), got {raw_alpha!r}")
+        return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

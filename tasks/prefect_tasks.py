@@ -109,6 +109,19 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
     return result.to_dict()
 
 
+@task(name="emergence-check", cache_policy=NO_CACHE)
+def emergence_check(snapshot, predictions_path: str, previous_predictions_path: str | None,
+                    num_known: int, alpha: float) -> dict:
+    """After a warm fit: did a class emerge since the continued model (:mod:`tasks.emergence`,
+    labelled nodes only)? ``{"fired": bool, "reason": str, "rows": [...]}``."""
+    from tasks.emergence import check_night
+
+    out = check_night(snapshot, predictions_path, previous_predictions_path, num_known, alpha)
+    (get_run_logger().warning if out.fired else get_run_logger().info)(
+        "emergence check: %s", out.reason)
+    return {"fired": out.fired, "reason": out.reason, "rows": out.rows}
+
+
 @task(name="score", cache_policy=NO_CACHE)
 def score(snapshot, predictions_path: str, num_known: int) -> dict | None:
     """Open-world accuracy against the snapshot's truth table, None without one."""

@@ -212,6 +212,9 @@ def env(tmp_path_factory, one_thread):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ORAL_STATE_DIR", str(state))
         mp.setenv("ORAL_WARM_START", "1")  # warm starts on (off by default)
+        # the emergence check (on by default with warm starts) has its own tests below; with it
+        # off, the nights here test the warm start's mechanics whatever the check would say
+        mp.setenv("ORAL_EMERGENCE_ALPHA", "0")
         mp.delenv("ORAL_TRACKING_URI", raising=False)
         mp.delenv("ORAL_WAREHOUSE", raising=False)
         from flows.settings import configure_environment
@@ -391,6 +394,42 @@ def test_the_flow_starts_cold_when_a_cold_night_is_due(env, nights, monkeypatch)
     assert out["epochs"] == CONFIG["epochs"]
     monkeypatch.setenv("ORAL_COLD_EVERY", "3")
     assert _night(env, "2026-05-03")["run_id"] == nights[2]["run_id"]  # warm, as before
+
+
+@pytest.mark.slow
+def test_a_warm_night_whose_check_fires_is_trained_cold(env, nights, monkeypatch):
+    import tasks.emergence as emergence
+
+    seen = []
+
+    def fired(snapshot, predictions_path, previous_path, num_known, alpha):
+        seen.append((predictions_path, previous_path, alpha))
+        return emergence.EmergenceCheck(True, "a class may have emerged: class_02 took 50 new "
+                                              "nodes of which 2 are labelled")
+
+    monkeypatch.setenv("ORAL_EMERGENCE_ALPHA", "0.02")
+    monkeypatch.setattr(emergence, "check_night", fired)
+    out = _night(env, "2026-05-03")
+    [(warm_predictions, previous, alpha)] = seen  # checked once: after the warm fit only
+    assert alpha == 0.02 and Path(previous).is_file() and Path(warm_predictions).is_file()
+    assert out["start"] == "cold" and out["epochs"] == CONFIG["epochs"]
+    assert out["start_reason"] == ("the warm fit was set aside, a class may have emerged: class_02 "
+                                   "took 50 new nodes of which 2 are labelled")
+    assert out["run_id"] != nights[2]["run_id"]
+    # the night costs both fits, and the cold one is what is published and recorded
+    assert out["train_seconds"] > nights[2]["train_seconds"]
+    row = _run_row(env, out["run_id"])
+    assert row["start_mode"] == "cold" and row["start_reason"] == out["start_reason"]
+    assert row["warm_from_version"] is None and not row["config_hash"].count("+warm-")
+    run, version = _mlflow(env, out)
+    assert run.data.params["start"] == "cold" and version.tags["start"] == "cold"
+
+
+@pytest.mark.slow
+def test_a_warm_night_whose_check_stays_quiet_stands(env, nights, monkeypatch):
+    monkeypatch.setenv("ORAL_EMERGENCE_ALPHA", "0.01")
+    out = _night(env, "2026-05-03", cold=False)
+    assert out["start"] == "warm" and out["run_id"] == nights[2]["run_id"]
 
 
 def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
