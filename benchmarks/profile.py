@@ -122,8 +122,12 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override for every graph, e.g. --set batch_size=4096")
-    ap.add_argument("--out", type=Path, default=RESULTS / "profile.md")
+    ap.add_argument("--out", type=Path, default=RESULTS / "profile.md",
+                    help="the Markdown file (its .csv twin is written beside it)")
     args = ap.parse_args(argv)
+    if args.out.is_dir() or args.out.suffix != ".md":  # checked before minutes of profiling
+        ap.error(f"--out {args.out}: must name a Markdown file (…/name.md), not a folder")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for spec in args.graph:
         row = profile(spec, args.epochs, args.device, args.data_dir, parse_overrides(args.set))

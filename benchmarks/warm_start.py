@@ -423,8 +423,10 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7,
         lines.append("")
         for chain, name in (("warm", "warm"), *((("refresh", f"refresh (a cold night every "
                                                   f"{cold_every})"),) if refresh else ()),
-                            *((("guard", f"guarded (emergence check at alpha {alpha:g}, a cold "
-                                          f"night every {cold_every})"),) if guard else ())):
+                            *((("guard", f"guarded (emergence check at alpha {alpha:g}, "
+                                          + (f"a cold night every {cold_every})" if cold_every
+                                             else "no periodic cold night)")),)
+                              if guard else ())):
             lines += [chain_summary(g, chain, name), ""]
         if guard:
             lines += [f"Emergence check on the guarded chain's warm nights ({graph}):", ""]
