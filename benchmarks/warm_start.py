@@ -281,13 +281,14 @@ def guard_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_kn
     compares the labelled share of tonight's new nodes per known class with the old nodes'; when
     it fires the night is trained cold (the cold chain's run; the night costs both fits).
     True when ``rec`` changed."""
-    from tasks.emergence import check_night
+    from tasks.emergence import HISTORY_NIGHTS, check_night
 
     key = guard_key(cfg.warm_epochs, cold_every, args.alpha)
     if key in rec:
         return False
     prev = json.loads((out_dir / f"night_{k - 1:02d}.json").read_text())[key] if k else None
     since = 0 if prev is None else prev["since_cold"] + 1
+    history = [tuple(h) for h in (prev or {}).get("history", [])]
     if prev is None or (cold_every > 0 and since >= cold_every):
         rec[key] = dict(cold_run(rec, args, cfg, snapshot, files, base)) | {
             "since_cold": 0, "why": "night 0" if prev is None else "due", "check": ""}
@@ -296,7 +297,7 @@ def guard_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_kn
                 "warm_from": f"night_{k - 1:02d}"}
         warm = run_night(snapshot, files, cfg, base / key, init)
         check = check_night(snapshot, warm["predictions_path"], prev["predictions_path"],
-                            num_known, alpha=args.alpha)
+                            num_known, alpha=args.alpha, history=history)
         if check.fired:
             cold = dict(cold_run(rec, args, cfg, snapshot, files, base))
             rec[key] = cold | {"seconds": round(warm["seconds"] + cold["seconds"], 2),
@@ -304,6 +305,12 @@ def guard_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_kn
                                "warm_all": warm["all"], "warm_novel": warm["novel"]}
         else:
             rec[key] = warm | {"since_cold": since, "why": "warm", "check": check.reason}
+    if prev is not None:  # tonight's new-node label counts, with tonight's final model
+        counts = check_night(snapshot, rec[key]["predictions_path"], prev["predictions_path"],
+                             num_known, alpha=0.0)
+        if counts.new_members:
+            history.append((counts.new_labelled, counts.new_members))
+    rec[key]["history"] = [list(h) for h in history[-HISTORY_NIGHTS:]]
     rec[key].pop("lineage", None)
     rec[key]["lineage"] = lineage(args.state / f"{graph}-{key}.duckdb", graph, snapshot, files,
                                   rec[key], num_known, "" if rec[key]["since_cold"] == 0

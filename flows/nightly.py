@@ -22,6 +22,7 @@ Call :func:`flows.settings.configure_environment` before importing this module.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -225,28 +226,41 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     logger.info("%s start: %s", plan.start, plan.reason)
     trained, run_key, run_id = _train_night(plan, settings, graph, path, snapshot, files, cfg,
                                             chash, mode, remote_training)
+    from tasks import emergence
+
+    history = emergence.parse_history(plan.history)
+    check = None
     if plan.start == "warm" and settings.emergence_alpha > 0:
         # a warm fit keeps the classes it started with; the new nodes' labels tell when a class
         # emerged meanwhile (tasks.emergence): then tonight is trained again from scratch
         check = pt.emergence_check(snapshot, trained["predictions_path"],
                                    (plan.init or {}).get("predictions_path"),
-                                   trained["num_known"], settings.emergence_alpha)
+                                   trained["num_known"], settings.emergence_alpha, list(history))
         if check["fired"]:
             warm_seconds = trained["train_seconds"]
-            plan = steps.StartPlan("cold", f"the warm fit was set aside, {check['reason']}",
-                                   source_version=plan.source_version,
-                                   source_run_id=plan.source_run_id)
+            plan = dataclasses.replace(
+                plan, start="cold", reason=f"the warm fit was set aside, {check['reason']}",
+                key="", init=None)
             logger.info("cold start: %s", plan.reason)
             trained, run_key, run_id = _train_night(plan, settings, graph, path, snapshot, files,
                                                     cfg, chash, mode, remote_training)
             trained = trained | {"train_seconds": trained["train_seconds"] + warm_seconds}
+    if plan.previous_predictions:  # tonight's new-node label counts join the check's history
+        same = (check is not None and not check["fired"]
+                and (plan.init or {}).get("predictions_path") == plan.previous_predictions)
+        counts = check if same else pt.emergence_check(
+            snapshot, trained["predictions_path"], plan.previous_predictions,
+            trained["num_known"], 0.0)
+        if counts["new_members"]:
+            history.append((counts["new_labelled"], counts["new_members"]))
 
     scores = pt.score(snapshot, trained["predictions_path"], trained["num_known"])
     classes = pt.describe(snapshot, trained["predictions_path"], trained["num_known"])
     warm = plan.start == "warm"
     start = {"start": plan.start, "start_reason": plan.reason, "start_key": plan.key,
              "warm_from": plan.source_run_id if warm else None,
-             "warm_from_version": str(plan.source_version) if warm else None}
+             "warm_from_version": str(plan.source_version) if warm else None,
+             "emergence_history": emergence.format_history(history) or None}
     run = {
         "graph": graph, "snapshot_date": snapshot_date, "content_hash": files.content_hash,
         "config_hash": run_key, "code_version": code_version(), "device": trained["device"],

@@ -111,15 +111,19 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
 
 @task(name="emergence-check", cache_policy=NO_CACHE)
 def emergence_check(snapshot, predictions_path: str, previous_predictions_path: str | None,
-                    num_known: int, alpha: float) -> dict:
+                    num_known: int, alpha: float, history=None) -> dict:
     """After a warm fit: did a class emerge since the continued model (:mod:`tasks.emergence`,
-    labelled nodes only)? ``{"fired": bool, "reason": str, "rows": [...]}``."""
+    labelled nodes only)? ``{"fired", "reason", "rows", "new_labelled", "new_members"}``;
+    ``alpha`` 0: only tonight's new-node counts (for the check's history), no test."""
     from tasks.emergence import check_night
 
-    out = check_night(snapshot, predictions_path, previous_predictions_path, num_known, alpha)
-    (get_run_logger().warning if out.fired else get_run_logger().info)(
-        "emergence check: %s", out.reason)
-    return {"fired": out.fired, "reason": out.reason, "rows": out.rows}
+    out = check_night(snapshot, predictions_path, previous_predictions_path, num_known, alpha,
+                      history)
+    if alpha > 0:
+        (get_run_logger().warning if out.fired else get_run_logger().info)(
+            "emergence check: %s", out.reason)
+    return {"fired": out.fired, "reason": out.reason, "rows": out.rows,
+            "new_labelled": out.new_labelled, "new_members": out.new_members}
 
 
 @task(name="score", cache_policy=NO_CACHE)

@@ -247,7 +247,9 @@ class StartPlan:
     a one-line ``reason``. ``key`` is what the start adds to the run's identity (the run id, the
     run folder and the training cache): ``""`` for a cold start, ``+warm-<12 hex>`` (the run id
     of the night whose model it continues) for a warm one. ``init`` is what
-    :func:`train` continues from (``model_path``, ``predictions_path``, ``warm_from``)."""
+    :func:`train` continues from (``model_path``, ``predictions_path``, ``warm_from``).
+    ``previous_predictions`` (the previous champion's predictions, whatever the start) and
+    ``history`` (its ``emergence_history`` tag) feed the emergence check (:mod:`tasks.emergence`)."""
 
     start: str
     reason: str
@@ -255,6 +257,8 @@ class StartPlan:
     init: dict | None = None
     source_version: int | None = None
     source_run_id: str = ""
+    previous_predictions: str | None = None
+    history: str = ""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -327,16 +331,18 @@ def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: s
         return StartPlan("cold", f"the previous {where} failed to load "
                                  f"({type(err).__name__}: {' '.join(str(err).split())[:200]})",
                          source_version=version, source_run_id=source)
+    previous = {"previous_predictions": None if predictions_path is None else str(predictions_path),
+                "history": str(tags.get("emergence_history") or "")}
     problem = start_problem(payload, in_dim, feature_mode, config, class_names)
     if problem:
         return StartPlan("cold", f"{problem} since the previous {where}",
-                         source_version=version, source_run_id=source)
+                         source_version=version, source_run_id=source, **previous)
     if tags.get("content_hash") == content_hash:  # an unchanged graph: reuse that training
         key = str(tags.get("start_key") or "")
         if not key:
             return StartPlan("cold", f"snapshot unchanged since {where}, which started cold: "
                                      "its training is reused", source_version=version,
-                             source_run_id=source)
+                             source_run_id=source, **previous)
         # the same key finds that training in the cache; should the cache have lost it, the
         # training runs again from the model the champion itself continued
         init = None
@@ -352,18 +358,18 @@ def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: s
         except Exception as err:  # noqa: BLE001
             return StartPlan("cold", f"snapshot unchanged since {where}, but the model it "
                                      f"continued cannot be loaded ({type(err).__name__})",
-                             source_version=version, source_run_id=source)
+                             source_version=version, source_run_id=source, **previous)
         return StartPlan("warm", f"snapshot unchanged since {where}: its training is reused",
                          key=key, init=init, source_version=src,
-                         source_run_id=str(tags.get("warm_from", "")))
+                         source_run_id=str(tags.get("warm_from", "")), **previous)
     due = refresh_due(payload, cold_every)
     if due:
         return StartPlan("cold", f"{due} (the previous {where})", source_version=version,
-                         source_run_id=source)
+                         source_run_id=source, **previous)
     init = {"model_path": str(model_path), "warm_from": source,
             "predictions_path": None if predictions_path is None else str(predictions_path)}
     return StartPlan("warm", f"warm start from {where}", key=f"+warm-{source[:12]}", init=init,
-                     source_version=version, source_run_id=source)
+                     source_version=version, source_run_id=source, **previous)
 
 
 def _numpy(values) -> np.ndarray:

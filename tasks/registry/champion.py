@@ -323,8 +323,10 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
 
 #: run tags that the nightly flow also puts on the registered version: how its training started
 #: (``start``, ``start_reason``, ``start_key``, ``warm_from`` run id, ``warm_from_version``) and
-#: the snapshot's ``content_hash``; :func:`tasks.steps.plan_start` reads them on the next night
-START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from", "warm_from_version")
+#: the snapshot's ``content_hash``; :func:`tasks.steps.plan_start` reads them on the next night,
+#: with ``emergence_history`` (earlier nights' new-node label counts, :mod:`tasks.emergence`)
+START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from", "warm_from_version",
+              "emergence_history")
 
 
 def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:

@@ -7,7 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.emergence import labelled_share_check, new_node_mask
+from tasks.emergence import (format_history, labelled_share_check, new_member_counts,
+                             new_node_mask, parse_history)
 
 
 def _night(rng, per_class_old=200, per_class_new=40, k=4, rate_old=0.5, rate_new=0.5):
@@ -39,9 +40,47 @@ def test_unlabelled_newcomers_absorbed_by_a_known_class_fire_it():
     new = np.concatenate([new, np.ones(60, dtype=bool)])
     out = labelled_share_check(labels, pred, new, 4, class_names=["a", "b", "c", "d"])
     assert out.fired
-    assert out.reason.startswith("a class may have emerged: c took ")
+    assert out.reason.startswith("a class may have emerged: c: ")
     row = {r["class"]: r for r in out.rows}["c"]
     assert row["new_members"] == 120 and row["drop"] > 0.3 and 40 < row["unexplained"] < 80
+
+
+def _spread(labels, pred, new, count, k=4):
+    """``count`` unlabelled newcomers of a nameless class, spread evenly over the known classes."""
+    return (np.concatenate([labels, np.full(count, -1)]),
+            np.concatenate([pred, np.arange(count) % k]),
+            np.concatenate([new, np.ones(count, dtype=bool)]))
+
+
+def test_newcomers_spread_over_every_class_fire_the_pooled_test_only_with_history():
+    rng = np.random.default_rng(5)
+    # four earlier nights of 160 new known-class members, half labelled (as _night draws them)
+    history = [new_member_counts(*_night(rng), 4) for _ in range(4)]
+    assert all(60 <= l <= 100 and n == 160 for l, n in history)
+    night = _spread(*_night(rng), 64)
+    quiet = labelled_share_check(*night, 4)  # per class only: every class fell alike
+    assert not quiet.fired
+    out = labelled_share_check(*night, 4, history=history)
+    assert out.fired and out.reason.startswith("a class may have emerged: all known classes "
+                                               "(against the new nodes of 4 earlier nights)")
+    assert {r["class"][:17] for r in out.rows} >= {"all known classes"}
+
+
+def test_a_steady_lag_of_new_labels_does_not_fire_the_pooled_test():
+    rng = np.random.default_rng(6)
+    fired = 0
+    for _ in range(200):
+        history = [new_member_counts(*_night(rng, rate_new=0.2), 4) for _ in range(3)]
+        fired += labelled_share_check(*_night(rng, rate_new=0.2), 4, history=history,
+                                      min_drop=0.0).fired
+    assert fired <= 6  # alpha 0.01 (two tests): about 2 in 200 expected
+
+
+def test_history_text_round_trips_and_refuses_nonsense():
+    assert parse_history(format_history([(1, 2), (3, 10)])) == [(1, 2), (3, 10)]
+    assert format_history([(i, 10) for i in range(9)]) == ",".join(f"{i}/10" for i in range(2, 9))
+    for bad in ("", None, "3", "a/b", "5/3", "-1/4"):
+        assert parse_history(bad) == []
 
 
 def test_new_nodes_labelled_later_for_every_class_alike_do_not_fire():

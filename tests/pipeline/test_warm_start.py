@@ -285,6 +285,10 @@ def test_nights_after_the_first_start_warm_from_the_champion(env, nights):
         assert run.data.tags["start_reason"].startswith("warm start from champion v")
         assert version.tags["start"] == "warm" and version.tags["warm_from"] == prev["run_id"]
         assert version.tags["champion_promoted"] in ("true", "false")
+        # each night records the label counts of its new nodes for the emergence check
+        history = version.tags["emergence_history"].split(",")
+        assert len(history) == (1 if prev is first else 2)
+        assert all(0 <= int(v.split("/")[0]) <= int(v.split("/")[1]) for v in history)
         # the warehouse's runs table records the start too
         assert (row["start_mode"], row["start_reason"], row["warm_from_version"],
                 row["warm_from_run_id"]) == ("warm", out["start_reason"],
@@ -400,18 +404,24 @@ def test_the_flow_starts_cold_when_a_cold_night_is_due(env, nights, monkeypatch)
 def test_a_warm_night_whose_check_fires_is_trained_cold(env, nights, monkeypatch):
     import tasks.emergence as emergence
 
-    seen = []
+    seen, counted = [], []
 
-    def fired(snapshot, predictions_path, previous_path, num_known, alpha):
-        seen.append((predictions_path, previous_path, alpha))
+    def fired(snapshot, predictions_path, previous_path, num_known, alpha, history=None):
+        if alpha == 0:  # counting tonight's new nodes for the history, not a test
+            counted.append((predictions_path, previous_path))
+            return emergence.EmergenceCheck(False, "counted", new_labelled=3, new_members=9)
+        seen.append((predictions_path, previous_path, alpha, history))
         return emergence.EmergenceCheck(True, "a class may have emerged: class_02 took 50 new "
                                               "nodes of which 2 are labelled")
 
     monkeypatch.setenv("ORAL_EMERGENCE_ALPHA", "0.02")
     monkeypatch.setattr(emergence, "check_night", fired)
     out = _night(env, "2026-05-03")
-    [(warm_predictions, previous, alpha)] = seen  # checked once: after the warm fit only
+    [(warm_predictions, previous, alpha, history)] = seen  # once: after the warm fit only
     assert alpha == 0.02 and Path(previous).is_file() and Path(warm_predictions).is_file()
+    # the history the continued champion (2026-05-02, the first warm night) recorded: its own
+    # new nodes' (labelled, members) of the known classes
+    assert len(history) == 1 and all(0 <= l <= n for l, n in history)
     assert out["start"] == "cold" and out["epochs"] == CONFIG["epochs"]
     assert out["start_reason"] == ("the warm fit was set aside, a class may have emerged: class_02 "
                                    "took 50 new nodes of which 2 are labelled")
@@ -423,6 +433,11 @@ def test_a_warm_night_whose_check_fires_is_trained_cold(env, nights, monkeypatch
     assert row["warm_from_version"] is None and not row["config_hash"].count("+warm-")
     run, version = _mlflow(env, out)
     assert run.data.params["start"] == "cold" and version.tags["start"] == "cold"
+    # tonight's new nodes are counted for the history with the cold model's predictions (the
+    # version itself is the one the cold run of this night registered earlier in the module)
+    [(counted_predictions, counted_previous)] = counted
+    assert counted_previous == previous and counted_predictions != warm_predictions
+    assert Path(counted_predictions).parent.name != Path(warm_predictions).parent.name
 
 
 @pytest.mark.slow
