@@ -5,6 +5,9 @@ the accuracy of the defaults?).
         --dataset cora,blogcatalog,amazonphoto --both-priors [--method oral] [--protocol ours] \\
         [--label "spmm + sparse input"] [--tolerance 1.0] [--out FILE.md]
 
+``--base`` and ``--new`` repeat: the seeds of several folders of one side are pooled (e.g. seeds
+0-9 in the committed tables, 10-19 in a check's own folder).
+
 For every dataset and prior setting, the seeds finished in both folders: All (GCD convention),
 Known and Novel (ORCA convention), the class-number error, and ``new − base`` on All with its
 standard error and the number of seeds where ``new`` is ahead. A row is ``within`` when the mean
@@ -25,13 +28,31 @@ from oral_core.reproduction import mean_se, seed_rows
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def paired_rows(base: Path, new: Path, method: str, datasets: list[str], priors: list[str],
+class SeedClash(ValueError):
+    """One side's folders hold the same seed with different results."""
+
+
+def side_rows(folders, method: str, dataset: str, prior: str, protocol: str) -> dict:
+    """Seed -> result over one side's folders (one folder or several: seeds pooled; a seed two
+    folders hold with different All is refused, the same result twice is one seed)."""
+    out: dict = {}
+    for folder in ([folders] if isinstance(folders, (str, Path)) else folders):
+        for r in seed_rows(Path(folder), method, dataset, prior, protocol):
+            if r["seed"] in out and float(out[r["seed"]]["all"]) != float(r["all"]):
+                raise SeedClash(f"{dataset} {prior} seed {r['seed']}: two folders of one side "
+                                f"disagree (All {out[r['seed']]['all']} vs {r['all']}, {folder})")
+            out[r["seed"]] = r
+    return out
+
+
+def paired_rows(base, new, method: str, datasets: list[str], priors: list[str],
                 protocol: str, tolerance: float) -> list[dict]:
+    """``base`` / ``new``: a results folder each, or a list of folders whose seeds are pooled."""
     rows = []
     for dataset in datasets:
         for prior in priors:
-            a = {r["seed"]: r for r in seed_rows(base, method, dataset, prior, protocol)}
-            b = {r["seed"]: r for r in seed_rows(new, method, dataset, prior, protocol)}
+            a = side_rows(base, method, dataset, prior, protocol)
+            b = side_rows(new, method, dataset, prior, protocol)
             seeds = sorted(set(a) & set(b))
             if not seeds:
                 continue
@@ -76,8 +97,10 @@ def markdown(rows: list[dict], command: str, label: str, tolerance: float) -> st
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", type=Path, required=True, help="results folder of the defaults")
-    ap.add_argument("--new", type=Path, required=True, help="results folder of the other setting")
+    ap.add_argument("--base", type=Path, action="append", required=True,
+                    help="results folder of the defaults (repeat to pool seeds of several)")
+    ap.add_argument("--new", type=Path, action="append", required=True,
+                    help="results folder of the other setting (repeatable likewise)")
     ap.add_argument("--dataset", required=True, help="comma list")
     ap.add_argument("--method", default="oral")
     ap.add_argument("--protocol", default="ours", choices=["ours", "paper"])
@@ -87,16 +110,21 @@ def main(argv=None) -> int:
     ap.add_argument("--tolerance", type=float, default=1.0)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    for folder in (args.base, args.new):
+    for folder in (*args.base, *args.new):
         if not (folder / "runs").is_dir():
             print(f"error: {folder}: no runs/ folder of `oral reproduce` results", file=sys.stderr)
             return 2
     priors = ["no", "yes"] if args.both_priors else ["yes" if args.prior else "no"]
     datasets = [d.strip() for d in args.dataset.split(",") if d.strip()]
-    rows = paired_rows(args.base, args.new, args.method, datasets, priors, args.protocol,
-                       args.tolerance)
+    try:
+        rows = paired_rows(args.base, args.new, args.method, datasets, priors, args.protocol,
+                           args.tolerance)
+    except SeedClash as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     command = "python -m benchmarks.paired " + shlex.join(argv if argv is not None else sys.argv[1:])
-    text = markdown(rows, command, args.label or f"{args.new} ({args.method}, {args.protocol})",
+    text = markdown(rows, command, args.label or f"{' + '.join(map(str, args.new))} "
+                                                  f"({args.method}, {args.protocol})",
                     args.tolerance)
     print(text)
     if args.out is not None:

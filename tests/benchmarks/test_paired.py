@@ -42,6 +42,22 @@ def test_paired_rows_pair_by_seed_and_flag_a_loss_beyond_the_tolerance(tmp_path)
     assert "| cora | no | 3 |" in text and "| NO |" in text
 
 
+def test_repeated_folders_pool_their_seeds_and_refuse_a_clash(tmp_path, capsys) -> None:
+    for folder, seeds in (("base0", range(0, 2)), ("base1", range(2, 4)), ("new", range(4))):
+        for seed in seeds:
+            write_seed(tmp_path / folder, "cora", "noprior", seed, 60 + seed)
+    write_seed(tmp_path / "base1", "cora", "noprior", 1, 61)  # the same result twice: one seed
+    out = tmp_path / "p.md"
+    args = ["--base", str(tmp_path / "base0"), "--base", str(tmp_path / "base1"),
+            "--new", str(tmp_path / "new"), "--dataset", "cora", "--out", str(out)]
+    assert paired.main(args) == 0
+    assert "| cora | no | 4 | 61.50 | 61.50 | +0.00 (0.00) |" in out.read_text()
+    write_seed(tmp_path / "base1", "cora", "noprior", 0, 10)  # seed 0 disagrees across folders
+    assert paired.main(args) == 2
+    err = capsys.readouterr().err
+    assert "cora no seed 0: two folders of one side disagree" in err and err.count("\n") == 1
+
+
 def test_paired_cli_refuses_a_folder_without_runs(tmp_path, capsys) -> None:
     (tmp_path / "base" / "runs").mkdir(parents=True)
     code = paired.main(["--base", str(tmp_path / "base"), "--new", str(tmp_path / "nothing"),
