@@ -128,15 +128,3 @@ def test_new_nodes_are_matched_by_node_id(tmp_path, prev_ids, tonight):
     pq.write_table(pa.table({"node_id": prev_ids, "class_key": pa.array([0, 1, 0])}), path)
     assert new_node_mask(tonight, path).tolist() == [False, False, True, True]
 
-
-def test_the_setting_reads_a_level_and_refuses_nonsense(monkeypatch):
-    from flows.settings import Settings
-
-    monkeypatch.delenv("ORAL_EMERGENCE_ALPHA", raising=False)
-    assert Settings.from_env().emergence_alpha == 0.01
-    monkeypatch.setenv("ORAL_EMERGENCE_ALPHA", "0")
-    assert Settings.from_env().emergence_alpha == 0.0
-    for bad in ("often", "1", "-0.1"):
-        monkeypatch.setenv("ORAL_EMERGENCE_ALPHA", bad)
-        with pytest.raises(ValueError, match=f"ORAL_EMERGENCE_ALPHA must be a number in .* got '{bad}'"):
-            Settings.from_env()

@@ -368,8 +368,7 @@ def test_cold_flag_and_changed_configuration_start_cold(env, nights, monkeypatch
     assert _night(env, "2026-05-03", cold=False)["run_id"] == nights[2]["run_id"]
 
 
-def test_a_cold_night_is_due_every_cold_every_nights(monkeypatch):
-    from flows.settings import Settings
+def test_a_cold_night_is_due_every_cold_every_nights():
     from tasks.steps import refresh_due
 
     assert refresh_due({"warm_nights": 5}, 7) is None  # tonight would be the 6th warm night
@@ -377,13 +376,24 @@ def test_a_cold_night_is_due_every_cold_every_nights(monkeypatch):
     assert reason.startswith("a cold start every 7 nights (ORAL_COLD_EVERY): 6 warm nights")
     assert refresh_due({}, 1) is not None  # 1: every night cold
     assert refresh_due({"warm_nights": 100}, 0) is None  # 0: never forced
-    monkeypatch.delenv("ORAL_COLD_EVERY", raising=False)
-    assert Settings.from_env().cold_every == 7
-    monkeypatch.setenv("ORAL_COLD_EVERY", "0")
-    assert Settings.from_env().cold_every == 0
-    for bad in ("weekly", "-1", "2.5"):
-        monkeypatch.setenv("ORAL_COLD_EVERY", bad)
-        with pytest.raises(ValueError, match=f"ORAL_COLD_EVERY must be a whole number .* got '{bad}'"):
+
+
+@pytest.mark.parametrize("var, attr, default, bads, rule", [
+    ("ORAL_COLD_EVERY", "cold_every", 7, ("weekly", "-1", "2.5"), "must be a whole number"),
+    ("ORAL_EMERGENCE_ALPHA", "emergence_alpha", 0.01, ("often", "1", "-0.1"),
+     "must be a number in"),
+])
+def test_warm_start_settings_default_turn_off_and_refuse_nonsense(monkeypatch, var, attr,
+                                                                  default, bads, rule):
+    from flows.settings import Settings
+
+    monkeypatch.delenv(var, raising=False)
+    assert getattr(Settings.from_env(), attr) == default
+    monkeypatch.setenv(var, "0")  # 0: never forced / no check
+    assert getattr(Settings.from_env(), attr) == 0
+    for bad in bads:
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(ValueError, match=f"{var} {rule} .* got '{bad}'"):
             Settings.from_env()
 
 
