@@ -167,8 +167,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             ``train-remote/gpu``, see :mod:`flows.training`) and wait for it; ``None``: the
             ``ORAL_REMOTE_TRAINING`` setting (default off: training runs in this process).
         cold: ``True``: train from scratch; ``False``: continue the previous night's champion
-            when it applies (a warm start, :func:`tasks.steps.plan_start`); ``None``: the
-            ``ORAL_WARM_START`` setting (default off: cold).
+            when it applies (a warm start, :func:`tasks.steps.plan_start`; a warm fit whose
+            emergence check fires, :mod:`tasks.emergence`, is set aside and the night trained
+            cold); ``None``: the ``ORAL_WARM_START`` setting (default off: cold).
     """
     from tasks.registry import TrackingConfig
     from tasks.warehouse import Warehouse
