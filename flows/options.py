@@ -275,10 +275,8 @@ def check_settings(state_dir: Path | None):
     check_state_dir(state_dir)
     try:
         return Settings.from_env(state_dir)
-    except ValueError as err:
-        raise OptionError(f"ORAL_REMOTE_TRAINING_TIMEOUT="
-                          f"{os.environ.get('ORAL_REMOTE_TRAINING_TIMEOUT', '')}: must be a "
-                          f"number of seconds ({err})") from None
+    except ValueError as err:  # each variable's parser names itself and the value
+        raise OptionError(str(err)) from None
 
 
 def check_pipeline(args) -> dict:

@@ -80,7 +80,12 @@ class Settings:
         uri = os.environ.get("ORAL_TRACKING_URI") or os.environ.get("MLFLOW_TRACKING_URI")
         remote = os.environ.get("ORAL_REMOTE_TRAINING", "").strip().lower() in TRUE
         deployment = os.environ.get("ORAL_TRAINING_DEPLOYMENT", "").strip() or "train-remote/gpu"
-        timeout = float(os.environ.get("ORAL_REMOTE_TRAINING_TIMEOUT", "").strip() or 6 * 3600)
+        raw_timeout = os.environ.get("ORAL_REMOTE_TRAINING_TIMEOUT", "").strip()
+        try:
+            timeout = float(raw_timeout or 6 * 3600)
+        except ValueError:
+            raise ValueError(f"ORAL_REMOTE_TRAINING_TIMEOUT must be a number of seconds, got "
+                             f"{raw_timeout!r}") from None
         warm = os.environ.get("ORAL_WARM_START", "").strip().lower() in TRUE
         raw = os.environ.get("ORAL_COLD_EVERY", "").strip() or "7"
         if not raw.isdigit():

@@ -336,6 +336,31 @@ def _check_output(name: str, code, output: str) -> None:
         assert "Report: " in errors[0], errors[0]
 
 
+@pytest.mark.parametrize("variable, value, names", [
+    ("ORAL_REMOTE_TRAINING_TIMEOUT", "six hours", "ORAL_REMOTE_TRAINING_TIMEOUT must be a number"),
+    ("ORAL_COLD_EVERY", "weekly", "ORAL_COLD_EVERY must be a whole number"),
+    ("ORAL_EMERGENCE_ALPHA", "often", "ORAL_EMERGENCE_ALPHA must be a number in [0, 1)"),
+])
+def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths, capsys,
+                                                  monkeypatch):
+    """A bad environment variable is refused before any work, naming itself and its value
+    (before: every one was reported as a bad ORAL_REMOTE_TRAINING_TIMEOUT)."""
+    monkeypatch.setenv(variable, value)
+    capsys.readouterr()
+    try:
+        code = __import__("flows.cli", fromlist=["main"]).main(
+            _argv(["run", "--graph", "good", *RUN], paths))
+    except SystemExit as err:
+        code = err.code
+    out = capsys.readouterr()
+    errors = [line for line in (out.out + out.err).splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1, out
+    assert names in errors[0] and repr(value) in errors[0], errors[0]
+    others = {"ORAL_REMOTE_TRAINING_TIMEOUT", "ORAL_COLD_EVERY", "ORAL_EMERGENCE_ALPHA"} - {variable}
+    assert not any(other in errors[0] for other in others), errors[0]  # only the culprit named
+    assert not TRACEBACK.search(out.out + out.err)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_no_refusal_prints_a_traceback(name, paths, request, capsys, monkeypatch):
     """Issue 21.10: the exit status, one ``error:`` line naming the problem (``oral validate``:
