@@ -306,8 +306,9 @@ def guard_night(rec, k, out_dir, args, cfg, snapshot, files, base, graph, num_kn
         else:
             rec[key] = warm | {"since_cold": since, "why": "warm", "check": check.reason}
     if prev is not None:  # tonight's new-node label counts, with tonight's final model
-        counts = check_night(snapshot, rec[key]["predictions_path"], prev["predictions_path"],
-                             num_known, alpha=0.0)
+        counts = check if rec[key]["why"] == "warm" else check_night(
+            snapshot, rec[key]["predictions_path"], prev["predictions_path"], num_known,
+            alpha=0.0)
         if counts.new_members:
             history.append((counts.new_labelled, counts.new_members))
     rec[key]["history"] = [list(h) for h in history[-HISTORY_NIGHTS:]]

@@ -56,7 +56,8 @@ class EmergenceCheck:
     fired: bool
     reason: str
     rows: list[dict] = field(default_factory=list)
-    #: tonight's new known-class members and how many of them are labelled (for the history)
+    #: tonight's new known-class members and how many of them are labelled (for the history;
+    #: filled in by :func:`check_night`)
     new_labelled: int = 0
     new_members: int = 0
 
@@ -125,10 +126,9 @@ def labelled_share_check(labels, class_key, is_new, num_known: int, class_names=
         counts[age, 0] = np.bincount(member[inside], minlength=k)[:k]
         counts[age, 1] = np.bincount(member[inside & labelled], minlength=k)[:k]
     new_l, new_n = int(counts[1, 1].sum()), int(counts[1, 0].sum())
-    done = {"new_labelled": new_l, "new_members": new_n}
     if new_l == 0:
         return EmergenceCheck(False, "no new node is labelled: the check cannot see an emerging "
-                                     "class tonight", **done)
+                                     "class tonight")
     names = list(class_names) if class_names is not None else [f"class {c}" for c in range(k)]
     rows, tested = [], []
     for c in range(k):
@@ -158,7 +158,7 @@ def labelled_share_check(labels, class_key, is_new, num_known: int, class_names=
         rows.append(pooled)
     if not tested and pooled is None:
         return EmergenceCheck(False, "no known class has enough old and new members to test",
-                              rows, **done)
+                              rows)
     share = alpha / 2 if tested and pooled is not None else alpha
     levels = [(pooled, share)] if pooled is not None else []
     levels += [(r, share / len(tested)) for r in tested]
@@ -167,14 +167,14 @@ def labelled_share_check(labels, class_key, is_new, num_known: int, class_names=
     if not hits:
         worst, level = min(levels, key=lambda h: h[0]["p_value"] / h[1])
         return EmergenceCheck(False, f"no sign of an emerging class (lowest p {worst['p_value']:.2g}"
-                                     f" for {worst['class']}, level {level:.2g})", rows, **done)
+                                     f" for {worst['class']}, level {level:.2g})", rows)
     top, level = hits[0]
     more = f" (and {len(hits) - 1} more test(s))" if len(hits) > 1 else ""
     return EmergenceCheck(True, (
         f"a class may have emerged: {top['class']}: {top['new_labelled']} of "
         f"{top['new_members']} new members labelled, {top['expected_share']:.0%} expected "
         f"(p {top['p_value']:.2g} < {level:.2g}; ~{top['unexplained']:.0f} nodes the labels do "
-        f"not explain){more}"), rows, **done)
+        f"not explain){more}"), rows)
 
 
 def _test(row: dict, before: tuple[int, int], tonight: tuple[int, int],
