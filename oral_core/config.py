@@ -12,6 +12,8 @@ SELECTION_RULES = ("best_val", "last")
 ATTENTION_KERNELS = ("gather", "spmm")
 #: learning-rate schedules over a fit's epochs (``ORALConfig.lr_schedule``)
 LR_SCHEDULES = ("constant", "cosine")
+#: the ensemble groups whose confident nodes get pseudo-labels (``ORALConfig.pseudo_label_groups``)
+PSEUDO_LABEL_GROUPS = ("all", "novel")
 
 
 @dataclass
@@ -58,6 +60,10 @@ class ORALConfig:
     pol: bool = True  # False: no pseudo-labels, refinement or consistency (ablation)
     pol_start_epoch: int = 30  # warm-up before pseudo-labels are used
     gamma: float = 0.3  # reliable pseudo-label ratio (paper)
+    # which ensemble groups give pseudo-labels: "all" (the paper: every kept group) or "novel"
+    # (only groups matched to no known class; known classes learn from their labels alone, so an
+    # unlabelled node predicted in a known group is never trained towards it)
+    pseudo_label_groups: str = "all"
     mu: float = 0.015  # recovered edge ratio (paper)
     # Eq. 11 removes E_-, the edges whose two ends carry different (pseudo-)labels (the paper).
     # False keeps them and only adds E_+: a wrongly split group keeps its internal edges
@@ -196,6 +202,8 @@ class ORALConfig:
             (self.cluster_freeze_epoch is None or self.cluster_freeze_epoch >= 0,
              "cluster_freeze_epoch must be >= 0 or none"),
             (self.pol_start_epoch >= 0, "pol_start_epoch must be >= 0"),
+            (self.pseudo_label_groups in PSEUDO_LABEL_GROUPS,
+             f"pseudo_label_groups must be one of {list(PSEUDO_LABEL_GROUPS)}"),
             (self.refine_candidates_per_node >= 0, "refine_candidates_per_node must be >= 0"),
             (self.pseudo_label_weight >= 0, "pseudo_label_weight must be >= 0"),
             (0 <= self.edge_drop_rate <= 1, "edge_drop_rate must be in [0, 1]"),

@@ -97,6 +97,24 @@ def select_confident(p_masked: torch.Tensor, candidates: torch.Tensor, gamma: fl
     return out
 
 
+def novel_groups_only(pseudo: torch.Tensor, group_class: torch.Tensor, num_known: int) -> torch.Tensor:
+    """The pseudo-labels of :func:`select_confident` whose group is novel (class id
+    ``>= num_known``); the others become -1. Not in the paper, whose pseudo-labels come from
+    every kept group (``ORALConfig.pseudo_label_groups = "novel"``).
+
+    Args:
+        pseudo: long ``[N]``, ensemble group per node, -1 for none.
+        group_class: long ``[G]``, class id of each ensemble group (-1: suppressed or empty).
+    """
+    out = pseudo.clone()
+    has = out >= 0
+    cls = group_class.to(out.device)[out[has]]
+    kept = out[has]
+    kept[cls < num_known] = -1
+    out[has] = kept
+    return out
+
+
 @dataclass
 class Ensemble:
     """Aligned, suppressed ensemble of the layers' group assignments."""

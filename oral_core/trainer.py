@@ -28,7 +28,7 @@ from .config import ORALConfig, resolve_minibatch
 from .consistency import adaptive_edge_drop, consistency_loss, sampled_edge_drop
 from .features import input_dropout, is_sparse, network_input
 from .prototypes import balance_regulariser
-from .pseudo_labels import Ensemble, ensemble_layers, select_confident
+from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .sampling import CSR, mini_batches, sample_subgraph
 
@@ -349,6 +349,8 @@ class ORAL:
             if cfg.pol and total >= cfg.pol_start_epoch:
                 with watch.section("pseudo_labels"):
                     pseudo = select_confident(ens.p, candidates, cfg.gamma)
+                    if cfg.pseudo_label_groups == "novel":
+                        pseudo = novel_groups_only(pseudo, group_class, num_known)
                     node_label = labels.clone()
                     has = (pseudo >= 0) & candidates
                     node_label[has] = group_class.to(device)[pseudo[has]]

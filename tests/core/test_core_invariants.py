@@ -15,14 +15,15 @@ from oral_core.attention import GroupAwareAttention
 from oral_core.clustering import (group_assignment, leiden_prototype_groups,
                                   match_groups_to_classes, select_granularity,
                                   semi_supervised_prototypical_clustering)
-from oral_core.config import ORALConfig
+from oral_core.config import PSEUDO_LABEL_GROUPS, ORALConfig
 from oral_core.consistency import (adaptive_edge_drop, consistency_loss,
                                    edge_drop_probabilities)
 from oral_core.graph import canonical_edges
 from oral_core.prototypes import (balance_regulariser, jaccard_prototype_graph,
                                   representativeness, top_k_association)
 from oral_core.pseudo_labels import (align_layers, ensemble_assignment, ensemble_layers,
-                                     pad_assignments, select_confident, suppression_mask)
+                                     novel_groups_only, pad_assignments, select_confident,
+                                     suppression_mask)
 from oral_core.refinement import candidate_pairs, refine_structure
 from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL, select_device
@@ -573,6 +574,32 @@ def test_lr_schedule_over_the_fit(schedule: str) -> None:
         assert all(a > b for a, b in zip(rates, rates[1:]))
         assert rates[6] == pytest.approx(cfg.lr / 2)  # halfway
         assert rates[-1] < 0.03 * cfg.lr
+
+
+def test_novel_groups_only_drops_pseudo_labels_of_known_groups() -> None:
+    pseudo = torch.tensor([-1, 0, 1, 2, 3, 2, 0, -1])
+    group_class = torch.tensor([1, 0, 3, 2])  # groups 0, 1 known (classes 1, 0); 2, 3 novel
+    out = novel_groups_only(pseudo, group_class, num_known=2)
+    assert out.tolist() == [-1, -1, -1, 2, 3, 2, -1, -1]
+    assert pseudo.tolist() == [-1, 0, 1, 2, 3, 2, 0, -1]  # input untouched
+
+
+def test_fit_wires_pseudo_label_groups() -> None:
+    """At the first POL epoch (parameters identical until then) ``novel`` keeps only the
+    pseudo-labels of novel groups: fewer than the paper's ``all``, and none in a known group."""
+    graph = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=8, seed=2)
+    train = graph.y.clone()
+    train[train == 2] = -1
+    train[torch.arange(120) % 2 == 1] = -1
+    firsts = {}
+    for scope in PSEUDO_LABEL_GROUPS:
+        cfg = ORALConfig(epochs=6, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=3,
+                         progress=False, device="cpu", pseudo_label_groups=scope)
+        firsts[scope] = next(r for r in ORAL(cfg).fit(graph.x, graph.edge_index, train).history
+                             if "pseudo_labels" in r)
+    assert firsts["novel"]["pseudo_labels"] < firsts["all"]["pseudo_labels"]
+    with pytest.raises(ValueError, match="pseudo_label_groups must be one of"):
+        ORALConfig(pseudo_label_groups="known").validate()
 
 
 @pytest.mark.parametrize("remove", [True, False])
