@@ -56,6 +56,10 @@ class ORALConfig:
     cluster_warmup_epochs: int = 10  # singleton prototype groups before the first clustering
     cluster_every: int = 1  # re-cluster every this many epochs ...
     cluster_freeze_epoch: int | None = None  # ... and never again from this epoch on
+    # the evaluation pass (groups, ensemble, pseudo-labels, refinement) every this many epochs;
+    # 1 is the paper. The epochs between train on the last evaluated epoch's groups, pseudo-labels
+    # and refined structure; the first and the final epoch are always evaluated (speed option)
+    eval_every: int = 1
     # pseudo-label guided open-world learning (POL)
     pol: bool = True  # False: no pseudo-labels, refinement or consistency (ablation)
     pol_start_epoch: int = 30  # warm-up before pseudo-labels are used
@@ -199,6 +203,9 @@ class ORALConfig:
             (self.granularity_tolerance >= 0, "granularity_tolerance must be >= 0"),
             (self.cluster_warmup_epochs >= 0, "cluster_warmup_epochs must be >= 0"),
             (self.cluster_every >= 1, "cluster_every must be >= 1"),
+            (self.eval_every >= 1, "eval_every must be >= 1"),
+            (self.eval_every == 1 or self.stop_when_stable is None,
+             "eval_every > 1 needs stop_when_stable none (early stopping reads every epoch)"),
             (self.cluster_freeze_epoch is None or self.cluster_freeze_epoch >= 0,
              "cluster_freeze_epoch must be >= 0 or none"),
             (self.pol_start_epoch >= 0, "pol_start_epoch must be >= 0"),

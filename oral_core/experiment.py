@@ -127,7 +127,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "minibatch_above_edges": 2_000_000, "auto_batch_size": 2048,
                 "attention_kernel": "gather", "lr_schedule": "constant",
                 "stop_when_stable": None, "stop_patience": 10, "remove_inter_edges": True,
-                "sparse_input_below": 0.0, "pseudo_label_groups": "all"}
+                "sparse_input_below": 0.0, "pseudo_label_groups": "all",
+                "eval_every": 1}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

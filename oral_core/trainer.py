@@ -263,6 +263,8 @@ class ORAL:
         # self loop of the input, one per node added; see attention.with_self_loops)
         num_edges = int((edge_index[0] != edge_index[1]).sum()) + int(x.shape[0])
         cfg, self.batch_reason = resolve_minibatch(self.config, int(x.shape[0]), num_edges)
+        if self.record_epochs and cfg.eval_every > 1:
+            raise ValueError("record_epochs keeps every epoch's classes: it needs eval_every=1")
         self.train_config = cfg
         log.info("ORAL trains %s", self.batch_reason)
         torch.manual_seed(cfg.seed)
@@ -308,9 +310,20 @@ class ORAL:
         bar = _progress(n_epochs + 1, cfg.progress)
         watch = Stopwatch(device)
         previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
+        pseudo = None  # the last evaluated epoch's pseudo-labels (eval_every > 1 reuses them)
         for epoch in range(n_epochs + 1):
             started = time.perf_counter()
             total = offset + epoch  # the epoch of the schedule (warm-ups, clustering, POL)
+            if not evaluated_epoch(epoch, n_epochs, total, cfg.eval_every):
+                # eval_every > 1 (not in the paper): this epoch trains on the last evaluated
+                # epoch's groups, ensemble, pseudo-labels and refined structure
+                row = {"epoch": epoch, "evaluated": False}
+                if cfg.pol and total >= cfg.pol_start_epoch and pseudo is None:
+                    pseudo, edges = self._pseudo_labels(ens, group_class, candidates, labels,
+                                                        edges0, outs, num_known, gen, watch, row)
+                self._train_epoch(net, opt, schedule, x, edges, partitions, ens, labels, pseudo,
+                                  num_known, gen, watch, row, started, bar)
+                continue
             recluster = partitions is None or (
                 not (init is not None and epoch == 0)  # warm: the saved partitions first
                 and total % cfg.cluster_every == 0
@@ -347,34 +360,52 @@ class ORAL:
                 break
             pseudo = None
             if cfg.pol and total >= cfg.pol_start_epoch:
-                with watch.section("pseudo_labels"):
-                    pseudo = select_confident(ens.p, candidates, cfg.gamma)
-                    if cfg.pseudo_label_groups == "novel":
-                        pseudo = novel_groups_only(pseudo, group_class, num_known)
-                    node_label = labels.clone()
-                    has = (pseudo >= 0) & candidates
-                    node_label[has] = group_class.to(device)[pseudo[has]]
-                with watch.section("refinement"):
-                    edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
-                                             cfg.refine_candidates_per_node, gen,
-                                             remove_inter=cfg.remove_inter_edges)
-                row["pseudo_labels"] = int(has.sum())
-            step = self._minibatch_steps if cfg.minibatch else self._step
-            row.update(step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen, watch))
-            row["lr"] = opt.param_groups[0]["lr"]
-            if schedule is not None:
-                schedule.step()
-            row["edges"] = int(edges.shape[1])
-            row["seconds"] = time.perf_counter() - started
-            row.update(watch.take())
-            self.history.append(row)
-            bar.update(1)
-            bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",
-                            groups=row["groups"])
+                pseudo, edges = self._pseudo_labels(ens, group_class, candidates, labels, edges0,
+                                                    outs, num_known, gen, watch, row)
+            self._train_epoch(net, opt, schedule, x, edges, partitions, ens, labels, pseudo,
+                              num_known, gen, watch, row, started, bar)
         bar.close()
         if init_class_id is not None:
             self._keep_class_ids(init_class_id, num_known)
         return self
+
+    def _pseudo_labels(self, ens, group_class, candidates, labels, edges0, outs, num_known, gen,
+                       watch: Stopwatch, row: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reliable pseudo-labels (top ``gamma`` per group) and the refined structure of Eq. 11."""
+        cfg = self.train_config  # the fit's resolved configuration (mini-batch or not)
+        with watch.section("pseudo_labels"):
+            pseudo = select_confident(ens.p, candidates, cfg.gamma)
+            if cfg.pseudo_label_groups == "novel":
+                pseudo = novel_groups_only(pseudo, group_class, num_known)
+            node_label = labels.clone()
+            has = (pseudo >= 0) & candidates
+            node_label[has] = group_class.to(labels.device)[pseudo[has]]
+        with watch.section("refinement"):
+            edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
+                                     cfg.refine_candidates_per_node, gen,
+                                     remove_inter=cfg.remove_inter_edges)
+        row["pseudo_labels"] = int(has.sum())
+        return pseudo, edges
+
+    def _train_epoch(self, net, opt, schedule, x, edges, partitions, ens, labels, pseudo,
+                     num_known, gen, watch: Stopwatch, row: dict, started: float, bar) -> None:
+        """The epoch's optimiser steps, then its history row (timings included)."""
+        cfg = self.train_config  # the fit's resolved configuration (mini-batch or not)
+        step = self._minibatch_steps if cfg.minibatch else self._step
+        row.update(step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen, watch))
+        row["lr"] = opt.param_groups[0]["lr"]
+        if schedule is not None:
+            schedule.step()
+        row["edges"] = int(edges.shape[1])
+        row["seconds"] = time.perf_counter() - started
+        row.update(watch.take())
+        self.history.append(row)
+        bar.update(1)
+        if "val_acc" in row:
+            bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",
+                            groups=row["groups"])
+        else:
+            bar.set_postfix(loss=f"{row['loss']:.3f}")
 
     def _keep_class_ids(self, previous: torch.Tensor, num_known: int) -> None:
         """Give the selected model's novel classes the ids of the previous novel classes they
@@ -572,6 +603,13 @@ class ORAL:
             raise RuntimeError("no model selected yet: call fit() first")
         return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc",
                                             "ensemble", "group_class")}
+
+
+def evaluated_epoch(epoch: int, n_epochs: int, total: int, eval_every: int) -> bool:
+    """Whether epoch ``epoch`` of a fit (``total`` of the schedule) runs the evaluation pass:
+    always the first and the final one, else every ``eval_every``-th epoch of the schedule
+    (1, every epoch, is the paper's Algorithm 1)."""
+    return eval_every <= 1 or epoch in (0, n_epochs) or total % eval_every == 0
 
 
 def learning_rate_schedule(opt: torch.optim.Optimizer, name: str, epochs: int):
