@@ -46,12 +46,14 @@ def side_rows(folders, method: str, dataset: str, prior: str, protocol: str) -> 
 
 
 def paired_rows(base, new, method: str, datasets: list[str], priors: list[str],
-                protocol: str, tolerance: float) -> list[dict]:
-    """``base`` / ``new``: a results folder each, or a list of folders whose seeds are pooled."""
+                protocol: str, tolerance: float, base_method: str | None = None) -> list[dict]:
+    """``base`` / ``new``: a results folder each, or a list of folders whose seeds are pooled.
+    ``base_method``: the base side's method when it differs from ``method`` (e.g. ORAL against
+    OpenNCD, paired by seed)."""
     rows = []
     for dataset in datasets:
         for prior in priors:
-            a = side_rows(base, method, dataset, prior, protocol)
+            a = side_rows(base, base_method or method, dataset, prior, protocol)
             b = side_rows(new, method, dataset, prior, protocol)
             seeds = sorted(set(a) & set(b))
             if not seeds:
@@ -74,8 +76,10 @@ def paired_rows(base, new, method: str, datasets: list[str], priors: list[str],
     return rows
 
 
-def markdown(rows: list[dict], command: str, label: str, tolerance: float) -> str:
-    lines = [f"# {label}: paired by seed with the defaults", "", f"Command: `{command}`", "",
+def markdown(rows: list[dict], command: str, label: str, tolerance: float,
+             base: str | None = None) -> str:
+    title = f"paired by seed with {base}" if base else "paired by seed with the defaults"
+    lines = [f"# {label}: {title}", "", f"Command: `{command}`", "",
              "All: GCD convention; Known / Novel: ORCA convention; |k̂ − k|: class-number error. "
              f"`within`: the mean change of All is at least −{tolerance:g} points. Fit seconds "
              "are what the seed files record (different runs and loads; indicative only).", "",
@@ -103,6 +107,9 @@ def main(argv=None) -> int:
                     help="results folder of the other setting (repeatable likewise)")
     ap.add_argument("--dataset", required=True, help="comma list")
     ap.add_argument("--method", default="oral")
+    ap.add_argument("--base-method", default=None,
+                    help="the base side's method (default: --method), e.g. opennc to pair ORAL "
+                         "with a baseline seed by seed")
     ap.add_argument("--protocol", default="ours", choices=["ours", "paper"])
     ap.add_argument("--both-priors", action="store_true")
     ap.add_argument("--prior", action="store_true")
@@ -118,14 +125,15 @@ def main(argv=None) -> int:
     datasets = [d.strip() for d in args.dataset.split(",") if d.strip()]
     try:
         rows = paired_rows(args.base, args.new, args.method, datasets, priors, args.protocol,
-                           args.tolerance)
+                           args.tolerance, args.base_method)
     except SeedClash as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     command = "python -m benchmarks.paired " + shlex.join(argv if argv is not None else sys.argv[1:])
+    against = f" against {args.base_method}" if args.base_method else ""
     text = markdown(rows, command, args.label or f"{' + '.join(map(str, args.new))} "
-                                                  f"({args.method}, {args.protocol})",
-                    args.tolerance)
+                                                  f"({args.method}{against}, {args.protocol})",
+                    args.tolerance, base=args.base_method)
     print(text)
     if args.out is not None:
         args.out.write_text(text)

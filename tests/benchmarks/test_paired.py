@@ -9,10 +9,10 @@ import pytest
 from benchmarks import paired, speed
 
 
-def write_seed(results, dataset, prior, seed, all_, failed=False):
-    folder = results / "runs" / "oral" / f"{dataset}-{prior}"
+def write_seed(results, dataset, prior, seed, all_, failed=False, method="oral"):
+    folder = results / "runs" / method / f"{dataset}-{prior}"
     folder.mkdir(parents=True, exist_ok=True)
-    row = {"method": "oral", "dataset": dataset, "seed": seed, "all": all_, "orca_known": 80.0,
+    row = {"method": method, "dataset": dataset, "seed": seed, "all": all_, "orca_known": 80.0,
            "orca_novel": 50.0, "classes_abs_err": 1.0, "seconds": 10.0}
     if failed:
         row["failed"] = "validation accuracy never rose above the majority share"
@@ -88,3 +88,16 @@ def test_speed_variants_time_each_setting_in_one_process(tmp_path) -> None:
     assert all(float(r["ratio"]) > 0 for r in rows)
     with pytest.raises(SystemExit):
         speed.main(["--dataset", "synthetic:300", "--kernel", "spmm", "--variant", "defaults"])
+
+
+def test_a_baseline_method_pairs_with_oral_seed_by_seed(tmp_path) -> None:
+    for seed, (a, b) in enumerate([(60, 63), (62, 61)]):
+        write_seed(tmp_path / "runs_a", "cora", "noprior", seed, a, method="opennc")
+        write_seed(tmp_path / "runs_b", "cora", "noprior", seed, b)
+    write_seed(tmp_path / "runs_a", "cora", "noprior", 2, 99)  # ORAL in base: not the base method
+    out = tmp_path / "p.md"
+    assert paired.main(["--base", str(tmp_path / "runs_a"), "--new", str(tmp_path / "runs_b"),
+                        "--dataset", "cora", "--base-method", "opennc", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "paired by seed with opennc" in text
+    assert "| cora | no | 2 | 61.00 | 62.00 | +1.00 (2.00) | 1/2 |" in text
