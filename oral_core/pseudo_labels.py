@@ -106,13 +106,8 @@ def novel_groups_only(pseudo: torch.Tensor, group_class: torch.Tensor, num_known
         pseudo: long ``[N]``, ensemble group per node, -1 for none.
         group_class: long ``[G]``, class id of each ensemble group (-1: suppressed or empty).
     """
-    out = pseudo.clone()
-    has = out >= 0
-    cls = group_class.to(out.device)[out[has]]
-    kept = out[has]
-    kept[cls < num_known] = -1
-    out[has] = kept
-    return out
+    known = group_class.to(pseudo.device)[pseudo.clamp_min(0)] < num_known
+    return torch.where((pseudo >= 0) & known, -1, pseudo)
 
 
 @dataclass
