@@ -28,6 +28,7 @@ import torch
 from oral_core.config import ORALConfig
 from oral_core.experiment import prepare
 from oral_core.reproduction import mean_se
+from oral_core.proxy import epoch_mean, training_key
 from oral_core.trainer import ORAL, novel_id_map
 
 from .tune import HIDE_MODES, _cast, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
@@ -118,12 +119,6 @@ def stable_epoch(changed: list[float], start: int, share: float, patience: int) 
     return len(changed) - 1
 
 
-def epoch_mean(scores: list[dict]) -> dict:
-    """The mean of per-epoch proxy scores: the expected score of ``last@E`` when the last epoch
-    is one draw among the final ``k`` (a lower-variance estimate, to compare configurations)."""
-    return {key: sum(s[key] for s in scores) / len(scores) for key in scores[0]}
-
-
 def table(rows: list[dict], reference: str) -> list[str]:
     rows = [r for r in rows if "all" in r]  # not the per-epoch curves
     lines = ["| rule | seeds | proxy All | classes | rule − " + reference + " (s.e.) | ahead |",
@@ -153,12 +148,10 @@ def stop_lines(rows: list[dict]) -> list[str]:
 
 def _same_run(saved: dict | None, key: dict) -> bool:
     """A seed file answers this run: the same horizon, votes and training (fields added later
-    at their old default ignored, :func:`benchmarks.proxy_rules.training_key`), and every rule
+    at their old default ignored, :func:`oral_core.proxy.training_key`), and every rule
     it has is still asked."""
     if not saved:
         return False
-    from .proxy_rules import training_key
-
     rules = saved.get("rules", OLD_RULES)
     return (saved.get("horizon") == key["horizon"] and saved.get("votes") == key["votes"]
             and saved.get("hide", "rotate") == key.get("hide", "rotate")

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import LATER_FIELDS, prepare
+from oral_core.experiment import prepare
+from oral_core.proxy import NOT_TRAINING, training_key  # noqa: F401 (re-exported)
 from oral_core.reproduction import mean_se
 
 from .tune import HIDE_MODES, _cast, hide_tag, proxy_rules
@@ -87,21 +88,6 @@ def compare(results: Path, reference: str, other: str) -> list[str]:
                      f"| {sum(b[(rule, s)]['all'] for s in seeds) / len(seeds):.2f} | {mean:+.2f} "
                      f"({se:.2f}) | {sum(d > 0 for d in diffs)}/{len(diffs)} |")
     return lines
-
-
-#: configuration fields that cannot change a proxy run: training always runs to the largest
-#: horizon and records every epoch, so the selection rule and the epoch count are read afterwards
-NOT_TRAINING = ("epochs", "selection", "select_from_epoch", "progress", "seed")
-
-
-def training_key(config: dict) -> dict:
-    """The part of a saved run's configuration that decides its training: without
-    :data:`NOT_TRAINING`, and without fields added later while they are at the default that
-    reproduces the earlier behaviour (:data:`oral_core.experiment.LATER_FIELDS`)."""
-    scheduled = config.get("lr_schedule", "constant") != "constant"  # epochs shape the rate
-    return {k: v for k, v in config.items()
-            if (k not in NOT_TRAINING or (scheduled and k == "epochs"))
-            and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
 
 
 def same_training(saved: dict, key: dict) -> bool:

@@ -18,119 +18,21 @@ import argparse
 import csv
 import itertools
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from oral_core.config import ORALConfig
-from oral_core.experiment import prepare, to_dataset_ids
-from oral_core.metrics import open_world_accuracy
-from oral_core.splits import make_split
+from oral_core.experiment import prepare
+from oral_core.proxy import (HIDE_MODES, ProxyTask, hidden_class, hidden_classes,  # noqa: F401
+                             proxy_accuracy as _proxy_accuracy, proxy_config as _proxy_config,
+                             proxy_task)
 from oral_core.trainer import ORAL
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def hidden_class(known_classes: torch.Tensor, seed: int, hide: str = "last") -> int:
-    """The known class that plays the novel one: the last, or (``rotate``) the seed's turn."""
-    if hide == "last":
-        return int(known_classes[-1])
-    if hide == "rotate":
-        return int(known_classes[seed % known_classes.numel()])
-    raise ValueError(f"hide must be 'last' or 'rotate', got {hide!r}")
-
-
-HIDE_MODES = ("last", "rotate", "extremes")
-
-
 def hide_tag(hide: str) -> str:
     """The suffix of a result folder's name for a ``--hide`` mode ("" for the default, rotate)."""
     return "" if hide == "rotate" else f"-{hide}"
-
-
-def hidden_classes(known_classes: torch.Tensor, seed: int, hide: str,
-                   labelled_counts: torch.Tensor | None = None) -> tuple[int, ...]:
-    """The known classes that play novel ones.
-
-    ``last`` / ``rotate`` hide one (:func:`hidden_class`). ``extremes`` hides two at once: the
-    known class with the most labelled nodes and the one with the fewest (``labelled_counts[c]``,
-    training plus validation nodes of class ``c``; ties go to the lower class id), so the stand-in
-    novel classes differ in size the way a large and a small novel class do (with equal counts:
-    the two lowest ids). Only labelled nodes are counted. It needs at least three known classes so that one stays visible."""
-    if hide != "extremes":
-        return (hidden_class(known_classes, seed, hide),)
-    if known_classes.numel() < 3:
-        raise ValueError(f"hide='extremes' needs at least 3 known classes (two hidden, one "
-                         f"visible), got {known_classes.numel()}")
-    if labelled_counts is None:
-        raise ValueError("hide='extremes' needs the labelled node count of every class")
-    sizes = {int(c): int(labelled_counts[c]) for c in known_classes}
-    largest = min(sizes, key=lambda c: (-sizes[c], c))
-    smallest = min((c for c in sizes if c != largest), key=lambda c: (sizes[c], c))
-    return (largest, smallest)
-
-
-@dataclass
-class ProxyTask:
-    """One held-out-class task, built from labelled nodes only.
-
-    ``train`` / ``val`` are the label vectors ORAL sees (visible known classes re-indexed
-    ``0..K-h-1``, -1 elsewhere); ``scored`` the nodes the proxy scores; ``visible`` the dataset ids
-    of the visible known classes; ``hidden`` the dataset ids of the hidden ones (they play novel
-    classes)."""
-
-    train: torch.Tensor
-    val: torch.Tensor
-    scored: torch.Tensor
-    visible: torch.Tensor
-    hidden: tuple[int, ...]
-
-    @property
-    def hidden_label(self) -> int | str:
-        """The hidden class id, or ``"a+b"`` when several are hidden (a table cell)."""
-        return self.hidden[0] if len(self.hidden) == 1 else "+".join(map(str, self.hidden))
-
-
-def proxy_task(graph, seed: int, hide: str = "last", disjoint_val: bool = False) -> ProxyTask:
-    """Hide known classes' labels (one, or two with ``hide='extremes'``). Scored: every labelled
-    node of the hidden classes and the visible classes' validation nodes. With ``disjoint_val``
-    the visible validation nodes are halved at random (seeded): model selection reads one half,
-    the proxy scores the other, so a rule that reads validation accuracy is not scored on the
-    nodes it chose by."""
-    split = make_split(graph.y, seed=seed)
-    labelled = split.train_mask | split.val_mask
-    counts = torch.bincount(graph.y[labelled], minlength=graph.num_classes)
-    hidden = hidden_classes(split.known_classes, seed, hide, counts)
-    hidden_t = torch.tensor(hidden, dtype=torch.long)
-    visible = split.known_classes[~torch.isin(split.known_classes, hidden_t)]
-    index = torch.full((graph.num_classes,), -1, dtype=torch.long)
-    index[visible] = torch.arange(visible.numel())
-    shown = ~torch.isin(graph.y, hidden_t)
-    train = torch.where(split.train_mask & shown, index[graph.y], -1)
-    val_nodes = split.val_mask & shown
-    scored = labelled & ~(split.train_mask & shown)
-    if disjoint_val:
-        nodes = val_nodes.nonzero().flatten()
-        order = torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(10_007 + seed))
-        held = nodes[order[nodes.numel() // 2:]]
-        val_nodes = val_nodes.clone()
-        val_nodes[held] = False  # selection reads the first half only
-        scored = scored & ~val_nodes
-    val = torch.where(val_nodes, index[graph.y], -1)
-    return ProxyTask(train, val, scored, visible, hidden)
-
-
-def _proxy_config(config: ORALConfig, seed: int, num_classes: int) -> ORALConfig:
-    return ORALConfig.from_dict(config.to_dict() | {
-        "seed": seed, "progress": False,
-        "prior_num_classes": None if config.prior_num_classes is None else num_classes})
-
-
-def _proxy_accuracy(graph, task: ProxyTask, class_id: torch.Tensor) -> dict:
-    pred = to_dataset_ids(class_id.long(), task.visible, graph.num_classes)
-    acc = open_world_accuracy(graph.y[task.scored], pred[task.scored], task.visible)
-    return {k2: 100 * v for k2, v in acc.items()} | {"classes": int(torch.unique(class_id).numel())}
 
 
 def proxy_score(prep, seed: int, config: ORALConfig, hide: str = "last") -> dict:

@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_pipeline.register(sub)
     cli_snapshots.register(sub)
     cli_validate.register(sub)
-    from flows import cli_label, cli_report
+    from flows import cli_choose, cli_label, cli_report
+    cli_choose.register(sub)
     cli_label.register(sub)
     cli_report.register(sub)
     return parser

@@ -318,7 +318,7 @@ def _reads_test_labels(proxy, graph, seed) -> bool:
     clean = splits.make_split(graph.y, seed=seed)
     real = splits.make_split
     try:
-        import benchmarks.tune as tune
+        from oral_core import proxy as tune  # where proxy_task builds its split
         tune.make_split = lambda y, seed: clean
         a = proxy(Prepared(graph, graph.x, "none"), seed)
         b = proxy(Prepared(_scrambled_test_labels(graph, seed), graph.x, "none"), seed)
@@ -334,9 +334,11 @@ def test_selection_proxy_never_reads_a_test_label(planted, monkeypatch):
     import benchmarks.tune as tune
     honest = tune.proxy_task
 
+    from oral_core.splits import make_split
+
     def leaky(graph, seed, hide="last", disjoint_val=False):
         task = honest(graph, seed, hide, disjoint_val)
-        return dataclasses.replace(task, scored=task.scored | tune.make_split(graph.y, seed=seed).test_mask)
+        return dataclasses.replace(task, scored=task.scored | make_split(graph.y, seed=seed).test_mask)
     monkeypatch.setattr(tune, "proxy_task", leaky)
     assert _reads_test_labels(proxy, planted, 1)
 

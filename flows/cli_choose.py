@@ -1,0 +1,242 @@
+"""``oral choose``: settings for one graph, chosen by the held-out-class proxy (labelled nodes only).
+
+The paper fixes its settings for every graph; how strongly pseudo-label learning should reinforce
+itself turned out to depend on the graph (the README's lever table). ``oral choose`` measures that
+on the user's own graph without reading one unlabelled node's class: the largest and the smallest
+known class are hidden (``--hide extremes``), ORAL trains on the rest once per seed and setting,
+and the proxy scores how well the hidden classes are discovered and the visible ones kept. A
+candidate replaces the defaults only when its gain over them, paired by seed, stays above 0 at
+one standard error below its mean (:func:`oral_core.proxy.choose_setting`).
+
+    oral choose --dataset cora [--prior] --seeds 5
+    oral choose --graph papers --snapshots data/snapshots [--date 2026-11-20] --seeds 5
+
+Every fit is a seed file under ``--out`` (rerunning reuses it; ``--cache DIR`` also reuses
+matching fits of earlier proxy runs, e.g. ``benchmarks/results/epoch_vote``); the table goes to
+``<out>/<name>.md`` and the choice to ``<out>/<name>.json``, whose ``set`` list is what to pass
+to ``oral run`` / ``oral reproduce`` as ``--set``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+#: the settings tried by default: the two that scale how much pseudo-label learning (Eq. 7-11)
+#: reinforces itself, the lever the proxy found graph-dependent (README, lever table)
+DEFAULT_CANDIDATES = ("gamma=0.1", "pseudo_label_groups=novel")
+#: :data:`oral_core.proxy.HIDE_MODES` (kept literal so building the parser imports no torch)
+HIDE_CHOICES = ("last", "rotate", "extremes")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "choose", help="choose settings for one graph with the held-out-class proxy (labelled "
+                       "nodes only)",
+        description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="a benchmark dataset (cora, amazonphoto, blogcatalog, ...)")
+    src.add_argument("--graph", help="a graph's snapshots (with --snapshots)")
+    p.add_argument("--snapshots", type=Path, help="snapshot root (with --graph)")
+    p.add_argument("--date", help="snapshot date YYYY-MM-DD (default: the latest)")
+    p.add_argument("--prior", action="store_true",
+                   help="(--dataset) give ORAL the true number of classes; for snapshots use "
+                        "--set prior_num_classes=N")
+    p.add_argument("--candidate", action="append", metavar="KEY=VALUE[,KEY=VALUE]",
+                   help=f"a setting to try against the defaults (repeatable; default: "
+                        f"{' and '.join(DEFAULT_CANDIDATES)})")
+    p.add_argument("--seeds", type=int, default=5,
+                   help="proxy seeds per setting (default 5; at least 2, the gain is paired)")
+    p.add_argument("--window", type=int, default=10,
+                   help="score: the mean proxy All over the last WINDOW epochs (default 10)")
+    p.add_argument("--hide", choices=HIDE_CHOICES, default="extremes",
+                   help="which known classes play novel ones (default extremes: the largest and "
+                        "the smallest together)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="the configuration every setting starts from (e.g. attention_kernel=spmm)")
+    p.add_argument("--cache", action="append", type=Path, default=[],
+                   help="a folder of earlier proxy seed files to reuse where they match (read only)")
+    p.add_argument("--out", type=Path, default=Path("state") / "choose",
+                   help="where the fits, the table and the choice go (default state/choose)")
+    p.add_argument("--data-dir", default=None, help="dataset folder (else $ORAL_DATA_DIR)")
+    p.set_defaults(func=cmd_choose)
+
+
+def _candidates(items: list[str] | None) -> dict[str, dict]:
+    """``{name: overrides}`` of the ``--candidate`` options (one-line errors via parse_set)."""
+    from flows.options import OptionError, parse_set
+
+    out = {}
+    for item in items or DEFAULT_CANDIDATES:
+        parts = [p.strip() for p in item.split(",") if p.strip()]
+        if not parts:
+            raise OptionError(f"--candidate {item!r}: give KEY=VALUE[,KEY=VALUE]")
+        overrides, _ = parse_set(parts)
+        out[",".join(f"{k}={v}" for k, v in overrides.items())] = overrides
+    return out
+
+
+def _check(args) -> tuple[dict, dict, dict]:
+    """Every option checked before any work: (base overrides, candidates, configs by name)."""
+    from flows.options import OptionError, check_config, parse_set
+
+    if args.graph is not None and args.snapshots is None:
+        raise OptionError(f"--graph {args.graph}: needs --snapshots ROOT")
+    if args.dataset is not None and (args.snapshots is not None or args.date is not None):
+        raise OptionError("--snapshots/--date: only with --graph (a benchmark dataset has no snapshots)")
+    if args.prior and args.graph is not None:
+        raise OptionError("--prior: only with --dataset; for snapshots give --set prior_num_classes=N")
+    if args.seeds < 2:
+        raise OptionError(f"--seeds {args.seeds}: the gain is paired by seed, so at least 2")
+    base, sources = parse_set(args.set or [])
+    candidates = _candidates(args.candidate)
+    configs = {"defaults": check_config(base, sources)}
+    for name, overrides in candidates.items():
+        configs[name] = check_config(base | overrides, sources | {
+            k: f"--candidate {name}" for k in overrides})
+    epochs = configs["defaults"].epochs
+    if not 1 <= args.window <= epochs:
+        raise OptionError(f"--window {args.window}: must be between 1 and the epochs ({epochs})")
+    return base, candidates, configs
+
+
+class _Labels:
+    """What the proxy scores against: a snapshot's labels (-1 unlabelled) and known classes."""
+
+    def __init__(self, y, num_classes: int):
+        self.y, self.num_classes = y, num_classes
+
+
+def _load(args):
+    """``(name, x, edge_index, scored graph, tasks(seed), prior)`` for a dataset or a snapshot."""
+    import torch
+
+    from oral_core import proxy
+
+    if args.dataset is not None:
+        from oral_core.experiment import prepare
+
+        prep = prepare(args.dataset, args.data_dir)
+        g = prep.graph
+        stem = Path(args.dataset).stem if ("/" in args.dataset or "." in args.dataset) else args.dataset
+        name = f"{stem}-{'prior' if args.prior else 'noprior'}"
+        return (name, prep.x, g.edge_index, g,
+                lambda seed: proxy.proxy_task(g, seed, args.hide, disjoint_val=True),
+                g.num_classes if args.prior else None)
+    from data_contracts import contracts, snapshots as snap
+    from oral_core.columns import writable
+    from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.graph import canonical_edges
+    from tasks.steps import pick_snapshot, split_labelled
+
+    path = pick_snapshot(args.snapshots, args.graph, args.date)
+    files = snap.read_snapshot_files(path)
+    contracts.require_valid(files)
+    s = snap.snapshot_from_files(files)
+    x_raw = torch.from_numpy(writable(s.x))
+    x = preprocess_features(x_raw, auto_feature_mode(x_raw))
+    edges = canonical_edges(torch.from_numpy(s.edge_index), s.num_nodes)
+    y = torch.from_numpy(s.labels).long()
+    known = torch.unique(y[y >= 0])
+    labels = _Labels(y, len(s.class_names))
+
+    def task(seed):
+        train, val = split_labelled(s.labels, seed)
+        return proxy.task_from_labels(y, torch.from_numpy(train) >= 0, torch.from_numpy(val) >= 0,
+                                      known, labels.num_classes, seed, args.hide, disjoint_val=True)
+    return f"{args.graph}-{path.name.removeprefix('snapshot=')}", x, edges, labels, task, None
+
+
+def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str, fit) -> tuple[dict, bool]:
+    """The ``rule`` row of one proxy fit: from a matching seed file, else trained and saved."""
+    from oral_core import proxy
+
+    row = proxy.find_seed([folder, *caches], key, seed, rule)
+    if row is not None:
+        return row, False
+    t = time.perf_counter()
+    rows = fit()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".seed_{seed}.json.tmp"
+    tmp.write_text(json.dumps({"key": key, "seconds": round(time.perf_counter() - t, 1),
+                               "rows": rows}, indent=1))
+    tmp.replace(folder / f"seed_{seed}.json")
+    return next(r for r in rows if r["rule"] == rule), True
+
+
+def cmd_choose(args) -> int:
+    from flows.options import OptionError
+
+    try:
+        base, candidates, configs = _check(args)
+    except OptionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    from data_contracts.snapshots import SnapshotError
+    from oral_core import proxy
+    from oral_core.datasets import DatasetNotFound
+
+    try:
+        name, x, edges, labels, task_of, prior = _load(args)
+    except (DatasetNotFound, SnapshotError) as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    try:
+        tasks = {seed: task_of(seed) for seed in range(args.seeds)}
+    except ValueError as err:  # e.g. extremes with fewer than three known classes
+        print(f"error: --hide {args.hide}: {err}", file=sys.stderr)
+        return 2
+    epochs = configs["defaults"].epochs
+    rule = f"mean@{epochs}:{args.window}"
+    scores: dict[str, dict[int, float]] = {}
+    print(f"oral choose {name}: {len(configs)} settings x {args.seeds} seeds, hide {args.hide}, "
+          f"score {rule} (labelled nodes only)", flush=True)
+    for label, config in configs.items():
+        if prior is not None:
+            config.prior_num_classes = prior
+        key = proxy.run_key(config, args.hide)
+        folder = args.out / name / label.replace("/", "_")
+        scores[label] = {}
+        for seed in range(args.seeds):
+            t = time.perf_counter()
+            row, trained = _fit_rows(
+                folder, args.cache, key, seed, rule,
+                lambda c=config, s=seed: proxy.window_rows(x, edges, labels, tasks[s], s, c, args.window))
+            scores[label][seed] = row["all"]
+            print(f"  {label} seed {seed}: proxy All {row['all']:.1f} "
+                  f"({f'{time.perf_counter() - t:.0f}s' if trained else 'reused'})", flush=True)
+    choice = proxy.choose_setting(scores, candidates)
+    lines = report_lines(name, args, scores, choice, rule)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    chosen_set = [f"{k}={v}" for k, v in (base | choice.overrides).items()]
+    (args.out / f"{name}.json").write_text(json.dumps({
+        "graph": name, "chosen": choice.name, "set": chosen_set, "rule": rule, "hide": args.hide,
+        "seeds": args.seeds, "candidates": choice.rows}, indent=1) + "\n")
+    print("\n".join(lines))
+    print(f"choice: {args.out / (name + '.json')}" + (
+        f"; pass {' '.join('--set ' + s for s in chosen_set)}" if chosen_set else
+        "; the defaults (nothing to pass)"))
+    return 0
+
+
+def report_lines(name: str, args, scores: dict, choice, rule: str) -> list[str]:
+    ref = scores["defaults"]
+    cmd = " ".join(["oral choose"] + sys.argv[2:]) if sys.argv[1:2] == ["choose"] else "oral choose"
+    lines = [f"# Settings for {name}, chosen by the held-out-class proxy", "",
+             f"Command: `{cmd}`. Hidden: `{args.hide}`; score: `{rule}` (mean proxy All over the "
+             "last epochs; labelled nodes only). A candidate replaces the defaults when its gain, "
+             "paired by seed, minus one standard error is above 0 (the highest such bound wins).",
+             "", f"defaults: proxy All {sum(ref.values()) / len(ref):.2f} over {len(ref)} seeds", "",
+             "| candidate | seeds | proxy All | gain (s.e.) | gain − s.e. | ahead | chosen |",
+             "|---|---|---|---|---|---|---|"]
+    for r in choice.rows:
+        mine = scores[r["candidate"]]
+        lines.append(f"| `{r['candidate']}` | {r['seeds']} | {sum(mine.values()) / len(mine):.2f} | "
+                     f"{r['gain']:+.2f} ({r['se']:.2f}) | {r['bound']:+.2f} | {r['ahead']}/{r['seeds']} | "
+                     f"{'yes' if r['candidate'] == choice.name else ''} |")
+    lines += ["", f"Chosen: **{choice.name}**" + ("" if choice.overrides else
+                                                  " (no candidate's bound above 0)")]
+    return lines

@@ -1,0 +1,102 @@
+"""The per-graph choice by the held-out-class proxy (``oral_core.proxy``; ``oral choose``)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from oral_core.config import ORALConfig
+from oral_core.proxy import (Choice, choose_setting, find_seed, lower_bound, proxy_task, run_key,
+                             task_from_labels, window_rows)
+from oral_core.synthetic import make_attributed_sbm
+
+
+def test_lower_bound_is_mean_minus_standard_error():
+    mean, se, bound = lower_bound([1.0, 3.0])
+    assert mean == 2.0 and se == pytest.approx(1.0) and bound == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="at least two seeds"):
+        lower_bound([1.0])
+
+
+def test_choice_takes_the_highest_positive_bound_else_the_defaults():
+    scores = {"defaults": {0: 50.0, 1: 60.0, 2: 55.0},
+              "a": {0: 58.0, 1: 66.0, 2: 63.0},      # +8, +6, +8: a steady gain
+              "b": {0: 80.0, 1: 55.0, 2: 70.0},      # +30, -5, +15: larger mean, far noisier
+              "c": {0: 40.0, 1: 50.0, 2: 45.0}}      # a loss
+    cands = {"a": {"gamma": 0.1}, "b": {"mu": 0.1}, "c": {"pol": False}}
+    got = choose_setting(scores, cands)
+    assert isinstance(got, Choice) and got.name == "a" and got.overrides == {"gamma": 0.1}
+    assert [r["candidate"] for r in got.rows] == ["a", "b", "c"]
+    assert got.rows[0]["ahead"] == 3 and got.rows[2]["bound"] < 0
+    # no candidate clears its standard error: the paper's settings stay
+    noisy = {"defaults": {0: 50.0, 1: 60.0}, "b": {0: 70.0, 1: 50.0}}
+    assert choose_setting(noisy, {"b": {"mu": 0.1}}).overrides == {}
+    # only seeds every setting has are paired
+    partial = {"defaults": {0: 50.0, 1: 60.0, 2: 0.0}, "a": {0: 55.0, 1: 66.0}}
+    assert choose_setting(partial, {"a": {"gamma": 0.1}}).rows[0]["seeds"] == 2
+
+
+def _seed_file(folder, config, seed, hide="extremes", all_=70.0, rule="mean@200:10"):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"seed_{seed}.json").write_text(json.dumps(
+        {"key": run_key(config, hide), "rows": [{"rule": rule, "seed": seed, "all": all_}]}))
+
+
+def test_a_saved_fit_is_reused_only_for_the_same_proxy_run(tmp_path):
+    cfg = ORALConfig(gamma=0.1)
+    _seed_file(tmp_path / "a" / "deep", cfg, 0, all_=71.0)
+    key = run_key(cfg, "extremes")
+    assert find_seed([tmp_path], key, 0, "mean@200:10")["all"] == 71.0  # found recursively
+    assert find_seed([tmp_path], key, 1, "mean@200:10") is None        # other seed
+    assert find_seed([tmp_path], key, 0, "mean@200:25") is None        # other window
+    assert find_seed([tmp_path], run_key(cfg, "rotate"), 0, "mean@200:10") is None
+    assert find_seed([tmp_path], run_key(ORALConfig(gamma=0.3), "extremes"), 0, "mean@200:10") is None
+    # a field added later, at its old default, and the progress bar do not change the training
+    same = ORALConfig(gamma=0.1, eval_every=1, progress=False)
+    assert find_seed([tmp_path], run_key(same, "extremes"), 0, "mean@200:10")["all"] == 71.0
+    other_epochs = ORALConfig(gamma=0.1, epochs=150)  # horizon differs
+    assert find_seed([tmp_path], run_key(other_epochs, "extremes"), 0, "mean@150:10") is None
+    (tmp_path / "a" / "seed_0.json").write_text("{not json")  # a broken file is passed over
+    assert find_seed([tmp_path], key, 0, "mean@200:10")["all"] == 71.0
+
+
+def test_snapshot_task_reads_labelled_nodes_only():
+    """A snapshot's labels (-1 unlabelled): the hidden classes are the largest and the smallest
+    known class, none of their nodes is trained on, and only labelled nodes are scored."""
+    y = torch.tensor([0] * 10 + [1] * 6 + [2] * 3 + [-1] * 8)
+    train_mask = torch.zeros(27, dtype=torch.bool)
+    train_mask[[0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13, 16, 17]] = True
+    val_mask = (y >= 0) & ~train_mask
+    task = task_from_labels(y, train_mask, val_mask, torch.tensor([0, 1, 2]), 3, seed=0,
+                            hide="extremes", disjoint_val=True)
+    assert task.hidden == (0, 2) and task.visible.tolist() == [1]
+    assert set(task.train[task.train >= 0].tolist()) == {0}             # class 1, re-indexed
+    assert not task.train[(y == 0) | (y == 2)].ge(0).any()
+    assert not task.scored[y < 0].any() and task.scored[(y == 0) | (y == 2)].all()
+    assert not (task.scored & (task.val >= 0)).any()                    # selection half unscored
+
+
+def test_window_score_never_reads_a_test_label(one_thread):
+    """The mean-of-last-epochs score ``oral choose`` compares is the same with every test label
+    scrambled (the split is held fixed)."""
+    from oral_core import proxy
+
+    g = make_attributed_sbm(num_nodes=200, num_classes=6, feature_dim=8, seed=2)
+    cfg = ORALConfig(epochs=4, hidden_dim=8, num_prototypes=8, progress=False)
+    split = proxy.make_split(g.y, seed=0)
+    y = g.y.clone()
+    y[split.test_mask] = (y[split.test_mask] + 1) % g.num_classes
+    scrambled = dataclasses.replace(g, y=y)
+    real = proxy.make_split
+    try:
+        proxy.make_split = lambda labels, seed: split
+        a = window_rows(g.x, g.edge_index, g, proxy_task(g, 0, "extremes", True), 0, cfg, 2)
+        b = window_rows(g.x, g.edge_index, scrambled, proxy_task(scrambled, 0, "extremes", True),
+                        0, cfg, 2)
+    finally:
+        proxy.make_split = real
+    assert a == b and [r["rule"] for r in a] == ["last@4", "mean@4:2"]
+    with pytest.raises(ValueError, match="window 5"):
+        window_rows(g.x, g.edge_index, g, proxy_task(g, 0, "extremes", True), 0, cfg, 5)

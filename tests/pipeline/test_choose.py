@@ -1,0 +1,72 @@
+"""``oral choose`` end to end on a tiny snapshot and a tiny dataset file (the refusals are in
+test_refusals.py; the rule and the proxy's labelled-only reading in tests/core/test_proxy.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TINY = ["--set", "epochs=6", "--set", "hidden_dim=8", "--set", "num_prototypes=8", "--window", "2",
+        "--seeds", "2"]
+
+
+@pytest.fixture()
+def snapshot_root(tmp_path):
+    """One snapshot of a planted graph: four of five classes labelled on half their nodes."""
+    import numpy as np
+
+    from data_contracts import snapshots as snap
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=300, num_classes=5, feature_dim=8, seed=4)
+    y = g.y.numpy()
+    ids = [f"n{i}" for i in range(g.num_nodes)]
+    labels = [f"c{y[i]}" if y[i] < 4 and i % 2 == 0 else None for i in range(g.num_nodes)]
+    src, dst = g.edge_index.numpy()
+    keep = src < dst
+    snap.write_snapshot(tmp_path / "snaps", "g", "2026-03-01",
+                        snap.nodes_table(ids, g.x.numpy().astype(np.float32), labels),
+                        snap.edges_table([ids[i] for i in src[keep]], [ids[j] for j in dst[keep]]))
+    return tmp_path / "snaps"
+
+
+def test_choose_on_a_snapshot_writes_the_table_and_the_choice_and_reuses_its_fits(
+        snapshot_root, tmp_path, capsys, one_thread):
+    from flows.cli import main
+
+    out = tmp_path / "choose"
+    argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+            "gamma=0.1", "--out", str(out), *TINY]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "defaults seed 1: proxy All" in printed and "gamma=0.1 seed 1" in printed
+    choice = json.loads((out / "g-2026-03-01.json").read_text())
+    assert choice["chosen"] in ("defaults", "gamma=0.1") and choice["rule"] == "mean@6:2"
+    wanted = {"defaults": [], "gamma=0.1": ["gamma=0.1"]}[choice["chosen"]]
+    base = ["epochs=6", "hidden_dim=8", "num_prototypes=8"]
+    assert choice["set"] == base + wanted
+    row = choice["candidates"][0]
+    assert row["candidate"] == "gamma=0.1" and row["seeds"] == 2
+    assert row["bound"] == pytest.approx(row["gain"] - row["se"])
+    md = (out / "g-2026-03-01.md").read_text()
+    assert "| `gamma=0.1` | 2 |" in md and "Chosen: **" in md
+    fits = sorted(out.rglob("seed_*.json"))
+    assert len(fits) == 4
+    stamps = [p.stat().st_mtime_ns for p in fits]
+    assert main(argv) == 0  # every fit reused, none retrained
+    assert "reused" in capsys.readouterr().out
+    assert [p.stat().st_mtime_ns for p in fits] == stamps
+
+
+def test_choose_on_a_dataset_file_with_the_prior(npz_graph, tmp_path, capsys, one_thread):
+    """``--dataset PATH --prior``: the fits carry the full class number, the rotate proxy works on
+    four classes, and the default candidates are tried."""
+    from flows.cli import main
+
+    out = tmp_path / "choose"
+    assert main(["choose", "--dataset", str(npz_graph), "--prior", "--hide", "rotate",
+                 "--out", str(out), *TINY]) == 0
+    choice = json.loads(next(out.glob("*-prior.json")).read_text())
+    assert [r["candidate"] for r in choice["candidates"]] == ["gamma=0.1", "pseudo_label_groups=novel"]
+    fit = json.loads(next(out.rglob("seed_0.json")).read_text())
+    assert fit["key"]["config"]["prior_num_classes"] == 4 and fit["key"]["hide"] == "rotate"
