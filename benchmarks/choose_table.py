@@ -1,15 +1,15 @@
-"""ORAL with the per-graph choice of ``oral choose`` against the defaults and the baselines, strict
-protocol, paired by seed (issue 17).
+"""ORAL with the per-graph choice of ``oral choose`` against the defaults and the baselines, paired
+by seed, under the protocol each choice was made for (issue 17).
 
-    python -m benchmarks.choose_table [--results benchmarks/results] [--out benchmarks/results/choose_strict.md]
+    python -m benchmarks.choose_table [--results benchmarks/results] [--out benchmarks/results/choose_paired.md]
 
-For every choice ``benchmarks/results/choose/<dataset>-<prior>.json`` (made by ``oral choose``
-on labelled nodes only), the strict seed files of the chosen setting are looked up among the
+For every choice ``benchmarks/results/choose/<dataset>-<prior>[-paper].json`` (made by ``oral
+choose [--protocol paper]`` on labelled nodes only), the seed files of the chosen setting are looked up among the
 result folders (``<results>`` and each subfolder holding ``runs/oral/<dataset>-<prior>``) by
 their configuration: every folder whose seeds ran the defaults plus the chosen overrides is
-pooled (execution-only fields such as ``attention_kernel`` ignored). The chosen setting is then
+pooled (the seed, progress bar, device and the prior's count set aside). The chosen setting is then
 paired by seed with the defaults and with OpenNCD and GCD. A cell whose chosen setting has no
-strict seed yet says so, with the jobs line that runs it.
+seed yet says so.
 """
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def folders_with(results: Path, method: str, cell: str, want: dict | None = None
 
 def lines_for(results: Path, choice_path: Path) -> list[str]:
     choice = json.loads(choice_path.read_text())
-    cell = choice_path.stem  # <dataset>-<prior>
-    dataset, prior = cell.rsplit("-", 1)
+    cell = choice_path.stem  # <dataset>-<prior>[-paper]: also the seed folders' name
+    protocol = "paper" if cell.endswith("-paper") else "ours"
+    dataset, prior = cell.removesuffix("-paper").rsplit("-", 1)
     overrides = {}
     for row in choice["candidates"]:
         if row["candidate"] == choice["chosen"]:
@@ -64,15 +65,15 @@ def lines_for(results: Path, choice_path: Path) -> list[str]:
     want = setting(want_cfg.to_dict())
     defaults = folders_with(results, "oral", cell, setting(base.to_dict()))
     chosen = folders_with(results, "oral", cell, want)
-    head = f"| {dataset} | {prior} | `{choice['chosen']}` |"
+    head = f"| {dataset} | {prior} | {protocol} | `{choice['chosen']}` |"
     if not chosen:
-        return [head + " (no strict seed of this setting yet) |||||"]
+        return [head + " (no seed of this setting yet) |||||"]
     out = []
     against = [("defaults", defaults, None)] if overrides else []
     for label, side, method in against + [(m, folders_with(results, m, cell), m) for m in BASELINES]:
         try:
             rows = paired_rows(side, chosen, "oral", [dataset], ["yes" if prior == "prior" else "no"],
-                               "ours", 1.0, method)
+                               protocol, 1.0, method)
         except SeedClash as err:
             out.append(head + f" {label}: {err} |||||")
             continue
@@ -90,17 +91,17 @@ def main(argv=None) -> int:
     choices = sorted((args.results / "choose").glob("*.json"))
     if not choices:
         raise SystemExit(f"error: no choice under {args.results / 'choose'}: run `oral choose` first")
-    lines = ["# ORAL with the per-graph choice of `oral choose`, strict protocol, paired by seed", "",
+    lines = ["# ORAL with the per-graph choice of `oral choose`, paired by seed", "",
              "Command: `python -m benchmarks.choose_table`. The setting of each cell was chosen by "
              "`oral choose` on labelled nodes only (`benchmarks/results/choose/*.md`); the test "
              "labels below only score it. Every result folder whose seeds ran the chosen setting is "
              "pooled; against: the committed defaults, OpenNCD, GCD (ORAL's All − theirs).", "",
-             "| dataset | prior | chosen | against | seeds | All against | All chosen | "
-             "chosen − against (s.e.) | chosen ahead |", "|---|---|---|---|---|---|---|---|---|"]
+             "| dataset | prior | protocol | chosen | against | seeds | All against | All chosen | "
+             "chosen − against (s.e.) | chosen ahead |", "|---|---|---|---|---|---|---|---|---|---|"]
     for path in choices:
         lines += lines_for(args.results, path)
     text = "\n".join(lines) + "\n"
-    out = args.out or args.results / "choose_strict.md"
+    out = args.out or args.results / "choose_paired.md"
     out.write_text(text)
     print(text)
     return 0

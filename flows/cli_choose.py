@@ -54,6 +54,9 @@ def register(sub) -> None:
     p.add_argument("--hide", choices=HIDE_CHOICES, default="extremes",
                    help="which known classes play novel ones (default extremes: the largest and "
                         "the smallest together)")
+    p.add_argument("--protocol", choices=["ours", "paper"], default="ours",
+                   help="(--dataset) whose known classes: ours (the lowest ids) or the paper's "
+                        "(oral reproduce --protocol); only labelled nodes are read either way")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="the configuration every setting starts from (e.g. attention_kernel=spmm)")
     p.add_argument("--cache", action="append", type=Path, default=[],
@@ -86,6 +89,9 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError(f"--graph {args.graph}: needs --snapshots ROOT")
     if args.dataset is not None and (args.snapshots is not None or args.date is not None):
         raise OptionError("--snapshots/--date: only with --graph (a benchmark dataset has no snapshots)")
+    if args.protocol != "ours" and args.graph is not None:
+        raise OptionError(f"--protocol {args.protocol}: only with --dataset (a snapshot's labels "
+                          "say which classes are known)")
     if args.prior and args.graph is not None:
         raise OptionError("--prior: only with --dataset; for snapshots give --set prior_num_classes=N")
     if args.seeds < 2:
@@ -121,9 +127,10 @@ def _load(args):
         prep = prepare(args.dataset, args.data_dir)
         g = prep.graph
         stem = Path(args.dataset).stem if ("/" in args.dataset or "." in args.dataset) else args.dataset
-        name = f"{stem}-{'prior' if args.prior else 'noprior'}"
+        name = f"{stem}-{'prior' if args.prior else 'noprior'}" + (
+            "-paper" if args.protocol == "paper" else "")
         return (name, prep.x, g.edge_index, g,
-                lambda seed: proxy.proxy_task(g, seed, args.hide, disjoint_val=True),
+                lambda seed: proxy.proxy_task(g, seed, args.hide, True, args.protocol),
                 g.num_classes if args.prior else None)
     from data_contracts import contracts, snapshots as snap
     from oral_core.columns import writable
@@ -196,7 +203,7 @@ def cmd_choose(args) -> int:
     for label, config in configs.items():
         if prior is not None:
             config.prior_num_classes = prior
-        key = proxy.run_key(config, args.hide)
+        key = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours")
         folder = args.out / name / label.replace("/", "_")
         scores[label] = {}
         for seed in range(args.seeds):
@@ -214,6 +221,7 @@ def cmd_choose(args) -> int:
     chosen_set = [f"{k}={v}" for k, v in (base | choice.overrides).items()]
     (args.out / f"{name}.json").write_text(json.dumps({
         "graph": name, "chosen": choice.name, "set": chosen_set, "rule": rule, "hide": args.hide,
+        "protocol": args.protocol if args.dataset else "snapshot labels",
         "seeds": args.seeds, "candidates": choice.rows}, indent=1) + "\n")
     print("\n".join(lines))
     print(f"choice: {args.out / (name + '.json')}" + (

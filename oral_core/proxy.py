@@ -87,10 +87,18 @@ class ProxyTask:
         return self.hidden[0] if len(self.hidden) == 1 else "+".join(map(str, self.hidden))
 
 
-def proxy_task(graph, seed: int, hide: str = "last", disjoint_val: bool = False) -> ProxyTask:
+def proxy_task(graph, seed: int, hide: str = "last", disjoint_val: bool = False,
+               protocol: str = "ours") -> ProxyTask:
     """Hide known classes' labels (one, or two with ``hide='extremes'``) of a benchmark graph
-    under the strict split (:func:`oral_core.splits.make_split`); see :func:`task_from_labels`."""
-    split = make_split(graph.y, seed=seed)
+    under the protocol's split (``ours``: :func:`oral_core.splits.make_split`, the lowest class
+    ids known; ``paper``: the paper's known classes, :func:`oral_core.experiment.protocol_split`);
+    see :func:`task_from_labels`. Either way only labelled nodes are read."""
+    if protocol == "ours":
+        split = make_split(graph.y, seed=seed)
+    else:
+        from .experiment import protocol_split
+
+        split = protocol_split(graph, seed, protocol)[0]
     return task_from_labels(graph.y, split.train_mask, split.val_mask, split.known_classes,
                             graph.num_classes, seed, hide, disjoint_val)
 
@@ -179,9 +187,12 @@ def window_rows(x: torch.Tensor, edge_index: torch.Tensor, graph, task: ProxyTas
             | epoch_mean([proxy_accuracy(graph, task, e) for e in ids[horizon - window + 1:]])]
 
 
-def run_key(config: ORALConfig, hide: str) -> dict:
-    """What a saved proxy seed file must match to answer ``config`` (its ``key``)."""
-    return {"horizon": config.epochs, "hide": hide, "config": config.to_dict()}
+def run_key(config: ORALConfig, hide: str, protocol: str = "ours") -> dict:
+    """What a saved proxy seed file must match to answer ``config`` (its ``key``; the protocol,
+    which decides the known classes, only when it is not the strict one, as older files have
+    none)."""
+    key = {"horizon": config.epochs, "hide": hide, "config": config.to_dict()}
+    return key if protocol == "ours" else key | {"protocol": protocol}
 
 
 def answers(saved: dict | None, key: dict) -> bool:
@@ -189,6 +200,7 @@ def answers(saved: dict | None, key: dict) -> bool:
     classes and training; files of ``benchmarks.epoch_vote`` runs answer too)."""
     return bool(saved) and (saved.get("horizon") == key["horizon"]
                             and saved.get("hide", "rotate") == key["hide"]
+                            and saved.get("protocol", "ours") == key.get("protocol", "ours")
                             and training_key(saved.get("config", {})) == training_key(key["config"]))
 
 

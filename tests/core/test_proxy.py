@@ -58,6 +58,14 @@ def test_a_saved_fit_is_reused_only_for_the_same_proxy_run(tmp_path):
     assert find_seed([tmp_path], run_key(same, "extremes"), 0, "mean@200:10")["all"] == 71.0
     other_epochs = ORALConfig(gamma=0.1, epochs=150)  # horizon differs
     assert find_seed([tmp_path], run_key(other_epochs, "extremes"), 0, "mean@150:10") is None
+    # a strict fit never answers the paper protocol (other known classes), nor the reverse
+    assert find_seed([tmp_path], run_key(cfg, "extremes", "paper"), 0, "mean@200:10") is None
+    _seed_file(tmp_path / "p", cfg, 2, all_=60.0)
+    paper = run_key(cfg, "extremes", "paper")
+    (tmp_path / "p" / "seed_2.json").write_text(json.dumps(
+        {"key": paper, "rows": [{"rule": "mean@200:10", "seed": 2, "all": 60.0}]}))
+    assert find_seed([tmp_path], paper, 2, "mean@200:10")["all"] == 60.0
+    assert find_seed([tmp_path], key, 2, "mean@200:10") is None
     (tmp_path / "a" / "seed_0.json").write_text("{not json")  # a broken file is passed over
     assert find_seed([tmp_path], key, 0, "mean@200:10")["all"] == 71.0
 
@@ -100,3 +108,18 @@ def test_window_score_never_reads_a_test_label(one_thread):
     assert a == b and [r["rule"] for r in a] == ["last@4", "mean@4:2"]
     with pytest.raises(ValueError, match="window 5"):
         window_rows(g.x, g.edge_index, g, proxy_task(g, 0, "extremes", True), 0, cfg, 5)
+
+
+def test_the_paper_protocol_proxy_hides_among_the_papers_known_classes(monkeypatch):
+    from oral_core import experiment
+
+    g = make_attributed_sbm(num_nodes=240, num_classes=6, feature_dim=8, seed=2)
+    g = dataclasses.replace(g, name="cora-like")
+    monkeypatch.setitem(experiment.PAPER_KNOWN, "cora-like", [1, 2, 3, 5])
+    monkeypatch.setattr(experiment, "canonical_name", lambda name: name)
+    strict = proxy_task(g, 0, "extremes", True)
+    paper = proxy_task(g, 0, "extremes", True, protocol="paper")
+    assert set(strict.visible.tolist()) | set(strict.hidden) <= {0, 1, 2, 3}
+    assert set(paper.visible.tolist()) | set(paper.hidden) == {1, 2, 3, 5}
+    labelled = (paper.train >= 0) | (paper.val >= 0)
+    assert not torch.isin(g.y[labelled], torch.tensor([0, 4])).any()
