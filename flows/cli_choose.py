@@ -61,8 +61,10 @@ def register(sub) -> None:
                    help="the configuration every setting starts from (e.g. attention_kernel=spmm)")
     p.add_argument("--cache", action="append", type=Path, default=[],
                    help="a folder of earlier proxy seed files to reuse where they match (read only)")
-    p.add_argument("--out", type=Path, default=Path("state") / "choose",
-                   help="where the fits, the table and the choice go (default state/choose)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where the fits, the table and the choice go (default <state>/choose, "
+                        "<state> being $ORAL_STATE_DIR or ./state: where `oral run` reads a "
+                        "graph's choice)")
     p.add_argument("--data-dir", default=None, help="dataset folder (else $ORAL_DATA_DIR)")
     p.set_defaults(func=cmd_choose)
 
@@ -116,7 +118,8 @@ class _Labels:
 
 
 def _load(args):
-    """``(name, x, edge_index, scored graph, tasks(seed), prior)`` for a dataset or a snapshot."""
+    """``(name, data, x, edge_index, scored graph, tasks(seed), prior)`` for a dataset or a
+    snapshot (``data``: what the fits were made on, part of their key)."""
     import torch
 
     from oral_core import proxy
@@ -129,7 +132,7 @@ def _load(args):
         stem = Path(args.dataset).stem if ("/" in args.dataset or "." in args.dataset) else args.dataset
         name = f"{stem}-{'prior' if args.prior else 'noprior'}" + (
             "-paper" if args.protocol == "paper" else "")
-        return (name, prep.x, g.edge_index, g,
+        return (name, stem, prep.x, g.edge_index, g,
                 lambda seed: proxy.proxy_task(g, seed, args.hide, True, args.protocol),
                 g.num_classes if args.prior else None)
     from data_contracts import contracts, snapshots as snap
@@ -153,7 +156,7 @@ def _load(args):
         train, val = split_labelled(s.labels, seed)
         return proxy.task_from_labels(y, torch.from_numpy(train) >= 0, torch.from_numpy(val) >= 0,
                                       known, labels.num_classes, seed, args.hide, disjoint_val=True)
-    return f"{args.graph}-{path.name.removeprefix('snapshot=')}", x, edges, labels, task, None
+    return args.graph, f"{args.graph}@{files.content_hash}", x, edges, labels, task, None
 
 
 def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str, fit) -> tuple[dict, bool]:
@@ -186,7 +189,7 @@ def cmd_choose(args) -> int:
     from oral_core.datasets import DatasetNotFound
 
     try:
-        name, x, edges, labels, task_of, prior = _load(args)
+        name, data, x, edges, labels, task_of, prior = _load(args)
     except (DatasetNotFound, SnapshotError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
@@ -195,6 +198,10 @@ def cmd_choose(args) -> int:
     except ValueError as err:  # e.g. extremes with fewer than three known classes
         print(f"error: --hide {args.hide}: {err}", file=sys.stderr)
         return 2
+    if args.out is None:
+        from flows.settings import Settings
+
+        args.out = Settings.from_env(None).state_dir / "choose"
     epochs = configs["defaults"].epochs
     rule = f"mean@{epochs}:{args.window}"
     scores: dict[str, dict[int, float]] = {}
@@ -203,7 +210,7 @@ def cmd_choose(args) -> int:
     for label, config in configs.items():
         if prior is not None:
             config.prior_num_classes = prior
-        key = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours")
+        key = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", data)
         folder = args.out / name / label.replace("/", "_")
         scores[label] = {}
         for seed in range(args.seeds):
@@ -221,7 +228,8 @@ def cmd_choose(args) -> int:
     chosen_set = [f"{k}={v}" for k, v in (base | choice.overrides).items()]
     (args.out / f"{name}.json").write_text(json.dumps({
         "graph": name, "chosen": choice.name, "set": chosen_set, "rule": rule, "hide": args.hide,
-        "protocol": args.protocol if args.dataset else "snapshot labels",
+        "protocol": args.protocol if args.dataset else "snapshot labels", "data": data,
+        "overrides": choice.overrides,
         "seeds": args.seeds, "candidates": choice.rows}, indent=1) + "\n")
     print("\n".join(lines))
     print(f"choice: {args.out / (name + '.json')}" + (

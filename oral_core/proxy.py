@@ -187,21 +187,31 @@ def window_rows(x: torch.Tensor, edge_index: torch.Tensor, graph, task: ProxyTas
             | epoch_mean([proxy_accuracy(graph, task, e) for e in ids[horizon - window + 1:]])]
 
 
-def run_key(config: ORALConfig, hide: str, protocol: str = "ours") -> dict:
-    """What a saved proxy seed file must match to answer ``config`` (its ``key``; the protocol,
-    which decides the known classes, only when it is not the strict one, as older files have
-    none)."""
+def run_key(config: ORALConfig, hide: str, protocol: str = "ours", data: str | None = None) -> dict:
+    """What a saved proxy seed file must match to answer ``config`` (its ``key``): the horizon,
+    the hidden classes, the training, the data (``data``: a dataset's name or a snapshot's
+    content hash) and the protocol, which decides the known classes (recorded only when it is
+    not the strict one, as older files have none)."""
     key = {"horizon": config.epochs, "hide": hide, "config": config.to_dict()}
+    if data is not None:
+        key["data"] = data
     return key if protocol == "ours" else key | {"protocol": protocol}
 
 
-def answers(saved: dict | None, key: dict) -> bool:
+def answers(saved: dict | None, key: dict, folder: str = "") -> bool:
     """True when a seed file's ``key`` is the same proxy run as ``key`` (same horizon, hidden
-    classes and training; files of ``benchmarks.epoch_vote`` runs answer too)."""
-    return bool(saved) and (saved.get("horizon") == key["horizon"]
-                            and saved.get("hide", "rotate") == key["hide"]
-                            and saved.get("protocol", "ours") == key.get("protocol", "ours")
-                            and training_key(saved.get("config", {})) == training_key(key["config"]))
+    classes, protocol, training and data). A file that names no data (``benchmarks.epoch_vote``
+    seed files) answers only from a folder named after the data (``<dataset>-...``)."""
+    if not saved:
+        return False
+    if "data" in saved or "data" not in key:
+        same_data = saved.get("data") == key.get("data")
+    else:
+        same_data = folder.startswith(f"{key['data']}-")
+    return (same_data and saved.get("horizon") == key["horizon"]
+            and saved.get("hide", "rotate") == key["hide"]
+            and saved.get("protocol", "ours") == key.get("protocol", "ours")
+            and training_key(saved.get("config", {})) == training_key(key["config"]))
 
 
 def find_seed(folders: list[Path], key: dict, seed: int, rule: str) -> dict | None:
@@ -213,7 +223,7 @@ def find_seed(folders: list[Path], key: dict, seed: int, rule: str) -> dict | No
                 saved = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            if not isinstance(saved, dict) or not answers(saved.get("key"), key):
+            if not isinstance(saved, dict) or not answers(saved.get("key"), key, path.parent.name):
                 continue
             for row in saved.get("rows", []):
                 if row.get("rule") == rule and row.get("seed") == seed and "all" in row:

@@ -66,6 +66,18 @@ def test_a_saved_fit_is_reused_only_for_the_same_proxy_run(tmp_path):
         {"key": paper, "rows": [{"rule": "mean@200:10", "seed": 2, "all": 60.0}]}))
     assert find_seed([tmp_path], paper, 2, "mean@200:10")["all"] == 60.0
     assert find_seed([tmp_path], key, 2, "mean@200:10") is None
+    # the data is part of the key: a fit on another graph never answers
+    cora, photo = run_key(cfg, "extremes", data="cora"), run_key(cfg, "extremes", data="photo")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "seed_5.json").write_text(json.dumps(
+        {"key": cora, "rows": [{"rule": "mean@200:10", "seed": 5, "all": 50.0}]}))
+    assert find_seed([tmp_path / "d"], cora, 5, "mean@200:10")["all"] == 50.0
+    assert find_seed([tmp_path / "d"], photo, 5, "mean@200:10") is None
+    # a file without data (benchmarks.epoch_vote) answers only from a folder named after it
+    _seed_file(tmp_path / "photo-noprior-extremes", cfg, 6, all_=40.0)
+    _seed_file(tmp_path / "cora-noprior-extremes", cfg, 7, all_=45.0)
+    assert find_seed([tmp_path], photo, 6, "mean@200:10")["all"] == 40.0
+    assert find_seed([tmp_path], photo, 7, "mean@200:10") is None
     (tmp_path / "a" / "seed_0.json").write_text("{not json")  # a broken file is passed over
     assert find_seed([tmp_path], key, 0, "mean@200:10")["all"] == 71.0
 

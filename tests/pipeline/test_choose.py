@@ -40,7 +40,7 @@ def test_choose_on_a_snapshot_writes_the_table_and_the_choice_and_reuses_its_fit
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "defaults seed 1: proxy All" in printed and "gamma=0.1 seed 1" in printed
-    choice = json.loads((out / "g-2026-03-01.json").read_text())
+    choice = json.loads((out / "g.json").read_text())
     assert choice["chosen"] in ("defaults", "gamma=0.1") and choice["rule"] == "mean@6:2"
     wanted = {"defaults": [], "gamma=0.1": ["gamma=0.1"]}[choice["chosen"]]
     base = ["epochs=6", "hidden_dim=8", "num_prototypes=8"]
@@ -48,7 +48,7 @@ def test_choose_on_a_snapshot_writes_the_table_and_the_choice_and_reuses_its_fit
     row = choice["candidates"][0]
     assert row["candidate"] == "gamma=0.1" and row["seeds"] == 2
     assert row["bound"] == pytest.approx(row["gain"] - row["se"])
-    md = (out / "g-2026-03-01.md").read_text()
+    md = (out / "g.md").read_text()
     assert "| `gamma=0.1` | 2 |" in md and "Chosen: **" in md
     fits = sorted(out.rglob("seed_*.json"))
     assert len(fits) == 4
