@@ -55,6 +55,29 @@ def resolve_config(overrides: ORALOverrides | dict | None, device: str | None = 
     return config
 
 
+def _with_choice(config, device, settings, graph: str, logger):
+    """The night's configuration: the defaults, then the graph's choice of ``oral choose``
+    (``<state>/choose/<graph>.json``, :func:`tasks.steps.read_choice`), then the run's own
+    ``config`` overrides, which win key by key. Returns it and what the choice contributed
+    (``gamma=0.1``, ``defaults`` when the choice kept the defaults or everything it set was
+    overridden, ``none`` without a usable choice). A bad configuration fails here, before any
+    snapshot is read."""
+    explicit = as_overrides(config)
+    choice = steps.read_choice(settings.state_dir, graph)
+    if choice is None:
+        return resolve_config(explicit, device), "none"
+    if choice.problem:
+        logger.warning("the graph's choice is not applied: %s", choice.problem)
+        return resolve_config(explicit, device), "none"
+    applied = {k: v for k, v in choice.overrides.items() if k not in explicit}
+    cfg = resolve_config(applied | explicit, device)
+    label = ",".join(f"{k}={v}" for k, v in applied.items()) or "defaults"
+    overridden = sorted(set(choice.overrides) - set(applied))
+    logger.info("settings chosen by oral choose (%s): %s%s", choice.source, label,
+                f" ({', '.join(overridden)} overridden by the run's config)" if overridden else "")
+    return cfg, label
+
+
 @functools.cache
 def _slug_pairs() -> tuple[tuple[frozenset[str], ...], ...]:
     """The word lists of Prefect's generated run names: ``generate_slug(2)``
@@ -177,7 +200,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     logger = get_run_logger()
     settings = Settings.from_env(state_dir)
     snap.check_graph_name(graph)
-    cfg = resolve_config(config, device)  # a bad configuration fails before any snapshot is read
+    cfg, chosen = _with_choice(config, device, settings, graph, logger)
     warehouse = Warehouse(settings.warehouse_path)
     last = warehouse.last_processed_date(graph) if settings.warehouse_path.exists() else None
     path = pt.find_snapshot(snapshot_root, graph, date, last)
@@ -278,6 +301,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                               "warm_from_version": start["warm_from_version"]}.items()
             if k in RUN_COLUMNS}
     tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
+            "chosen_settings": chosen,
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id,
             **{k: v for k, v in start.items() if v not in (None, "")}}
     snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
@@ -319,7 +343,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                "champion": tracked.get("promoted"), "val_accuracy": trained["val_accuracy"],
                "train_seconds": trained["train_seconds"], "start": plan.start,
                "start_reason": plan.reason, "warm_from_version": start["warm_from_version"],
-               "epochs": trained["epochs"]}
+               "epochs": trained["epochs"], "chosen_settings": chosen}
     _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
                       report_html, summary, tracking_cfg)
     _artifact_report(graph, settings, tracking_cfg.uri)
@@ -405,7 +429,9 @@ def _artifact_summary(graph, day, classes, published, tracked, scores, settings,
              f"novel, {len(emerged)} novel emerged tonight."]
     if summary:
         parts.append(f"Training: {summary['start']} start ({summary['start_reason']}), "
-                     f"{summary['epochs']} epochs, {summary['train_seconds']:.1f} s.")
+                     f"{summary['epochs']} epochs, {summary['train_seconds']:.1f} s"
+                     + ("." if summary.get("chosen_settings", "none") == "none" else
+                        f", settings chosen by oral choose: {summary['chosen_settings']}."))
     if scores:
         parts.append(f"Scored against truth: All {scores['all']:.1f}%, Known {scores['known']:.1f}%, "
                      f"Novel {scores['novel']:.1f}%.")

@@ -70,3 +70,74 @@ def test_choose_on_a_dataset_file_with_the_prior(npz_graph, tmp_path, capsys, on
     assert [r["candidate"] for r in choice["candidates"]] == ["gamma=0.1", "pseudo_label_groups=novel"]
     fit = json.loads(next(out.rglob("seed_0.json")).read_text())
     assert fit["key"]["config"]["prior_num_classes"] == 4 and fit["key"]["hide"] == "rotate"
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, msg, *args):
+        self.lines.append(("info", msg % args))
+
+    def warning(self, msg, *args):
+        self.lines.append(("warning", msg % args))
+
+
+def _choice_file(state, graph, payload):
+    (state / "choose").mkdir(parents=True, exist_ok=True)
+    (state / "choose" / f"{graph}.json").write_text(
+        payload if isinstance(payload, str) else json.dumps(payload))
+
+
+def test_a_night_applies_the_graphs_choice_under_its_own_overrides(tmp_path):
+    """``oral run`` reads ``<state>/choose/<graph>.json``: the choice's overrides apply, the run's
+    own config wins key by key, and the night records what the choice contributed."""
+    from types import SimpleNamespace
+
+    from flows.nightly import _with_choice
+
+    settings = SimpleNamespace(state_dir=tmp_path)
+    log = _Log()
+    cfg, label = _with_choice({"epochs": 20}, None, settings, "papers", log)
+    assert label == "none" and cfg.gamma == 0.3 and not log.lines  # no choice: the defaults
+    _choice_file(tmp_path, "papers", {"overrides": {"gamma": 0.1, "pseudo_label_groups": "novel"}})
+    cfg, label = _with_choice({"epochs": 20}, None, settings, "papers", log)
+    assert (cfg.gamma, cfg.pseudo_label_groups, cfg.epochs) == (0.1, "novel", 20)
+    assert label == "gamma=0.1,pseudo_label_groups=novel"
+    cfg, label = _with_choice({"gamma": 0.2}, None, settings, "papers", log)
+    assert cfg.gamma == 0.2 and label == "pseudo_label_groups=novel"
+    assert "gamma overridden by the run's config" in log.lines[-1][1]
+    _choice_file(tmp_path, "papers", {"overrides": {}})  # the choice kept the defaults
+    assert _with_choice(None, None, settings, "papers", log)[1] == "defaults"
+    assert _with_choice(None, None, settings, "other", log)[1] == "none"  # per graph
+
+
+@pytest.mark.parametrize("payload, says", [("{broken", "not a usable choice"),
+                                           ({"overrides": {"gama": 0.1}}, "gama"),
+                                           ({"overrides": {"gamma": 5}}, "gamma must be in"),
+                                           ({"chosen": "x"}, "overrides")])
+def test_a_broken_choice_is_named_and_never_stops_a_night(tmp_path, payload, says):
+    from types import SimpleNamespace
+
+    from flows.nightly import _with_choice
+    from tasks.steps import read_choice
+
+    _choice_file(tmp_path, "papers", payload)
+    assert says in read_choice(tmp_path, "papers").problem
+    log = _Log()
+    cfg, label = _with_choice(None, None, SimpleNamespace(state_dir=tmp_path), "papers", log)
+    assert label == "none" and cfg.gamma == 0.3
+    assert log.lines[0][0] == "warning" and "choose/papers.json" in log.lines[0][1]
+
+
+def test_the_choice_oral_choose_writes_is_the_one_a_night_reads(snapshot_root, tmp_path, one_thread):
+    from flows.cli import main
+    from tasks.steps import read_choice
+
+    state = tmp_path / "state"
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "gamma=0.1", "--out", str(state / "choose"), *TINY]) == 0
+    saved = json.loads((state / "choose" / "g.json").read_text())
+    got = read_choice(state, "g")
+    assert not got.problem and got.overrides == saved["overrides"]
+    assert got.label == ("defaults" if saved["chosen"] == "defaults" else "gamma=0.1")
