@@ -232,9 +232,14 @@ def cmd_choose(args) -> int:
         "overrides": choice.overrides,
         "seeds": args.seeds, "candidates": choice.rows}, indent=1) + "\n")
     print("\n".join(lines))
-    print(f"choice: {args.out / (name + '.json')}" + (
-        f"; pass {' '.join('--set ' + s for s in chosen_set)}" if chosen_set else
-        "; the defaults (nothing to pass)"))
+    where = args.out / f"{name}.json"
+    if choice.overrides:
+        flags = " ".join(f"--set {k}={v}" for k, v in choice.overrides.items())
+        print(f"choice: {where}: {choice.name}; " + (
+            f"nightly runs of {args.graph} apply it when it is in their <state>/choose (or pass {flags})"
+            if args.graph else f"pass {flags} to oral reproduce"))
+    else:
+        print(f"choice: {where}: the defaults (no candidate cleared its standard error)")
     return 0
 
 
