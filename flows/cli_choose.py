@@ -117,6 +117,17 @@ class _Labels:
         self.y, self.num_classes = y, num_classes
 
 
+def _same_known(graph) -> bool:
+    """Whether the paper protocol's known classes and labelled nodes are the strict protocol's
+    (BlogCatalog: the first four classes either way)."""
+    from oral_core.experiment import protocol_split
+
+    ours, paper = protocol_split(graph, 0, "ours")[0], protocol_split(graph, 0, "paper")[0]
+    return (ours.known_classes.tolist() == paper.known_classes.tolist()
+            and bool((ours.train_mask == paper.train_mask).all())
+            and bool((ours.val_mask == paper.val_mask).all()))
+
+
 def _load(args):
     """``(name, data, x, edge_index, scored graph, tasks(seed), prior)`` for a dataset or a
     snapshot (``data``: what the fits were made on, part of their key)."""
@@ -129,9 +140,14 @@ def _load(args):
 
         prep = prepare(args.dataset, args.data_dir)
         g = prep.graph
+        if args.protocol == "paper" and _same_known(g):
+            args.protocol = "ours"  # the same labelled nodes: the same proxy task, the same fits
+            print(f"{args.dataset}: the paper's known classes are the strict protocol's, so its "
+                  "proxy task is the same (fits keyed as the strict ones)", flush=True)
+            args.paper_same = True
         stem = Path(args.dataset).stem if ("/" in args.dataset or "." in args.dataset) else args.dataset
         name = f"{stem}-{'prior' if args.prior else 'noprior'}" + (
-            "-paper" if args.protocol == "paper" else "")
+            "-paper" if args.protocol == "paper" or getattr(args, "paper_same", False) else "")
         return (name, stem, prep.x, g.edge_index, g,
                 lambda seed: proxy.proxy_task(g, seed, args.hide, True, args.protocol),
                 g.num_classes if args.prior else None)
@@ -160,10 +176,11 @@ def _load(args):
 
 
 def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str, fit) -> tuple[dict, bool]:
-    """The ``rule`` row of one proxy fit: from a matching seed file, else trained and saved."""
+    """The ``rule`` row of one proxy fit: from a matching seed file under ``caches`` (``--out``
+    and every ``--cache``), else trained and saved in ``folder``."""
     from oral_core import proxy
 
-    row = proxy.find_seed([folder, *caches], key, seed, rule)
+    row = proxy.find_seed(caches, key, seed, rule)
     if row is not None:
         return row, False
     t = time.perf_counter()
@@ -216,7 +233,7 @@ def cmd_choose(args) -> int:
         for seed in range(args.seeds):
             t = time.perf_counter()
             row, trained = _fit_rows(
-                folder, args.cache, key, seed, rule,
+                folder, [args.out, *args.cache], key, seed, rule,
                 lambda c=config, s=seed: proxy.window_rows(x, edges, labels, tasks[s], s, c, args.window))
             scores[label][seed] = row["all"]
             print(f"  {label} seed {seed}: proxy All {row['all']:.1f} "
@@ -228,7 +245,8 @@ def cmd_choose(args) -> int:
     chosen_set = [f"{k}={v}" for k, v in (base | choice.overrides).items()]
     (args.out / f"{name}.json").write_text(json.dumps({
         "graph": name, "chosen": choice.name, "set": chosen_set, "rule": rule, "hide": args.hide,
-        "protocol": args.protocol if args.dataset else "snapshot labels", "data": data,
+        "protocol": ("paper (the strict task)" if getattr(args, "paper_same", False) else
+                     args.protocol) if args.dataset else "snapshot labels", "data": data,
         "overrides": choice.overrides,
         "seeds": args.seeds, "candidates": choice.rows}, indent=1) + "\n")
     print("\n".join(lines))

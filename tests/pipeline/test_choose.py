@@ -3,6 +3,7 @@ test_refusals.py; the rule and the proxy's labelled-only reading in tests/core/t
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -141,3 +142,22 @@ def test_the_choice_oral_choose_writes_is_the_one_a_night_reads(snapshot_root, t
     got = read_choice(state, "g")
     assert not got.problem and got.overrides == saved["overrides"]
     assert got.label == ("defaults" if saved["chosen"] == "defaults" else "gamma=0.1")
+
+
+def test_the_paper_protocol_with_the_strict_known_classes_reuses_the_strict_fits(
+        npz_graph, tmp_path, capsys, one_thread):
+    """A graph whose paper known classes are the strict ones (any graph the paper does not use:
+    the lowest ids either way) has one proxy task: ``--protocol paper`` reuses every strict fit."""
+    from flows.cli import main
+
+    out = tmp_path / "choose"
+    common = ["choose", "--dataset", str(npz_graph), "--hide", "rotate", "--candidate", "gamma=0.1",
+              "--out", str(out), *TINY]
+    assert main(common) == 0
+    capsys.readouterr()
+    assert main(common + ["--protocol", "paper"]) == 0
+    printed = capsys.readouterr().out
+    assert "the paper's known classes are the strict protocol's" in printed
+    assert printed.count("(reused)") == 4 and not re.search(r"\(\d+s\)", printed)
+    saved = json.loads((out / "tiny-noprior-paper.json").read_text())
+    assert saved["protocol"] == "paper (the strict task)"
