@@ -161,3 +161,10 @@ def test_the_paper_protocol_with_the_strict_known_classes_reuses_the_strict_fits
     assert printed.count("(reused)") == 4 and not re.search(r"\(\d+s\)", printed)
     saved = json.loads((out / "tiny-noprior-paper.json").read_text())
     assert saved["protocol"] == "paper (the strict task)"
+
+
+def test_the_cli_offers_every_hide_mode_of_the_proxy():
+    from flows.cli_choose import HIDE_CHOICES
+    from oral_core.proxy import HIDE_MODES
+
+    assert HIDE_CHOICES == HIDE_MODES
