@@ -54,14 +54,9 @@ def lines_for(results: Path, choice_path: Path) -> list[str]:
     cell = choice_path.stem  # <dataset>-<prior>[-paper]: also the seed folders' name
     protocol = "paper" if cell.endswith("-paper") else "ours"
     dataset, prior = cell.removesuffix("-paper").rsplit("-", 1)
-    overrides = {}
-    for row in choice["candidates"]:
-        if row["candidate"] == choice["chosen"]:
-            overrides = dict(kv.split("=", 1) for kv in row["candidate"].split(","))
+    overrides = choice["overrides"]  # typed, as oral choose wrote them
     base = ORALConfig()
-    want_cfg = ORALConfig.from_dict(base.to_dict() | {
-        k: type(getattr(base, k))(v) if not isinstance(getattr(base, k), bool) else v == "True"
-        for k, v in overrides.items()})
+    want_cfg = ORALConfig.from_dict(base.to_dict() | overrides)
     want = setting(want_cfg.to_dict())
     defaults = folders_with(results, "oral", cell, setting(base.to_dict()))
     chosen = folders_with(results, "oral", cell, want)

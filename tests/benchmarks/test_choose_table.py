@@ -29,7 +29,8 @@ def test_a_choice_without_strict_seeds_says_so(tmp_path):
 
     (tmp_path / "choose").mkdir()
     (tmp_path / "choose" / "cora-noprior.json").write_text(json.dumps({
-        "chosen": "gamma=0.1", "candidates": [{"candidate": "gamma=0.1"}]}))
+        "chosen": "gamma=0.1", "overrides": {"gamma": 0.1},
+        "candidates": [{"candidate": "gamma=0.1"}]}))
     _seed(tmp_path, "cora-noprior", ORALConfig())
     assert main(["--results", str(tmp_path)]) == 0
     text = (tmp_path / "choose_paired.md").read_text()
