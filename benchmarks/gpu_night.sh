@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The lent GPU machine's checks for issue 18, in one call (it holds torch, torch-geometric,
+# pyarrow, scipy and pandas, not igraph, Prefect, MLflow, DuckDB or Great Expectations):
+#   1. a 10k-node smoke night (3 epochs) to prove the CUDA path before the long run;
+#   2. the 1M-node synthetic graph, default configuration except full-batch training
+#      (minibatch_above_edges=null: the 24 GB-host budget does not apply to an 80-139 GB card),
+#      a cold night of the default 200 epochs and a warm night from it (benchmarks/core_night.py);
+#   3. the ORAL / GATConv epoch ratio on the GPU (benchmarks/speed.py).
+# Run from the repository root on the device with the igraph wheels in .whl and the datasets in
+# .gpudata (both carried, both ignored); results land in $OUT (or ./gpu_out).
+#   bash benchmarks/gpu_night.sh [SECONDS_FOR_1M]
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+LIMIT_1M=${1:-380}
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=.:/tmp/site
+fi
+nvidia-smi -L
+python3 -c "import torch, torch_geometric, igraph; print('torch', torch.__version__, 'pyg', torch_geometric.__version__, 'cuda', torch.cuda.is_available())"
+S=/tmp/gpu_state
+echo "== smoke $(date +%T)"
+timeout 120 python3 -m benchmarks.core_night --nodes 10000 --set epochs=3 --state $S \
+  --out "$OUT/smoke.csv" 2>"$OUT/smoke.log" | tail -2 || tail -20 "$OUT/smoke.log"
+echo "== 1M $(date +%T)"
+timeout "$LIMIT_1M" python3 -m benchmarks.core_night --nodes 1000000 --warm \
+  --set minibatch_above_edges=null --set progress=true --state $S --out "$OUT/core_night.csv" \
+  2>"$OUT/night_1M.log"
+echo "rc=$? $(date +%T)"
+tr '\r' '\n' <"$OUT/night_1M.log" | grep -v '^\s*$' | awk 'NR%20==0' | tail -30
+grep -v "^ORAL" "$OUT/night_1M.log" | tr '\r' '\n' | grep -iE "error|Traceback|memory" | tail -5
+for f in $(find $S/1000000 -name history.json); do cp "$f" "$OUT/history_$(basename $(dirname $(dirname "$f")))_$(basename $(dirname "$f")).json" 2>/dev/null; done
+echo "== speed $(date +%T)"
+timeout 120 python3 -m benchmarks.speed --data-dir .gpudata --dataset cora --dataset amazonphoto \
+  --dataset synthetic:100000 --device cuda --out "$OUT/speed_gpu.csv" 2>"$OUT/speed.log" | tail -5
+echo "speed rc=$? $(date +%T)"
+cat "$OUT"/*.csv
