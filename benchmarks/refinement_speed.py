@@ -1,6 +1,14 @@
-"""Structure refinement (Eq. 10-11) before and after the chunked ``index_select`` similarity.
+"""Structure refinement (Eq. 10-11) before and after a pure speed-up, interleaved in one process.
 
     python -m benchmarks.refinement_speed --nodes 10000 100000 --repeats 3
+    python -m benchmarks.refinement_speed --step merge --nodes 10000 100000 1000000 --repeats 3
+
+``--step similarity`` (the default, results in ``refinement_speed.md``): the chunked
+``index_select`` similarity against the formula it replaced (below). ``--step merge``
+(``refinement_speed_merge.md``): int32 candidate draws and keys plus the merge of the recovered
+edges into the already canonical edge set (``refine_structure(..., canonical=True)``, what the
+trainer calls) against int64 draws and keys and a full re-sort of every edge
+(:func:`candidate_pairs_before`, ``canonical=False``), the code before 2026-11-26.
 
 ``refine_structure`` runs on a planted input (``--classes`` labels over the nodes, 40% of them
 without a label, random representativeness rows for three layers, an edge set of average degree
@@ -41,6 +49,20 @@ def similarity_before(r_layers, src, dst, chunk: int = 1 << 18, normed=None) -> 
     return out
 
 
+def candidate_pairs_before(num_members, max_pairs, generator, device):
+    """Candidate pairs as drawn before 2026-11-26: int64 draws and int64 keys."""
+    n = num_members
+    if n * (n - 1) // 2 <= max_pairs:
+        iu = torch.triu_indices(n, n, 1, device=device)
+        return iu[0], iu[1]
+    i = torch.randint(0, n, (max_pairs,), generator=generator).to(device)
+    j = torch.randint(0, n - 1, (max_pairs,), generator=generator).to(device)
+    j = j + (j >= i).long()
+    lo, hi = torch.minimum(i, j), torch.maximum(i, j)
+    key = torch.unique(lo * n + hi)
+    return key // n, key % n
+
+
 def planted(nodes: int, classes: int, prototypes: int = 40, layers: int = 3, seed: int = 0):
     """Labels (40% unlabelled), per-layer representativeness rows and edges of degree ~10."""
     g = torch.Generator().manual_seed(seed)
@@ -51,13 +73,20 @@ def planted(nodes: int, classes: int, prototypes: int = 40, layers: int = 3, see
     return edges, label, r
 
 
-def refine(edges, label, r, seed: int, before: bool) -> tuple[torch.Tensor, float]:
+def refine(edges, label, r, seed: int, before: bool, step: str = "similarity"
+           ) -> tuple[torch.Tensor, float]:
     gen = torch.Generator().manual_seed(seed)
-    patch = mock.patch.object(refinement, "node_similarity", similarity_before) if before \
-        else contextlib.nullcontext()
+    if step == "merge":
+        patch = mock.patch.object(refinement, "candidate_pairs", candidate_pairs_before) if before \
+            else contextlib.nullcontext()
+        canonical = not before
+    else:
+        patch = mock.patch.object(refinement, "node_similarity", similarity_before) if before \
+            else contextlib.nullcontext()
+        canonical = False
     with patch:
         start = time.perf_counter()
-        out = refinement.refine_structure(edges, label, r, 0.015, 128, gen)
+        out = refinement.refine_structure(edges, label, r, 0.015, 128, gen, canonical=canonical)
         return out, time.perf_counter() - start
 
 
@@ -66,6 +95,7 @@ def main(argv=None) -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--step", choices=["similarity", "merge"], default="similarity")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     rows = []
@@ -75,7 +105,7 @@ def main(argv=None) -> None:
         for rep in range(args.repeats):
             outs = {}
             for which in ("before", "after"):
-                outs[which], sec = refine(edges, label, r, rep, which == "before")
+                outs[which], sec = refine(edges, label, r, rep, which == "before", args.step)
                 times[which].append(sec)
             if not torch.equal(outs["before"], outs["after"]):
                 raise SystemExit(f"{n} nodes, repeat {rep}: the refined edges differ")
@@ -85,26 +115,35 @@ def main(argv=None) -> None:
                      "identical": True})
         print(rows[-1], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "refinement_speed.csv", "w", newline="") as fh:
+    name = "refinement_speed" + ("" if args.step == "similarity" else "_" + args.step)
+    with open(args.out / f"{name}.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     threads = torch.get_num_threads()
-    lines = ["# Structure refinement (Eq. 10-11): the similarity of Eq. 10 before and after",
-             "", f"Command: `python -m benchmarks.refinement_speed --nodes "
+    step = "" if args.step == "similarity" else f"--step {args.step} "
+    what = ("*before*: Eq. 10 gathered rows by advanced indexing in chunks of 2^18 pairs; "
+            "*after*: `index_select` in chunks of 2^14 pairs.") if args.step == "similarity" else (
+            "*before*: candidate pairs drawn as int64 with int64 keys, and the kept and "
+            "recovered edges re-sorted together (`canonical_edges`); *after*: int32 draws and "
+            "keys, and the recovered edges merged into the already canonical edge set "
+            "(`union_with_canonical`).")
+    lines = ["# Structure refinement (Eq. 10-11): " + (
+             "the similarity of Eq. 10 before and after" if args.step == "similarity"
+             else "candidate keys and the edge merge before and after"),
+             "", f"Command: `python -m benchmarks.refinement_speed {step}--nodes "
              f"{' '.join(map(str, args.nodes))} --repeats {args.repeats}` "
              f"({platform.machine()}, {threads} torch thread(s), torch {torch.__version__}).", "",
              "`refine_structure` on a planted input (labels of "
              f"{args.classes} classes, 40% unlabelled, three layers of 40 prototype scores, "
              "128 candidate pairs per node, mu = 0.015), medians over the repeats, interleaved "
-             "in one process. *before*: Eq. 10 gathered rows by advanced indexing in chunks of "
-             "2^18 pairs; *after*: `index_select` in chunks of 2^14 pairs. The refined edges are "
+             "in one process. " + what + " The refined edges are "
              "identical (`torch.equal`) in every repeat, so the change cannot move accuracy.", "",
              "| nodes | edges | before s | after s | before / after | identical |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['nodes']:,} | {r['edges']:,} | {r['before_s']} | {r['after_s']} | "
               f"{r['ratio']} | {'yes' if r['identical'] else 'no'} |" for r in rows]
-    (args.out / "refinement_speed.md").write_text("\n".join(lines) + "\n")
+    (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -51,3 +51,35 @@ def canonical_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     keep = src != dst
     key = torch.unique(src[keep] * num_nodes + dst[keep])
     return torch.stack([key // num_nodes, key % num_nodes])
+
+
+def is_canonical(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether ``edge_index`` is already what :func:`canonical_edges` returns for it."""
+    edge_index = edge_index.long()
+    return torch.equal(canonical_edges(edge_index, num_nodes), edge_index)
+
+
+def union_with_canonical(canonical: torch.Tensor, extra: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``canonical_edges(cat([canonical, extra]))`` for a ``canonical`` that is already canonical.
+
+    ``extra`` is canonicalised on its own (it is small: the recovered edges of Eq. 11), the keys
+    it adds are found by binary search in the sorted ``canonical`` keys and both are written
+    into their sorted positions: a linear merge instead of sorting the whole edge set again.
+    The result is the same tensor (``tests/core/test_core_invariants.py``)."""
+    extra = canonical_edges(extra, num_nodes)
+    base = canonical[0].long() * num_nodes + canonical[1].long()
+    more = extra[0] * num_nodes + extra[1]
+    if base.numel() and more.numel():
+        at = torch.searchsorted(base, more)
+        present = base[at.clamp(max=base.numel() - 1)] == more
+        more = more[~present]
+    if more.numel() == 0:
+        return canonical.long()
+    total = base.numel() + more.numel()
+    slot = torch.searchsorted(base, more) + torch.arange(more.numel(), device=more.device)
+    key = torch.empty(total, dtype=torch.long, device=base.device)
+    from_base = torch.ones(total, dtype=torch.bool, device=base.device)
+    from_base[slot] = False
+    key[slot] = more
+    key[from_base] = base
+    return torch.stack([key // num_nodes, key % num_nodes])

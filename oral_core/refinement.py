@@ -12,7 +12,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .graph import canonical_edges
+from .graph import canonical_edges, union_with_canonical
+
+#: pairs per chunk of :func:`node_similarity`: small on the CPU, where the chunk's gathered rows
+#: stay in cache (``benchmarks/refinement_speed.py``); large on a GPU, where a 16k-pair chunk is
+#: a handful of tiny kernels and 64M candidate pairs (a 1M-node graph) became ~60k launches
+#: (``benchmarks/results/profile_gpu_1M.md``: refinement 79% of an H200 epoch). Each pair's
+#: value is the same whatever the chunk.
+SIMILARITY_CHUNK = {"cpu": 1 << 14, "cuda": 1 << 20}
 
 
 def normalised_scores(r_layers: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -21,14 +28,17 @@ def normalised_scores(r_layers: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def node_similarity(r_layers: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor,
-                    chunk: int = 1 << 14, normed: list[torch.Tensor] | None = None) -> torch.Tensor:
+                    chunk: int | None = None, normed: list[torch.Tensor] | None = None) -> torch.Tensor:
     """Eq. 10: ``s^n_ij = (1/L) sum_l cos(r^(l)_i, r^(l)_j)`` for the given pairs (chunked).
 
     ``normed``: :func:`normalised_scores` of ``r_layers``, when the caller already has them.
     Rows are gathered with ``index_select`` (not ``rn[s]``) in chunks of 16k pairs, whose
     temporaries stay in cache: the same floating-point operations per pair as the one-shot
-    formula, bitwise equal, 3-7 times faster on CPU (``benchmarks/refinement_speed.py``)."""
+    formula, bitwise equal, 3-7 times faster on CPU (``benchmarks/refinement_speed.py``).
+    ``chunk`` None: :data:`SIMILARITY_CHUNK` of the device."""
     normed = normalised_scores(r_layers) if normed is None else normed
+    if chunk is None:
+        chunk = SIMILARITY_CHUNK.get(src.device.type, SIMILARITY_CHUNK["cuda"])
     out = torch.empty(src.numel(), dtype=normed[0].dtype, device=src.device)
     for start in range(0, src.numel(), chunk):
         s, d = src[start:start + chunk], dst[start:start + chunk]
@@ -53,11 +63,16 @@ def candidate_pairs(num_members: int, max_pairs: int, generator: torch.Generator
     if total <= max_pairs:
         iu = torch.triu_indices(n, n, 1, device=device)
         return iu[0], iu[1]
-    i = torch.randint(0, n, (max_pairs,), generator=generator).to(device)
-    j = torch.randint(0, n - 1, (max_pairs,), generator=generator).to(device)
-    j = j + (j >= i).long()
+    # int32 draws: the same numbers as int64 draws from the same generator state, half the
+    # memory and transfer; the keys stay int32 (sorting them in unique is 2-3 times faster on
+    # CPU) while n * n fits, and the pairs are the same tensors either way
+    i = torch.randint(0, n, (max_pairs,), generator=generator, dtype=torch.int32).to(device)
+    j = torch.randint(0, n - 1, (max_pairs,), generator=generator, dtype=torch.int32).to(device)
+    j = j + (j >= i).to(torch.int32)
     lo, hi = torch.minimum(i, j), torch.maximum(i, j)
-    key = torch.unique(lo * n + hi)
+    if n * n >= 2 ** 31:
+        lo, hi = lo.long(), hi.long()
+    key = torch.unique(lo * n + hi).long()
     return key // n, key % n
 
 
@@ -92,7 +107,8 @@ def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor],
 
 def refine_structure(edge_index: torch.Tensor, node_label: torch.Tensor,
                      r_layers: list[torch.Tensor], mu: float, candidates_per_node: int,
-                     generator: torch.Generator, remove_inter: bool = True) -> torch.Tensor:
+                     generator: torch.Generator, remove_inter: bool = True,
+                     canonical: bool = False) -> torch.Tensor:
     """Eq. 11: ``E_hat = (E \\ E_-) ∪ E_+``, symmetric and without duplicates.
 
     ``remove_inter`` False (the switch ``ORALConfig.remove_inter_edges``, a deviation from the
@@ -103,8 +119,14 @@ def refine_structure(edge_index: torch.Tensor, node_label: torch.Tensor,
         node_label: long ``[N]``: the label of labelled nodes and the pseudo-label of confident
             nodes, in one id space; -1 for nodes without either.
         r_layers: each layer's representativeness (for Eq. 10).
+        canonical: ``edge_index`` is already canonical (:func:`oral_core.graph.is_canonical`,
+            checked once per fit by the trainer): the recovered edges are merged into it
+            (:func:`oral_core.graph.union_with_canonical`) instead of re-sorting every edge;
+            the same result.
     """
     kept = edge_index[:, ~inter_class_edges(edge_index, node_label)] if remove_inter else edge_index
     added = intra_class_recovery(node_label, r_layers, mu, candidates_per_node, generator)
     n = node_label.numel()
+    if canonical:
+        return union_with_canonical(kept, added, n).to(edge_index.device)
     return canonical_edges(torch.cat([kept, added], dim=1), n).to(edge_index.device)

@@ -30,6 +30,7 @@ from .features import input_dropout, is_sparse, network_input
 from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
+from .graph import is_canonical
 from .sampling import CSR, mini_batches, sample_subgraph
 
 log = logging.getLogger(__name__)
@@ -271,6 +272,7 @@ class ORAL:
         gen = torch.Generator().manual_seed(cfg.seed)
         device = select_device(cfg.device)
         x, edges0 = x.to(device).float(), edge_index.to(device).long()
+        self._edges0_canonical = None
         if not cfg.minibatch:  # bag-of-words features: a sparse first-layer input (oral_core.features)
             x = network_input(x, cfg.sparse_input_below)
         self.input_layout = "sparse" if is_sparse(x) else "dense"
@@ -381,9 +383,12 @@ class ORAL:
             has = (pseudo >= 0) & candidates
             node_label[has] = group_class.to(labels.device)[pseudo[has]]
         with watch.section("refinement"):
+            if self._edges0_canonical is None:  # once per fit: the merge needs canonical edges
+                self._edges0_canonical = is_canonical(edges0, int(node_label.numel()))
             edges = refine_structure(edges0, node_label, [o.r for o in outs], cfg.mu,
                                      cfg.refine_candidates_per_node, gen,
-                                     remove_inter=cfg.remove_inter_edges)
+                                     remove_inter=cfg.remove_inter_edges,
+                                     canonical=self._edges0_canonical)
         row["pseudo_labels"] = int(has.sum())
         return pseudo, edges
 

@@ -495,6 +495,65 @@ def test_candidate_pairs_are_distinct_and_bounded() -> None:
             assert len(pairs) > budget * 0.8  # about max_pairs (collisions aside)
 
 
+def _candidate_pairs_int64(n: int, max_pairs: int, generator: torch.Generator):
+    """The candidate draw as it was before the int32 keys (the reference they must equal)."""
+    i = torch.randint(0, n, (max_pairs,), generator=generator)
+    j = torch.randint(0, n - 1, (max_pairs,), generator=generator)
+    j = j + (j >= i).long()
+    key = torch.unique(torch.minimum(i, j) * n + torch.maximum(i, j))
+    return key // n, key % n
+
+
+@pytest.mark.parametrize("n", [60, 5000, 50_000])  # 50k: n * n over int32, int64 keys
+def test_candidate_pairs_int32_keys_equal_the_int64_draw(n: int) -> None:
+    """int32 draws and keys are a speed-up only: the same pairs, long, and the generator left in
+    the same state (so every later draw of the fit is unchanged)."""
+    a, b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    i, j = candidate_pairs(n, 4 * n, a, torch.device("cpu"))
+    ri, rj = _candidate_pairs_int64(n, 4 * n, b)
+    assert i.dtype == j.dtype == torch.long
+    assert torch.equal(i, ri) and torch.equal(j, rj)
+    assert torch.equal(a.get_state(), b.get_state())
+
+
+@pytest.mark.parametrize("num_nodes", [2, 9, 400])
+def test_union_with_canonical_equals_resorting_every_edge(num_nodes: int) -> None:
+    from oral_core.graph import canonical_edges, is_canonical, union_with_canonical
+
+    gen = torch.Generator().manual_seed(num_nodes)
+    for extra_size in (0, 1, 3, 5 * num_nodes):
+        base = canonical_edges(torch.randint(0, num_nodes, (2, 2 * num_nodes), generator=gen),
+                               num_nodes)
+        assert is_canonical(base, num_nodes)
+        # duplicates, self loops, one direction only and edges already in base
+        extra = torch.cat([torch.randint(0, num_nodes, (2, extra_size), generator=gen),
+                           base[:, :2]], dim=1)
+        merged = union_with_canonical(base, extra, num_nodes)
+        assert torch.equal(merged, canonical_edges(torch.cat([base, extra], dim=1), num_nodes))
+    empty = torch.empty(2, 0, dtype=torch.long)
+    assert torch.equal(union_with_canonical(empty, torch.tensor([[0], [1]]), 3),
+                       torch.tensor([[0, 1], [1, 0]]))
+    assert not is_canonical(torch.tensor([[0], [1]]), 3)  # one direction only
+    assert not is_canonical(torch.tensor([[1, 0], [0, 1]]), 3)  # unsorted
+
+
+def test_refine_structure_merge_path_equals_the_resort_path() -> None:
+    """``canonical=True`` (what the trainer passes for a canonical graph) is the same structure."""
+    from oral_core.graph import canonical_edges
+
+    n = 3000
+    gen = torch.Generator().manual_seed(0)
+    edges = canonical_edges(torch.randint(0, n, (2, 4 * n), generator=gen), n)
+    label = torch.randint(-1, 6, (n,), generator=gen)
+    r = [random_assignment(n, 10, 40 + k) for k in range(3)]
+    for remove in (True, False):
+        a = refine_structure(edges, label, r, 0.02, 64, torch.Generator().manual_seed(1),
+                             remove_inter=remove, canonical=True)
+        b = refine_structure(edges, label, r, 0.02, 64, torch.Generator().manual_seed(1),
+                             remove_inter=remove, canonical=False)
+        assert torch.equal(a, b)
+
+
 # --------------------------------------------------------------------------- consistency (Eq. 12)
 def test_consistency_loss_zero_only_for_identical_views() -> None:
     p = [random_assignment(20, 3, 13), random_assignment(20, 4, 14)]
@@ -735,3 +794,21 @@ def test_granularity_rule_sets_aside_partitions_coarser_than_the_known_classes()
     assert select_granularity(sweep, "plateau", 0.01, min_groups=3) == 1.0
     assert select_granularity(sweep, "best", 0.01, min_groups=3) == 1.0
     assert select_granularity([(0.1, 1, 0.4)], "plateau", 0.01, min_groups=3) == 0.1  # nothing finer
+
+
+def test_fit_merges_refined_edges_only_into_a_canonical_graph() -> None:
+    """The trainer checks once per fit whether its graph is canonical: a canonical graph takes
+    the merge path, a one-direction edge list the re-sort path, and both fits train."""
+    from oral_core.synthetic import make_attributed_sbm
+
+    graph = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=8, seed=2)
+    train = graph.y.clone()
+    train[train == 2] = -1
+    cfg = ORALConfig(epochs=6, hidden_dim=8, cluster_warmup_epochs=1, pol_start_epoch=2,
+                     progress=False, device="cpu")
+    canonical = ORAL(cfg).fit(graph.x, graph.edge_index, train)
+    assert canonical._edges0_canonical is True
+    one_way = graph.edge_index[:, graph.edge_index[0] < graph.edge_index[1]]
+    other = ORAL(cfg).fit(graph.x, one_way, train)
+    assert other._edges0_canonical is False
+    assert any("pseudo_labels" in r for r in other.history)
