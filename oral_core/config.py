@@ -99,6 +99,12 @@ class ORALConfig:
     # ~47 GB. A GPU with 80 GB can take a larger budget (--set minibatch_above_edges=N).
     minibatch_above_edges: int | None = 2_000_000
     auto_batch_size: int = 2048  # the batch size of the measured 1M-node run (6.6 GB)
+    # on a CUDA device, a graph over minibatch_above_edges still trains full batch when the
+    # estimated full-batch need (full_batch_gpu_bytes) fits this share of the GPU's memory: the
+    # edge budget is sized for a 24 GiB host, and an 80-141 GB card fits a 1M-node graph
+    # (39.4 GB on an H200, benchmarks/results/core_night.csv), where mini-batches of 2048 seeds
+    # would take ~490 optimiser steps per epoch. None: the edge budget on GPUs too.
+    gpu_memory_share: float | None = 0.8
     # optimisation
     # 200, not 100: the held-out-class proxy (labelled nodes only) prefers the last epoch of 200
     # over that of 100 or 150 (benchmarks/results/proxy_rules_*.md; the paper gives no number)
@@ -185,6 +191,8 @@ class ORALConfig:
             (self.minibatch_above_edges is None or self.minibatch_above_edges >= 1,
              "minibatch_above_edges must be >= 1 or None"),
             (self.auto_batch_size >= 1, "auto_batch_size must be >= 1"),
+            (self.gpu_memory_share is None or 0 < self.gpu_memory_share <= 1,
+             "gpu_memory_share must be in (0, 1] or None"),
             (self.select_from_epoch is None or 0 <= self.select_from_epoch <= self.epochs,
              "select_from_epoch must be in [0, epochs] or None"),
             (self.warm_epochs >= 1, "warm_epochs must be >= 1"),
@@ -226,8 +234,23 @@ class ORALConfig:
             raise ValueError("invalid ORAL configuration: " + "; ".join(bad))
 
 
-def resolve_minibatch(config: ORALConfig, num_nodes: int,
-                      num_edges: int) -> tuple[ORALConfig, str]:
+#: GPU memory of a full-batch fit per edge (self loops included) at the default width (3 layers
+#: of 64 hidden units, 40 prototypes): 39.43 GiB peak over 10,795,998 edges of the 1M-node
+#: synthetic graph on an H200 (``benchmarks/results/core_night.csv``), rounded up
+GPU_BYTES_PER_EDGE = 4000
+
+
+def full_batch_gpu_bytes(config: ORALConfig, num_nodes: int, num_edges: int,
+                         num_features: int) -> int:
+    """Estimated peak GPU memory of a full-batch fit: the measured bytes per edge, scaled by
+    width and depth, plus the input features and their dropped copies (four float32 copies)."""
+    scale = (config.hidden_dim / 64) * (config.num_layers / 3)
+    return int(num_edges * GPU_BYTES_PER_EDGE * scale + 16 * num_nodes * num_features)
+
+
+def resolve_minibatch(config: ORALConfig, num_nodes: int, num_edges: int,
+                      num_features: int = 0,
+                      gpu_memory: int | None = None) -> tuple[ORALConfig, str]:
     """The configuration a fit trains with, and why (one line for the log and the run).
 
     ``num_edges``: the edges a full-batch forward propagates over, i.e. the training graph's
@@ -235,6 +258,9 @@ def resolve_minibatch(config: ORALConfig, num_nodes: int,
     explicit ``batch_size`` always wins; otherwise a graph of more than
     ``minibatch_above_edges`` edges trains in mini-batches of ``auto_batch_size`` seed nodes,
     and one within the budget (or any graph with the budget None) trains full batch, unchanged.
+    ``gpu_memory``: the CUDA device's total bytes (None on CPU): a graph over the edge budget
+    still trains full batch when :func:`full_batch_gpu_bytes` is within ``gpu_memory_share`` of
+    it.
     """
     if config.batch_size is not None:
         return config, f"mini-batch, batch_size={config.batch_size} (set explicitly)"
@@ -244,6 +270,14 @@ def resolve_minibatch(config: ORALConfig, num_nodes: int,
         return config, f"full batch ({size}; automatic mini-batch off: minibatch_above_edges=None)"
     if num_edges <= budget:
         return config, f"full batch ({size} <= minibatch_above_edges={budget:,})"
+    if gpu_memory and config.gpu_memory_share is not None:
+        need = full_batch_gpu_bytes(config, num_nodes, num_edges, num_features)
+        if need <= config.gpu_memory_share * gpu_memory:
+            return config, (
+                f"full batch ({size} > minibatch_above_edges={budget:,}, but the estimated "
+                f"{need / 2**30:.1f} GiB fit gpu_memory_share={config.gpu_memory_share} of the "
+                f"GPU's {gpu_memory / 2**30:.0f} GiB; --set gpu_memory_share=none for the edge "
+                "budget)")
     return replace(config, batch_size=config.auto_batch_size), (
         f"mini-batch, batch_size={config.auto_batch_size} chosen automatically ({size} > "
         f"minibatch_above_edges={budget:,}; --set minibatch_above_edges=none for full batch)")

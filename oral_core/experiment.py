@@ -120,7 +120,8 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
 #: exactly: left out of the hash while at their default, so finished seeds stay valid.
 #: ``minibatch_above_edges`` / ``auto_batch_size`` (automatic mini-batch training) change
 #: nothing below the budget, and every benchmark dataset is far below it (BlogCatalog, the
-#: largest, has about 350k edges against 2M), so their results are unchanged by construction
+#: largest, has about 350k edges against 2M), so their results are unchanged by construction;
+#: ``gpu_memory_share`` acts only above that budget, on a GPU
 LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": None,
                 "eval_chunk_edges": 1 << 21, "select_from_epoch": None, "selection": "best_val",
                 "ensemble_from_layer": 1, "warm_epochs": 10,
@@ -128,7 +129,7 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "attention_kernel": "gather", "lr_schedule": "constant",
                 "stop_when_stable": None, "stop_patience": 10, "remove_inter_edges": True,
                 "sparse_input_below": 0.0, "pseudo_label_groups": "all",
-                "eval_every": 1}
+                "eval_every": 1, "gpu_memory_share": 0.8}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

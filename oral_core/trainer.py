@@ -263,14 +263,17 @@ class ORAL:
         # full batch or mini-batch: the edges the full-batch forward would propagate over (no
         # self loop of the input, one per node added; see attention.with_self_loops)
         num_edges = int((edge_index[0] != edge_index[1]).sum()) + int(x.shape[0])
-        cfg, self.batch_reason = resolve_minibatch(self.config, int(x.shape[0]), num_edges)
+        device = select_device(cfg.device)
+        gpu_memory = (torch.cuda.get_device_properties(device).total_memory
+                      if device.type == "cuda" else None)
+        cfg, self.batch_reason = resolve_minibatch(self.config, int(x.shape[0]), num_edges,
+                                                   int(x.shape[1]), gpu_memory)
         if self.record_epochs and cfg.eval_every > 1:
             raise ValueError("record_epochs keeps every epoch's classes: it needs eval_every=1")
         self.train_config = cfg
         log.info("ORAL trains %s", self.batch_reason)
         torch.manual_seed(cfg.seed)
         gen = torch.Generator().manual_seed(cfg.seed)
-        device = select_device(cfg.device)
         x, edges0 = x.to(device).float(), edge_index.to(device).long()
         self._edges0_canonical = None
         if not cfg.minibatch:  # bag-of-words features: a sparse first-layer input (oral_core.features)

@@ -201,3 +201,30 @@ def test_below_the_budget_the_fit_is_unchanged(graph) -> None:
     assert torch.equal(default.predict().class_id, off.predict().class_id)
     assert [row["loss"] for row in default.history[:-1]] == [row["loss"] for row in off.history[:-1]]
 
+
+
+def test_a_gpu_with_room_keeps_full_batch_above_the_edge_budget() -> None:
+    """On a CUDA device (its memory passed in), a graph over minibatch_above_edges trains full
+    batch when the estimated need fits gpu_memory_share of the card; otherwise, on the CPU, or
+    with the share None, the edge budget decides as before."""
+    from oral_core.config import full_batch_gpu_bytes
+
+    nodes, edges, feats = 10**6, 10_800_000, 64
+    need = full_batch_gpu_bytes(ORALConfig(), nodes, edges, feats)
+    assert 40 * 2**30 < need < 45 * 2**30  # ~39.4 GiB measured on an H200, rounded up
+    h100 = 80 * 10**9
+    cfg, why = resolve_minibatch(ORALConfig(), nodes, edges, feats, gpu_memory=h100)
+    assert cfg.batch_size is None and why.startswith("full batch") and "gpu_memory_share" in why
+    for kwargs in ({}, {"gpu_memory": 24 * 2**30}):  # the CPU; a card too small
+        cfg, why = resolve_minibatch(ORALConfig(), nodes, edges, feats, **kwargs)
+        assert cfg.batch_size == 2048 and "chosen automatically" in why
+    cfg, _ = resolve_minibatch(ORALConfig(gpu_memory_share=None), nodes, edges, feats,
+                               gpu_memory=h100)
+    assert cfg.batch_size == 2048
+    # wider layers need more: 256 hidden units do not fit the same card
+    cfg, _ = resolve_minibatch(ORALConfig(hidden_dim=256), nodes, edges, feats, gpu_memory=h100)
+    assert cfg.batch_size == 2048
+    # below the edge budget nothing changes on any device
+    assert resolve_minibatch(ORALConfig(), 10**4, 10**5, feats, gpu_memory=h100)[0] == ORALConfig()
+    with pytest.raises(ValueError, match="gpu_memory_share"):
+        ORALConfig(gpu_memory_share=0.0).validate()
