@@ -2,6 +2,13 @@
 by seed, under the protocol each choice was made for (issue 17).
 
     python -m benchmarks.choose_table [--results benchmarks/results] [--out benchmarks/results/choose_paired.md]
+    python -m benchmarks.choose_table --choices benchmarks/results/choose_batch \
+        --previous benchmarks/results/choose --out benchmarks/results/choose_batch_paired.md
+
+``--choices DIR`` reads the choices of another ``oral choose --out DIR`` (default
+``<results>/choose``); ``--previous DIR`` also pairs each cell with the setting the choice in
+``DIR`` made for the same cell, when that differs (the choice with a new candidate against the
+choice without it).
 
 For every choice ``benchmarks/results/choose/<dataset>-<prior>[-paper].json`` (made by ``oral
 choose [--protocol paper]`` on labelled nodes only), the seed files of the chosen setting are looked up among the
@@ -49,7 +56,12 @@ def folders_with(results: Path, method: str, cell: str, want: dict | None = None
     return out
 
 
-def lines_for(results: Path, choice_path: Path) -> list[str]:
+def _folders_of(results: Path, cell: str, overrides: dict) -> list[Path]:
+    return folders_with(results, "oral", cell,
+                        setting(ORALConfig.from_dict(ORALConfig().to_dict() | overrides).to_dict()))
+
+
+def lines_for(results: Path, choice_path: Path, previous: Path | None = None) -> list[str]:
     choice = json.loads(choice_path.read_text())
     cell = choice_path.stem  # <dataset>-<prior>[-paper]: also the seed folders' name
     protocol = "paper" if cell.endswith("-paper") else "ours"
@@ -65,6 +77,11 @@ def lines_for(results: Path, choice_path: Path) -> list[str]:
         return [head + " (no seed of this setting yet) |||||"]
     out = []
     against = [("defaults", defaults, None)] if overrides else []
+    before = previous / choice_path.name if previous is not None else None
+    if before is not None and before.exists():
+        old = json.loads(before.read_text())
+        if old["overrides"] and old["overrides"] != overrides:
+            against.append((f"`{old['chosen']}`", _folders_of(results, cell, old["overrides"]), None))
     for label, side, method in against + [(m, folders_with(results, m, cell), m) for m in BASELINES]:
         try:
             rows = paired_rows(side, chosen, "oral", [dataset], ["yes" if prior == "prior" else "no"],
@@ -78,23 +95,44 @@ def lines_for(results: Path, choice_path: Path) -> list[str]:
     return out
 
 
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(RESULTS.parent.parent))
+    except ValueError:
+        return str(path)
+
+
+def _flags(args) -> str:
+    out = ""
+    for flag, value in (("--choices", args.choices), ("--previous", args.previous),
+                        ("--out", args.out)):
+        if value is not None:
+            out += f" {flag} {_rel(value)}"
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--choices", type=Path, default=None,
+                    help="the choices' folder (oral choose --out; default <results>/choose)")
+    ap.add_argument("--previous", type=Path, default=None,
+                    help="also pair with the setting each cell's choice in this folder made")
     args = ap.parse_args(argv)
-    choices = sorted((args.results / "choose").glob("*.json"))
+    folder = args.choices or args.results / "choose"
+    choices = sorted(folder.glob("*.json"))
     if not choices:
-        raise SystemExit(f"error: no choice under {args.results / 'choose'}: run `oral choose` first")
+        raise SystemExit(f"error: no choice under {folder}: run `oral choose` first")
     lines = ["# ORAL with the per-graph choice of `oral choose`, paired by seed", "",
-             "Command: `python -m benchmarks.choose_table`. The setting of each cell was chosen by "
-             "`oral choose` on labelled nodes only (`benchmarks/results/choose/*.md`); the test "
+             f"Command: `python -m benchmarks.choose_table{_flags(args)}`. The setting of each cell "
+             f"was chosen by `oral choose` on labelled nodes only (`{_rel(folder)}/*.md`); the test "
              "labels below only score it. Every result folder whose seeds ran the chosen setting is "
              "pooled; against: the committed defaults, OpenNCD, GCD, the known-class GCN (ORAL's All − theirs).", "",
              "| dataset | prior | protocol | chosen | against | seeds | All against | All chosen | "
              "chosen − against (s.e.) | chosen ahead |", "|---|---|---|---|---|---|---|---|---|---|"]
     for path in choices:
-        lines += lines_for(args.results, path)
+        lines += lines_for(args.results, path, args.previous)
     text = "\n".join(lines) + "\n"
     out = args.out or args.results / "choose_paired.md"
     out.write_text(text)
