@@ -69,14 +69,14 @@ def union_with_canonical(canonical: torch.Tensor, extra: torch.Tensor, num_nodes
     extra = canonical_edges(extra, num_nodes)
     base = canonical[0].long() * num_nodes + canonical[1].long()
     more = extra[0] * num_nodes + extra[1]
+    at = torch.searchsorted(base, more)  # where each extra key goes among the canonical keys
     if base.numel() and more.numel():
-        at = torch.searchsorted(base, more)
-        present = base[at.clamp(max=base.numel() - 1)] == more
-        more = more[~present]
+        new = base[at.clamp(max=base.numel() - 1)] != more
+        more, at = more[new], at[new]
     if more.numel() == 0:
         return canonical.long()
     total = base.numel() + more.numel()
-    slot = torch.searchsorted(base, more) + torch.arange(more.numel(), device=more.device)
+    slot = at + torch.arange(more.numel(), device=more.device)
     key = torch.empty(total, dtype=torch.long, device=base.device)
     from_base = torch.ones(total, dtype=torch.bool, device=base.device)
     from_base[slot] = False
