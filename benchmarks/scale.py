@@ -15,6 +15,13 @@ module on) from its history; ``peak_mem_gb`` the largest resident set of the run
     python -m benchmarks.scale --nodes 100000 --epochs 20
     python -m benchmarks.scale --nodes 1000000 --epochs 3 --set batch_size=2048 \\
         --set batches_per_epoch=2 --set num_neighbors=5 --set refine_candidates_per_node=16
+    python -m benchmarks.scale --nodes 10000 100000 --epochs 200 --warm
+
+``--warm`` adds a second night after each cold one: the same graph under the next day's date
+(a copy of the snapshot with 1% of its edges dropped, so the warm night's features, node ids and
+configuration match and no fallback can fire), run with ``oral run --warm`` on the same state directory, so it continues
+the cold night's champion for ``warm_epochs`` epochs. Its row's graph column says
+``warm, W epochs after a cold night of E``.
 
 Each call appends rows to ``benchmarks/results/scale.csv`` (columns
 ``graph,nodes,edges,device,epoch_s,nightly_s,peak_mem_gb``; the graph column names the epochs and
@@ -48,13 +55,42 @@ def generate(nodes: int, folder: Path) -> Path:
     return snapshots
 
 
-def nightly(nodes: int, epochs: int, overrides: list[str], device: str) -> dict:
+def next_night(snapshots: Path, churn: float = 0.01) -> str:
+    """The (first) snapshot under the next day's date with ``churn`` of its edges dropped (every
+    ``1/churn``-th row; nodes, features and labels unchanged), so the night differs from the last
+    (an unchanged snapshot reuses the last training, see ``flows.nightly``) while a warm start
+    stays possible. Returns that date."""
+    import datetime as dt
+    import pyarrow.parquet as pq
+    first = sorted(snapshots.glob("synthetic/snapshot=*"))[0]
+    day = dt.date.fromisoformat(first.name.split("=", 1)[1]) + dt.timedelta(days=1)
+    target = first.with_name(f"snapshot={day.isoformat()}")
+    if not target.exists():
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(first, partial)
+        edges = pq.read_table(first / "edges.parquet")
+        step = max(2, round(1 / churn))
+        keep = [i for i in range(edges.num_rows) if i % step]
+        pq.write_table(edges.take(keep), partial / "edges.parquet")
+        partial.rename(target)
+    return day.isoformat()
+
+
+def nightly(nodes: int, epochs: int, overrides: list[str], device: str,
+            warm_date: str | None = None) -> dict:
+    """One ``oral run`` in a fresh process: cold on the first snapshot (a fresh state directory),
+    or, with ``warm_date``, ``--warm`` on that night's snapshot over the cold night's state."""
     folder = ROOT / "state" / "bench_scale" / str(nodes)
     snapshots = generate(nodes, folder)
     state = folder / "state"
-    shutil.rmtree(state, ignore_errors=True)
     cmd = [sys.executable, "-m", "flows.cli", "run", "--graph", "synthetic", "--snapshots",
            str(snapshots), "--state-dir", str(state), "--epochs", str(epochs)]
+    if warm_date is None:
+        shutil.rmtree(state, ignore_errors=True)
+        cmd += ["--cold", "--date", sorted(snapshots.glob("synthetic/snapshot=*"))[0].name[9:]]
+    else:
+        cmd += ["--warm", "--date", warm_date]
     if device != "auto":
         cmd += ["--device", device]
     for item in overrides:
@@ -66,14 +102,20 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str) -> dict:
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"nightly run failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}")
+    if warm_date is not None and not re.search(r"; warm start \(", proc.stdout + proc.stderr):
+        raise SystemExit(f"the warm night did not start warm (its summary line says why):\n"
+                         f"{(proc.stdout + proc.stderr)[-3000:]}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
-    history = json.loads(next(state.rglob("history.json")).read_text())
+    newest = max(state.rglob("history.json"), key=lambda p: p.stat().st_mtime)
+    history = json.loads(newest.read_text())
     # epochs with every module on (pseudo-labels and refinement start at pol_start_epoch); a run
     # too short to reach them reports its warm-up epochs
     steady = [h["seconds"] for h in history if "seconds" in h and "pseudo_labels" in h] or \
         [h["seconds"] for h in history if "seconds" in h]
-    edges = _edge_count(snapshots)
-    label = f"synthetic-{_short(nodes)} ({epochs} epochs" + "".join(f", {o}" for o in overrides) + ")"
+    edges = _edge_count(snapshots, warm_date)
+    ran = sum(1 for h in history if "seconds" in h)
+    night = f"warm, {ran} epochs after a cold night of {epochs}" if warm_date else f"{epochs} epochs"
+    label = f"synthetic-{_short(nodes)} ({night}" + "".join(f", {o}" for o in overrides) + ")"
     scored = re.search(r"scored (All [\d.]+% Known [\d.]+% Novel [\d.]+%)", proc.stdout + proc.stderr)
     accuracy = scored.group(1) if scored else "-"
     (folder / "last_accuracy.txt").write_text(accuracy)
@@ -82,9 +124,11 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str) -> dict:
             "peak_mem_gb": round(peak, 2), "accuracy": accuracy}
 
 
-def _edge_count(snapshots: Path) -> int:
+def _edge_count(snapshots: Path, date: str | None = None) -> int:
+    """Edges of the night's snapshot (``date``; the first snapshot when None)."""
     import pyarrow.parquet as pq
-    path = next(snapshots.glob("synthetic/snapshot=*/edges.parquet"))
+    path = (snapshots / "synthetic" / f"snapshot={date}" / "edges.parquet" if date else
+            sorted(snapshots.glob("synthetic/snapshot=*"))[0] / "edges.parquet")
     return 2 * pq.ParquetFile(path).metadata.num_rows  # both directions, as speed.csv counts
 
 
@@ -149,22 +193,33 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--warm", action="store_true",
+                    help="after each cold night, a warm night (oral run --warm) on a copy of the "
+                         "snapshot dated the next day")
     ap.add_argument("--out", type=Path, default=RESULTS / "scale.csv")
     args = ap.parse_args(argv)
     for n in args.nodes:
-        row = nightly(n, args.epochs, args.set, args.device)
-        print(row, flush=True)
-        new = not args.out.exists()
-        accuracy = row.pop("accuracy")
-        with args.out.with_name("scale_accuracy.csv").open("a", newline="") as fh:
-            csv.writer(fh).writerow([row["graph"], accuracy])
-        with args.out.open("a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=COLUMNS)
-            if new:
-                w.writeheader()
-            w.writerow(row)
+        nights = [None]
+        if args.warm:
+            nights.append(next_night(generate(n, ROOT / "state" / "bench_scale" / str(n))))
+        for warm_date in nights:
+            _record(nightly(n, args.epochs, args.set, args.device, warm_date), args.out)
     write_report(args.out)
     return 0
+
+
+def _record(row: dict, out: Path) -> None:
+    print(row, flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = not out.exists()
+    accuracy = row.pop("accuracy")
+    with out.with_name("scale_accuracy.csv").open("a", newline="") as fh:
+        csv.writer(fh).writerow([row["graph"], accuracy])
+    with out.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
 
 
 if __name__ == "__main__":
