@@ -7,9 +7,10 @@
 #      a cold night of the default 200 epochs and a warm night from it (benchmarks/core_night.py);
 #   3. the ORAL / GATConv epoch ratio on the GPU (benchmarks/speed.py);
 #   4. where a 1M-node full-batch epoch goes (benchmarks/profile.py, 7 epochs).
-# 2026-11-26 (H200): steps 1-3 took 470 s with SECONDS_FOR_1M=400, which stopped the default
-# cold night at epoch 194 of 200; the profile (step 4) ran in a second call. A loan of 15 minutes
-# fits one call of about 10 minutes: give the 1M night 420 s or more.
+# 2026-11-26 (H200, first loan): steps 1-3 took 470 s with SECONDS_FOR_1M=400, which stopped the
+# default cold night at epoch 194 of 200; the profile (step 4) ran in a second call. Second loan,
+# after the refinement speed-ups: the whole script took 396 s with 430 (cold night's training
+# 274 s, warm 17.5 s). A loan of 15 minutes fits one call of about 10 minutes.
 # Run from the repository root on the device with the igraph wheels in .whl and the datasets in
 # .gpudata (both carried, both ignored); results land in $OUT (or ./gpu_out): at most 8 files, the device tool's limit.
 #   bash benchmarks/gpu_night.sh [SECONDS_FOR_1M]
