@@ -162,11 +162,9 @@ def write_report(csv_path: Path) -> None:
              "| graph | nodes | edges | device | epoch (s) | nightly run (s) | peak memory (GB) | scored |",
              "|---|---:|---:|---|---:|---:|---:|---|"]
     acc_path = csv_path.with_name("scale_accuracy.csv")
-    scored = dict(csv.reader(acc_path.open())) if acc_path.exists() else {}
-    for r in rows:
+    for r, accuracy in zip(rows, _accuracies(rows, acc_path)):
         lines.append(f"| {r['graph']} | {int(r['nodes']):,} | {int(r['edges']):,} | {r['device']} | "
-                     f"{r['epoch_s']} | {r['nightly_s']} | {r['peak_mem_gb']} | "
-                     f"{scored.get(r['graph'], '-')} |")
+                     f"{r['epoch_s']} | {r['nightly_s']} | {r['peak_mem_gb']} | {accuracy} |")
     md.write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
@@ -185,6 +183,17 @@ def write_report(csv_path: Path) -> None:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(csv_path.with_suffix(".png"), dpi=100)
+
+
+def _accuracies(rows: list[dict], acc_path: Path) -> list[str]:
+    """Each scale.csv row's score: ``scale_accuracy.csv`` is appended with the same rows in the
+    same order, so it pairs by position when it holds one line per row with the same graph
+    labels; otherwise (a file edited apart) by label, the last score of a repeated label."""
+    pairs = list(csv.reader(acc_path.open())) if acc_path.exists() else []
+    if len(pairs) == len(rows) and all(p[0] == r["graph"] for p, r in zip(pairs, rows)):
+        return [p[1] for p in pairs]
+    by_label = dict(pairs)
+    return [by_label.get(r["graph"], "-") for r in rows]
 
 
 def main(argv=None) -> int:
