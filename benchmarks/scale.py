@@ -19,8 +19,8 @@ module on) from its history; ``peak_mem_gb`` the largest resident set of the run
 
 ``--warm`` adds a second night after each cold one: the same graph under the next day's date
 (a copy of the snapshot with 1% of its edges dropped, so the warm night's features, node ids and
-configuration match and no fallback can fire), run with ``oral run --warm`` on the same state directory, so it continues
-the cold night's champion for ``warm_epochs`` epochs. Its row's graph column says
+configuration match and no fallback can fire), run with ``oral run --warm`` on the same state
+directory, so it continues the cold night's champion for ``warm_epochs`` epochs. Its row's graph column says
 ``warm, W epochs after a cold night of E``.
 
 Each call appends rows to ``benchmarks/results/scale.csv`` (columns
@@ -61,9 +61,12 @@ def next_night(snapshots: Path, churn: float = 0.01) -> str:
     (an unchanged snapshot reuses the last training, see ``flows.nightly``) while a warm start
     stays possible. Returns that date."""
     import datetime as dt
+
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.parquet as pq
-    first = sorted(snapshots.glob("synthetic/snapshot=*"))[0]
-    day = dt.date.fromisoformat(first.name.split("=", 1)[1]) + dt.timedelta(days=1)
+    first = _first_snapshot(snapshots)
+    day = dt.date.fromisoformat(_date_of(first)) + dt.timedelta(days=1)
     target = first.with_name(f"snapshot={day.isoformat()}")
     if not target.exists():
         partial = target.with_name(target.name + ".partial")
@@ -71,10 +74,19 @@ def next_night(snapshots: Path, churn: float = 0.01) -> str:
         shutil.copytree(first, partial)
         edges = pq.read_table(first / "edges.parquet")
         step = max(2, round(1 / churn))
-        keep = [i for i in range(edges.num_rows) if i % step]
-        pq.write_table(edges.take(keep), partial / "edges.parquet")
+        keep = np.arange(edges.num_rows) % step != 0
+        pq.write_table(edges.filter(pa.array(keep)), partial / "edges.parquet")
         partial.rename(target)
     return day.isoformat()
+
+
+def _first_snapshot(snapshots: Path) -> Path:
+    """The oldest snapshot folder of the synthetic graph (the cold night's)."""
+    return sorted(snapshots.glob("synthetic/snapshot=*"))[0]
+
+
+def _date_of(snapshot: Path) -> str:
+    return snapshot.name.split("=", 1)[1]
 
 
 def nightly(nodes: int, epochs: int, overrides: list[str], device: str,
@@ -88,7 +100,7 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str,
            str(snapshots), "--state-dir", str(state), "--epochs", str(epochs)]
     if warm_date is None:
         shutil.rmtree(state, ignore_errors=True)
-        cmd += ["--cold", "--date", sorted(snapshots.glob("synthetic/snapshot=*"))[0].name[9:]]
+        cmd += ["--cold", "--date", _date_of(_first_snapshot(snapshots))]
     else:
         cmd += ["--warm", "--date", warm_date]
     if device != "auto":
@@ -128,7 +140,7 @@ def _edge_count(snapshots: Path, date: str | None = None) -> int:
     """Edges of the night's snapshot (``date``; the first snapshot when None)."""
     import pyarrow.parquet as pq
     path = (snapshots / "synthetic" / f"snapshot={date}" / "edges.parquet" if date else
-            sorted(snapshots.glob("synthetic/snapshot=*"))[0] / "edges.parquet")
+            _first_snapshot(snapshots) / "edges.parquet")
     return 2 * pq.ParquetFile(path).metadata.num_rows  # both directions, as speed.csv counts
 
 
