@@ -27,7 +27,7 @@ from pathlib import Path
 from oral_core.config import ORALConfig
 from oral_core.experiment import LATER_FIELDS
 
-from .paired import SeedClash, paired_rows
+from .paired import paired_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: fields every seed sets for itself, or that cannot change a result (the attention kernel is
@@ -61,7 +61,8 @@ def _folders_of(results: Path, cell: str, overrides: dict) -> list[Path]:
                         setting(ORALConfig.from_dict(ORALConfig().to_dict() | overrides).to_dict()))
 
 
-def lines_for(results: Path, choice_path: Path, previous: Path | None = None) -> list[str]:
+def lines_for(results: Path, choice_path: Path, previous: Path | None = None,
+              skipped: list[str] | None = None) -> list[str]:
     choice = json.loads(choice_path.read_text())
     cell = choice_path.stem  # <dataset>-<prior>[-paper]: also the seed folders' name
     protocol = "paper" if cell.endswith("-paper") else "ours"
@@ -83,12 +84,8 @@ def lines_for(results: Path, choice_path: Path, previous: Path | None = None) ->
         if old["overrides"] and old["overrides"] != overrides:
             against.append((f"`{old['chosen']}`", _folders_of(results, cell, old["overrides"]), None))
     for label, side, method in against + [(m, folders_with(results, m, cell), m) for m in BASELINES]:
-        try:
-            rows = paired_rows(side, chosen, "oral", [dataset], ["yes" if prior == "prior" else "no"],
-                               protocol, 1.0, method)
-        except SeedClash as err:
-            out.append(head + f" {label}: {err} |||||")
-            continue
+        rows = paired_rows(side, chosen, "oral", [dataset], ["yes" if prior == "prior" else "no"],
+                           protocol, 1.0, method, [] if skipped is None else skipped)
         for r in rows:
             out.append(f"{head} {label} | {r['seeds']} | {r['base_all']:.2f} | {r['new_all']:.2f} | "
                        f"{r['diff']:+.2f} ({r['se']:.2f}) | {r['ahead']}/{r['seeds']} |")
@@ -131,8 +128,13 @@ def main(argv=None) -> int:
              "pooled; against: the committed defaults, OpenNCD, GCD, the known-class GCN (ORAL's All − theirs).", "",
              "| dataset | prior | protocol | chosen | against | seeds | All against | All chosen | "
              "chosen − against (s.e.) | chosen ahead |", "|---|---|---|---|---|---|---|---|---|---|"]
+    skipped: list[str] = []
     for path in choices:
-        lines += lines_for(args.results, path, args.previous)
+        lines += lines_for(args.results, path, args.previous, skipped)
+    if skipped:
+        lines += ["", "Seeds left out because a folder listed earlier (the committed tables first, "
+                  "then subfolders by name) holds the same seed and setting with another result "
+                  "(a rerun on another device, e.g. `gpu_base/`): " + ", ".join(sorted(set(skipped))) + "."]
     text = "\n".join(lines) + "\n"
     out = args.out or args.results / "choose_paired.md"
     out.write_text(text)

@@ -32,29 +32,36 @@ class SeedClash(ValueError):
     """One side's folders hold the same seed with different results."""
 
 
-def side_rows(folders, method: str, dataset: str, prior: str, protocol: str) -> dict:
-    """Seed -> result over one side's folders (one folder or several: seeds pooled; a seed two
-    folders hold with different All is refused, the same result twice is one seed)."""
+def side_rows(folders, method: str, dataset: str, prior: str, protocol: str,
+              skipped: list[str] | None = None) -> dict:
+    """Seed -> result over one side's folders (one folder or several: seeds pooled; the same
+    result twice is one seed). A seed two folders hold with different All is refused, unless
+    ``skipped`` is a list: then the first folder's seed is kept and the later one named there
+    (e.g. a diagnostic rerun of committed seeds on another device)."""
     out: dict = {}
     for folder in ([folders] if isinstance(folders, (str, Path)) else folders):
         for r in seed_rows(Path(folder), method, dataset, prior, protocol):
             if r["seed"] in out and float(out[r["seed"]]["all"]) != float(r["all"]):
-                raise SeedClash(f"{dataset} {prior} seed {r['seed']}: two folders of one side "
-                                f"disagree (All {out[r['seed']]['all']} vs {r['all']}, {folder})")
+                if skipped is None:
+                    raise SeedClash(f"{dataset} {prior} seed {r['seed']}: two folders of one side "
+                                    f"disagree (All {out[r['seed']]['all']} vs {r['all']}, {folder})")
+                skipped.append(f"{Path(folder).name}/{method} {dataset} {prior} seed {r['seed']}")
+                continue
             out[r["seed"]] = r
     return out
 
 
 def paired_rows(base, new, method: str, datasets: list[str], priors: list[str],
-                protocol: str, tolerance: float, base_method: str | None = None) -> list[dict]:
+                protocol: str, tolerance: float, base_method: str | None = None,
+                skipped: list[str] | None = None) -> list[dict]:
     """``base`` / ``new``: a results folder each, or a list of folders whose seeds are pooled.
     ``base_method``: the base side's method when it differs from ``method`` (e.g. ORAL against
-    OpenNCD, paired by seed)."""
+    OpenNCD, paired by seed). ``skipped``: see :func:`side_rows` (None: a clash is refused)."""
     rows = []
     for dataset in datasets:
         for prior in priors:
-            a = side_rows(base, base_method or method, dataset, prior, protocol)
-            b = side_rows(new, method, dataset, prior, protocol)
+            a = side_rows(base, base_method or method, dataset, prior, protocol, skipped)
+            b = side_rows(new, method, dataset, prior, protocol, skipped)
             seeds = sorted(set(a) & set(b))
             if not seeds:
                 continue

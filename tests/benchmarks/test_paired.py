@@ -101,3 +101,21 @@ def test_a_baseline_method_pairs_with_oral_seed_by_seed(tmp_path) -> None:
     text = out.read_text()
     assert "paired by seed with opennc" in text
     assert "| cora | no | 2 | 61.00 | 62.00 | +1.00 (2.00) | 1/2 |" in text
+
+
+def test_a_skipped_list_keeps_the_first_folders_seed_and_names_the_later_one(tmp_path) -> None:
+    """benchmarks.choose_table pools every folder of a setting: a rerun of committed seeds on
+    another device (same setting, another result) must not replace them or stop the table."""
+    write_seed(tmp_path / "root", "cora", "noprior", 0, 60)
+    write_seed(tmp_path / "gpu", "cora", "noprior", 0, 90)  # the same seed, another result
+    write_seed(tmp_path / "gpu", "cora", "noprior", 1, 70)  # a seed the root lacks: pooled
+    write_seed(tmp_path / "new", "cora", "noprior", 0, 61)
+    write_seed(tmp_path / "new", "cora", "noprior", 1, 71)
+    skipped: list[str] = []
+    rows = paired.paired_rows([tmp_path / "root", tmp_path / "gpu"], tmp_path / "new", "oral",
+                              ["cora"], ["no"], "ours", 1.0, skipped=skipped)
+    assert rows[0]["seeds"] == 2 and rows[0]["base_all"] == pytest.approx(65.0)
+    assert skipped == ["gpu/oral cora no seed 0"]
+    with pytest.raises(paired.SeedClash):
+        paired.paired_rows([tmp_path / "root", tmp_path / "gpu"], tmp_path / "new", "oral",
+                           ["cora"], ["no"], "ours", 1.0)
