@@ -34,7 +34,8 @@ def read_choices(folders: list[Path], protocol: str = "ours") -> dict[str, dict[
             raise SystemExit(f"error: {folder}: no oral choose table (<graph>.json) in it")
         for path in files:
             choice = json.loads(path.read_text())
-            if protocol != "both" and choice.get("protocol", "ours") != protocol:
+            # "paper (the strict task)": a graph whose paper-protocol proxy is the strict one
+            if protocol != "both" and choice.get("protocol", "ours").split()[0] != protocol:
                 continue
             graph = choice["graph"]
             for row in choice.get("candidates", []):

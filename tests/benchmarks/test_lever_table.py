@@ -35,12 +35,15 @@ def test_more_seeds_win_and_protocol_filters(tmp_path):
     _choice(a, "cora-noprior", [("x=1", 3, -9.0, 1.0, 0)])
     _choice(b, "cora-noprior", [("x=1", 10, 2.0, 1.5, 6)])
     _choice(b, "cora-noprior-paper", [("x=1", 10, -5.0, 1.0, 1)], protocol="paper")
+    _choice(b, "blog-prior-paper", [("x=1", 3, 1.0, 1.0, 2)], protocol="paper (the strict task)")
     table = lever_table.read_choices([a, b])
     assert table["x=1"]["cora-noprior"]["seeds"] == 10
     assert table["x=1"]["cora-noprior"]["folder"] == "b"
     assert "cora-noprior-paper" not in table["x=1"]
     both = lever_table.read_choices([a, b], protocol="both")
-    assert set(both["x=1"]) == {"cora-noprior", "cora-noprior-paper"}
+    assert set(both["x=1"]) == {"cora-noprior", "cora-noprior-paper", "blog-prior-paper"}
+    assert set(lever_table.read_choices([a, b], protocol="paper")["x=1"]) == {
+        "cora-noprior-paper", "blog-prior-paper"}
     text = lever_table.render(table, "cmd")
     assert "| `x=1` | **+2.0 ± 1.5 (6/10)** | default candidate" in text
 
