@@ -14,7 +14,9 @@ one standard error below its mean (:func:`oral_core.proxy.choose_setting`).
 Every fit is a seed file under ``--out`` (rerunning reuses it; ``--cache DIR`` also reuses
 matching fits of earlier proxy runs, e.g. ``benchmarks/results/epoch_vote``); the table goes to
 ``<out>/<name>.md`` and the choice to ``<out>/<name>.json``, whose ``set`` list is what to pass
-to ``oral run`` / ``oral reproduce`` as ``--set``.
+to ``oral run`` / ``oral reproduce`` as ``--set``. ``--fit-seed S`` fits one seed of every
+setting and writes no table, so several processes (or machines sharing a folder) can split the
+fits; the run without it then only reads them.
 """
 from __future__ import annotations
 
@@ -51,6 +53,10 @@ def register(sub) -> None:
                         f"{', '.join(DEFAULT_CANDIDATES)})")
     p.add_argument("--seeds", type=int, default=5,
                    help="proxy seeds per setting (default 5; at least 2, the gain is paired)")
+    p.add_argument("--fit-seed", type=int, action="append", metavar="S",
+                   help="fit only seed S of every setting and write no table (repeatable): spreads "
+                        "one choice over processes or machines; a later run without it reuses "
+                        "their seed files from --out or --cache")
     p.add_argument("--window", type=int, default=10,
                    help="score: the mean proxy All over the last WINDOW epochs (default 10)")
     p.add_argument("--hide", choices=HIDE_CHOICES, default="extremes",
@@ -100,6 +106,9 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError("--prior: only with --dataset; for snapshots give --set prior_num_classes=N")
     if args.seeds < 2:
         raise OptionError(f"--seeds {args.seeds}: the gain is paired by seed, so at least 2")
+    outside = [s for s in args.fit_seed or [] if not 0 <= s < args.seeds]
+    if outside:
+        raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
     base, sources = parse_set(args.set or [])
     candidates = _candidates(args.candidate)
     configs = {"defaults": check_config(base, sources)}
@@ -190,9 +199,21 @@ def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str,
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".seed_{seed}.json.tmp"
     tmp.write_text(json.dumps({"key": key, "seconds": round(time.perf_counter() - t, 1),
-                               "rows": rows}, indent=1))
+                               "device": _device_name(key), "rows": rows}, indent=1))
     tmp.replace(folder / f"seed_{seed}.json")
     return next(r for r in rows if r["rule"] == rule), True
+
+
+def _device_name(key: dict) -> str:
+    """Where a fit ran ("cpu" or the CUDA card's name), recorded beside its seconds: the device
+    changes which basin a seed lands in (README, BlogCatalog), so fits from two devices should
+    not be paired: keep them in separate ``--out`` folders."""
+    import torch
+
+    from oral_core.trainer import select_device
+
+    device = select_device(key["config"].get("device", "auto"))
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 def cmd_choose(args) -> int:
@@ -213,7 +234,8 @@ def cmd_choose(args) -> int:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     try:
-        tasks = {seed: task_of(seed) for seed in range(args.seeds)}
+        seeds = sorted(set(args.fit_seed)) if args.fit_seed else list(range(args.seeds))
+        tasks = {seed: task_of(seed) for seed in seeds}
     except ValueError as err:  # e.g. extremes with fewer than three known classes
         print(f"error: --hide {args.hide}: {err}", file=sys.stderr)
         return 2
@@ -232,7 +254,7 @@ def cmd_choose(args) -> int:
         key = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", data)
         folder = args.out / name / label.replace("/", "_")
         scores[label] = {}
-        for seed in range(args.seeds):
+        for seed in seeds:
             t = time.perf_counter()
             row, trained = _fit_rows(
                 folder, [args.out, *args.cache], key, seed, rule,
@@ -240,6 +262,10 @@ def cmd_choose(args) -> int:
             scores[label][seed] = row["all"]
             print(f"  {label} seed {seed}: proxy All {row['all']:.1f} "
                   f"({f'{time.perf_counter() - t:.0f}s' if trained else 'reused'})", flush=True)
+    if args.fit_seed:
+        print(f"oral choose {name}: fitted seed(s) {', '.join(map(str, seeds))} under {args.out}; "
+              "no table: run again without --fit-seed once every seed is fitted", flush=True)
+        return 0
     choice = proxy.choose_setting(scores, candidates)
     lines = report_lines(name, args, scores, choice, rule)
     args.out.mkdir(parents=True, exist_ok=True)

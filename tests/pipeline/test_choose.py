@@ -169,3 +169,33 @@ def test_the_cli_offers_every_hide_mode_of_the_proxy():
     from oral_core.proxy import HIDE_MODES
 
     assert HIDE_CHOICES == HIDE_MODES
+
+
+def test_fit_seed_fits_one_seed_per_setting_and_a_later_run_reuses_it(snapshot_root, tmp_path, capsys,
+                                                                     one_thread):
+    """``--fit-seed``: only that seed of every setting is fitted (with the device it ran on), no
+    table is written, and the run without it reuses the file instead of training again."""
+    from flows.cli import main
+
+    out = tmp_path / "choose"
+    argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
+            "--out", str(out), *TINY]
+    assert main([*argv, "--fit-seed", "1"]) == 0
+    fits = sorted(out.rglob("seed_*.json"))
+    assert [p.name for p in fits] == ["seed_1.json", "seed_1.json"]
+    assert json.loads(fits[0].read_text())["device"] == "cpu"
+    assert not list(out.glob("*.md")) and "no table" in capsys.readouterr().out
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "defaults seed 1: proxy All" in printed and "(reused)" in printed.split("defaults seed 1")[1].split("\n")[0]
+    assert (out / "g.md").exists() and len(list(out.rglob("seed_*.json"))) == 4
+
+
+def test_fit_seed_outside_the_seeds_is_refused(snapshot_root, tmp_path, capsys):
+    from flows.cli import main
+
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
+                 str(tmp_path / "c"), *TINY, "--fit-seed", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --fit-seed 2: the seeds are 0 to 1") and "Traceback" not in err
+    assert not (tmp_path / "c").exists()
