@@ -78,6 +78,11 @@ class ORALConfig:
     ensemble_from_layer: int = 1
     refine_candidates_per_node: int = 128  # pair-sampling budget of Eq. 10-11
     pseudo_label_weight: float = 1.0  # weight of pseudo-labelled nodes in L_ce (Eq. 7)
+    # OpenNCD's losses, which the paper does not describe (oral_core.opennc_losses): a prototype
+    # similarity between positive pairs and a group similarity across two views from the first
+    # epoch, and OpenNCD's group-prior balance (x10) in place of Eq. 2. False is the paper
+    opennc_losses: bool = False
+    opennc_pair_pool: int = 512  # nodes searched for an unlabelled node's nearest neighbour
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)
@@ -188,6 +193,7 @@ class ORALConfig:
             (self.batches_per_epoch is None or self.batches_per_epoch >= 1,
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
+            (self.opennc_pair_pool >= 2, "opennc_pair_pool must be >= 2"),
             (self.minibatch_above_edges is None or self.minibatch_above_edges >= 1,
              "minibatch_above_edges must be >= 1 or None"),
             (self.auto_batch_size >= 1, "auto_batch_size must be >= 1"),

@@ -31,6 +31,7 @@ from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .graph import is_canonical
+from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
 
 log = logging.getLogger(__name__)
@@ -521,21 +522,39 @@ class ORAL:
             targets = self._targets(partitions, ens, labels, pseudo, num_known)
             weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
             l_ce = sum(self._ce(o.p, t, weight) for o, t in zip(outs, targets))
-            l_reg = sum(balance_regulariser(o.r) for o in outs)
-            loss = l_ce + cfg.reg_weight * l_reg
+            l_reg = None if cfg.opennc_losses else sum(balance_regulariser(o.r) for o in outs)
+            loss = l_ce if l_reg is None else l_ce + cfg.reg_weight * l_reg
         l_con = torch.zeros(())
-        if cfg.pol and pseudo is not None and cfg.consistency_weight > 0:
+        use_con = cfg.pol and pseudo is not None and cfg.consistency_weight > 0
+        outs_aug = None
+        if use_con or cfg.opennc_losses:
             with watch.section("augmentation"):
                 view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate, cfg.edge_drop_max, gen)
             with watch.section("augmented_forward"):
                 outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
+        if use_con:
+            with watch.section("augmented_forward"):
                 l_con = consistency_loss([o.p for o in outs], [o.p for o in outs_aug])
                 loss = loss + cfg.consistency_weight * l_con
+        extra = {}
+        if cfg.opennc_losses:
+            with watch.section("train_forward"):
+                l_reg, extra = self._opennc(outs, outs_aug, partitions, labels, gen)
+                loss = loss + cfg.reg_weight * l_reg + extra["l_opennc"]
         with watch.section("backward"):
             loss.backward()
             opt.step()
         return {"loss": float(loss.detach()), "l_ce": float(l_ce.detach()),
-                "l_reg": float(l_reg.detach()), "l_con": float(l_con.detach())}
+                "l_reg": float(l_reg.detach()), "l_con": float(l_con.detach())} | {
+                    k: float(v.detach()) for k, v in extra.items()}
+
+    def _opennc(self, outs, outs_aug, partitions, labels, gen) -> tuple[torch.Tensor, dict]:
+        """With ``opennc_losses``: OpenNCD's group-prior balance, in place of Eq. 2, and its two
+        cross-view terms (:mod:`oral_core.opennc_losses`): ``(balance, {"l_opennc": proto +
+        group})``."""
+        cfg = self.config
+        terms = opennc_terms(outs, outs_aug, partitions, labels, cfg.opennc_pair_pool, gen)
+        return terms["balance"], {"l_opennc": terms["proto"] + terms["group"]}
 
     def _adjacency(self, edges: torch.Tensor) -> tuple[CSR, CSR, torch.Tensor]:
         """Incoming adjacency of the current structure: with self loops (evaluation pass), without
@@ -579,22 +598,34 @@ class ORAL:
                 seed_ids = sub.nodes[:k]
                 w = weight[seed_ids]
                 l_ce = sum(self._ce(o.p[:k], t[seed_ids], w) for o, t in zip(outs, targets))
-                l_reg = sum(balance_regulariser(o.r[:k]) for o in outs)
-                loss = l_ce + cfg.reg_weight * l_reg
+                l_reg = None if cfg.opennc_losses else sum(balance_regulariser(o.r[:k]) for o in outs)
+                loss = l_ce if l_reg is None else l_ce + cfg.reg_weight * l_reg
             l_con = torch.zeros(())
-            if use_con:
+            seeds_out = [LayerOutput(o.r[:k], o.p[:k], o.h[:k]) for o in outs]
+            seeds_aug = None
+            if use_con or cfg.opennc_losses:
                 with watch.section("augmentation"):
                     view = sampled_edge_drop(sub.edge_index, degrees[sub.nodes], cfg.edge_drop_rate,
                                              cfg.edge_drop_max, gen)
                 with watch.section("augmented_forward"):
                     outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
-                    l_con = consistency_loss([o.p[:k] for o in outs], [o.p[:k] for o in outs_aug])
+                    seeds_aug = [LayerOutput(o.r[:k], o.p[:k], o.h[:k]) for o in outs_aug]
+            if use_con:
+                with watch.section("augmented_forward"):
+                    l_con = consistency_loss([o.p for o in seeds_out], [o.p for o in seeds_aug])
                     loss = loss + cfg.consistency_weight * l_con
+            extra = {}
+            if cfg.opennc_losses:
+                with watch.section("train_forward"):
+                    l_reg, extra = self._opennc(seeds_out, seeds_aug, partitions, labels[seed_ids], gen)
+                    loss = loss + cfg.reg_weight * l_reg + extra["l_opennc"]
             with watch.section("backward"):
                 loss.backward()
                 opt.step()
-            for key, value in (("loss", loss), ("l_ce", l_ce), ("l_reg", l_reg), ("l_con", l_con)):
-                totals[key] += float(value.detach()) if torch.is_tensor(value) else float(value)
+            for key, value in (("loss", loss), ("l_ce", l_ce), ("l_reg", l_reg), ("l_con", l_con),
+                               *extra.items()):
+                totals[key] = totals.get(key, 0.0) + (
+                    float(value.detach()) if torch.is_tensor(value) else float(value))
             steps += 1
         return {key: value / max(steps, 1) for key, value in totals.items()} | {"batches": steps}
 
