@@ -11,7 +11,11 @@
 # the igraph wheels in .whl and the datasets in .gpudata (both carried, both ignored); the seed
 # files come back as $OUT/NAME.tgz (unpack under benchmarks/results/), then, here,
 #   oral choose --dataset D [--prior] --seeds N --candidate ... --out benchmarks/results/NAME
-# reads them (pass no --cache of CPU folders).
+# reads them (pass no --cache of CPU folders). FIRST_SEED=S starts the jobs at seed S (a second
+# call that finishes a cut-short run; the fits of a fresh machine start from nothing either way).
+# 2026-11-26, H100 (benchmarks/results/choose_lr_gpu): the card is the bottleneck, about 120 s a
+# fit with 16 processes on any of the three graphs (~8 fits a minute): 480 s gave seeds 0-2 of
+# both settings in every cell, and `FIRST_SEED=3 ... 225 proxy_lr_gpu lr=0.01` seeds 3-5.
 OUT=${OUT:-gpu_out}
 P=${P:-16}; EXTRA=${EXTRA:-}  # EXTRA: e.g. "--set epochs=2 --window 2" to try the script on a CPU
 LIMIT=${1:?seconds}; NAME=${2:?name}; C1=${3:?candidate}; C2=${4:-}
@@ -24,7 +28,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH=.:/tmp/site
 fi
 nvidia-smi -L
-W=/tmp/$NAME; rm -rf "$W" /tmp/log_*.txt
+W=/tmp/$NAME; rm -f /tmp/log_*.txt; FIRST_SEED=${FIRST_SEED:-0}
 echo "== smoke $(date +%T)"
 timeout 120 python3 -m flows.cli choose --dataset cora --seeds 2 --fit-seed 0 --set epochs=3 --window 2 \
   --candidate "$C1" --out /tmp/smoke --data-dir .gpudata || { echo "smoke failed"; exit 1; }
@@ -32,7 +36,7 @@ python3 -c "import glob, json; print('smoke fit ran on', json.load(open(glob.glo
 jobs=/tmp/jobs.txt; : >"$jobs"
 for phase in 1 2; do
   cand=$([ $phase = 1 ] && echo "$C1" || echo "$C2"); [ -z "$cand" ] && continue
-  for s in 0 1 2 3 4 5 6 7 8 9; do
+  for s in $(seq "$FIRST_SEED" 9); do
     for cell in "${CELLS[@]}"; do
       set -- $cell
       [ "$s" -lt "$3" ] && echo "$phase $1 $2 $3 $s $cand" >>"$jobs"
