@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     from flows import cli_logging
 
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that start children
     # one line per log record on the terminal, tracebacks only in the log file (or with -v)
     cli_logging.setup_console(args.verbose)
     try:

@@ -16,7 +16,7 @@ matching fits of earlier proxy runs, e.g. ``benchmarks/results/epoch_vote``); th
 ``<out>/<name>.md`` and the choice to ``<out>/<name>.json``, whose ``set`` list is what to pass
 to ``oral run`` / ``oral reproduce`` as ``--set``. ``--fit-seed S`` fits one seed of every
 setting and writes no table, so several processes (or machines sharing a folder) can split the
-fits; the run without it then only reads them.
+fits; the run without it then only reads them. ``--jobs N`` does that split on one machine.
 """
 from __future__ import annotations
 
@@ -57,6 +57,10 @@ def register(sub) -> None:
                    help="fit only seed S of every setting and write no table (repeatable): spreads "
                         "one choice over processes or machines; a later run without it reuses "
                         "their seed files from --out or --cache")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="fit N seeds at once, each in its own `oral choose --fit-seed` process "
+                        "(default 1: one after another in this process); each process gets "
+                        "cores/N threads unless OMP_NUM_THREADS is set")
     p.add_argument("--window", type=int, default=10,
                    help="score: the mean proxy All over the last WINDOW epochs (default 10)")
     p.add_argument("--hide", choices=HIDE_CHOICES, default="extremes",
@@ -106,6 +110,8 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError("--prior: only with --dataset; for snapshots give --set prior_num_classes=N")
     if args.seeds < 2:
         raise OptionError(f"--seeds {args.seeds}: the gain is paired by seed, so at least 2")
+    if args.jobs < 1:
+        raise OptionError(f"--jobs {args.jobs}: must be at least 1")
     outside = [s for s in args.fit_seed or [] if not 0 <= s < args.seeds]
     if outside:
         raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
@@ -204,6 +210,60 @@ def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str,
     return next(r for r in rows if r["rule"] == rule), True
 
 
+def _child_argv(argv: list[str]) -> list[str]:
+    """This command's arguments without ``--jobs`` (a child fits one seed, in its own process)."""
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == "--jobs":
+            skip = True
+        elif not token.startswith("--jobs="):
+            out.append(token)
+    return out
+
+
+def _fit_in_processes(args, seeds: list[int]) -> None:
+    """``--jobs N``: every seed with a missing fit in its own ``oral choose --fit-seed`` process,
+    N at a time; the fits land under ``--out`` and the run that follows reuses them (a seed whose
+    process failed is fitted there instead, so a failure costs time, never a result)."""
+    import os
+    import subprocess
+    import tempfile
+
+    if not seeds:
+        return
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.jobs)))
+    base = [sys.executable, "-m", "flows.cli", *_child_argv(args.argv)]
+    print(f"  fitting seeds {', '.join(map(str, seeds))} in {min(args.jobs, len(seeds))} processes "
+          f"({env['OMP_NUM_THREADS']} threads each)", flush=True)
+    waiting, running = list(seeds), {}
+    while waiting or running:
+        while waiting and len(running) < args.jobs:
+            seed = waiting.pop(0)
+            err = tempfile.TemporaryFile("w+")  # a file, not a pipe: progress bars never block
+            running[seed] = (subprocess.Popen([*base, "--fit-seed", str(seed)], env=env, cwd=os.getcwd(),
+                                              stdout=subprocess.DEVNULL, stderr=err, text=True),
+                             err, time.perf_counter())
+        time.sleep(0.2)
+        for seed, (proc, err, started) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[seed]
+            took = f"{time.perf_counter() - started:.0f}s"
+            if proc.returncode == 0:
+                print(f"  seed {seed}: fitted in its own process ({took})", flush=True)
+            else:
+                err.seek(0)
+                lines = [line.strip() for line in err.read().replace("\r", "\n").splitlines() if line.strip()]
+                print(f"  seed {seed}: its process failed (exit {proc.returncode}: "
+                      f"{lines[-1] if lines else 'no message'}); fitting it here", flush=True)
+            err.close()
+
+
 def _device_name(key: dict) -> str:
     """Where a fit ran ("cpu" or the CUDA card's name), recorded beside its seconds: the device
     changes which basin a seed lands in (README, BlogCatalog), so fits from two devices should
@@ -248,10 +308,17 @@ def cmd_choose(args) -> int:
     scores: dict[str, dict[int, float]] = {}
     print(f"oral choose {name}: {len(configs)} settings x {args.seeds} seeds, hide {args.hide}, "
           f"score {rule} (labelled nodes only)", flush=True)
+    keys = {}
     for label, config in configs.items():
         if prior is not None:
             config.prior_num_classes = prior
-        key = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", data)
+        keys[label] = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", data)
+    if args.jobs > 1 and not args.fit_seed:
+        missing = [seed for seed in seeds if any(
+            proxy.find_seed([args.out, *args.cache], key, seed, rule) is None for key in keys.values())]
+        _fit_in_processes(args, missing)
+    for label, config in configs.items():
+        key = keys[label]
         folder = args.out / name / label.replace("/", "_")
         scores[label] = {}
         for seed in seeds:

@@ -199,3 +199,43 @@ def test_fit_seed_outside_the_seeds_is_refused(snapshot_root, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: --fit-seed 2: the seeds are 0 to 1") and "Traceback" not in err
     assert not (tmp_path / "c").exists()
+
+
+def test_jobs_fits_the_seeds_in_child_processes_and_the_table_reuses_them(snapshot_root, tmp_path,
+                                                                         capsys):
+    """``--jobs 2``: both seeds are fitted by ``--fit-seed`` children (one thread each here), the
+    parent trains nothing itself and writes the table from their files."""
+    from flows.cli import main
+
+    out = tmp_path / "choose"
+    argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
+            "--out", str(out), *TINY]
+    assert main([*argv, "--jobs", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "fitting seeds 0, 1 in 2 processes" in printed
+    assert "seed 0: fitted in its own process" in printed and "seed 1: fitted in its own process" in printed
+    fitted = [line for line in printed.splitlines() if line.startswith("  ") and ": proxy All" in line]
+    assert len(fitted) == 4 and all("(reused)" in line for line in fitted)
+    assert (out / "g.md").exists() and len(list(out.rglob("seed_*.json"))) == 4
+
+
+def test_a_failed_child_is_named_and_its_seed_fitted_in_the_parent(snapshot_root, tmp_path, capsys,
+                                                                   monkeypatch):
+    from flows import cli_choose
+    from flows.cli import main
+
+    monkeypatch.setattr(cli_choose, "_child_argv", lambda argv: ["choose", "--no-such-option"])
+    out = tmp_path / "choose"
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "gamma=0.1", "--out", str(out), *TINY, "--jobs", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "seed 0: its process failed (exit 2:" in printed and "fitting it here" in printed
+    assert (out / "g.md").exists() and len(list(out.rglob("seed_*.json"))) == 4
+
+
+def test_jobs_below_one_is_refused(snapshot_root, tmp_path, capsys):
+    from flows.cli import main
+
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
+                 str(tmp_path / "c"), *TINY, "--jobs", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: --jobs 0: must be at least 1")
