@@ -66,9 +66,11 @@ def render(table: dict[str, dict[str, dict]], command: str) -> str:
              f"Command: `{command}`. Each cell: the paired gain of `mean@200:10` over the defaults "
              "(± s.e., seeds ahead / seeds) from an `oral choose` table; **bold** where gain − s.e. "
              "> 0 (what `oral choose` takes for that graph). A default needs a bound above 0 "
-             "somewhere and no graph with gain + s.e. below 0; a blank cell was not run.", "",
-             "| candidate | " + " | ".join(graphs) + " | verdict |",
-             "|---|" + "---|" * len(graphs) + "---|"]
+             "somewhere and no graph with gain + s.e. below 0; a blank cell was not run; `from`: the "
+             "folders the cells came from (both sides of a cell always ran on one device; "
+             "`*_gpu` folders on a lent GPU).", "",
+             "| candidate | " + " | ".join(graphs) + " | verdict | from |",
+             "|---|" + "---|" * len(graphs) + "---|---|"]
     for name in sorted(table):
         cells = table[name]
         row = []
@@ -79,7 +81,8 @@ def render(table: dict[str, dict[str, dict]], command: str) -> str:
                 continue
             text = f"{r['gain']:+.1f} ± {r['se']:.1f} ({r['ahead']}/{r['seeds']})"
             row.append(f"**{text}**" if r["bound"] > 0 else text)
-        lines.append(f"| `{name}` | " + " | ".join(row) + f" | {verdict(cells, graphs)} |")
+        folders = ", ".join(sorted({f"`{r['folder']}`" for r in cells.values()}))
+        lines.append(f"| `{name}` | " + " | ".join(row) + f" | {verdict(cells, graphs)} | {folders} |")
     return "\n".join(lines) + "\n"
 
 

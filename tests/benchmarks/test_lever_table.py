@@ -46,6 +46,7 @@ def test_more_seeds_win_and_protocol_filters(tmp_path):
         "cora-noprior-paper", "blog-prior-paper"}
     text = lever_table.render(table, "cmd")
     assert "| `x=1` | **+2.0 ± 1.5 (6/10)** | default candidate" in text
+    assert text.split("| `x=1` |")[1].splitlines()[0].endswith("| `b` |")  # where the cells came from
 
 
 def test_cli_writes_the_table_and_refuses_a_folder_without_tables(tmp_path, capsys):
