@@ -1,7 +1,9 @@
 """Per-class accuracy from finished seeds: which classes a method discovers, not only how many nodes.
 
 All (Eq. 14, one Hungarian matching over every test node) weighs each class by its size, so a
-method can gain All by merging a small novel class into a large one. This table recomputes, from
+method can gain All by merging a small novel class into a large one. The table also gives the
+class-balanced mean (every class weighs the same; novel classes alone too) and, paired by seed,
+the first method minus each other on All and on both balanced means. This table recomputes, from
 each seed file's contingency table (``oral reproduce`` keeps it), the share of each true class's
 test nodes that are right under that same matching (:func:`oral_core.metrics.matched_correct`),
 mean ± standard error over the seeds, for each method side by side. Diagnostic only: it reads
@@ -72,7 +74,47 @@ def table(results: Path, dataset: str, methods: list[str], prior: bool, protocol
                      + " | ".join(cells) + " |")
     alls = " | ".join(f"{_mean_se([r['all'] for r in per[m][0]])[0]:.2f}" for m in methods)
     lines.append(f"| All (Eq. 14) | | {sum(v[1] for v in first_accs[0].values())} | {alls} |")
+    novel = [c for c in classes if c not in known]
+    balanced = {m: _balanced(per[m], classes) for m in methods}
+    balanced_novel = {m: _balanced(per[m], novel) for m in methods}
+    for name, values in (("Class-balanced (mean over classes)", balanced),
+                         ("Novel, class-balanced", balanced_novel)):
+        cells = []
+        for m in methods:
+            mean, se = _mean_se(list(values[m].values()))
+            cells.append(f"{mean:.1f} ± {se:.1f}")
+        lines.append(f"| {name} | | | " + " | ".join(cells) + " |")
+    if len(methods) > 1:
+        lines += ["", f"Paired by seed, {methods[0]} minus each other method (mean ± s.e., seeds "
+                      f"where {methods[0]} is ahead):", "",
+                  "| method | All | class-balanced | novel, class-balanced |", "|---|---|---|---|"]
+        alls_by_seed = {m: {_seed(r, i): r["all"] for i, r in enumerate(per[m][0])} for m in methods}
+        for other in methods[1:]:
+            cells = [_paired(scores[methods[0]], scores[other])
+                     for scores in (alls_by_seed, balanced, balanced_novel)]
+            lines.append(f"| {other} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _seed(row: dict, index: int) -> int:
+    return int(row.get("seed", index))
+
+
+def _balanced(method: tuple, classes: list[int]) -> dict[int, float]:
+    """``{seed: mean over classes of the per-class share right}`` (every class weighs the same,
+    where All weighs each by its test nodes)."""
+    rows, accs = method
+    return {_seed(r, i): 100 * sum(a[c][0] for c in classes) / len(classes)
+            for i, (r, a) in enumerate(zip(rows, accs)) if classes and all(c in a for c in classes)}
+
+
+def _paired(first: dict[int, float], other: dict[int, float]) -> str:
+    seeds = sorted(set(first) & set(other))
+    if not seeds:
+        return "no common seed"
+    gaps = [first[s] - other[s] for s in seeds]
+    mean, se = _mean_se(gaps)
+    return f"{mean:+.2f} ± {se:.2f} ({sum(g > 0 for g in gaps)}/{len(seeds)})"
 
 
 def main(argv=None) -> int:

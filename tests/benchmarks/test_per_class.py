@@ -30,3 +30,22 @@ def test_the_table_pairs_methods_per_class_and_refuses_missing_seeds(tmp_path, c
     assert "| 0 | yes | 8 |" in text
     with pytest.raises(SystemExit, match="no finished seed"):
         main(["--dataset", "sbm", "--methods", "gcd", "--results", str(tmp_path)])
+
+
+def test_class_balanced_means_and_the_paired_gaps(tmp_path):
+    """A merge wins All, a split wins the class-balanced mean; both are paired by seed."""
+    tables = {"oral": [[0, 0, 10], [1, 1, 60], [1, 2, 20], [2, 2, 10]],   # splits class 1, finds 2
+              "opennc": [[0, 0, 10], [1, 1, 80], [2, 1, 10]]}             # merges 2 into 1
+    for method, table in tables.items():
+        folder = tmp_path / "runs" / method / "sbm-noprior"
+        folder.mkdir(parents=True)
+        for seed in (0, 1):
+            (folder / f"seed_{seed}.json").write_text(json.dumps(
+                {"seed": seed, "all": 80.0 if method == "oral" else 90.0, "contingency": table,
+                 "known_classes": [0]}))
+    assert main(["--dataset", "sbm", "--methods", "oral,opennc", "--results", str(tmp_path)]) == 0
+    text = (tmp_path / "per_class_sbm-noprior.md").read_text()
+    # oral: classes 100 / 75 / 100 -> 91.7 balanced, novel 87.5; opennc: 100 / 100 / 0 -> 66.7, 50.0
+    assert "| Class-balanced (mean over classes) | | | 91.7 ± 0.0 | 66.7 ± 0.0 |" in text
+    assert "| Novel, class-balanced | | | 87.5 ± 0.0 | 50.0 ± 0.0 |" in text
+    assert "| opennc | -10.00 ± 0.00 (0/2) | +25.00 ± 0.00 (2/2) | +37.50 ± 0.00 (2/2) |" in text
