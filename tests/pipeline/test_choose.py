@@ -68,8 +68,8 @@ def test_choose_on_a_dataset_file_with_the_prior(npz_graph, tmp_path, capsys, on
     assert main(["choose", "--dataset", str(npz_graph), "--prior", "--hide", "rotate",
                  "--out", str(out), *TINY]) == 0
     choice = json.loads(next(out.glob("*-prior.json")).read_text())
-    assert [r["candidate"] for r in choice["candidates"]] == ["gamma=0.1", "pseudo_label_groups=novel",
-                                                               "attention_temperature=0.3"]
+    assert [r["candidate"] for r in choice["candidates"]] == [
+        "gamma=0.1", "pseudo_label_groups=novel", "attention_temperature=0.3", "opennc_losses=True"]
     fit = json.loads(next(out.rglob("seed_0.json")).read_text())
     assert fit["key"]["config"]["prior_num_classes"] == 4 and fit["key"]["hide"] == "rotate"
 
