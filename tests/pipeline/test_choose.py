@@ -69,7 +69,7 @@ def test_choose_on_a_dataset_file_with_the_prior(npz_graph, tmp_path, capsys, on
                  "--out", str(out), *TINY]) == 0
     choice = json.loads(next(out.glob("*-prior.json")).read_text())
     assert [r["candidate"] for r in choice["candidates"]] == [
-        "gamma=0.1", "pseudo_label_groups=novel", "attention_temperature=0.3", "opennc_losses=True"]
+        "gamma=0.1", "pseudo_label_groups=novel", "attention_temperature=0.3"]
     fit = json.loads(next(out.rglob("seed_0.json")).read_text())
     assert fit["key"]["config"]["prior_num_classes"] == 4 and fit["key"]["hide"] == "rotate"
 
