@@ -63,6 +63,14 @@ def register(sub) -> None:
                    help="fit N seeds at once, each in its own `oral choose --fit-seed` process "
                         "(default 1: one after another in this process); each process gets "
                         "cores/N threads unless OMP_NUM_THREADS is set")
+    p.add_argument("--guard-seeds", type=int, default=3, metavar="G",
+                   help="known-class guard: before a candidate wins, it and the defaults train on "
+                        "the full task (every known class labelled) on seeds 0..G-1 and the "
+                        "candidate must keep the known-class validation accuracy (default 3; "
+                        "0 turns the guard off)")
+    p.add_argument("--guard-drop", type=float, default=None, metavar="POINTS",
+                   help="the guard refuses a candidate whose validation accuracy is clearly (mean + "
+                        "one s.e.) more than POINTS below the defaults' (default 20)")
     p.add_argument("--window", type=int, default=10,
                    help="score: the mean proxy All over the last WINDOW epochs (default 10)")
     p.add_argument("--hide", choices=HIDE_CHOICES, default="extremes",
@@ -114,6 +122,10 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError(f"--seeds {args.seeds}: the gain is paired by seed, so at least 2")
     if args.jobs < 1:
         raise OptionError(f"--jobs {args.jobs}: must be at least 1")
+    if args.guard_seeds < 0:
+        raise OptionError(f"--guard-seeds {args.guard_seeds}: must be 0 (no guard) or more")
+    if args.guard_drop is not None and not args.guard_drop >= 0:
+        raise OptionError(f"--guard-drop {args.guard_drop}: must be 0 or more points")
     outside = [s for s in args.fit_seed or [] if not 0 <= s < args.seeds]
     if outside:
         raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
@@ -136,6 +148,17 @@ class _Labels:
         self.y, self.num_classes = y, num_classes
 
 
+class _Source:
+    """One graph to choose for: ``name`` (the table's), ``data`` (part of every fit's key), the
+    inputs, ``labels`` (what the proxy scores against), ``task(seed)`` (the proxy task),
+    ``full(seed)`` (the full task's ``(train, val)`` labels, for the known-class guard) and
+    ``prior`` (the class number given to ORAL, or None)."""
+
+    def __init__(self, name, data, x, edges, labels, task, full, prior):
+        self.name, self.data, self.x, self.edges = name, data, x, edges
+        self.labels, self.task, self.full, self.prior = labels, task, full, prior
+
+
 def _same_known(graph) -> bool:
     """Whether the paper protocol's known classes and labelled nodes are the strict protocol's
     (BlogCatalog: the first four classes either way)."""
@@ -147,15 +170,14 @@ def _same_known(graph) -> bool:
             and bool((ours.val_mask == paper.val_mask).all()))
 
 
-def _load(args):
-    """``(name, data, x, edge_index, scored graph, tasks(seed), prior)`` for a dataset or a
-    snapshot (``data``: what the fits were made on, part of their key)."""
+def _load(args) -> _Source:
+    """The :class:`_Source` of a dataset or a snapshot."""
     import torch
 
     from oral_core import proxy
 
     if args.dataset is not None:
-        from oral_core.experiment import prepare
+        from oral_core.experiment import prepare, protocol_split
 
         prep = prepare(args.dataset, args.data_dir)
         g = prep.graph
@@ -167,9 +189,12 @@ def _load(args):
         stem = Path(args.dataset).stem if ("/" in args.dataset or "." in args.dataset) else args.dataset
         name = f"{stem}-{'prior' if args.prior else 'noprior'}" + (
             "-paper" if args.protocol == "paper" or getattr(args, "paper_same", False) else "")
-        return (name, stem, prep.x, g.edge_index, g,
-                lambda seed: proxy.proxy_task(g, seed, args.hide, True, args.protocol),
-                g.num_classes if args.prior else None)
+        def full(seed):
+            split = protocol_split(g, seed, args.protocol)[0]
+            return split.train_labels(g.y), split.val_labels(g.y)
+        return _Source(name, stem, prep.x, g.edge_index, g,
+                       lambda seed: proxy.proxy_task(g, seed, args.hide, True, args.protocol), full,
+                       g.num_classes if args.prior else None)
     from data_contracts import contracts, snapshots as snap
     from oral_core.columns import writable
     from oral_core.datasets import auto_feature_mode, preprocess_features
@@ -191,7 +216,11 @@ def _load(args):
         train, val = split_labelled(s.labels, seed)
         return proxy.task_from_labels(y, torch.from_numpy(train) >= 0, torch.from_numpy(val) >= 0,
                                       known, labels.num_classes, seed, args.hide, disjoint_val=True)
-    return args.graph, f"{args.graph}@{files.content_hash}", x, edges, labels, task, None
+
+    def full(seed):  # as `oral run` trains: every labelled node of every known class
+        train, val = split_labelled(s.labels, seed)
+        return torch.from_numpy(train).long(), torch.from_numpy(val).long()
+    return _Source(args.graph, f"{args.graph}@{files.content_hash}", x, edges, labels, task, full, None)
 
 
 def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str, fit) -> tuple[dict, bool]:
@@ -278,6 +307,51 @@ def _device_name(key: dict) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
+def _guard(args, src, configs: dict, folders: list[Path]):
+    """The known-class guard of this run (:func:`oral_core.proxy.keeps_known_classes`): asked
+    about a candidate, it reads or fits the full task for it and the defaults on seeds
+    0..G-1 (a fit saved as ``<out>/<name>/<setting>/guard_seed_<s>.json``; ``oral reproduce``'s
+    ORAL rows under ``--cache`` answer too) and returns its verdict; None when ``--guard-seeds 0``."""
+    from oral_core import proxy
+
+    if args.guard_seeds == 0:
+        return None
+    protocol = args.protocol if args.dataset else "ours"
+    drop = args.guard_drop
+    read: dict[str, dict[int, float]] = {}
+
+    def accuracies(label: str) -> dict[int, float]:
+        if label in read:
+            return read[label]
+        key = proxy.guard_key(configs[label], protocol, src.data)
+        folder = args.out / src.name / label.replace("/", "_")
+        read[label] = {}
+        for seed in range(args.guard_seeds):
+            t = time.perf_counter()
+            acc = proxy.find_guard(folders, key, seed)
+            fitted = acc is None
+            if fitted:
+                acc = proxy.full_task_accuracy(src.x, src.edges, *src.full(seed), seed, configs[label])
+                folder.mkdir(parents=True, exist_ok=True)
+                tmp = folder / f".guard_seed_{seed}.json.tmp"
+                tmp.write_text(json.dumps({"key": key, "val_acc": acc, "seconds": round(
+                    time.perf_counter() - t, 1), "device": _device_name(key)}, indent=1))
+                tmp.replace(folder / f"guard_seed_{seed}.json")
+            read[label][seed] = acc
+            print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
+                  f"({f'{time.perf_counter() - t:.0f}s' if fitted else 'reused'})", flush=True)
+        return read[label]
+
+    def verdict(label: str) -> dict:
+        got = proxy.keeps_known_classes(accuracies("defaults"), accuracies(label), drop)
+        print(f"  guard {label}: known-class validation accuracy {got['val_change']:+.1f} "
+              f"(s.e. {got['val_se']:.1f}) against the defaults: "
+              + ("kept" if got["kept"] else f"refused (clearly more than {drop:g} points below)"),
+              flush=True)
+        return got | {"max_drop": drop}
+    return verdict
+
+
 def cmd_choose(args) -> int:
     from flows.options import OptionError
 
@@ -291,13 +365,16 @@ def cmd_choose(args) -> int:
     from oral_core.datasets import DatasetNotFound
 
     try:
-        name, data, x, edges, labels, task_of, prior = _load(args)
+        src = _load(args)
     except (DatasetNotFound, SnapshotError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    name = src.name
+    if args.guard_drop is None:
+        args.guard_drop = proxy.GUARD_DROP
     try:
         seeds = sorted(set(args.fit_seed)) if args.fit_seed else list(range(args.seeds))
-        tasks = {seed: task_of(seed) for seed in seeds}
+        tasks = {seed: src.task(seed) for seed in seeds}
     except ValueError as err:  # e.g. extremes with fewer than three known classes
         print(f"error: --hide {args.hide}: {err}", file=sys.stderr)
         return 2
@@ -312,12 +389,13 @@ def cmd_choose(args) -> int:
           f"score {rule} (labelled nodes only)", flush=True)
     keys = {}
     for label, config in configs.items():
-        if prior is not None:
-            config.prior_num_classes = prior
-        keys[label] = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", data)
+        if src.prior is not None:
+            config.prior_num_classes = src.prior
+        keys[label] = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", src.data)
+    folders = [args.out, *args.cache]
     if args.jobs > 1 and not args.fit_seed:
         missing = [seed for seed in seeds if any(
-            proxy.find_seed([args.out, *args.cache], key, seed, rule) is None for key in keys.values())]
+            proxy.find_seed(folders, key, seed, rule) is None for key in keys.values())]
         _fit_in_processes(args, missing)
     for label, config in configs.items():
         key = keys[label]
@@ -326,8 +404,9 @@ def cmd_choose(args) -> int:
         for seed in seeds:
             t = time.perf_counter()
             row, trained = _fit_rows(
-                folder, [args.out, *args.cache], key, seed, rule,
-                lambda c=config, s=seed: proxy.window_rows(x, edges, labels, tasks[s], s, c, args.window))
+                folder, folders, key, seed, rule,
+                lambda c=config, s=seed: proxy.window_rows(src.x, src.edges, src.labels, tasks[s], s,
+                                                          c, args.window))
             scores[label][seed] = row["all"]
             print(f"  {label} seed {seed}: proxy All {row['all']:.1f} "
                   f"({f'{time.perf_counter() - t:.0f}s' if trained else 'reused'})", flush=True)
@@ -335,7 +414,7 @@ def cmd_choose(args) -> int:
         print(f"oral choose {name}: fitted seed(s) {', '.join(map(str, seeds))} under {args.out}; "
               "no table: run again without --fit-seed once every seed is fitted", flush=True)
         return 0
-    choice = proxy.choose_setting(scores, candidates)
+    choice = proxy.choose_setting(scores, candidates, guard=_guard(args, src, configs, folders))
     lines = report_lines(name, args, scores, choice, rule)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
@@ -343,9 +422,9 @@ def cmd_choose(args) -> int:
     (args.out / f"{name}.json").write_text(json.dumps({
         "graph": name, "chosen": choice.name, "set": chosen_set, "rule": rule, "hide": args.hide,
         "protocol": ("paper (the strict task)" if getattr(args, "paper_same", False) else
-                     args.protocol) if args.dataset else "snapshot labels", "data": data,
-        "overrides": choice.overrides,
-        "seeds": args.seeds, "candidates": choice.rows}, indent=1) + "\n")
+                     args.protocol) if args.dataset else "snapshot labels", "data": src.data,
+        "overrides": choice.overrides, "seeds": args.seeds,
+        "guard_seeds": args.guard_seeds, "candidates": choice.rows}, indent=1) + "\n")
     print("\n".join(lines))
     where = args.out / f"{name}.json"
     if choice.overrides:
@@ -354,25 +433,48 @@ def cmd_choose(args) -> int:
             f"nightly runs of {args.graph} apply it when it is in their <state>/choose (or pass {flags})"
             if args.graph else f"pass {flags} to oral reproduce"))
     else:
-        print(f"choice: {where}: the defaults (no candidate cleared its standard error)")
+        refused = [r["candidate"] for r in choice.rows if not r.get("guard", {"kept": True})["kept"]]
+        print(f"choice: {where}: the defaults (" + (
+            f"the known-class guard refused {', '.join(refused)}" if refused else
+            "no candidate cleared its standard error") + ")")
     return 0
+
+
+def _guard_cell(row: dict) -> str:
+    """A candidate's known-class guard in the table: its change in known-class validation
+    accuracy against the defaults (full task), or "–" when the guard was not asked."""
+    got = row.get("guard")
+    if got is None:
+        return "–"
+    return (f"{got['val_change']:+.1f} ({got['val_se']:.1f}), {got['seeds']} seeds: "
+            + ("kept" if got["kept"] else "**refused**"))
 
 
 def report_lines(name: str, args, scores: dict, choice, rule: str) -> list[str]:
     ref = scores["defaults"]
     cmd = " ".join(["oral choose"] + sys.argv[2:]) if sys.argv[1:2] == ["choose"] else "oral choose"
+    guard = ("; the winner must also pass the known-class guard: on the full task (every known "
+             f"class labelled, seeds 0-{args.guard_seeds - 1}) its known-class validation accuracy "
+             "may not be clearly (mean + s.e.) more than "
+             f"{args.guard_drop:g} points below the defaults', else the next bound is tried"
+             if args.guard_seeds else "; the known-class guard was off (`--guard-seeds 0`)")
     lines = [f"# Settings for {name}, chosen by the held-out-class proxy", "",
              f"Command: `{cmd}`. Hidden: `{args.hide}`; score: `{rule}` (mean proxy All over the "
              "last epochs; labelled nodes only). A candidate replaces the defaults when its gain, "
-             "paired by seed, minus one standard error is above 0 (the highest such bound wins).",
+             "paired by seed, minus one standard error is above 0 (the highest such bound wins)"
+             f"{guard}.",
              "", f"defaults: proxy All {sum(ref.values()) / len(ref):.2f} over {len(ref)} seeds", "",
-             "| candidate | seeds | proxy All | gain (s.e.) | gain − s.e. | ahead | chosen |",
-             "|---|---|---|---|---|---|---|"]
+             "| candidate | seeds | proxy All | gain (s.e.) | gain − s.e. | ahead | known-class guard "
+             "(val. acc. change, s.e.) | chosen |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in choice.rows:
         mine = scores[r["candidate"]]
         lines.append(f"| `{r['candidate']}` | {r['seeds']} | {sum(mine.values()) / len(mine):.2f} | "
                      f"{r['gain']:+.2f} ({r['se']:.2f}) | {r['bound']:+.2f} | {r['ahead']}/{r['seeds']} | "
-                     f"{'yes' if r['candidate'] == choice.name else ''} |")
-    lines += ["", f"Chosen: **{choice.name}**" + ("" if choice.overrides else
-                                                  " (no candidate's bound above 0)")]
+                     f"{_guard_cell(r)} | {'yes' if r['candidate'] == choice.name else ''} |")
+    refused = [r["candidate"] for r in choice.rows if not r.get("guard", {"kept": True})["kept"]]
+    why = (f" (the known-class guard refused {', '.join(f'`{c}`' for c in refused)})" if refused
+           else "" if choice.overrides else " (no candidate's bound above 0)")
+    lines += ["", f"Chosen: **{choice.name}**{why}"]
     return lines
+

@@ -239,3 +239,119 @@ def test_jobs_below_one_is_refused(snapshot_root, tmp_path, capsys):
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
                  str(tmp_path / "c"), *TINY, "--jobs", "0"]) == 2
     assert capsys.readouterr().err.startswith("error: --jobs 0: must be at least 1")
+
+
+def _rigged(monkeypatch, proxy_all: dict, val_acc: dict):
+    """Proxy scores and full-task validation accuracies by setting (keyed by the config's
+    ``gamma``), so the test decides who wins and who keeps the known classes; returns the list
+    of full-task fits made."""
+    from oral_core import proxy
+
+    def rows(x, edges, labels, task, seed, config, window):
+        value = proxy_all[config.gamma] + seed
+        return [{"rule": f"last@{config.epochs}", "seed": seed, "all": value},
+                {"rule": f"mean@{config.epochs}:{window}", "seed": seed, "all": value}]
+    fits = []
+
+    def full(x, edges, train, val, seed, config):
+        assert int((train >= 0).sum()) > 0 and int((val >= 0).sum()) > 0
+        assert not bool(((train >= 0) & (val >= 0)).any())
+        fits.append((config.gamma, seed))
+        return val_acc[config.gamma] + 0.1 * seed
+    monkeypatch.setattr(proxy, "window_rows", rows)
+    monkeypatch.setattr(proxy, "full_task_accuracy", full)
+    return fits
+
+
+def test_the_known_class_guard_refuses_a_winner_that_loses_the_known_classes(
+        snapshot_root, tmp_path, capsys, monkeypatch):
+    """The proxy's best candidate merges the known classes on the full task: the guard refuses
+    it, the next bound wins, the table and the choice say so, and a rerun reuses every fit."""
+    from flows.cli import main
+
+    fits = _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0, 0.2: 55.0}, {0.3: 95.0, 0.1: 45.0, 0.2: 94.0})
+    out = tmp_path / "choose"
+    argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
+            "--candidate", "gamma=0.2", "--out", str(out), *TINY]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "guard gamma=0.1: known-class validation accuracy -50.0 (s.e. 0.0) against the defaults: " \
+           "refused (clearly more than 20 points below)" in printed
+    assert "guard gamma=0.2: known-class validation accuracy -1.0" in printed and ": kept" in printed
+    assert sorted(fits) == [(g, s) for g in (0.1, 0.2, 0.3) for s in range(3)]
+    choice = json.loads((out / "g.json").read_text())
+    assert choice["chosen"] == "gamma=0.2" and choice["set"][-1] == "gamma=0.2"
+    rows = {r["candidate"]: r for r in choice["candidates"]}
+    assert rows["gamma=0.1"]["guard"]["kept"] is False and rows["gamma=0.1"]["guard"]["seeds"] == 3
+    assert rows["gamma=0.2"]["guard"]["kept"] is True and choice["guard_seeds"] == 3
+    md = (out / "g.md").read_text()
+    assert "-50.0 (0.0), 3 seeds: **refused**" in md and "the known-class guard refused `gamma=0.1`" in md
+    assert len(list(out.rglob("guard_seed_*.json"))) == 9
+    fits.clear()
+    assert main(argv) == 0
+    assert fits == [] and "guard defaults seed 2: known-class validation accuracy 95.2% (reused)" \
+        in capsys.readouterr().out
+
+
+def test_when_the_guard_refuses_every_winner_the_defaults_stay(snapshot_root, tmp_path, capsys,
+                                                               monkeypatch):
+    from flows.cli import main
+
+    _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
+    out = tmp_path / "choose"
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "gamma=0.1", "--out", str(out), *TINY, "--guard-seeds", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "the defaults (the known-class guard refused gamma=0.1)" in printed
+    assert json.loads((out / "g.json").read_text())["overrides"] == {}
+
+
+def test_the_guard_can_be_turned_off_or_loosened(snapshot_root, tmp_path, capsys, monkeypatch):
+    from flows.cli import main
+
+    fits = _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
+    argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
+            *TINY]
+    assert main([*argv, "--out", str(tmp_path / "off"), "--guard-seeds", "0"]) == 0
+    assert fits == [] and json.loads((tmp_path / "off" / "g.json").read_text())["chosen"] == "gamma=0.1"
+    assert "the known-class guard was off" in (tmp_path / "off" / "g.md").read_text()
+    assert main([*argv, "--out", str(tmp_path / "loose"), "--guard-drop", "60"]) == 0
+    assert json.loads((tmp_path / "loose" / "g.json").read_text())["chosen"] == "gamma=0.1"
+    assert "more than 60 points below" in (tmp_path / "loose" / "g.md").read_text()
+
+
+@pytest.mark.parametrize("flag, value, says", [
+    ("--guard-seeds", "-1", "error: --guard-seeds -1: must be 0 (no guard) or more"),
+    ("--guard-drop", "-2", "error: --guard-drop -2.0: must be 0 or more points"),
+    ("--guard-drop", "nan", "error: --guard-drop nan: must be 0 or more points"),
+])
+def test_a_bad_guard_option_is_refused_before_any_work(snapshot_root, tmp_path, capsys, flag, value, says):
+    from flows.cli import main
+
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
+                 str(tmp_path / "c"), *TINY, flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(says) and "Traceback" not in err and not (tmp_path / "c").exists()
+
+
+def test_the_guard_trains_the_full_task_of_a_dataset_for_real(npz_graph, tmp_path, capsys, one_thread,
+                                                             monkeypatch):
+    """Unrigged full-task fits on a dataset file (the proxy rigged so a candidate wins): they are
+    saved with their key and validation accuracy, and only the split's labelled nodes are read."""
+    from flows.cli import main
+    from oral_core import proxy
+
+    def rows(x, edges, labels, task, seed, config, window):
+        value = 60.0 + seed + (5 if config.gamma == 0.1 else 0)
+        return [{"rule": f"mean@{config.epochs}:{window}", "seed": seed, "all": value}]
+    monkeypatch.setattr(proxy, "window_rows", rows)
+    out = tmp_path / "choose"
+    assert main(["choose", "--dataset", str(npz_graph), "--prior", "--hide", "rotate", "--candidate",
+                 "gamma=0.1", "--out", str(out), *TINY, "--guard-seeds", "2"]) == 0
+    saved = sorted(out.rglob("guard_seed_*.json"))
+    assert len(saved) == 4
+    fit = json.loads(saved[0].read_text())
+    assert fit["key"]["task"] == "full" and fit["key"]["data"] == "tiny"
+    assert fit["key"]["config"]["prior_num_classes"] == 4 and 0 <= fit["val_acc"] <= 100
+    assert fit["device"] == "cpu"
+    assert "guard gamma=0.1: known-class validation accuracy" in capsys.readouterr().out
