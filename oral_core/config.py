@@ -10,6 +10,8 @@ import numpy as np
 SELECTION_RULES = ("best_val", "last")
 #: how Eq. 5-6 run over the edges (``ORALConfig.attention_kernel``)
 ATTENTION_KERNELS = ("gather", "spmm")
+#: the terms of OpenNCD that ``opennc_losses`` can add (oral_core.opennc_losses)
+OPENNC_TERMS = ("proto", "group", "balance")
 #: learning-rate schedules over a fit's epochs (``ORALConfig.lr_schedule``)
 LR_SCHEDULES = ("constant", "cosine")
 #: the ensemble groups whose confident nodes get pseudo-labels (``ORALConfig.pseudo_label_groups``)
@@ -83,6 +85,9 @@ class ORALConfig:
     # epoch, and OpenNCD's group-prior balance (x10) in place of Eq. 2. False is the paper
     opennc_losses: bool = False
     opennc_pair_pool: int = 512  # nodes searched for an unlabelled node's nearest neighbour
+    # which of OpenNCD's terms opennc_losses adds, "+"-joined from proto, group, balance (without
+    # balance, Eq. 2 stays); all three is OpenNCD
+    opennc_terms: str = "proto+group+balance"
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)
@@ -194,6 +199,9 @@ class ORALConfig:
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.opennc_pair_pool >= 2, "opennc_pair_pool must be >= 2"),
+            (bool(self.opennc_terms) and set(self.opennc_terms.split("+")) <= set(OPENNC_TERMS)
+             and len(self.opennc_terms.split("+")) == len(set(self.opennc_terms.split("+"))),
+             f"opennc_terms must join distinct terms of {list(OPENNC_TERMS)} with '+'"),
             (self.minibatch_above_edges is None or self.minibatch_above_edges >= 1,
              "minibatch_above_edges must be >= 1 or None"),
             (self.auto_batch_size >= 1, "auto_batch_size must be >= 1"),

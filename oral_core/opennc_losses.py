@@ -101,14 +101,19 @@ def group_prior_balance(r: torch.Tensor, prototype_group: torch.Tensor, num_grou
 
 
 def opennc_terms(outs, outs_view, partitions, labels: torch.Tensor, pool: int,
-                 generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
-    """The three terms summed over the layers: ``proto`` and ``group`` (weight 1, as in OpenNCD)
-    and ``balance`` (already weighted :data:`BALANCE_WEIGHT`). ``outs``/``outs_view``: the
-    layers' outputs (``r``, ``p``, ``h``) in the two views; the partners come from the last
-    layer's ``h`` in the plain view."""
-    pairs = positive_pairs(outs[-1].h, labels, pool, generator)
-    proto = sum(prototype_similarity(o.r, v.r, pairs) for o, v in zip(outs, outs_view))
-    group = sum(group_similarity(o.p, v.p) for o, v in zip(outs, outs_view))
-    balance = sum(group_prior_balance(o.r, part.prototype_group, part.num_groups)
-                  for o, part in zip(outs, partitions))
-    return {"proto": proto, "group": group, "balance": BALANCE_WEIGHT * balance}
+                 generator: torch.Generator | None = None,
+                 which=("proto", "group", "balance")) -> dict[str, torch.Tensor]:
+    """The terms named in ``which`` (``ORALConfig.opennc_terms``) summed over the layers:
+    ``proto`` and ``group`` (weight 1, as in OpenNCD) and ``balance`` (already weighted
+    :data:`BALANCE_WEIGHT`). ``outs``/``outs_view``: the layers' outputs (``r``, ``p``, ``h``) in
+    the two views; the partners come from the last layer's ``h`` in the plain view."""
+    out = {}
+    if "proto" in which:
+        pairs = positive_pairs(outs[-1].h, labels, pool, generator)
+        out["proto"] = sum(prototype_similarity(o.r, v.r, pairs) for o, v in zip(outs, outs_view))
+    if "group" in which:
+        out["group"] = sum(group_similarity(o.p, v.p) for o, v in zip(outs, outs_view))
+    if "balance" in which:
+        out["balance"] = BALANCE_WEIGHT * sum(group_prior_balance(o.r, part.prototype_group, part.num_groups)
+                                              for o, part in zip(outs, partitions))
+    return out

@@ -522,7 +522,7 @@ class ORAL:
             targets = self._targets(partitions, ens, labels, pseudo, num_known)
             weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
             l_ce = sum(self._ce(o.p, t, weight) for o, t in zip(outs, targets))
-            l_reg = None if cfg.opennc_losses else sum(balance_regulariser(o.r) for o in outs)
+            l_reg = None if self._opennc_balance else sum(balance_regulariser(o.r) for o in outs)
             loss = l_ce if l_reg is None else l_ce + cfg.reg_weight * l_reg
         l_con = torch.zeros(())
         use_con = cfg.pol and pseudo is not None and cfg.consistency_weight > 0
@@ -539,8 +539,11 @@ class ORAL:
         extra = {}
         if cfg.opennc_losses:
             with watch.section("train_forward"):
-                l_reg, extra = self._opennc(outs, outs_aug, partitions, labels, gen)
-                loss = loss + cfg.reg_weight * l_reg + extra["l_opennc"]
+                balance, extra = self._opennc(outs, outs_aug, partitions, labels, gen)
+                if balance is not None:
+                    l_reg = balance
+                    loss = loss + cfg.reg_weight * l_reg
+                loss = loss + extra["l_opennc"]
         with watch.section("backward"):
             loss.backward()
             opt.step()
@@ -548,13 +551,21 @@ class ORAL:
                 "l_reg": float(l_reg.detach()), "l_con": float(l_con.detach())} | {
                     k: float(v.detach()) for k, v in extra.items()}
 
-    def _opennc(self, outs, outs_aug, partitions, labels, gen) -> tuple[torch.Tensor, dict]:
-        """With ``opennc_losses``: OpenNCD's group-prior balance, in place of Eq. 2, and its two
-        cross-view terms (:mod:`oral_core.opennc_losses`): ``(balance, {"l_opennc": proto +
-        group})``."""
+    @property
+    def _opennc_balance(self) -> bool:
+        """Whether OpenNCD's group-prior balance replaces Eq. 2 (``opennc_losses`` with the
+        ``balance`` term among ``opennc_terms``)."""
+        return self.config.opennc_losses and "balance" in self.config.opennc_terms.split("+")
+
+    def _opennc(self, outs, outs_aug, partitions, labels, gen) -> tuple[torch.Tensor | None, dict]:
+        """With ``opennc_losses``: OpenNCD's group-prior balance, in place of Eq. 2 (None when
+        ``opennc_terms`` leaves it out), and its cross-view terms that ``opennc_terms`` names
+        (:mod:`oral_core.opennc_losses`): ``(balance, {"l_opennc": proto + group})``."""
         cfg = self.config
-        terms = opennc_terms(outs, outs_aug, partitions, labels, cfg.opennc_pair_pool, gen)
-        return terms["balance"], {"l_opennc": terms["proto"] + terms["group"]}
+        chosen = cfg.opennc_terms.split("+")
+        terms = opennc_terms(outs, outs_aug, partitions, labels, cfg.opennc_pair_pool, gen, chosen)
+        l_opennc = sum((terms[t] for t in ("proto", "group") if t in chosen), torch.zeros(()))
+        return terms.get("balance"), {"l_opennc": l_opennc}
 
     def _adjacency(self, edges: torch.Tensor) -> tuple[CSR, CSR, torch.Tensor]:
         """Incoming adjacency of the current structure: with self loops (evaluation pass), without
@@ -598,7 +609,7 @@ class ORAL:
                 seed_ids = sub.nodes[:k]
                 w = weight[seed_ids]
                 l_ce = sum(self._ce(o.p[:k], t[seed_ids], w) for o, t in zip(outs, targets))
-                l_reg = None if cfg.opennc_losses else sum(balance_regulariser(o.r[:k]) for o in outs)
+                l_reg = None if self._opennc_balance else sum(balance_regulariser(o.r[:k]) for o in outs)
                 loss = l_ce if l_reg is None else l_ce + cfg.reg_weight * l_reg
             l_con = torch.zeros(())
             seeds_out = [LayerOutput(o.r[:k], o.p[:k], o.h[:k]) for o in outs]
@@ -617,8 +628,11 @@ class ORAL:
             extra = {}
             if cfg.opennc_losses:
                 with watch.section("train_forward"):
-                    l_reg, extra = self._opennc(seeds_out, seeds_aug, partitions, labels[seed_ids], gen)
-                    loss = loss + cfg.reg_weight * l_reg + extra["l_opennc"]
+                    balance, extra = self._opennc(seeds_out, seeds_aug, partitions, labels[seed_ids], gen)
+                    if balance is not None:
+                        l_reg = balance
+                        loss = loss + cfg.reg_weight * l_reg
+                    loss = loss + extra["l_opennc"]
             with watch.section("backward"):
                 loss.backward()
                 opt.step()

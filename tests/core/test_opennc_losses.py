@@ -134,3 +134,32 @@ def test_the_switch_is_named_in_the_hash_only_when_on_and_its_pool_is_checked() 
     assert config_hash(ORALConfig(opennc_losses=True), "row") != config_hash(ORALConfig(), "row")
     with pytest.raises(ValueError, match="opennc_pair_pool must be >= 2"):
         ORALConfig(opennc_pair_pool=1).validate()
+
+
+def test_opennc_terms_computes_only_the_terms_asked_for() -> None:
+    torch.manual_seed(1)
+    outs = [LayerOutput(torch.softmax(torch.randn(8, 4), 1), torch.softmax(torch.randn(8, 2), 1),
+                        torch.randn(8, 3))]
+    part = Partition(torch.tensor([0, 0, 1, 1]), 2, torch.tensor([0, -1]), 1.0, 1.0)
+    labels = torch.tensor([0, 0, 1, 1, -1, -1, -1, -1])
+    every = opennc_terms(outs, outs, [part], labels, 8, torch.Generator().manual_seed(0))
+    some = opennc_terms(outs, outs, [part], labels, 8, torch.Generator().manual_seed(0), ("group",))
+    assert set(every) == {"proto", "group", "balance"} and set(some) == {"group"}
+    assert some["group"].item() == every["group"].item()
+
+
+def test_opennc_terms_switch_keeps_eq2_without_the_balance_and_is_checked() -> None:
+    """``opennc_terms=proto+group``: Eq. 2 stays (the same l_reg as the paper's fit on the first
+    step); the default, every term, is the earlier switch exactly (hash-neutral)."""
+    part = _fit(opennc_losses=True, opennc_terms="proto+group")
+    off = _fit()
+    assert part.history[0]["l_reg"] == pytest.approx(off.history[0]["l_reg"])
+    assert part.history[0]["l_opennc"] > 0
+    balance_only = _fit(opennc_losses=True, opennc_terms="balance")
+    assert balance_only.history[0]["l_opennc"] == 0.0
+    assert balance_only.history[0]["l_reg"] != pytest.approx(off.history[0]["l_reg"])
+    assert config_hash(ORALConfig(opennc_losses=True, opennc_terms="proto+group+balance"), "row") == \
+        config_hash(ORALConfig(opennc_losses=True), "row")
+    for bad in ("", "proto+proto", "proto,group", "ent"):
+        with pytest.raises(ValueError, match="opennc_terms must join distinct terms"):
+            ORALConfig(opennc_terms=bad).validate()
