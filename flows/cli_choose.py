@@ -68,6 +68,13 @@ def register(sub) -> None:
                         "the full task (every known class labelled) on seeds 0..G-1 and the "
                         "candidate must keep the known-class validation accuracy (default 3; "
                         "0 turns the guard off)")
+    p.add_argument("--fit-guard", type=int, action="append", metavar="S",
+                   help="fit only the known-class guard's full task on seed S (repeatable) for the "
+                        "setting --guard-setting names, and write no table (what --jobs hands "
+                        "its child processes; machines sharing --out can split the guard this way)")
+    p.add_argument("--guard-setting", default="defaults", metavar="NAME",
+                   help="with --fit-guard: the setting, `defaults` or a candidate as the table "
+                        "names it (e.g. gamma=0.1)")
     p.add_argument("--guard-drop", type=float, default=None, metavar="POINTS",
                    help="the guard refuses a candidate whose validation accuracy is clearly (mean + "
                         "one s.e.) more than POINTS below the defaults' (default 20)")
@@ -126,6 +133,12 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError(f"--guard-seeds {args.guard_seeds}: must be 0 (no guard) or more")
     if args.guard_drop is not None and not args.guard_drop >= 0:
         raise OptionError(f"--guard-drop {args.guard_drop}: must be 0 or more points")
+    if args.fit_guard and args.fit_seed:
+        raise OptionError("--fit-guard and --fit-seed: give one (a process fits either the proxy "
+                          "or the full task)")
+    outside = [s for s in args.fit_guard or [] if s < 0]
+    if outside:
+        raise OptionError(f"--fit-guard {outside[0]}: a seed is 0 or more")
     outside = [s for s in args.fit_seed or [] if not 0 <= s < args.seeds]
     if outside:
         raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
@@ -135,6 +148,9 @@ def _check(args) -> tuple[dict, dict, dict]:
     for name, overrides in candidates.items():
         configs[name] = check_config(base | overrides, sources | {
             k: f"--candidate {name}" for k in overrides})
+    if args.fit_guard and args.guard_setting not in configs:
+        raise OptionError(f"--guard-setting {args.guard_setting}: not one of this run's settings "
+                          f"({', '.join(configs)})")
     epochs = configs["defaults"].epochs
     if not 1 <= args.window <= epochs:
         raise OptionError(f"--window {args.window}: must be between 1 and the epochs ({epochs})")
@@ -254,43 +270,44 @@ def _child_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def _fit_in_processes(args, seeds: list[int]) -> None:
-    """``--jobs N``: every seed with a missing fit in its own ``oral choose --fit-seed`` process,
-    N at a time; the fits land under ``--out`` and the run that follows reuses them (a seed whose
-    process failed is fitted there instead, so a failure costs time, never a result)."""
+def _fit_in_processes(args, jobs: list[tuple[str, list[str]]]) -> None:
+    """``--jobs N``: every missing fit in its own ``oral choose`` child process, N at a time;
+    ``jobs`` holds ``(what, extra arguments)``, e.g. ``("seed 3", ["--fit-seed", "3"])``. The
+    fits land under ``--out`` and the run that follows reuses them (a fit whose process failed is
+    made there instead, so a failure costs time, never a result)."""
     import os
     import subprocess
     import tempfile
 
-    if not seeds:
+    if not jobs:
         return
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.jobs)))
     base = [sys.executable, "-m", "flows.cli", *_child_argv(args.argv)]
-    print(f"  fitting seeds {', '.join(map(str, seeds))} in {min(args.jobs, len(seeds))} processes "
+    print(f"  fitting {', '.join(what for what, _ in jobs)} in {min(args.jobs, len(jobs))} processes "
           f"({env['OMP_NUM_THREADS']} threads each)", flush=True)
-    waiting, running = list(seeds), {}
+    waiting, running = list(jobs), {}
     while waiting or running:
         while waiting and len(running) < args.jobs:
-            seed = waiting.pop(0)
+            what, extra = waiting.pop(0)
             err = tempfile.TemporaryFile("w+")  # a file, not a pipe: progress bars never block
-            running[seed] = (subprocess.Popen([*base, "--fit-seed", str(seed)], env=env, cwd=os.getcwd(),
+            running[what] = (subprocess.Popen([*base, *extra], env=env, cwd=os.getcwd(),
                                               stdout=subprocess.DEVNULL, stderr=err, text=True),
                              err, time.perf_counter())
         time.sleep(0.2)
-        for seed, (proc, err, started) in list(running.items()):
+        for what, (proc, err, started) in list(running.items()):
             if proc.poll() is None:
                 continue
-            del running[seed]
+            del running[what]
             took = f"{time.perf_counter() - started:.0f}s"
             if proc.returncode == 0:
-                print(f"  seed {seed}: fitted in its own process ({took})", flush=True)
+                print(f"  {what}: fitted in its own process ({took})", flush=True)
             else:
                 err.seek(0)
                 lines = [line.strip() for line in err.read().replace("\r", "\n").splitlines() if line.strip()]
-                print(f"  seed {seed}: its process failed (exit {proc.returncode}: "
+                print(f"  {what}: its process failed (exit {proc.returncode}: "
                       f"{lines[-1] if lines else 'no message'}); fitting it here", flush=True)
             err.close()
 
@@ -307,48 +324,62 @@ def _device_name(key: dict) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
+def _guard_accuracy(args, src, configs: dict, folders: list[Path], label: str, seed: int) -> tuple[float, bool]:
+    """``(known-class validation accuracy, fitted now)`` of ``label`` on ``seed``'s full task:
+    read from a saved fit, else fitted and saved as ``<out>/<name>/<setting>/guard_seed_<s>.json``."""
+    from oral_core import proxy
+
+    key = proxy.guard_key(configs[label], args.protocol if args.dataset else "ours", src.data)
+    acc = proxy.find_guard(folders, key, seed)
+    if acc is not None:
+        return acc, False
+    t = time.perf_counter()
+    acc = proxy.full_task_accuracy(src.x, src.edges, *src.full(seed), seed, configs[label])
+    folder = args.out / src.name / label.replace("/", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".guard_seed_{seed}.json.tmp"
+    tmp.write_text(json.dumps({"key": key, "val_acc": acc, "seconds": round(time.perf_counter() - t, 1),
+                               "device": _device_name(key)}, indent=1))
+    tmp.replace(folder / f"guard_seed_{seed}.json")
+    return acc, True
+
+
 def _guard(args, src, configs: dict, folders: list[Path]):
     """The known-class guard of this run (:func:`oral_core.proxy.keeps_known_classes`): asked
-    about a candidate, it reads or fits the full task for it and the defaults on seeds
-    0..G-1 (a fit saved as ``<out>/<name>/<setting>/guard_seed_<s>.json``; ``oral reproduce``'s
-    ORAL rows under ``--cache`` answer too) and returns its verdict; None when ``--guard-seeds 0``."""
+    about a candidate, it reads or fits the full task for it and the defaults on seeds 0..G-1
+    (:func:`_guard_accuracy`; ``oral reproduce``'s ORAL rows under ``--cache`` answer too; with
+    ``--jobs N`` the missing fits run N at a time in ``--fit-guard`` child processes) and returns
+    its verdict; None when ``--guard-seeds 0``."""
     from oral_core import proxy
 
     if args.guard_seeds == 0:
         return None
     protocol = args.protocol if args.dataset else "ours"
-    drop = args.guard_drop
     read: dict[str, dict[int, float]] = {}
 
     def accuracies(label: str) -> dict[int, float]:
-        if label in read:
-            return read[label]
-        key = proxy.guard_key(configs[label], protocol, src.data)
-        folder = args.out / src.name / label.replace("/", "_")
-        read[label] = {}
-        for seed in range(args.guard_seeds):
-            t = time.perf_counter()
-            acc = proxy.find_guard(folders, key, seed)
-            fitted = acc is None
-            if fitted:
-                acc = proxy.full_task_accuracy(src.x, src.edges, *src.full(seed), seed, configs[label])
-                folder.mkdir(parents=True, exist_ok=True)
-                tmp = folder / f".guard_seed_{seed}.json.tmp"
-                tmp.write_text(json.dumps({"key": key, "val_acc": acc, "seconds": round(
-                    time.perf_counter() - t, 1), "device": _device_name(key)}, indent=1))
-                tmp.replace(folder / f"guard_seed_{seed}.json")
-            read[label][seed] = acc
-            print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
-                  f"({f'{time.perf_counter() - t:.0f}s' if fitted else 'reused'})", flush=True)
+        if label not in read:
+            read[label] = {}
+            for seed in range(args.guard_seeds):
+                t = time.perf_counter()
+                acc, fitted = _guard_accuracy(args, src, configs, folders, label, seed)
+                read[label][seed] = acc
+                print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
+                      f"({f'{time.perf_counter() - t:.0f}s' if fitted else 'reused'})", flush=True)
         return read[label]
 
     def verdict(label: str) -> dict:
-        got = proxy.keeps_known_classes(accuracies("defaults"), accuracies(label), drop)
+        if args.jobs > 1:
+            _fit_in_processes(args, [
+                (f"guard {lab} seed {seed}", ["--fit-guard", str(seed), "--guard-setting", lab])
+                for lab in ("defaults", label) if lab not in read for seed in range(args.guard_seeds)
+                if proxy.find_guard(folders, proxy.guard_key(configs[lab], protocol, src.data), seed) is None])
+        got = proxy.keeps_known_classes(accuracies("defaults"), accuracies(label), args.guard_drop)
         print(f"  guard {label}: known-class validation accuracy {got['val_change']:+.1f} "
               f"(s.e. {got['val_se']:.1f}) against the defaults: "
-              + ("kept" if got["kept"] else f"refused (clearly more than {drop:g} points below)"),
+              + ("kept" if got["kept"] else f"refused (clearly more than {args.guard_drop:g} points below)"),
               flush=True)
-        return got | {"max_drop": drop}
+        return got | {"max_drop": args.guard_drop}
     return verdict
 
 
@@ -393,10 +424,17 @@ def cmd_choose(args) -> int:
             config.prior_num_classes = src.prior
         keys[label] = proxy.run_key(config, args.hide, args.protocol if args.dataset else "ours", src.data)
     folders = [args.out, *args.cache]
+    if args.fit_guard:
+        label = args.guard_setting
+        for seed in sorted(set(args.fit_guard)):
+            acc, fitted = _guard_accuracy(args, src, configs, folders, label, seed)
+            print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
+                  f"({'fitted' if fitted else 'reused'})", flush=True)
+        return 0
     if args.jobs > 1 and not args.fit_seed:
         missing = [seed for seed in seeds if any(
             proxy.find_seed(folders, key, seed, rule) is None for key in keys.values())]
-        _fit_in_processes(args, missing)
+        _fit_in_processes(args, [(f"seed {seed}", ["--fit-seed", str(seed)]) for seed in missing])
     for label, config in configs.items():
         key = keys[label]
         folder = args.out / name / label.replace("/", "_")

@@ -212,7 +212,7 @@ def test_jobs_fits_the_seeds_in_child_processes_and_the_table_reuses_them(snapsh
             "--out", str(out), *TINY]
     assert main([*argv, "--jobs", "2"]) == 0
     printed = capsys.readouterr().out
-    assert "fitting seeds 0, 1 in 2 processes" in printed
+    assert "fitting seed 0, seed 1 in 2 processes" in printed
     assert "seed 0: fitted in its own process" in printed and "seed 1: fitted in its own process" in printed
     fitted = [line for line in printed.splitlines() if line.startswith("  ") and ": proxy All" in line]
     assert len(fitted) == 4 and all("(reused)" in line for line in fitted)
@@ -355,3 +355,55 @@ def test_the_guard_trains_the_full_task_of_a_dataset_for_real(npz_graph, tmp_pat
     assert fit["key"]["config"]["prior_num_classes"] == 4 and 0 <= fit["val_acc"] <= 100
     assert fit["device"] == "cpu"
     assert "guard gamma=0.1: known-class validation accuracy" in capsys.readouterr().out
+
+
+def test_jobs_fits_the_guard_in_child_processes(snapshot_root, tmp_path, capsys, monkeypatch):
+    """``--jobs 2``: the known-class guard's full-task fits (real, tiny) run in ``--fit-guard``
+    children, one fit each, and the parent reads their files (the proxy's seed files are made
+    first by a rigged run with the guard off, so that the candidate wins)."""
+    from flows.cli import main
+    from oral_core import proxy
+
+    _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
+    out = tmp_path / "choose"
+    argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
+            "--out", str(out), *TINY, "--guard-seeds", "2"]
+    assert main([*argv, "--guard-seeds", "0"]) == 0
+    capsys.readouterr()
+
+    def no_fit_here(*a, **k):
+        raise AssertionError("the parent fitted a full task itself")
+    monkeypatch.setattr(proxy, "full_task_accuracy", no_fit_here)
+    assert main([*argv, "--jobs", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert ("fitting guard defaults seed 0, guard defaults seed 1, guard gamma=0.1 seed 0, "
+            "guard gamma=0.1 seed 1 in 2 processes") in printed
+    assert printed.count("fitted in its own process") == 4
+    assert len(list(out.rglob("guard_seed_*.json"))) == 4
+    assert "guard gamma=0.1: known-class validation accuracy" in printed
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--fit-guard", "0", "--fit-seed", "0"], "error: --fit-guard and --fit-seed: give one"),
+    (["--fit-guard", "-1"], "error: --fit-guard -1: a seed is 0 or more"),
+    (["--fit-guard", "0", "--guard-setting", "gamma=0.5"],
+     "error: --guard-setting gamma=0.5: not one of this run's settings (defaults, gamma=0.1)"),
+])
+def test_a_bad_fit_guard_is_refused(snapshot_root, tmp_path, capsys, extra, says):
+    from flows.cli import main
+
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "gamma=0.1", "--out", str(tmp_path / "c"), *TINY, *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(says) and "Traceback" not in err
+
+
+def test_fit_guard_fits_one_full_task_and_writes_no_table(snapshot_root, tmp_path, capsys, one_thread):
+    from flows.cli import main
+
+    out = tmp_path / "c"
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "gamma=0.1", "--out", str(out), *TINY, "--fit-guard", "1", "--guard-setting",
+                 "gamma=0.1"]) == 0
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*.json")] == ["g/gamma=0.1/guard_seed_1.json"]
+    assert "guard gamma=0.1 seed 1: known-class validation accuracy" in capsys.readouterr().out
