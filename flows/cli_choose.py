@@ -6,7 +6,10 @@ on the user's own graph without reading one unlabelled node's class: the largest
 known class are hidden (``--hide extremes``), ORAL trains on the rest once per seed and setting,
 and the proxy scores how well the hidden classes are discovered and the visible ones kept. A
 candidate replaces the defaults only when its gain over them, paired by seed, stays above 0 at
-one standard error below its mean (:func:`oral_core.proxy.choose_setting`).
+one standard error below its mean (:func:`oral_core.proxy.choose_setting`), and when it passes the
+known-class guard: on the full task (every known class labelled, seeds 0..G-1) its known-class
+validation accuracy may not be clearly more than 20 points below the defaults' (else the next
+candidate by bound is asked; :func:`oral_core.proxy.keeps_known_classes`).
 
     oral choose --dataset cora [--prior] --seeds 5
     oral choose --graph papers --snapshots data/snapshots [--date 2026-11-20] --seeds 5
