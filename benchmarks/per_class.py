@@ -10,6 +10,11 @@ mean ± standard error over the seeds, for each method side by side. Diagnostic 
 test labels, so it chooses nothing.
 
     python -m benchmarks.per_class --dataset amazonphoto --methods oral,opennc [--prior] [--protocol paper]
+    python -m benchmarks.per_class --dataset amazonphoto --prior --methods oral@temp03,oral,opennc \
+        --out benchmarks/results/per_class_choice_amazonphoto-prior.md
+
+``METHOD@FOLDER`` takes that method's rows from a folder under ``--results`` (a per-graph
+choice's own rows).
 
 writes ``benchmarks/results/per_class_<dataset>-<prior>[-paper].md``.
 """
@@ -39,6 +44,11 @@ def class_accuracy(table) -> dict[int, tuple[float, int]]:
 
 
 def method_rows(results: Path, method: str, dataset: str, prior: bool, protocol: str):
+    """The scored seed files of ``method``, or of ``method@folder``: that method's rows in a
+    results folder under ``results`` (e.g. ``oral@temp03``, a per-graph choice's own rows)."""
+    if "@" in method:
+        method, sub = method.split("@", 1)
+        results = results / sub
     rows = [r for r in read_seed_files(run_dir(results, method, dataset, prior, protocol))
             if not r.get("failed") and r.get("contingency")]
     return rows, [class_accuracy(r["contingency"]) for r in rows]
@@ -56,7 +66,9 @@ def table(results: Path, dataset: str, methods: list[str], prior: bool, protocol
     for m in methods:
         rows, accs = method_rows(results, m, dataset, prior, protocol)
         if not rows:
-            raise SystemExit(f"error: {run_dir(results, m, dataset, prior, protocol)}: no finished "
+            where = (run_dir(results / m.split("@", 1)[1], m.split("@", 1)[0], dataset, prior, protocol)
+                     if "@" in m else run_dir(results, m, dataset, prior, protocol))
+            raise SystemExit(f"error: {where}: no finished "
                              "seed with a contingency table (run oral reproduce, --refresh for old files)")
         per[m] = (rows, accs)
     first_rows, first_accs = next(iter(per.values()))
@@ -124,6 +136,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prior", action="store_true")
     ap.add_argument("--protocol", default="ours", choices=["ours", "paper"])
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="the table (default <results>/per_class_<dataset>-<prior>[-paper].md)")
     args = ap.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     body = table(args.results, args.dataset, methods, args.prior, args.protocol)
@@ -131,12 +145,13 @@ def main(argv=None) -> int:
         "" if args.protocol == "ours" else f"-{args.protocol}")
     cmd = (f"python -m benchmarks.per_class --dataset {args.dataset} --methods {','.join(methods)}"
            + (" --prior" if args.prior else "") + (f" --protocol {args.protocol}"
-                                                     if args.protocol != "ours" else ""))
+                                                     if args.protocol != "ours" else "")
+           + (f" --out {args.out}" if args.out else ""))
     text = (f"# Per-class accuracy: {tag}\n\nCommand: `{cmd}`\n\nShare (%) of each true class's "
             "test nodes that are right under the one-Hungarian matching of All (Eq. 14), mean ± "
             "standard error over the seeds, from each seed file's contingency table. Diagnostic "
             "(test labels): it chooses nothing.\n\n" + body + "\n")
-    out = args.results / f"per_class_{tag}.md"
+    out = args.out or args.results / f"per_class_{tag}.md"
     out.write_text(text)
     print(text)
     return 0

@@ -49,3 +49,21 @@ def test_class_balanced_means_and_the_paired_gaps(tmp_path):
     assert "| Class-balanced (mean over classes) | | | 91.7 ± 0.0 | 66.7 ± 0.0 |" in text
     assert "| Novel, class-balanced | | | 87.5 ± 0.0 | 50.0 ± 0.0 |" in text
     assert "| opennc | -10.00 ± 0.00 (0/2) | +25.00 ± 0.00 (2/2) | +37.50 ± 0.00 (2/2) |" in text
+
+
+def test_a_method_at_a_folder_reads_that_folders_rows_and_out_names_the_table(tmp_path):
+    """``oral@choice``: ORAL's rows from ``<results>/choice`` (a per-graph choice's own rows)."""
+    for root, table in ((tmp_path, [[0, 0, 8], [1, 2, 2], [2, 2, 5]]),
+                        (tmp_path / "choice", [[0, 0, 8], [1, 1, 2], [2, 2, 5]])):
+        folder = root / "runs" / "oral" / "sbm-noprior"
+        folder.mkdir(parents=True)
+        (folder / "seed_0.json").write_text(json.dumps(
+            {"seed": 0, "all": 100.0, "contingency": table, "known_classes": [0]}))
+    out = tmp_path / "t.md"
+    assert main(["--dataset", "sbm", "--methods", "oral@choice,oral", "--results", str(tmp_path),
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "oral@choice (1 seeds)" in text and "| 1 | no | 2 | 100.0 ± nan | 0.0 ± nan |" in text
+    assert "--out" in text and not (tmp_path / "per_class_sbm-noprior.md").exists()
+    with pytest.raises(SystemExit, match="choice2/runs/oral/sbm-noprior: no finished seed"):
+        main(["--dataset", "sbm", "--methods", "oral@choice2", "--results", str(tmp_path)])
