@@ -21,13 +21,12 @@ writes ``benchmarks/results/per_class_<dataset>-<prior>[-paper].md``.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import torch
 
 from oral_core.metrics import from_contingency, matched_correct
-from oral_core.reproduction import read_seed_files, run_dir
+from oral_core.reproduction import mean_se, read_seed_files, run_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -54,13 +53,6 @@ def method_rows(results: Path, method: str, dataset: str, prior: bool, protocol:
     return rows, [class_accuracy(r["contingency"]) for r in rows]
 
 
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return m, float("nan")
-    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
-
-
 def table(results: Path, dataset: str, methods: list[str], prior: bool, protocol: str) -> str:
     per = {}
     for m in methods:
@@ -80,11 +72,11 @@ def table(results: Path, dataset: str, methods: list[str], prior: bool, protocol
     for c in classes:
         cells = []
         for m in methods:
-            mean, se = _mean_se([100 * a[c][0] for a in per[m][1] if c in a])
+            mean, se = mean_se([100 * a[c][0] for a in per[m][1] if c in a])
             cells.append(f"{mean:.1f} ± {se:.1f}")
         lines.append(f"| {c} | {'yes' if c in known else 'no'} | {first_accs[0][c][1]} | "
                      + " | ".join(cells) + " |")
-    alls = " | ".join(f"{_mean_se([r['all'] for r in per[m][0]])[0]:.2f}" for m in methods)
+    alls = " | ".join(f"{mean_se([r['all'] for r in per[m][0]])[0]:.2f}" for m in methods)
     lines.append(f"| All (Eq. 14) | | {sum(v[1] for v in first_accs[0].values())} | {alls} |")
     novel = [c for c in classes if c not in known]
     balanced = {m: _balanced(per[m], classes) for m in methods}
@@ -93,7 +85,7 @@ def table(results: Path, dataset: str, methods: list[str], prior: bool, protocol
                          ("Novel, class-balanced", balanced_novel)):
         cells = []
         for m in methods:
-            mean, se = _mean_se(list(values[m].values()))
+            mean, se = mean_se(list(values[m].values()))
             cells.append(f"{mean:.1f} ± {se:.1f}")
         lines.append(f"| {name} | | | " + " | ".join(cells) + " |")
     if len(methods) > 1:
@@ -125,7 +117,7 @@ def _paired(first: dict[int, float], other: dict[int, float]) -> str:
     if not seeds:
         return "no common seed"
     gaps = [first[s] - other[s] for s in seeds]
-    mean, se = _mean_se(gaps)
+    mean, se = mean_se(gaps)
     return f"{mean:+.2f} ± {se:.2f} ({sum(g > 0 for g in gaps)}/{len(seeds)})"
 
 

@@ -327,15 +327,16 @@ def _device_name(key: dict) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
-def _guard_accuracy(args, src, configs: dict, folders: list[Path], label: str, seed: int) -> tuple[float, bool]:
-    """``(known-class validation accuracy, fitted now)`` of ``label`` on ``seed``'s full task:
-    read from a saved fit, else fitted and saved as ``<out>/<name>/<setting>/guard_seed_<s>.json``."""
+def _guard_accuracy(args, src, configs: dict, folders: list[Path], label: str, seed: int) -> float:
+    """The known-class validation accuracy of ``label`` on ``seed``'s full task (printed): read
+    from a saved fit, else fitted and saved as ``<out>/<name>/<setting>/guard_seed_<s>.json``."""
     from oral_core import proxy
 
     key = proxy.guard_key(configs[label], args.protocol if args.dataset else "ours", src.data)
     acc = proxy.find_guard(folders, key, seed)
     if acc is not None:
-        return acc, False
+        print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% (reused)", flush=True)
+        return acc
     t = time.perf_counter()
     acc = proxy.full_task_accuracy(src.x, src.edges, *src.full(seed), seed, configs[label])
     folder = args.out / src.name / label.replace("/", "_")
@@ -344,7 +345,9 @@ def _guard_accuracy(args, src, configs: dict, folders: list[Path], label: str, s
     tmp.write_text(json.dumps({"key": key, "val_acc": acc, "seconds": round(time.perf_counter() - t, 1),
                                "device": _device_name(key)}, indent=1))
     tmp.replace(folder / f"guard_seed_{seed}.json")
-    return acc, True
+    print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
+          f"({time.perf_counter() - t:.0f}s)", flush=True)
+    return acc
 
 
 def _guard(args, src, configs: dict, folders: list[Path]):
@@ -364,11 +367,7 @@ def _guard(args, src, configs: dict, folders: list[Path]):
         if label not in read:
             read[label] = {}
             for seed in range(args.guard_seeds):
-                t = time.perf_counter()
-                acc, fitted = _guard_accuracy(args, src, configs, folders, label, seed)
-                read[label][seed] = acc
-                print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
-                      f"({f'{time.perf_counter() - t:.0f}s' if fitted else 'reused'})", flush=True)
+                read[label][seed] = _guard_accuracy(args, src, configs, folders, label, seed)
         return read[label]
 
     def verdict(label: str) -> dict:
@@ -430,9 +429,7 @@ def cmd_choose(args) -> int:
     if args.fit_guard:
         label = args.guard_setting
         for seed in sorted(set(args.fit_guard)):
-            acc, fitted = _guard_accuracy(args, src, configs, folders, label, seed)
-            print(f"  guard {label} seed {seed}: known-class validation accuracy {acc:.1f}% "
-                  f"({'fitted' if fitted else 'reused'})", flush=True)
+            _guard_accuracy(args, src, configs, folders, label, seed)
         return 0
     if args.jobs > 1 and not args.fit_seed:
         missing = [seed for seed in seeds if any(

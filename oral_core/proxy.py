@@ -372,9 +372,9 @@ def keeps_known_classes(base: dict[int, float], mine: dict[int, float],
     seeds = sorted(set(base) & set(mine))
     if not seeds:
         raise ValueError("the known-class guard needs at least one seed both settings have")
-    changes = [mine[s] - base[s] for s in seeds]
-    mean = sum(changes) / len(changes)
-    se = (math.sqrt(sum((c - mean) ** 2 for c in changes) / (len(changes) - 1) / len(changes))
-          if len(changes) > 1 else 0.0)
+    from .reproduction import mean_se
+
+    mean, se = mean_se([mine[s] - base[s] for s in seeds])
+    se = 0.0 if len(seeds) < 2 else se  # one seed: no spread, the mean alone decides
     return {"seeds": len(seeds), "val_change": mean, "val_se": se,
             "kept": mean + se >= -max_drop}
