@@ -34,7 +34,7 @@ from oral_core.trainer import ORAL, novel_id_map
 from .tune import HIDE_MODES, _cast, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RULES = ["last", "vote", "mean", "stable", "curve"]  # recorded in each seed file's key
+RULES = ["last", "vote", "mean", "stable", "curve", "unchecked"]  # recorded in each seed file's key
 #: the rules a seed file written before ``RULES`` was recorded answers (it is kept, not rerun:
 #: its table rows simply lack the newer rules)
 OLD_RULES = ["last", "vote"]
@@ -75,6 +75,13 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     for k in votes:
         rows.append({"rule": f"mean@{horizon}:{k}", "seed": seed}
                     | epoch_mean([_proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
+    if model.epoch_unchecked_ids:  # known_split_share set: the same fit without the check
+        unchecked = model.epoch_unchecked_ids
+        rows.append({"rule": f"unchecked last@{horizon}", "seed": seed}
+                    | _proxy_accuracy(g, task, unchecked[horizon]))
+        for k in votes:
+            rows.append({"rule": f"unchecked mean@{horizon}:{k}", "seed": seed} | epoch_mean(
+                [_proxy_accuracy(g, task, e) for e in unchecked[horizon - k + 1:horizon + 1]]))
     changed = change_curve(ids, num_known)
     stop = stable_epoch(changed, STABLE_FROM(cfg), STABLE_SHARE, STABLE_PATIENCE)
     rows.append({"rule": f"stable@{horizon}", "seed": seed, "epoch": stop}
@@ -134,6 +141,33 @@ def table(rows: list[dict], reference: str) -> list[str]:
         lines.append(f"| {rule} | {len(mine)} | {m:.2f} | {cls:.1f} | {d:+.2f} ({se:.2f}) | "
                      f"{ahead}/{len(diffs)} |")
     return lines
+
+
+def check_lines(rows: list[dict]) -> list[str]:
+    """The known-split check (``known_split_share``), paired within each fit: every rule
+    against the same rule on the unchecked classes of the same epochs."""
+    rows = [r for r in rows if "all" in r]
+    pairs = {(r["rule"][len("unchecked "):], r["seed"]): r for r in rows
+             if r["rule"].startswith("unchecked ")}
+    if not pairs:
+        return []
+    lines = ["Known-split check (`known_split_share`), paired within each fit (the same training; "
+             "only the reported classes differ):", "",
+             "| rule | seeds | proxy All, unchecked | proxy All, checked | checked − unchecked (s.e.) "
+             "| ahead / behind | classes unchecked → checked |", "|---|---|---|---|---|---|---|"]
+    for rule in dict.fromkeys(k[0] for k in pairs):
+        mine = [(pairs[(rule, s)], r) for r in rows if r["rule"] == rule
+                for s in [r["seed"]] if (rule, s) in pairs]
+        if not mine:
+            continue
+        d, se = mean_se([c["all"] - u["all"] for u, c in mine])
+        lines.append(
+            f"| {rule} | {len(mine)} | {mean_se([u['all'] for u, _ in mine])[0]:.2f} | "
+            f"{mean_se([c['all'] for _, c in mine])[0]:.2f} | {d:+.2f} ({se:.2f}) | "
+            f"{sum(c['all'] > u['all'] for u, c in mine)} / {sum(c['all'] < u['all'] for u, c in mine)} | "
+            f"{sum(u['classes'] for u, _ in mine) / len(mine):.1f} → "
+            f"{sum(c['classes'] for _, c in mine) / len(mine):.1f} |")
+    return lines + [""]
 
 
 def stop_lines(rows: list[dict]) -> list[str]:
@@ -265,7 +299,7 @@ def main(argv=None) -> int:
         + ("" if args.hide == "rotate" else f" --hide {args.hide}")
         + "".join(f" --set {k}={v}" for k, v in overrides.items()) + "`. One training "
         "run per seed answers every rule (paired by construction). Diagnostic, not a product rule.",
-        "", *table(rows, f"last@{horizon}"), "", *stop_lines(rows), ""]))
+        "", *table(rows, f"last@{horizon}"), "", *check_lines(rows), *stop_lines(rows), ""]))
     print(out.read_text())
     return 0
 

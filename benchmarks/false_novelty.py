@@ -26,6 +26,8 @@ from oral_core.experiment import prepare
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL
 
+from .tune import _cast
+
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -68,27 +70,42 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", default="cora")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="ORALConfig override (e.g. known_split_share=0.5); suffixes the folder")
     ap.add_argument("--results", default=str(RESULTS))
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    config, overrides = ORALConfig(), {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if not hasattr(config, key):
+            ap.error(f"--set {item}: unknown ORAL configuration key {key!r}")
+        overrides[key] = _cast(getattr(config, key), value)
+    try:
+        config = ORALConfig.from_dict(config.to_dict() | overrides)
+        config.validate()
+    except ValueError as exc:
+        ap.error(f"--set: {exc}")
     prep = prepare(args.dataset, args.data_dir)
-    name = prep.graph.name.lower()
+    name = prep.graph.name.lower() + "".join(f"-{k}={v}" for k, v in overrides.items())
     folder = Path(args.results) / "false_novelty" / name
     folder.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seeds):
         path = folder / f"seed_{seed}.json"
         if path.exists():
             continue
-        row = known_only_seed(prep, seed, ORALConfig())
+        row = known_only_seed(prep, seed, config)
         path.write_text(json.dumps(row, indent=1))
         print(f"seed {seed}: {row['classes_found']} classes (true {row['classes_true']}), "
               f"{100 * row['false_novel_share']:.1f}% called novel ({row['seconds']:.0f}s)", flush=True)
     out = Path(args.results) / "false_novelty.md"
     lines = ["# False novelty: ORAL on a graph with no novel class", "",
-             "Command: `OMP_NUM_THREADS=1 python -m benchmarks.false_novelty --dataset D --seeds N` "
-             "(one table row per finished seed of every dataset run so far).", "",
+             "Command: `OMP_NUM_THREADS=1 python -m benchmarks.false_novelty --dataset D --seeds N "
+             "[--set KEY=VALUE]` (one table row per finished seed of every dataset run so far; "
+             "a `--set` override names the dataset column `D-KEY=VALUE`).", "",
              "The nodes of the known classes only (protocol `ours` split: the lowest class ids "
-             "are known), the edges among them, ORAL at its defaults (no prior). Every unlabelled "
+             "are known), the edges among them, ORAL at its defaults (no prior) unless the "
+             "dataset column names an override. Every unlabelled "
              "node called novel is a false discovery. Diagnostic only: it chooses nothing.", "",
              *HEADER]
     for sub in sorted(p for p in (Path(args.results) / "false_novelty").iterdir() if p.is_dir()):

@@ -88,6 +88,10 @@ class ORALConfig:
     # which of OpenNCD's terms opennc_losses adds, "+"-joined from proto, group, balance (without
     # balance, Eq. 2 stays); all three is OpenNCD
     opennc_terms: str = "proto+group+balance"
+    # the known-split check (a deviation, oral_core.novelty; None: off, the paper): a novel
+    # group whose unlabelled nodes are, judged by the validation nodes it holds, at least this
+    # share known-class nodes is suppressed like an Eq. 9 group; reported classes only
+    known_split_share: float | None = None
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)
@@ -213,6 +217,8 @@ class ORALConfig:
             (self.stop_when_stable is None or 0.0 < self.stop_when_stable < 1.0,
              "stop_when_stable must be a share in (0, 1) or none"),
             (self.stop_patience >= 1, "stop_patience must be >= 1"),
+            (self.known_split_share is None or self.known_split_share > 0,
+             "known_split_share must be > 0 or none"),
             (self.lr_schedule in LR_SCHEDULES,
              f"lr_schedule must be one of {list(LR_SCHEDULES)}"),
             (self.selection in SELECTION_RULES,

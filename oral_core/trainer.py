@@ -31,6 +31,7 @@ from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .graph import is_canonical
+from .novelty import known_split_groups
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
 
@@ -170,6 +171,9 @@ class ORAL:
         #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
         self.record_epochs = False
         self.epoch_class_ids: list[torch.Tensor] = []
+        #: with ``known_split_share`` set and ``record_epochs``: each epoch's class ids before
+        #: the known-split check (one fit answers both, for the proxy's paired comparison)
+        self.epoch_unchecked_ids: list[torch.Tensor] = []
         #: epochs of training the starting parameters had before this fit (0: a cold start)
         self.trained_before = 0
         self.warm_nights = 0
@@ -312,7 +316,7 @@ class ORAL:
         candidates = (labels < 0) & (val < 0)
         self._csr = None
         self.history, self._best = [], None
-        self.discoveries, self.epoch_class_ids = {}, []
+        self.discoveries, self.epoch_class_ids, self.epoch_unchecked_ids = {}, [], []
         bar = _progress(n_epochs + 1, cfg.progress)
         watch = Stopwatch(device)
         previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
@@ -349,7 +353,7 @@ class ORAL:
                     and (cfg.selection != "best_val" or cfg.select_from_epoch is None
                          or total >= cfg.select_from_epoch))
             row = self._select(epoch, outs, partitions, ens, group_class, edges, val, num_known,
-                               total=total, final=epoch == n_epochs or stop)
+                               total=total, final=epoch == n_epochs or stop, labels=labels)
             row["changed"] = changed
             if init is not None:
                 row["trained_epochs"] = total
@@ -460,8 +464,23 @@ class ORAL:
             group_class = ensemble_classes(ens, labels.cpu(), num_known)
         return outs, partitions, ens, group_class
 
+    def _known_split_check(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
+                           val: torch.Tensor, num_known: int) -> tuple[Ensemble, torch.Tensor]:
+        """``known_split_share`` (not in the paper, :mod:`oral_core.novelty`): the ensemble with
+        the novel groups that look like splits of known classes suppressed as Eq. 9 suppresses
+        a group, and its group classes; ``ens`` itself when no group is suppressed."""
+        group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
+        split = known_split_groups(group, group_class, (labels < 0) & (val < 0), val >= 0,
+                                   num_known, self.config.known_split_share)
+        mask = ens.mask * (~split).to(ens.mask.device, ens.mask.dtype)
+        if not bool(split.any()) or float(mask.sum()) == 0:
+            return ens, group_class
+        checked = Ensemble(ens.p * mask, mask, ens.perms, ens.layer_groups)
+        return checked, ensemble_classes(checked, labels.cpu(), num_known)
+
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known,
-                total: int | None = None, final: bool | None = None) -> dict:
+                total: int | None = None, final: bool | None = None,
+                labels: torch.Tensor | None = None) -> dict:
         """Model selection on labelled validation nodes of known classes only.
 
         ``selection="best_val"``: the latest epoch with the best validation accuracy among the
@@ -473,7 +492,15 @@ class ORAL:
         on one training run). ``total``: the epoch of the schedule (``select_from_epoch``
         counts it; differs from ``epoch`` on a warm start); ``final``: the fit's last epoch."""
         cfg = self.config
+        unchecked = None
+        if cfg.known_split_share is not None and labels is not None:
+            checked, checked_class = self._known_split_check(ens, group_class, labels, val, num_known)
+            if checked is not ens:
+                unchecked = discover(ens, group_class, num_known)[0]
+                ens, group_class = checked, checked_class
         class_id, conf, novel = discover(ens, group_class, num_known)
+        if unchecked is None:
+            unchecked = class_id
         has_val = val >= 0
         val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
         n_classes = int(torch.unique(class_id).numel())
@@ -493,8 +520,14 @@ class ORAL:
             self.discoveries["best_val"] = discovery()
         if final:
             self.discoveries["last"] = discovery()
+            if cfg.known_split_share is not None:  # what the unchecked groups would report
+                self.discoveries["last_unchecked"] = Discovery(
+                    unchecked.cpu(), conf.cpu(), (unchecked >= num_known).cpu(),
+                    int(torch.unique(unchecked).numel()), num_known, [], epoch, float("nan"))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
+            if cfg.known_split_share is not None:
+                self.epoch_unchecked_ids.append(unchecked.to(torch.int32).cpu())
         keep = improved if cfg.selection == "best_val" else final
         if keep:
             self._best = {

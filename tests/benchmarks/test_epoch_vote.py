@@ -119,3 +119,16 @@ def test_seed_rows_hide_what_they_are_told(monkeypatch):
     with pytest.raises(RuntimeError, match="stop here"):
         ev.seed_rows(type("P", (), {"graph": None})(), 0, None, 10, [5], "extremes")
     assert seen == ["extremes"]
+
+
+def test_check_lines_pair_each_rule_with_its_unchecked_twin():
+    """The known-split check's table pairs a rule with the same rule on the unchecked classes of
+    the same fit, seed by seed; without unchecked rows there is no table."""
+    from benchmarks.epoch_vote import check_lines
+    rows = [{"rule": "last@200", "seed": s, "all": a, "classes": 6} for s, a in ((0, 70.0), (1, 60.0))]
+    rows += [{"rule": "unchecked last@200", "seed": s, "all": a, "classes": 7}
+             for s, a in ((0, 65.0), (1, 61.0))]
+    lines = check_lines(rows)
+    row = next(line for line in lines if line.startswith("| last@200 |"))
+    assert "| 2 | 63.00 | 65.00 | +2.00 (3.00) | 1 / 1 | 7.0 → 6.0 |" in row
+    assert check_lines(rows[:2]) == []

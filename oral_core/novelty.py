@@ -1,0 +1,65 @@
+"""The known-split check: is a novel group really novel? (not in the paper; ``known_split_share``)
+
+On a graph with no novel class at all, ORAL at the paper's settings still reports a novel class
+holding 12-17% of the unlabelled nodes (``benchmarks/results/false_novelty.md``): a known class
+split in two, one half matched to the class by Eq. 4, the other left over as a "novel" group.
+Eq. 9 suppresses small groups only, so nothing in the paper removes such a group.
+
+The validation nodes tell the two apart without reading a test label. They are labelled nodes of
+known classes that ORAL never trains on (no cross-entropy, no pseudo-label), so they fall into
+groups the way the unlabelled nodes of known classes do. Inside the groups matched to known
+classes, there are ``rate`` unlabelled nodes per validation node (:func:`unlabelled_per_val`).
+A group holding ``v`` validation nodes therefore holds about ``rate * v`` unlabelled nodes of
+known classes; divided by its ``u`` unlabelled nodes that is its estimated known share
+(:func:`known_share`): about 0 for a group of novel nodes, about 1 for a split of a known class.
+A novel group whose share reaches ``known_split_share`` is suppressed exactly as Eq. 9 suppresses
+a group (its column of the ensemble is masked), so its nodes take their next most likely kept
+group, usually the known class it split from.
+
+Only the reported classes change: pseudo-labels and structure refinement (Eq. 7, 10-11) still use
+the unchecked groups. No label of an unlabelled node is read. Under the paper's protocol, which
+scores validation nodes, a rule that reads where they fall is partly scored on what it read.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def unlabelled_per_val(group: torch.Tensor, group_class: torch.Tensor, unlabelled: torch.Tensor,
+                       val: torch.Tensor, num_known: int) -> float | None:
+    """Unlabelled nodes per validation node in the groups matched to known classes.
+
+    ``group``: long ``[N]``, each node's ensemble group; ``group_class``: long ``[G]``, each
+    group's class id (known ``< num_known``); ``unlabelled`` / ``val``: bool ``[N]``. None when
+    no validation node lies in a known group (the check then has nothing to compare with).
+    """
+    in_known = (group_class.to(group.device)[group] >= 0) & (group_class.to(group.device)[group] < num_known)
+    n_val = int((in_known & val).sum())
+    if n_val == 0:
+        return None
+    return int((in_known & unlabelled).sum()) / n_val
+
+
+def known_share(group: torch.Tensor, unlabelled: torch.Tensor, val: torch.Tensor, num_groups: int,
+                rate: float) -> torch.Tensor:
+    """Estimated share of known-class nodes among each group's unlabelled nodes (float ``[G]``):
+    ``rate * validation nodes / unlabelled nodes`` of the group (inf for a group with validation
+    nodes and no unlabelled node, 0 for an empty one)."""
+    n_val = torch.bincount(group[val], minlength=num_groups).double()
+    n_unl = torch.bincount(group[unlabelled], minlength=num_groups).double()
+    share = rate * n_val / n_unl.clamp_min(1)
+    share[(n_unl == 0) & (n_val > 0)] = float("inf")
+    return share
+
+
+def known_split_groups(group: torch.Tensor, group_class: torch.Tensor, unlabelled: torch.Tensor,
+                       val: torch.Tensor, num_known: int, threshold: float) -> torch.Tensor:
+    """Bool ``[G]``: the novel groups (class id ``>= num_known``) whose :func:`known_share`
+    reaches ``threshold``; none when there is nothing to compare with."""
+    group_class = group_class.to(group.device)
+    split = torch.zeros(group_class.numel(), dtype=torch.bool, device=group.device)
+    rate = unlabelled_per_val(group, group_class, unlabelled, val, num_known)
+    if rate is None:
+        return split
+    share = known_share(group, unlabelled, val, group_class.numel(), rate).to(group.device)
+    return (group_class >= num_known) & (share >= threshold)
