@@ -141,6 +141,36 @@ def task_from_labels(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     return ProxyTask(train, val, scored, visible, hidden)
 
 
+def no_novel_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
+                  known_classes: torch.Tensor, seed: int, share: float = 0.5) -> dict[str, torch.Tensor]:
+    """The no-novel proxy, over labelled nodes only: a graph in which no novel class exists, so
+    every node called novel is a false discovery.
+
+    The labelled nodes (``train_mask | val_mask``, all of known classes; ``y`` is read there
+    only) and the edges among them are the graph; ``share`` of each known class's training nodes
+    (seeded, at least one kept labelled per class) lose their label and play the unlabelled
+    nodes of known classes; the validation nodes stay validation nodes. Returns ``keep`` (bool
+    ``[N]``, the nodes of the graph) and, over the kept nodes, ``train`` / ``val`` (known-class
+    index or -1, as ORAL's fit takes them), ``scored`` (the unlabelled stand-ins) and ``y``
+    (their known-class index, to score accuracy)."""
+    if not 0 < share < 1:
+        raise ValueError(f"share must be in (0, 1), got {share}")
+    index = torch.full((int(y.max()) + 1,), -1, dtype=torch.long)
+    index[known_classes] = torch.arange(known_classes.numel())
+    gen = torch.Generator().manual_seed(20_011 + seed)
+    stand_in = torch.zeros_like(train_mask)
+    for c in known_classes.tolist():
+        nodes = (train_mask & (y == c)).nonzero().flatten()
+        n_hide = min(int(round(share * nodes.numel())), nodes.numel() - 1)
+        if n_hide > 0:
+            stand_in[nodes[torch.randperm(nodes.numel(), generator=gen)[:n_hide]]] = True
+    keep = train_mask | val_mask
+    label = torch.where(keep, index[y.clamp(min=0)], -1)
+    return {"keep": keep, "train": torch.where(train_mask & ~stand_in, label, -1)[keep],
+            "val": torch.where(val_mask, label, -1)[keep], "scored": stand_in[keep],
+            "y": label[keep]}
+
+
 def proxy_config(config: ORALConfig, seed: int, num_classes: int) -> ORALConfig:
     """``config`` for one proxy seed: that seed, no progress bar, and the prior (when given) the
     graph's full class count (hidden classes are still classes)."""

@@ -1,5 +1,7 @@
 """The known-split check (``known_split_share``, oral_core.novelty): a novel group is suppressed
 only when the validation nodes it holds say its unlabelled nodes are mostly of known classes."""
+import json
+
 import pytest
 import torch
 
@@ -94,3 +96,53 @@ def test_a_checked_fit_keeps_the_unchecked_answer_of_the_same_training(one_threa
     assert len(checked.epoch_unchecked_ids) == len(checked.epoch_class_ids) == 13
     assert torch.equal(checked.epoch_unchecked_ids[-1].long(), plain.predict().class_id.long())
     assert "last_unchecked" not in plain.discoveries
+
+
+def test_the_no_novel_proxy_reads_labelled_nodes_only_and_keeps_a_label_per_class():
+    from oral_core.proxy import no_novel_task
+    from oral_core.splits import make_split
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=300, num_classes=5, feature_dim=8, seed=1)
+    split = make_split(g.y, seed=2)
+    task = no_novel_task(g.y, split.train_mask, split.val_mask, split.known_classes, seed=2)
+    assert torch.equal(task["keep"], split.train_mask | split.val_mask)
+    kept_train = split.train_mask[task["keep"]]
+    # the stand-ins are training nodes that lost their label, about half of each class
+    assert bool((kept_train[task["scored"]]).all()) and bool((task["train"][task["scored"]] == -1).all())
+    for c in range(split.num_known):
+        n = int(((task["y"] == c) & kept_train).sum())
+        hidden = int(((task["y"] == c) & task["scored"]).sum())
+        assert abs(hidden - n / 2) <= 1 and int((task["train"] == c).sum()) >= 1
+    assert bool((task["val"][split.val_mask[task["keep"]]] >= 0).all())
+    # test labels cannot change it
+    y_other = g.y.clone()
+    test = ~(split.train_mask | split.val_mask)
+    y_other[test] = (y_other[test] + 1) % g.num_classes
+    other = no_novel_task(y_other, split.train_mask, split.val_mask, split.known_classes, seed=2)
+    assert all(torch.equal(task[k], other[k]) for k in task)
+    with pytest.raises(ValueError, match="share must be in"):
+        no_novel_task(g.y, split.train_mask, split.val_mask, split.known_classes, 0, share=1.0)
+
+
+def test_false_novelty_reports_the_checked_and_unchecked_answers(tmp_path, one_thread, monkeypatch):
+    """``benchmarks.false_novelty --labelled-only --set known_split_share=...``: one fit per seed
+    gives both answers, and the table pairs them."""
+    import benchmarks.false_novelty as fn
+    from oral_core.experiment import Prepared
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=200, num_classes=5, feature_dim=8, seed=3)
+    g.name = "tiny"
+    monkeypatch.setattr(fn, "prepare", lambda dataset, data_dir=None: Prepared(g, g.x, "none"))
+    small = ["epochs=12", "hidden_dim=8", "num_prototypes=8", "pol_start_epoch=4",
+             "cluster_warmup_epochs=2", "known_split_share=0.5"]
+    argv = ["--dataset", "tiny", "--seeds", "1", "--labelled-only", "--results", str(tmp_path)]
+    assert fn.main(argv + [x for kv in small for x in ("--set", kv)]) == 0
+    folder, = (tmp_path / "false_novelty").iterdir()
+    assert folder.name.startswith("tiny-labelled-epochs=12")
+    row = json.loads((folder / "seed_0.json").read_text())
+    assert row["labelled_only"] and set(row["unchecked"]) == {"classes_found", "false_novel_share", "accuracy"}
+    text = (tmp_path / "false_novelty.md").read_text()
+    assert "## No-novel proxy (labelled nodes only)" in text and "paired within each fit" in text
+    assert "## Known-class subgraph" not in text
