@@ -24,6 +24,7 @@ import torch
 from oral_core.config import ORALConfig
 from oral_core.experiment import prepare
 from oral_core.proxy import no_novel_task
+from oral_core.reproduction import mean_se
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL
 
@@ -86,15 +87,15 @@ def table_rows(dataset: str, rows: list[dict]) -> list[str]:
 
 
 def summary_line(dataset: str, rows: list[dict]) -> str | None:
-    """Checked against unchecked, paired within each fit (mean over seeds)."""
+    """Checked against unchecked, paired within each fit (mean ± s.e. over seeds)."""
     pairs = [r for r in rows if r.get("unchecked")]
     if not pairs:
         return None
-    n = len(pairs)
-    called = sum(100 * (r["false_novel_share"] - r["unchecked"]["false_novel_share"]) for r in pairs) / n
-    acc = sum(r["accuracy"] - r["unchecked"]["accuracy"] for r in pairs) / n
-    return (f"- {dataset}: the check changes the share called novel by {called:+.1f} points and the "
-            f"accuracy by {acc:+.1f} points (mean of {n} seeds, paired within each fit).")
+    called = mean_se([100 * (r["false_novel_share"] - r["unchecked"]["false_novel_share"]) for r in pairs])
+    acc = mean_se([r["accuracy"] - r["unchecked"]["accuracy"] for r in pairs])
+    return (f"- {dataset}: the check changes the share called novel by {called[0]:+.1f} ± "
+            f"{called[1]:.1f} points and the accuracy by {acc[0]:+.1f} ± {acc[1]:.1f} points "
+            f"({len(pairs)} seeds, paired within each fit; mean ± s.e.).")
 
 
 def main(argv=None) -> int:

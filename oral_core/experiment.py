@@ -347,7 +347,8 @@ def scored_row(g: Graph, found, pred: torch.Tensor, split: OpenWorldSplit, test:
                                   split.known_classes) for c in found.layer_class_ids]
     # what the other selection rule would have scored on the same training run (diagnostic only:
     # it never chooses anything)
-    alternatives = {rule: score(g, d.class_id, split, test) | {"epoch": d.epoch}
+    alternatives = {rule: score(g, d.class_id, split, test) | {"epoch": d.epoch,
+                                                                "classes": d.num_classes}
                     for rule, d in discoveries.items()}
     known_share = float(torch.isin(g.y[test], split.known_classes).float().mean())
     return {

@@ -1,0 +1,74 @@
+"""What the known-split check (``known_split_share``) does to the test rows: a diagnostic.
+
+Rows made by ``oral reproduce ... --set known_split_share=S --out FOLDER`` carry, beside the
+checked answer, the same fit's unchecked answer (``selection_alternatives["last_unchecked"]``),
+so every seed is paired within one training run. This reads test labels: it reports, it
+chooses nothing (the check is judged by the proxies: ``benchmarks.epoch_vote`` and
+``benchmarks.false_novelty --labelled-only``).
+
+    python -m benchmarks.known_split benchmarks/results/known_split --out benchmarks/results/known_split.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from oral_core.reproduction import mean_se
+
+
+def cell_rows(folder: Path) -> dict[str, list[dict]]:
+    """``cell -> seed rows`` (with an unchecked answer) under ``folder/runs/oral``."""
+    cells = {}
+    for sub in sorted((folder / "runs" / "oral").glob("*")):
+        rows = [json.loads(p.read_text()) for p in sorted(sub.glob("seed_*.json"))]
+        rows = [r for r in rows if "last_unchecked" in r.get("selection_alternatives", {})]
+        if rows:
+            cells[sub.name] = sorted(rows, key=lambda r: r["seed"])
+    return cells
+
+
+def table(cells: dict[str, list[dict]]) -> list[str]:
+    lines = ["| cell | seeds | All unchecked | All checked | checked − unchecked (s.e.) | ahead / behind "
+             "| classes unchecked → checked (true) |", "|---|---|---|---|---|---|---|"]
+    for cell, rows in cells.items():
+        unchecked = [r["selection_alternatives"]["last_unchecked"] for r in rows]
+        d, se = mean_se([r["all"] - u["all"] for r, u in zip(rows, unchecked)])
+        classes_u = [u.get("classes") for u in unchecked]
+        classes = ("n/a" if None in classes_u else f"{sum(classes_u) / len(rows):.1f}")
+        lines.append(
+            f"| {cell} | {len(rows)} | {mean_se([u['all'] for u in unchecked])[0]:.2f} | "
+            f"{mean_se([r['all'] for r in rows])[0]:.2f} | {d:+.2f} ({se:.2f}) | "
+            f"{sum(r['all'] > u['all'] for r, u in zip(rows, unchecked))} / "
+            f"{sum(r['all'] < u['all'] for r, u in zip(rows, unchecked))} | {classes} → "
+            f"{sum(r['classes_est'] for r in rows) / len(rows):.1f} ({rows[0]['classes_true']}) |")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("folder", type=Path, help="an `oral reproduce --out` folder of checked rows")
+    ap.add_argument("--out", type=Path, default=None, help="write the table here (Markdown)")
+    args = ap.parse_args(argv)
+    cells = cell_rows(args.folder)
+    if not cells:
+        print(f"no row with an unchecked answer under {args.folder / 'runs' / 'oral'}: run "
+              f"`oral reproduce ... --set known_split_share=S --out {args.folder}` first",
+              file=sys.stderr)
+        return 2
+    lines = ["# The known-split check on the test rows (diagnostic: reads test labels, chooses nothing)",
+             "", f"Command: `python -m benchmarks.known_split {args.folder}"
+             + (f" --out {args.out}`" if args.out else "`")
+             + "; rows from `oral reproduce --dataset D --both-priors --seeds N --set "
+             "known_split_share=0.5 --out " + str(args.folder) + "`. Each seed's checked and "
+             "unchecked answers come from one training run.", "", *table(cells), ""]
+    text = "\n".join(lines)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""``benchmarks.known_split``: checked test rows paired with their own unchecked answer."""
+import json
+
+from benchmarks.known_split import main
+
+
+def _row(folder, cell, seed, all_, unchecked, classes, classes_u):
+    path = folder / "runs" / "oral" / cell
+    path.mkdir(parents=True, exist_ok=True)
+    (path / f"seed_{seed}.json").write_text(json.dumps({
+        "seed": seed, "all": all_, "classes_est": classes, "classes_true": 7,
+        "selection_alternatives": {"last": {"all": all_},
+                                   "last_unchecked": {"all": unchecked, "classes": classes_u}}}))
+
+
+def test_the_table_pairs_each_seed_with_its_unchecked_answer(tmp_path, capsys):
+    _row(tmp_path, "cora-noprior", 0, 70.0, 68.0, 7, 8)
+    _row(tmp_path, "cora-noprior", 1, 60.0, 60.0, 6, 7)
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path), "--out", str(out)]) == 0
+    line = next(x for x in out.read_text().splitlines() if x.startswith("| cora-noprior"))
+    assert line == "| cora-noprior | 2 | 64.00 | 65.00 | +1.00 (1.00) | 1 / 0 | 7.5 → 6.5 (7) |"
+
+
+def test_a_folder_without_checked_rows_is_a_clear_error(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "known_split_share" in capsys.readouterr().err
