@@ -6,7 +6,7 @@ so every seed is paired within one training run. This reads test labels: it repo
 chooses nothing (the check is judged by the proxies: ``benchmarks.epoch_vote`` and
 ``benchmarks.false_novelty --labelled-only``).
 
-    python -m benchmarks.known_split benchmarks/results/known_split --out benchmarks/results/known_split.md
+    python -m benchmarks.known_split benchmarks/results/known_split [more folders] --out benchmarks/results/known_split.md
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from pathlib import Path
 from oral_core.reproduction import mean_se
 
 
-def cell_rows(folder: Path) -> dict[str, list[dict]]:
-    """``cell -> seed rows`` (with an unchecked answer) under ``folder/runs/oral``."""
+def cell_rows(folders: list[Path]) -> dict[str, list[dict]]:
+    """``cell -> seed rows`` (with an unchecked answer) under each ``folder/runs/oral``."""
     cells = {}
-    for sub in sorted((folder / "runs" / "oral").glob("*")):
+    for sub in sorted(s for folder in folders for s in (folder / "runs" / "oral").glob("*")):
         rows = [json.loads(p.read_text()) for p in sorted(sub.glob("seed_*.json"))]
         rows = [r for r in rows if "last_unchecked" in r.get("selection_alternatives", {})]
         if rows:
@@ -48,21 +48,24 @@ def table(cells: dict[str, list[dict]]) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folder", type=Path, help="an `oral reproduce --out` folder of checked rows")
+    ap.add_argument("folders", type=Path, nargs="+",
+                    help="`oral reproduce --out` folders of checked rows")
     ap.add_argument("--out", type=Path, default=None, help="write the table here (Markdown)")
     args = ap.parse_args(argv)
-    cells = cell_rows(args.folder)
+    cells = cell_rows(args.folders)
+    names = " ".join(str(f) for f in args.folders)
     if not cells:
-        print(f"no row with an unchecked answer under {args.folder / 'runs' / 'oral'}: run "
-              f"`oral reproduce ... --set known_split_share=S --out {args.folder}` first",
-              file=sys.stderr)
+        print(f"no row with an unchecked answer under {names} (runs/oral): run "
+              f"`oral reproduce ... --set known_split_share=S --out FOLDER` first", file=sys.stderr)
         return 2
     lines = ["# The known-split check on the test rows (diagnostic: reads test labels, chooses nothing)",
-             "", f"Command: `python -m benchmarks.known_split {args.folder}"
+             "", f"Command: `python -m benchmarks.known_split {names}"
              + (f" --out {args.out}`" if args.out else "`")
-             + "; rows from `oral reproduce --dataset D --both-priors --seeds N --set "
-             "known_split_share=0.5 --out " + str(args.folder) + "`. Each seed's checked and "
-             "unchecked answers come from one training run.", "", *table(cells), ""]
+             + "`; rows from `oral reproduce --dataset D [--prior | --both-priors] --seeds N --set "
+             "known_split_share=0.5 [--set attention_kernel=spmm] --out FOLDER` (each folder's "
+             "`reproduction.md` names its runs). Each seed's checked and unchecked answers come "
+             "from one training run, so the kernel a cell ran with does not enter the pairing.",
+             "", *table(cells), ""]
     text = "\n".join(lines)
     if args.out:
         args.out.write_text(text)

@@ -25,3 +25,13 @@ def test_the_table_pairs_each_seed_with_its_unchecked_answer(tmp_path, capsys):
 def test_a_folder_without_checked_rows_is_a_clear_error(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "known_split_share" in capsys.readouterr().err
+
+
+def test_cells_from_several_folders_share_one_table(tmp_path):
+    _row(tmp_path / "a", "cora-noprior", 0, 70.0, 68.0, 7, 8)
+    _row(tmp_path / "b", "amazonphoto-prior", 0, 80.0, 81.0, 8, 8)
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)]) == 0
+    cells = [x.split(" | ")[0] for x in out.read_text().splitlines() if x.startswith("| ") and "seeds" not in x
+             and "---" not in x]
+    assert cells == ["| amazonphoto-prior", "| cora-noprior"]
