@@ -21,7 +21,8 @@ from oral_core.reproduction import mean_se
 def cell_rows(folders: list[Path]) -> dict[str, list[dict]]:
     """``cell -> seed rows`` (with an unchecked answer) under each ``folder/runs/oral``."""
     cells = {}
-    for sub in sorted(s for folder in folders for s in (folder / "runs" / "oral").glob("*")):
+    for sub in sorted((s for folder in folders for s in (folder / "runs" / "oral").glob("*")),
+                      key=lambda s: s.name):
         rows = [json.loads(p.read_text()) for p in sorted(sub.glob("seed_*.json"))]
         rows = [r for r in rows if "last_unchecked" in r.get("selection_alternatives", {})]
         if rows:
