@@ -93,3 +93,25 @@ def test_assign_in_node_chunks_is_the_same_as_at_once():
             assert part.num_classes == whole.num_classes
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_saved_checked_model_assigns_what_the_fit_reported(tmp_path, one_thread):
+    """With the known-split check (``known_split_share``), the saved ensemble mask carries the
+    suppressed groups, so a loaded model assigns the checked classes, not the unchecked ones."""
+    graph = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, avg_degree=8.0,
+                                homophily=0.85, feature_noise=0.5, seed=2)
+    split = make_split(graph.y, seed=0, known_classes=[0, 1, 2])
+    val = split.val_labels(graph.y)
+    # planted: half of the novel class's nodes pose as validation nodes of known class 0,
+    # so the novel group looks like a split of a known class and the check suppresses it
+    novel = (graph.y == 3).nonzero().flatten()
+    val[novel[: novel.numel() // 2]] = 0
+    cfg = ORALConfig(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
+                     cluster_warmup_epochs=5, seed=0, device="cpu", known_split_share=0.5)
+    model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y), val)
+    found, unchecked = model.predict(), model.discoveries["last_unchecked"]
+    assert unchecked.num_classes == 4 and found.num_classes == 3  # the check fired
+    loaded = ORALModel.load(ORALModel.from_fit(model).save(tmp_path / "checked.pt"))
+    out = loaded.assign(graph.x, model.selected_state()["edges"])
+    assert torch.equal(out.class_id, found.class_id)
+    assert not torch.equal(out.class_id, unchecked.class_id)
