@@ -31,7 +31,7 @@ from oral_core.reproduction import mean_se
 from oral_core.proxy import epoch_mean, training_key
 from oral_core.trainer import ORAL, novel_id_map
 
-from .tune import HIDE_MODES, _cast, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
+from .tune import HIDE_MODES, config_overrides, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RULES = ["last", "vote", "mean", "stable", "curve", "unchecked"]  # recorded in each seed file's key
@@ -253,12 +253,7 @@ def main(argv=None) -> int:
         return compare(Path(args.results), *args.compare)
     if not args.dataset:
         ap.error("--dataset is required (or --compare A B)")
-    base = ORALConfig()
-    overrides = {}
-    for item in args.set:
-        key, value = item.split("=", 1)
-        overrides[key] = _cast(getattr(base, key), value)
-    base = ORALConfig.from_dict(base.to_dict() | overrides)
+    base, overrides = config_overrides(ap, args.set)
     if base.stop_when_stable is not None:
         ap.error(f"--set stop_when_stable={base.stop_when_stable}: these rules are read off every "
                  "epoch of a full run; an early stop leaves the later epochs unrun (the stop "

@@ -28,7 +28,7 @@ from oral_core.reproduction import mean_se
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL
 
-from .tune import _cast
+from .tune import config_overrides
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -112,17 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS))
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    config, overrides = ORALConfig(), {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        if not hasattr(config, key):
-            ap.error(f"--set {item}: unknown ORAL configuration key {key!r}")
-        overrides[key] = _cast(getattr(config, key), value)
-    try:
-        config = ORALConfig.from_dict(config.to_dict() | overrides)
-        config.validate()
-    except ValueError as exc:
-        ap.error(f"--set: {exc}")
+    config, overrides = config_overrides(ap, args.set)
     prep = prepare(args.dataset, args.data_dir)
     name = (prep.graph.name.lower() + ("-labelled" if args.labelled_only else "")
             + "".join(f"-{k}={v}" for k, v in overrides.items()))

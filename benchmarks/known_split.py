@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     lines = ["# The known-split check on the test rows (diagnostic: reads test labels, chooses nothing)",
              "", f"Command: `python -m benchmarks.known_split {names}"
              + (f" --out {args.out}`" if args.out else "`")
-             + "`; rows from `oral reproduce --dataset D [--prior | --both-priors] --seeds N --set "
+             + "; rows from `oral reproduce --dataset D [--prior | --both-priors] --seeds N --set "
              "known_split_share=0.5 [--set attention_kernel=spmm] --out FOLDER` (each folder's "
              "`reproduction.md` names its runs). Each seed's checked and unchecked answers come "
              "from one training run, so the kernel a cell ran with does not enter the pairing.",

@@ -22,12 +22,11 @@ import math
 import time
 from pathlib import Path
 
-from oral_core.config import ORALConfig
 from oral_core.experiment import prepare
 from oral_core.proxy import NOT_TRAINING, training_key  # noqa: F401 (re-exported)
 from oral_core.reproduction import mean_se
 
-from .tune import HIDE_MODES, _cast, hide_tag, proxy_rules
+from .tune import HIDE_MODES, config_overrides, hide_tag, proxy_rules
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -126,14 +125,7 @@ def main(argv=None) -> int:
         print("\n".join(lines))
         return 0
     horizons = sorted({int(h) for h in args.horizons.split(",")})
-    base = ORALConfig()
-    overrides = {}
-    for item in args.set:
-        key, value = item.split("=", 1)
-        if not hasattr(base, key):
-            ap.error(f"--set {key}: not an ORALConfig field")
-        overrides[key] = _cast(getattr(base, key), value)
-    base = ORALConfig.from_dict(base.to_dict() | overrides)
+    base, overrides = config_overrides(ap, args.set)
     if base.stop_when_stable is not None:
         ap.error(f"--set stop_when_stable={base.stop_when_stable}: these rules are read off every "
                  "epoch of a full run; an early stop leaves the later epochs unrun (the stop "

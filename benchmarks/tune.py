@@ -92,6 +92,23 @@ def _cast(default, text: str):
     return type(default)(text)
 
 
+def config_overrides(ap, items: list[str]) -> tuple[ORALConfig, dict]:
+    """The defaults with ``--set KEY=VALUE`` items applied (:func:`_cast`), and the overrides;
+    an unknown key or an invalid value ends in ``ap.error`` (one line, exit 2)."""
+    base, overrides = ORALConfig(), {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if not hasattr(base, key):
+            ap.error(f"--set {item}: {key!r} is not an ORALConfig field")
+        overrides[key] = _cast(getattr(base, key), value)
+    try:
+        config = ORALConfig.from_dict(base.to_dict() | overrides)
+        config.validate()
+    except ValueError as exc:
+        ap.error(f"--set: {exc}")
+    return config, overrides
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)

@@ -97,3 +97,19 @@ def test_false_novelty_trains_on_the_known_classes_only(prep, one_thread):
     assert row["classes_true"] == split_known
     assert row["nodes"] == int((prep.graph.y < split_known).sum())
     assert 0.0 <= row["false_novel_share"] <= 1.0 and 0.0 <= row["accuracy"] <= 100.0
+
+
+def test_config_overrides_apply_set_items_and_refuse_bad_ones(capsys):
+    """``--set`` of the proxy benchmarks: typed like the default, one-line errors otherwise."""
+    import argparse
+
+    from benchmarks.tune import config_overrides
+    ap = argparse.ArgumentParser(prog="bench")
+    config, overrides = config_overrides(ap, ["gamma=0.1", "known_split_share=0.5"])
+    assert config.gamma == 0.1 and config.known_split_share == 0.5
+    assert overrides == {"gamma": 0.1, "known_split_share": 0.5}
+    for bad, says in ((["nosuch=1"], "'nosuch' is not an ORALConfig field"),
+                      (["gamma=0"], "gamma must be in (0, 1]")):
+        with pytest.raises(SystemExit) as exit_info:
+            config_overrides(ap, bad)
+        assert exit_info.value.code == 2 and says in capsys.readouterr().err
