@@ -33,7 +33,8 @@ def unlabelled_per_val(group: torch.Tensor, group_class: torch.Tensor, unlabelle
     group's class id (known ``< num_known``); ``unlabelled`` / ``val``: bool ``[N]``. None when
     no validation node lies in a known group (the check then has nothing to compare with).
     """
-    in_known = (group_class.to(group.device)[group] >= 0) & (group_class.to(group.device)[group] < num_known)
+    node_class = group_class.to(group.device)[group]
+    in_known = (node_class >= 0) & (node_class < num_known)
     n_val = int((in_known & val).sum())
     if n_val == 0:
         return None

@@ -479,8 +479,7 @@ class ORAL:
         return checked, ensemble_classes(checked, labels.cpu(), num_known)
 
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known,
-                total: int | None = None, final: bool | None = None,
-                labels: torch.Tensor | None = None) -> dict:
+                labels: torch.Tensor, total: int | None = None, final: bool | None = None) -> dict:
         """Model selection on labelled validation nodes of known classes only.
 
         ``selection="best_val"``: the latest epoch with the best validation accuracy among the
@@ -492,15 +491,13 @@ class ORAL:
         on one training run). ``total``: the epoch of the schedule (``select_from_epoch``
         counts it; differs from ``epoch`` on a warm start); ``final``: the fit's last epoch."""
         cfg = self.config
-        unchecked = None
-        if cfg.known_split_share is not None and labels is not None:
+        # unchecked: (class id, confidence, novelty) per node before the known-split check
+        class_id, conf, novel = unchecked = discover(ens, group_class, num_known)
+        if cfg.known_split_share is not None:
             checked, checked_class = self._known_split_check(ens, group_class, labels, val, num_known)
             if checked is not ens:
-                unchecked = discover(ens, group_class, num_known)[0]
                 ens, group_class = checked, checked_class
-        class_id, conf, novel = discover(ens, group_class, num_known)
-        if unchecked is None:
-            unchecked = class_id
+                class_id, conf, novel = discover(ens, group_class, num_known)
         has_val = val >= 0
         val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
         n_classes = int(torch.unique(class_id).numel())
@@ -522,12 +519,12 @@ class ORAL:
             self.discoveries["last"] = discovery()
             if cfg.known_split_share is not None:  # what the unchecked groups would report
                 self.discoveries["last_unchecked"] = Discovery(
-                    unchecked.cpu(), conf.cpu(), (unchecked >= num_known).cpu(),
-                    int(torch.unique(unchecked).numel()), num_known, [], epoch, float("nan"))
+                    *(t.cpu() for t in unchecked), int(torch.unique(unchecked[0]).numel()),
+                    num_known, [], epoch, float("nan"))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
             if cfg.known_split_share is not None:
-                self.epoch_unchecked_ids.append(unchecked.to(torch.int32).cpu())
+                self.epoch_unchecked_ids.append(unchecked[0].to(torch.int32).cpu())
         keep = improved if cfg.selection == "best_val" else final
         if keep:
             self._best = {
