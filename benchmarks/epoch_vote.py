@@ -75,7 +75,7 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     for k in votes:
         rows.append({"rule": f"mean@{horizon}:{k}", "seed": seed}
                     | epoch_mean([_proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
-    if model.epoch_unchecked_ids:  # known_split_share set: the same fit without the check
+    if model.epoch_unchecked_ids:  # a check set: the same fit without the checks
         unchecked = model.epoch_unchecked_ids
         rows.append({"rule": f"unchecked last@{horizon}", "seed": seed}
                     | _proxy_accuracy(g, task, unchecked[horizon]))
@@ -144,14 +144,16 @@ def table(rows: list[dict], reference: str) -> list[str]:
 
 
 def check_lines(rows: list[dict]) -> list[str]:
-    """The known-split check (``known_split_share``), paired within each fit: every rule
-    against the same rule on the unchecked classes of the same epochs."""
+    """The known-split / known-absorb checks (``known_split_share``, ``known_absorb_share``),
+    paired within each fit: every rule against the same rule on the unchecked classes of the
+    same epochs."""
     rows = [r for r in rows if "all" in r]
     pairs = {(r["rule"][len("unchecked "):], r["seed"]): r for r in rows
              if r["rule"].startswith("unchecked ")}
     if not pairs:
         return []
-    lines = ["Known-split check (`known_split_share`), paired within each fit (the same training; "
+    lines = ["Known-split / known-absorb checks (`known_split_share`, `known_absorb_share`, whichever "
+             "the command sets), paired within each fit (the same training; "
              "only the reported classes differ):", "",
              "| rule | seeds | proxy All, unchecked | proxy All, checked | checked − unchecked (s.e.) "
              "| ahead / behind | classes unchecked → checked |", "|---|---|---|---|---|---|---|"]

@@ -92,6 +92,11 @@ class ORALConfig:
     # group whose unlabelled nodes are, judged by the validation nodes it holds, at least this
     # share known-class nodes is suppressed like an Eq. 9 group; reported classes only
     known_split_share: float | None = None
+    # the known-absorb check (a deviation, oral_core.novelty; None: off, the paper): a known
+    # group whose unlabelled nodes are, judged by its validation nodes, less than this share
+    # known-class nodes releases the excess (its least attached nodes) to the novel groups;
+    # reported classes only
+    known_absorb_share: float | None = None
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)
@@ -219,6 +224,8 @@ class ORALConfig:
             (self.stop_patience >= 1, "stop_patience must be >= 1"),
             (self.known_split_share is None or self.known_split_share > 0,
              "known_split_share must be > 0 or none"),
+            (self.known_absorb_share is None or 0 < self.known_absorb_share <= 1,
+             "known_absorb_share must be in (0, 1] or none"),
             (self.lr_schedule in LR_SCHEDULES,
              f"lr_schedule must be one of {list(LR_SCHEDULES)}"),
             (self.selection in SELECTION_RULES,

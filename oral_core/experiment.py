@@ -131,7 +131,7 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "sparse_input_below": 0.0, "pseudo_label_groups": "all",
                 "eval_every": 1, "gpu_memory_share": 0.8, "opennc_losses": False,
                 "opennc_pair_pool": 512, "opennc_terms": "proto+group+balance",
-                "known_split_share": None}
+                "known_split_share": None, "known_absorb_share": None}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

@@ -15,6 +15,7 @@ import torch
 
 from .attention import ORALNetwork, with_self_loops
 from .config import ORALConfig
+from .novelty import release_absorbed
 from .pseudo_labels import ensemble_assignment, pad_assignments
 from .sampling import CSR
 from .trainer import payload_partitions
@@ -63,6 +64,8 @@ class ORALModel:
         self.perms = payload["ensemble"]["perms"]
         self.mask = payload["ensemble"]["mask"]
         self.group_class = payload["group_class"]
+        # the known-absorb check's margins (None: off or nothing released; older files lack it)
+        self.release_margin = payload.get("release_margin")
 
     @classmethod
     def from_fit(cls, model, class_names: list[str] | None = None,
@@ -132,6 +135,9 @@ class ORALModel:
                       else p for p in padded]
             p_hat = ensemble_assignment(padded, perms, first) * mask
             group = (p_hat + 1e-12 * mask).argmax(dim=1)
+            if self.release_margin is not None:
+                group = release_absorbed(p_hat, group, group_class, self.release_margin,
+                                         self.num_known)
             total = p_hat.sum(dim=1)
             conf[rows] = torch.where(
                 total > 0, p_hat.gather(1, group[:, None]).squeeze(1) / total.clamp_min(1e-12),
@@ -171,4 +177,6 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
                      "mask": state["ensemble"]["mask"].cpu(),
                      "layer_groups": [int(g) for g in state["ensemble"]["layer_groups"]]},
         "group_class": state["group_class"].cpu(),
+        "release_margin": (None if state.get("release_margin") is None
+                           else state["release_margin"].cpu()),
     }

@@ -31,7 +31,7 @@ from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .graph import is_canonical
-from .novelty import known_split_groups
+from .novelty import known_split_groups, release_absorbed, release_margins
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
 
@@ -119,10 +119,14 @@ def ensemble_classes(ens: Ensemble, labels: torch.Tensor, num_known: int) -> tor
     return g2c
 
 
-def discover(ens: Ensemble, group_class: torch.Tensor, num_known: int) -> tuple[torch.Tensor, ...]:
-    """Per node: class id, confidence and novelty from the suppressed ensemble."""
+def discover(ens: Ensemble, group_class: torch.Tensor, num_known: int,
+             release: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+    """Per node: class id, confidence and novelty from the suppressed ensemble; ``release``:
+    the known-absorb check's margins (:func:`~oral_core.novelty.release_margins`), None: off."""
     scores = ens.p + 1e-12 * ens.mask
     group = scores.argmax(dim=1)
+    if release is not None:
+        group = release_absorbed(ens.p, group, group_class, release, num_known)
     total = ens.p.sum(dim=1)
     conf = torch.where(total > 0, ens.p.gather(1, group[:, None]).squeeze(1) / total.clamp_min(1e-12),
                        torch.zeros_like(total))
@@ -478,6 +482,16 @@ class ORAL:
         checked = Ensemble(ens.p * mask, mask, ens.perms, ens.layer_groups)
         return checked, ensemble_classes(checked, labels.cpu(), num_known)
 
+    def _known_absorb_check(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
+                            val: torch.Tensor, num_known: int) -> torch.Tensor | None:
+        """``known_absorb_share`` (not in the paper, :mod:`oral_core.novelty`): the margins under
+        which a known group's nodes move to their best novel group (``[G]``), None when no known
+        group holds more unlabelled nodes than its validation nodes account for."""
+        group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
+        tau = release_margins(ens.p, group, group_class, ((labels < 0) & (val < 0)).to(group.device),
+                              (val >= 0).to(group.device), num_known, self.config.known_absorb_share)
+        return tau if bool(torch.isfinite(tau).any()) else None
+
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known,
                 labels: torch.Tensor, total: int | None = None, final: bool | None = None) -> dict:
         """Model selection on labelled validation nodes of known classes only.
@@ -498,6 +512,12 @@ class ORAL:
             if checked is not ens:
                 ens, group_class = checked, checked_class
                 class_id, conf, novel = discover(ens, group_class, num_known)
+        release = None
+        if cfg.known_absorb_share is not None:
+            release = self._known_absorb_check(ens, group_class, labels, val, num_known)
+            if release is not None:
+                class_id, conf, novel = discover(ens, group_class, num_known, release)
+        checks = cfg.known_split_share is not None or cfg.known_absorb_share is not None
         has_val = val >= 0
         val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
         n_classes = int(torch.unique(class_id).numel())
@@ -517,13 +537,13 @@ class ORAL:
             self.discoveries["best_val"] = discovery()
         if final:
             self.discoveries["last"] = discovery()
-            if cfg.known_split_share is not None:  # what the unchecked groups would report
+            if checks:  # what the unchecked groups would report
                 self.discoveries["last_unchecked"] = Discovery(
                     *(t.cpu() for t in unchecked), int(torch.unique(unchecked[0]).numel()),
                     num_known, [], epoch, float("nan"))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
-            if cfg.known_split_share is not None:
+            if checks:
                 self.epoch_unchecked_ids.append(unchecked[0].to(torch.int32).cpu())
         keep = improved if cfg.selection == "best_val" else final
         if keep:
@@ -534,6 +554,7 @@ class ORAL:
                 "ensemble": {"perms": [q.cpu() for q in ens.perms], "mask": ens.mask.cpu(),
                              "layer_groups": list(ens.layer_groups)},
                 "group_class": group_class.cpu(),
+                "release_margin": None if release is None else release.cpu(),
                 "discovery": self.discoveries[cfg.selection],
             }
         return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes,
@@ -684,8 +705,8 @@ class ORAL:
         """The selected parameters, partitions and refined edges (for saving)."""
         if self._best is None:
             raise RuntimeError("no model selected yet: call fit() first")
-        return {k: self._best[k] for k in ("state", "partitions", "edges", "epoch", "val_acc",
-                                            "ensemble", "group_class")}
+        return {k: self._best.get(k) for k in ("state", "partitions", "edges", "epoch", "val_acc",
+                                                "ensemble", "group_class", "release_margin")}
 
 
 def evaluated_epoch(epoch: int, n_epochs: int, total: int, eval_every: int) -> bool:
