@@ -1,0 +1,119 @@
+"""The known-absorb check (``known_absorb_share``, oral_core.novelty): a known group releases
+unlabelled nodes to the novel groups only when it holds more than its validation nodes account
+for, and then exactly the excess, least attached first."""
+import pytest
+import torch
+
+from oral_core.config import ORALConfig
+from oral_core.novelty import (median_unlabelled_per_val, novelty_margin, release_absorbed,
+                               release_margins)
+from oral_core.pseudo_labels import Ensemble
+from oral_core.trainer import ORAL, discover
+
+
+def _planted():
+    """Groups 0-2 are known classes 0-2 (10 training, 4 validation, 4 unlabelled nodes each);
+    group 0 also holds 8 unlabelled nodes of a novel class (absorbed), which lean to group 3,
+    the novel group (10 unlabelled nodes), more than its own unlabelled nodes do."""
+    group, val, unl, absorbed = [], [], [], []
+    for g, (n_train, n_val, n_unl) in enumerate([(10, 4, 4), (10, 4, 4), (10, 4, 4), (0, 0, 10)]):
+        for kind, n in (("train", n_train), ("val", n_val), ("unl", n_unl)):
+            group += [g] * n
+            val += [kind == "val"] * n
+            unl += [kind == "unl"] * n
+            absorbed += [False] * n
+    group += [0] * 8
+    val += [False] * 8
+    unl += [True] * 8
+    absorbed += [True] * 8
+    group, absorbed = torch.tensor(group), torch.tensor(absorbed)
+    p = torch.full((group.numel(), 4), 0.05)
+    p[torch.arange(group.numel()), group] = 0.8
+    p[absorbed, 3] = 0.3  # the absorbed nodes' second choice is the novel group, by far
+    return group, torch.tensor(val), torch.tensor(unl), absorbed, p, torch.tensor([0, 1, 2, 3])
+
+
+def test_the_rate_is_the_median_so_one_contaminated_group_does_not_inflate_it():
+    group, val, unl, _, _, group_class = _planted()
+    # per known group unlabelled / validation: 12/4, 4/4, 4/4; a pooled rate would be 20/12
+    assert median_unlabelled_per_val(group, group_class, unl, val, 3) == pytest.approx(1.0)
+    assert median_unlabelled_per_val(group, group_class, unl, val & (group == 3), 3) is None
+
+
+def test_the_excess_of_a_contaminated_known_group_moves_to_the_novel_group():
+    group, val, unl, absorbed, p, group_class = _planted()
+    tau = release_margins(p, group, group_class, unl, val, 3, threshold=0.5)
+    # group 0: known share 1 * 4 / 12 = 0.33 < 0.5, excess 8; the others hold no excess
+    assert torch.isfinite(tau).tolist() == [True, False, False, False]
+    moved = release_absorbed(p, group, group_class, tau, 3)
+    assert torch.equal(moved != group, absorbed)
+    assert bool((moved[absorbed] == 3).all())
+    # a lower bar than the group's share (0.33) releases nothing
+    assert not torch.isfinite(release_margins(p, group, group_class, unl, val, 3, 0.3)).any()
+
+
+def test_the_least_attached_nodes_go_first():
+    group, val, unl, absorbed, p, group_class = _planted()
+    margin, best = novelty_margin(p, group, group_class >= 3)
+    assert bool((best == 3).all())
+    assert float(margin[absorbed].max()) < float(margin[~absorbed & (group == 0)].min())
+
+
+def test_without_a_novel_group_nothing_is_released():
+    group, val, unl, _, p, group_class = _planted()
+    no_novel = torch.tensor([0, 1, 2, -1])
+    tau = release_margins(p, group, no_novel, unl, val, 3, 0.5)
+    assert not torch.isfinite(tau).any()
+    assert torch.equal(release_absorbed(p, group, no_novel, tau, 3), group)
+
+
+def test_discover_reports_the_released_nodes_as_novel_with_their_new_confidence():
+    group, val, unl, absorbed, p, group_class = _planted()
+    ens = Ensemble(p, torch.ones(4), [torch.arange(4)] * 3, [4, 4, 4])
+    labels = torch.where(~val & ~unl, group, torch.full_like(group, -1))
+    val_labels = torch.where(val, group, torch.full_like(group, -1))
+    model = ORAL(ORALConfig(known_absorb_share=0.5))
+    tau = model._known_absorb_check(ens, group_class, labels, val_labels, 3)
+    class_id, conf, novel = discover(ens, group_class, 3, tau)
+    assert torch.equal(novel, (group == 3) | absorbed)
+    assert conf[absorbed] == pytest.approx(torch.full((8,), 0.3 / 1.2))
+    # nothing to release: no margins
+    assert ORAL(ORALConfig(known_absorb_share=0.2))._known_absorb_check(
+        ens, group_class, labels, val_labels, 3) is None
+
+
+def test_known_absorb_share_must_be_a_share():
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match=r"known_absorb_share must be in \(0, 1\]"):
+            ORALConfig(known_absorb_share=bad).validate()
+
+
+def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_the_checked_one(
+        tmp_path, one_thread):
+    """The check changes the reported classes only (the unchecked answer is a plain fit's), and
+    the saved model carries its margins, so a loaded model assigns the checked classes."""
+    from oral_core.inference import ORALModel
+    from oral_core.splits import make_split
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, avg_degree=8.0,
+                            homophily=0.85, feature_noise=0.5, seed=2)
+    split = make_split(g.y, seed=0, known_classes=[0, 1, 2])
+    train, val = split.train_labels(g.y), split.val_labels(g.y)
+    base = dict(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
+                cluster_warmup_epochs=5, seed=0, device="cpu")
+    # planted: half of known class 0's validation nodes lose their label, so its group looks
+    # like it holds twice the unlabelled nodes its validation nodes account for
+    val0 = (val == 0).nonzero().flatten()
+    val_cut = val.clone()
+    val_cut[val0[: val0.numel() // 2 + 1]] = -1
+    plain = ORAL(ORALConfig(**base)).fit(g.x, g.edge_index, train, val_cut)
+    checked = ORAL(ORALConfig(**base, known_absorb_share=0.75)).fit(g.x, g.edge_index, train, val_cut)
+    found, unchecked = checked.predict(), checked.discoveries["last_unchecked"]
+    assert torch.isfinite(checked.selected_state()["release_margin"]).any()  # the check fired
+    assert int(found.is_novel.sum()) > int(unchecked.is_novel.sum())
+    loaded = ORALModel.load(ORALModel.from_fit(checked).save(tmp_path / "absorb.pt"))
+    out = loaded.assign(g.x, checked.selected_state()["edges"])
+    assert torch.equal(out.class_id, found.class_id)
+    assert torch.equal(unchecked.class_id, plain.predict().class_id)
+    assert "last_unchecked" not in plain.discoveries
