@@ -1,4 +1,6 @@
-"""The known-split check: is a novel group really novel? (not in the paper; ``known_split_share``)
+"""Two checks of the groups against the validation nodes (not in the paper): the known-split check
+(is a novel group really novel? ``known_split_share``) and, below it, the known-absorb check (does
+a known group hold novel nodes? ``known_absorb_share``).
 
 On a graph with no novel class at all, ORAL at the paper's settings still reports a novel class
 holding 12-17% of the unlabelled nodes (``benchmarks/results/false_novelty.md``): a known class
