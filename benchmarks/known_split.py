@@ -1,12 +1,15 @@
-"""What the known-split check (``known_split_share``) does to the test rows: a diagnostic.
+"""What the known-split or known-absorb check (``known_split_share``, ``known_absorb_share``)
+does to the test rows: a diagnostic.
 
-Rows made by ``oral reproduce ... --set known_split_share=S --out FOLDER`` carry, beside the
+Rows made by ``oral reproduce ... --set known_split_share=S --out FOLDER`` (or
+``known_absorb_share=S``, with ``--check known_absorb_share``) carry, beside the
 checked answer, the same fit's unchecked answer (``selection_alternatives["last_unchecked"]``),
 so every seed is paired within one training run. This reads test labels: it reports, it
 chooses nothing (the check is judged by the proxies: ``benchmarks.epoch_vote`` and
 ``benchmarks.false_novelty --labelled-only``).
 
     python -m benchmarks.known_split benchmarks/results/known_split [more folders] --out benchmarks/results/known_split.md
+    python -m benchmarks.known_split benchmarks/results/known_absorb* --check known_absorb_share --out benchmarks/results/known_absorb.md
 """
 from __future__ import annotations
 
@@ -17,14 +20,18 @@ from pathlib import Path
 
 from oral_core.reproduction import mean_se
 
+CHECKS = {"known_split_share": "known-split", "known_absorb_share": "known-absorb"}
 
-def cell_rows(folders: list[Path]) -> dict[str, list[dict]]:
-    """``cell -> seed rows`` (with an unchecked answer) under each ``folder/runs/oral``."""
+
+def cell_rows(folders: list[Path], check: str = "known_split_share") -> dict[str, list[dict]]:
+    """``cell -> seed rows`` (with an unchecked answer, fitted with ``check`` set) under each
+    ``folder/runs/oral``."""
     cells = {}
     for sub in sorted((s for folder in folders for s in (folder / "runs" / "oral").glob("*")),
                       key=lambda s: s.name):
         rows = [json.loads(p.read_text()) for p in sorted(sub.glob("seed_*.json"))]
-        rows = [r for r in rows if "last_unchecked" in r.get("selection_alternatives", {})]
+        rows = [r for r in rows if "last_unchecked" in r.get("selection_alternatives", {})
+                and r.get("config", {}).get(check) is not None]
         if rows:
             cells[sub.name] = sorted(rows, key=lambda r: r["seed"])
     return cells
@@ -52,18 +59,22 @@ def main(argv=None) -> int:
     ap.add_argument("folders", type=Path, nargs="+",
                     help="`oral reproduce --out` folders of checked rows")
     ap.add_argument("--out", type=Path, default=None, help="write the table here (Markdown)")
+    ap.add_argument("--check", choices=list(CHECKS), default="known_split_share",
+                    help="the check whose rows to pair (rows fitted with it set)")
     args = ap.parse_args(argv)
-    cells = cell_rows(args.folders)
+    cells = cell_rows(args.folders, args.check)
     names = " ".join(str(f) for f in args.folders)
     if not cells:
         print(f"no row with an unchecked answer under {names} (runs/oral): run "
-              f"`oral reproduce ... --set known_split_share=S --out FOLDER` first", file=sys.stderr)
+              f"`oral reproduce ... --set {args.check}=S --out FOLDER` first", file=sys.stderr)
         return 2
-    lines = ["# The known-split check on the test rows (diagnostic: reads test labels, chooses nothing)",
-             "", f"Command: `python -m benchmarks.known_split {names}"
+    option = "" if args.check == "known_split_share" else f" --check {args.check}"
+    lines = [f"# The {CHECKS[args.check]} check on the test rows (diagnostic: reads test labels, "
+             "chooses nothing)",
+             "", f"Command: `python -m benchmarks.known_split {names}{option}"
              + (f" --out {args.out}`" if args.out else "`")
              + "; rows from `oral reproduce --dataset D [--prior | --both-priors] --seeds N --set "
-             "known_split_share=0.5 [--set attention_kernel=spmm] --out FOLDER` (each folder's "
+             f"{args.check}=0.5 [--set attention_kernel=spmm] --out FOLDER` (each folder's "
              "`reproduction.md` names its runs). Each seed's checked and unchecked answers come "
              "from one training run, so the kernel a cell ran with does not enter the pairing.",
              "", *table(cells), ""]

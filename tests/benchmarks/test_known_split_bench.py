@@ -4,11 +4,12 @@ import json
 from benchmarks.known_split import main
 
 
-def _row(folder, cell, seed, all_, unchecked, classes, classes_u):
+def _row(folder, cell, seed, all_, unchecked, classes, classes_u, check="known_split_share"):
     path = folder / "runs" / "oral" / cell
     path.mkdir(parents=True, exist_ok=True)
     (path / f"seed_{seed}.json").write_text(json.dumps({
         "seed": seed, "all": all_, "classes_est": classes, "classes_true": 7,
+        "config": {"known_split_share": None, "known_absorb_share": None, check: 0.5},
         "selection_alternatives": {"last": {"all": all_},
                                    "last_unchecked": {"all": unchecked, "classes": classes_u}}}))
 
@@ -35,3 +36,17 @@ def test_cells_from_several_folders_share_one_table(tmp_path):
     cells = [x.split(" | ")[0] for x in out.read_text().splitlines() if x.startswith("| ") and "seeds" not in x
              and "---" not in x]
     assert cells == ["| amazonphoto-prior", "| cora-noprior"]
+
+
+def test_each_check_pairs_only_the_rows_fitted_with_it(tmp_path, capsys):
+    _row(tmp_path / "split", "cora-noprior", 0, 70.0, 68.0, 7, 8)
+    _row(tmp_path / "absorb", "cora-noprior", 0, 75.0, 71.0, 7, 7, check="known_absorb_share")
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path / "split"), str(tmp_path / "absorb"), "--check", "known_absorb_share",
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# The known-absorb check") and "--check known_absorb_share" in text
+    line = next(x for x in text.splitlines() if x.startswith("| cora-noprior"))
+    assert line.startswith("| cora-noprior | 1 | 71.00 | 75.00 | +4.00 (")  # not the split row
+    assert main([str(tmp_path / "split"), "--check", "known_absorb_share"]) == 2
+    assert "known_absorb_share=S" in capsys.readouterr().err
