@@ -37,6 +37,29 @@ def cell_rows(folders: list[Path], check: str = "known_split_share") -> dict[str
     return cells
 
 
+def against_lines(cells: dict[str, list[dict]], results: Path, method: str) -> list[str]:
+    """Checked and unchecked All against ``method``'s committed rows of the same cell, paired
+    by seed (the seeds both have; ``results/runs/<method>/<cell>/seed_<n>.json``)."""
+    lines = [f"Against `{method}` (its rows under `{results}/runs/{method}`), paired by seed:", "",
+             f"| cell | seeds | unchecked − {method} (s.e.) | ahead | checked − {method} (s.e.) | ahead |",
+             "|---|---|---|---|---|---|"]
+    for cell, rows in cells.items():
+        pairs = []
+        for r in rows:
+            path = results / "runs" / method / cell / f"seed_{r['seed']}.json"
+            if path.exists():
+                pairs.append((r, json.loads(path.read_text())["all"]))
+        if not pairs:
+            lines.append(f"| {cell} | 0 | no `{method}` row | | | |")
+            continue
+        du = [r["selection_alternatives"]["last_unchecked"]["all"] - o for r, o in pairs]
+        dc = [r["all"] - o for r, o in pairs]
+        (mu, su), (mc, sc) = mean_se(du), mean_se(dc)
+        lines.append(f"| {cell} | {len(pairs)} | {mu:+.2f} ({su:.2f}) | {sum(d > 0 for d in du)}/{len(pairs)} "
+                     f"| {mc:+.2f} ({sc:.2f}) | {sum(d > 0 for d in dc)}/{len(pairs)} |")
+    return lines
+
+
 def table(cells: dict[str, list[dict]]) -> list[str]:
     lines = ["| cell | seeds | All unchecked | All checked | checked − unchecked (s.e.) | ahead / behind "
              "| classes unchecked → checked (true) |", "|---|---|---|---|---|---|---|"]
@@ -59,6 +82,10 @@ def main(argv=None) -> int:
     ap.add_argument("folders", type=Path, nargs="+",
                     help="`oral reproduce --out` folders of checked rows")
     ap.add_argument("--out", type=Path, default=None, help="write the table here (Markdown)")
+    ap.add_argument("--against", default=None, metavar="METHOD",
+                    help="also pair both answers with METHOD's rows under --results (e.g. opennc)")
+    ap.add_argument("--results", type=Path, default=Path("benchmarks/results"),
+                    help="where --against finds runs/<METHOD>/<cell>/seed_<n>.json")
     ap.add_argument("--check", choices=list(CHECKS), default="known_split_share",
                     help="the check whose rows to pair (rows fitted with it set)")
     args = ap.parse_args(argv)
@@ -69,6 +96,7 @@ def main(argv=None) -> int:
               f"`oral reproduce ... --set {args.check}=S --out FOLDER` first", file=sys.stderr)
         return 2
     option = "" if args.check == "known_split_share" else f" --check {args.check}"
+    option += f" --against {args.against}" if args.against else ""
     lines = [f"# The {CHECKS[args.check]} check on the test rows (diagnostic: reads test labels, "
              "chooses nothing)",
              "", f"Command: `python -m benchmarks.known_split {names}{option}"
@@ -78,6 +106,8 @@ def main(argv=None) -> int:
              "`reproduction.md` names its runs). Each seed's checked and unchecked answers come "
              "from one training run, so the kernel a cell ran with does not enter the pairing.",
              "", *table(cells), ""]
+    if args.against:
+        lines += [*against_lines(cells, args.results, args.against), ""]
     text = "\n".join(lines)
     if args.out:
         args.out.write_text(text)

@@ -50,3 +50,22 @@ def test_each_check_pairs_only_the_rows_fitted_with_it(tmp_path, capsys):
     assert line.startswith("| cora-noprior | 1 | 71.00 | 75.00 | +4.00 (")  # not the split row
     assert main([str(tmp_path / "split"), "--check", "known_absorb_share"]) == 2
     assert "known_absorb_share=S" in capsys.readouterr().err
+
+
+def test_against_pairs_both_answers_with_another_methods_rows_by_seed(tmp_path):
+    _row(tmp_path / "absorb", "amazonphoto-prior", 0, 75.0, 70.0, 8, 8, check="known_absorb_share")
+    _row(tmp_path / "absorb", "amazonphoto-prior", 1, 80.0, 80.0, 8, 8, check="known_absorb_share")
+    _row(tmp_path / "absorb", "cora-prior", 0, 80.0, 80.0, 7, 7, check="known_absorb_share")
+    other = tmp_path / "results" / "runs" / "opennc" / "amazonphoto-prior"
+    other.mkdir(parents=True)
+    for seed, all_ in ((0, 74.0), (1, 82.0), (5, 50.0)):  # seed 5: no checked row, not paired
+        (other / f"seed_{seed}.json").write_text(json.dumps({"seed": seed, "all": all_}))
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path / "absorb"), "--check", "known_absorb_share", "--against", "opennc",
+                 "--results", str(tmp_path / "results"), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("Against `opennc`"))
+    rows = [x for x in lines[start:] if x.startswith("| amazonphoto") or x.startswith("| cora")]
+    # unchecked: 70 - 74, 80 - 82 -> -3.00 (1.00); checked: 75 - 74, 80 - 82 -> -0.50 (1.50)
+    assert rows[0] == "| amazonphoto-prior | 2 | -3.00 (1.00) | 0/2 | -0.50 (1.50) | 1/2 |"
+    assert rows[1] == "| cora-prior | 0 | no `opennc` row | | | |"
