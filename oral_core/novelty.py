@@ -110,8 +110,10 @@ def release_margins(p: torch.Tensor, group: torch.Tensor, group_class: torch.Ten
     (``rate * validation / unlabelled`` nodes, rate from :func:`median_unlabelled_per_val`) is
     below ``threshold``, the :func:`novelty_margin` at or under which its nodes move to their
     best novel group: the margin of its ``unlabelled - rate * validation``-th least attached
-    unlabelled node. ``-inf`` for every other group (nothing moves), and everywhere when the
-    check has nothing to compare with or no novel group exists."""
+    unlabelled node. ``-inf`` for every other group (nothing moves; a group whose excess rounds
+    to no node included), and everywhere when the check has nothing to compare with or no novel
+    group exists. A known group without validation nodes has an estimated share of 0: all its
+    unlabelled nodes are excess."""
     group_class = group_class.to(group.device)
     g = group_class.numel()
     tau = torch.full((g,), float("-inf"), dtype=p.dtype, device=p.device)
@@ -127,6 +129,8 @@ def release_margins(p: torch.Tensor, group: torch.Tensor, group_class: torch.Ten
         if u == 0 or rate * v / u >= threshold:
             continue
         excess = int(round(u - rate * v))
+        if excess < 1:
+            continue
         inside = margin[(group == k) & unlabelled]
         tau[k] = inside.sort().values[excess - 1]
     return tau

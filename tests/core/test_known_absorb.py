@@ -59,6 +59,25 @@ def test_the_least_attached_nodes_go_first():
     assert float(margin[absorbed].max()) < float(margin[~absorbed & (group == 0)].min())
 
 
+def test_an_excess_under_one_node_releases_nothing():
+    # known groups 1, 2: 8 validation, 9 unlabelled nodes (rate 9/8); group 0: 4 validation, 5
+    # unlabelled nodes, share 4.5 / 5 = 0.9 < 1.0 but an excess of 0.5 rounds to no node
+    sizes = {0: (4, 5), 1: (8, 9), 2: (8, 9), 3: (0, 6)}
+    group = torch.tensor([g for g, (v, u) in sizes.items() for _ in range(v + u)])
+    val = torch.tensor([i < v for g, (v, u) in sizes.items() for i in range(v + u)])
+    unl, group_class = ~val, torch.tensor([0, 1, 2, 3])
+    p = torch.full((group.numel(), 4), 0.1)
+    p[torch.arange(group.numel()), group] = 0.7
+    assert median_unlabelled_per_val(group, group_class, unl, val, 3) == pytest.approx(9 / 8)
+    assert not torch.isfinite(release_margins(p, group, group_class, unl, val, 3, 1.0)).any()
+    # without validation nodes in group 0 its estimated share is 0: its 5 unlabelled nodes are
+    # all excess, and (every node of the group being as attached here) the whole group moves
+    no_val = val & (group != 0)
+    tau = release_margins(p, group, group_class, unl, no_val, 3, 0.5)
+    moved = release_absorbed(p, group, group_class, tau, 3)
+    assert torch.equal(moved != group, group == 0) and bool((moved[group == 0] == 3).all())
+
+
 def test_without_a_novel_group_nothing_is_released():
     group, val, unl, _, p, group_class = _planted()
     no_novel = torch.tensor([0, 1, 2, -1])
