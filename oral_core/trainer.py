@@ -505,7 +505,7 @@ class ORAL:
         on one training run). ``total``: the epoch of the schedule (``select_from_epoch``
         counts it; differs from ``epoch`` on a warm start); ``final``: the fit's last epoch."""
         cfg = self.config
-        # unchecked: (class id, confidence, novelty) per node before the known-split check
+        # unchecked: (class id, confidence, novelty) per node before either check
         class_id, conf, novel = unchecked = discover(ens, group_class, num_known)
         if cfg.known_split_share is not None:
             checked, checked_class = self._known_split_check(ens, group_class, labels, val, num_known)
