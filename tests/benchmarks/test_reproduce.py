@@ -210,3 +210,19 @@ def test_committed_seed_files_still_match_todays_defaults():
         prior = 7 if row["prior"] == "yes" else None
         cfg = method_config("oral", ORALConfig(), prior, row["seed"])
         assert config_hash(cfg, row["features"]) == row["config_hash"], path
+
+
+def test_opennc_runs_without_the_known_group_checks_whatever_oral_defaults_to() -> None:
+    """OpenNCD is a baseline: it keeps its own answer even when ORAL's checks of the known groups
+    are on, so its committed rows keep their hash; the ablations keep the checks (ORAL's
+    defaults but one module)."""
+    from oral_core.experiment import config_hash
+    checked = ORALConfig.from_dict(ORALConfig().to_dict() | {"known_split_share": 0.5,
+                                                            "known_absorb_share": 0.5})
+    opennc = method_config("opennc", checked, 7, 3)
+    assert (opennc.pan, opennc.pol, opennc.known_split_share, opennc.known_absorb_share) == (
+        False, False, None, None)
+    assert config_hash(opennc, "row") == config_hash(method_config("opennc", ORALConfig(), 7, 3), "row")
+    for method in ("oral", "oral_no_pan", "oral_no_pol"):
+        cfg = method_config(method, checked, 7, 3)
+        assert (cfg.known_split_share, cfg.known_absorb_share) == (0.5, 0.5)
