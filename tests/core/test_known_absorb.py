@@ -119,14 +119,15 @@ def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_
                             homophily=0.85, feature_noise=0.5, seed=2)
     split = make_split(g.y, seed=0, known_classes=[0, 1, 2])
     train, val = split.train_labels(g.y), split.val_labels(g.y)
+    # the other check off, and the plain fit without either, whatever the defaults are
     base = dict(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
-                cluster_warmup_epochs=5, seed=0, device="cpu")
+                cluster_warmup_epochs=5, seed=0, device="cpu", known_split_share=None)
     # planted: half of known class 0's validation nodes lose their label, so its group looks
     # like it holds twice the unlabelled nodes its validation nodes account for
     val0 = (val == 0).nonzero().flatten()
     val_cut = val.clone()
     val_cut[val0[: val0.numel() // 2 + 1]] = -1
-    plain = ORAL(ORALConfig(**base)).fit(g.x, g.edge_index, train, val_cut)
+    plain = ORAL(ORALConfig(**base, known_absorb_share=None)).fit(g.x, g.edge_index, train, val_cut)
     checked = ORAL(ORALConfig(**base, known_absorb_share=0.75)).fit(g.x, g.edge_index, train, val_cut)
     found, unchecked = checked.predict(), checked.discoveries["last_unchecked"]
     assert torch.isfinite(checked.selected_state()["release_margin"]).any()  # the check fired

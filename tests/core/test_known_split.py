@@ -86,9 +86,10 @@ def test_a_checked_fit_keeps_the_unchecked_answer_of_the_same_training(one_threa
     g = make_attributed_sbm(num_nodes=200, num_classes=4, feature_dim=8, seed=3)
     split = make_split(g.y, seed=0)
     train, val = split.train_labels(g.y), split.val_labels(g.y)
+    # the other check off, and the plain fit without either, whatever the defaults are
     base = dict(epochs=12, hidden_dim=8, num_prototypes=8, pol_start_epoch=4, progress=False,
-                cluster_warmup_epochs=2)
-    plain = ORAL(ORALConfig(**base)).fit(g.x, g.edge_index, train, val)
+                cluster_warmup_epochs=2, known_absorb_share=None)
+    plain = ORAL(ORALConfig(**base, known_split_share=None)).fit(g.x, g.edge_index, train, val)
     checked = ORAL(ORALConfig(**base, known_split_share=0.5))
     checked.record_epochs = True
     checked.fit(g.x, g.edge_index, train, val)
