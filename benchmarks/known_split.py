@@ -62,18 +62,23 @@ def against_lines(cells: dict[str, list[dict]], results: Path, method: str) -> l
 
 def table(cells: dict[str, list[dict]]) -> list[str]:
     lines = ["| cell | seeds | All unchecked | All checked | checked − unchecked (s.e.) | ahead / behind "
-             "| classes unchecked → checked (true) |", "|---|---|---|---|---|---|---|"]
+             "| classes unchecked → checked (true) | class-number error unchecked → checked |",
+             "|---|---|---|---|---|---|---|---|"]
     for cell, rows in cells.items():
         unchecked = [r["selection_alternatives"]["last_unchecked"] for r in rows]
         d, se = mean_se([r["all"] - u["all"] for r, u in zip(rows, unchecked)])
         classes_u = [u.get("classes") for u in unchecked]
         classes = ("n/a" if None in classes_u else f"{sum(classes_u) / len(rows):.1f}")
+        error_u = ("n/a" if None in classes_u else
+                   f"{sum(abs(c - r['classes_true']) for c, r in zip(classes_u, rows)) / len(rows):.1f}")
+        error = sum(abs(r["classes_est"] - r["classes_true"]) for r in rows) / len(rows)
         lines.append(
             f"| {cell} | {len(rows)} | {mean_se([u['all'] for u in unchecked])[0]:.2f} | "
             f"{mean_se([r['all'] for r in rows])[0]:.2f} | {d:+.2f} ({se:.2f}) | "
             f"{sum(r['all'] > u['all'] for r, u in zip(rows, unchecked))} / "
             f"{sum(r['all'] < u['all'] for r, u in zip(rows, unchecked))} | {classes} → "
-            f"{sum(r['classes_est'] for r in rows) / len(rows):.1f} ({rows[0]['classes_true']}) |")
+            f"{sum(r['classes_est'] for r in rows) / len(rows):.1f} ({rows[0]['classes_true']}) | "
+            f"{error_u} → {error:.1f} |")
     return lines
 
 
@@ -95,14 +100,17 @@ def main(argv=None) -> int:
         print(f"no row with an unchecked answer under {names} (runs/oral): run "
               f"`oral reproduce ... --set {args.check}=S --out FOLDER` first", file=sys.stderr)
         return 2
+    # rows fitted with both checks set (benchmarks/run_flip.sh) pair both against neither
+    both = all(r["config"].get(c) is not None for rows in cells.values() for r in rows for c in CHECKS)
+    title = ("known-split and known-absorb checks together" if both else f"{CHECKS[args.check]} check")
+    sets = (" ".join(f"--set {c}=0.5" for c in CHECKS) if both else f"--set {args.check}=0.5")
     option = "" if args.check == "known_split_share" else f" --check {args.check}"
     option += f" --against {args.against}" if args.against else ""
-    lines = [f"# The {CHECKS[args.check]} check on the test rows (diagnostic: reads test labels, "
-             "chooses nothing)",
+    lines = [f"# The {title} on the test rows (diagnostic: reads test labels, chooses nothing)",
              "", f"Command: `python -m benchmarks.known_split {names}{option}"
              + (f" --out {args.out}`" if args.out else "`")
-             + "; rows from `oral reproduce --dataset D [--prior | --both-priors] --seeds N --set "
-             f"{args.check}=0.5 [--set attention_kernel=spmm] --out FOLDER` (each folder's "
+             + "; rows from `oral reproduce --dataset D [--prior | --both-priors] --seeds N "
+             f"{sets} [--set attention_kernel=spmm] --out FOLDER` (each folder's "
              "`reproduction.md` names its runs). Each seed's checked and unchecked answers come "
              "from one training run, so the kernel a cell ran with does not enter the pairing.",
              "", *table(cells), ""]

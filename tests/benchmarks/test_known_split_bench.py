@@ -20,7 +20,23 @@ def test_the_table_pairs_each_seed_with_its_unchecked_answer(tmp_path, capsys):
     out = tmp_path / "t.md"
     assert main([str(tmp_path), "--out", str(out)]) == 0
     line = next(x for x in out.read_text().splitlines() if x.startswith("| cora-noprior"))
-    assert line == "| cora-noprior | 2 | 64.00 | 65.00 | +1.00 (1.00) | 1 / 0 | 7.5 → 6.5 (7) |"
+    # class-number error |estimate - 7|: unchecked 1 and 0, checked 0 and 1
+    assert line == "| cora-noprior | 2 | 64.00 | 65.00 | +1.00 (1.00) | 1 / 0 | 7.5 → 6.5 (7) | 0.5 → 0.5 |"
+    assert out.read_text().startswith("# The known-split check on the test rows")
+
+
+def test_rows_with_both_checks_set_are_titled_and_commanded_as_both(tmp_path):
+    _row(tmp_path, "cora-prior", 0, 70.0, 68.0, 7, 9)
+    path = tmp_path / "runs" / "oral" / "cora-prior" / "seed_0.json"
+    row = json.loads(path.read_text())
+    row["config"] = {"known_split_share": 0.5, "known_absorb_share": 0.5}
+    path.write_text(json.dumps(row))
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path), "--check", "known_absorb_share", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# The known-split and known-absorb checks together on the test rows")
+    assert "--set known_split_share=0.5 --set known_absorb_share=0.5" in text
+    assert "| cora-prior | 1 | 68.00 | 70.00 | +2.00 (nan) | 1 / 0 | 9.0 → 7.0 (7) | 2.0 → 0.0 |" in text
 
 
 def test_a_folder_without_checked_rows_is_a_clear_error(tmp_path, capsys):
