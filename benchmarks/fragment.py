@@ -71,23 +71,25 @@ def fragment_stats(class_id: torch.Tensor, y: torch.Tensor, known: list[int],
             "known_cos_max": max(known_cos, default=float("nan"))}
 
 
-def fit_answer(dataset: str, seed: int, prior: bool, sets: dict, data_dir: str | None):
-    """ORAL's final answer for one strict-protocol seed: (class ids, graph, known classes, x)."""
+def fit_answer(prep, seed: int, prior: bool, sets: dict) -> tuple[torch.Tensor, list[int]]:
+    """ORAL's final answer for one strict-protocol seed on a prepared dataset
+    (:func:`oral_core.experiment.prepare`): class ids per node and the known classes."""
     from oral_core.config import ORALConfig
-    from oral_core.experiment import method_config, prepare, protocol_split
+    from oral_core.experiment import method_config, protocol_split
     from oral_core.trainer import ORAL
 
-    prep = prepare(dataset, data_dir)
     g = prep.graph
     split, _ = protocol_split(g, seed, "ours")
     base = ORALConfig.from_dict(ORALConfig().to_dict() | {"progress": False} | sets)
     cfg = method_config("oral", base, g.num_classes if prior else None, seed)
     model = ORAL(cfg).fit(prep.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
-    return model.predict().class_id, g, [int(c) for c in split.known_classes], prep.x
+    return model.predict().class_id, [int(c) for c in split.known_classes]
 
 
 def main(argv=None) -> int:
     from flows.options import OptionError, parse_set
+    from oral_core.datasets import DatasetNotFound
+    from oral_core.experiment import prepare, protocol_split
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="amazonphoto")
@@ -114,10 +116,22 @@ def main(argv=None) -> int:
              "most similar pair of known classes, for scale.", "",
              "| seed | main | fragment (purity) | small in main's group | fragment–main edges / cos "
              "| small–main edges / cos | known pairs, max edges / cos |", "|---|---|---|---|---|---|---|"]
+    try:  # the dataset is read once for every seed
+        prep = prepare(args.dataset, args.data_dir)
+    except (DatasetNotFound, ValueError) as err:  # missing, or a file that is no dataset
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    g = prep.graph
+    split, _ = protocol_split(g, seeds[0] if seeds else 0, "ours")  # known classes: lowest ids
+    if g.num_classes - len(split.known_classes) < 2:
+        print(f"error: {args.dataset}: the strict protocol leaves "
+              f"{g.num_classes - len(split.known_classes)} novel class(es); the fragment "
+              "diagnostic needs at least two", file=sys.stderr)
+        return 2
     for seed in seeds:
         start = time.time()
-        class_id, g, known, x = fit_answer(args.dataset, seed, args.prior, sets, args.data_dir)
-        s = fragment_stats(class_id, g.y, known, g.edge_index, x)
+        class_id, known = fit_answer(prep, seed, args.prior, sets)
+        s = fragment_stats(class_id, g.y, known, g.edge_index, prep.x)
         print(f"seed {seed}: fragment edges {s['fragment_edges']:.3f} cos {s['fragment_cos']:.3f}; "
               f"small edges {s['small_edges']:.3f} cos {s['small_cos']:.3f} ({time.time() - start:.0f}s)",
               flush=True)

@@ -44,3 +44,25 @@ def test_a_bad_set_option_is_one_line_and_exit_2(capsys) -> None:
     assert main(["--set", "no_such_field=1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and err.count("\n") == 1
+
+
+def test_a_missing_dataset_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    assert main(["--dataset", str(tmp_path / "nowhere.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1
+
+
+def test_a_graph_with_one_novel_class_is_refused_before_any_fit(npz_graph, capsys) -> None:
+    # 4 classes: the strict protocol knows 3, leaving one novel class
+    assert main(["--dataset", str(npz_graph), "--seeds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "1 novel class(es)" in err and "needs at least two" in err and err.count("\n") == 1
+
+
+def test_an_unreadable_dataset_file_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    import numpy as np
+    path = tmp_path / "wrong.npz"
+    np.savez(path, x=np.zeros((3, 2)))
+    assert main(["--dataset", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "missing arrays" in err and err.count("\n") == 1
