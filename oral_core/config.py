@@ -97,6 +97,10 @@ class ORALConfig:
     # known-class nodes releases the excess (its least attached nodes) to the novel groups;
     # reported classes only
     known_absorb_share: float | None = None
+    # its guard (a deviation, oral_core.novelty): a known group releases nothing when the nodes
+    # it would release hold validation nodes standing for at least known_absorb_share of them
+    # (they look known themselves); False: unguarded
+    known_absorb_guard: bool = False
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)

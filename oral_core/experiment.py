@@ -30,7 +30,8 @@ from .trainer import ORAL
 #: ``known_absorb_share``): OpenNCD is a baseline and keeps its own answer whatever ORAL's
 #: defaults are (with both checks off by default this changes no configuration, so every
 #: committed OpenNCD row keeps its hash); the ablations keep ORAL's defaults but one module
-OPENNC_OFF = {"pan": False, "pol": False, "known_split_share": None, "known_absorb_share": None}
+OPENNC_OFF = {"pan": False, "pol": False, "known_split_share": None, "known_absorb_share": None,
+              "known_absorb_guard": False}
 METHODS: dict[str, dict] = {
     "oral": {},
     "oral_no_pan": {"pan": False},
@@ -136,7 +137,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "sparse_input_below": 0.0, "pseudo_label_groups": "all",
                 "eval_every": 1, "gpu_memory_share": 0.8, "opennc_losses": False,
                 "opennc_pair_pool": 512, "opennc_terms": "proto+group+balance",
-                "known_split_share": None, "known_absorb_share": None}
+                "known_split_share": None, "known_absorb_share": None,
+                "known_absorb_guard": False}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:
@@ -354,6 +356,7 @@ def scored_row(g: Graph, found, pred: torch.Tensor, split: OpenWorldSplit, test:
     # it never chooses anything)
     alternatives = {rule: score(g, d.class_id, split, test) | {"epoch": d.epoch,
                                                                 "classes": d.num_classes}
+                    | ({"val_acc": 100 * d.val_accuracy} if math.isfinite(d.val_accuracy) else {})
                     for rule, d in discoveries.items()}
     known_share = float(torch.isin(g.y[test], split.known_classes).float().mean())
     return {

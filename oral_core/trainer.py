@@ -119,6 +119,11 @@ def ensemble_classes(ens: Ensemble, labels: torch.Tensor, num_known: int) -> tor
     return g2c
 
 
+def final_epoch(epoch: int, config: ORALConfig, final: bool | None) -> bool:
+    """Whether ``epoch`` is the fit's last (``final`` when given, else ``epoch == epochs``)."""
+    return epoch == config.epochs if final is None else final
+
+
 def discover(ens: Ensemble, group_class: torch.Tensor, num_known: int,
              release: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """Per node: class id, confidence and novelty from the suppressed ensemble; ``release``:
@@ -483,13 +488,16 @@ class ORAL:
         return checked, ensemble_classes(checked, labels.cpu(), num_known)
 
     def _known_absorb_check(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
-                            val: torch.Tensor, num_known: int) -> torch.Tensor | None:
+                            val: torch.Tensor, num_known: int,
+                            guard: bool | None = None) -> torch.Tensor | None:
         """``known_absorb_share`` (not in the paper, :mod:`oral_core.novelty`): the margins under
         which a known group's nodes move to their best novel group (``[G]``), None when no known
-        group holds more unlabelled nodes than its validation nodes account for."""
+        group holds more unlabelled nodes than its validation nodes account for (or every such
+        release is stopped by the guard; ``guard`` None: ``known_absorb_guard``)."""
         group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
         tau = release_margins(ens.p, group, group_class, ((labels < 0) & (val < 0)).to(group.device),
-                              (val >= 0).to(group.device), num_known, self.config.known_absorb_share)
+                              (val >= 0).to(group.device), num_known, self.config.known_absorb_share,
+                              guard=self.config.known_absorb_guard if guard is None else guard)
         return tau if bool(torch.isfinite(tau).any()) else None
 
     def _select(self, epoch, outs, partitions, ens, group_class, edges, val, num_known,
@@ -512,21 +520,29 @@ class ORAL:
             if checked is not ens:
                 ens, group_class = checked, checked_class
                 class_id, conf, novel = discover(ens, group_class, num_known)
-        release = None
+        release = unguarded = None
         if cfg.known_absorb_share is not None:
             release = self._known_absorb_check(ens, group_class, labels, val, num_known)
             if release is not None:
                 class_id, conf, novel = discover(ens, group_class, num_known, release)
+            if cfg.known_absorb_guard and final_epoch(epoch, cfg, final):
+                # what the unguarded check would report (a diagnostic of the guard)
+                tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
+                unguarded = discover(ens, group_class, num_known, tau)
         checks = cfg.known_split_share is not None or cfg.known_absorb_share is not None
         has_val = val >= 0
-        val_acc = float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
+
+        def val_accuracy(ids: torch.Tensor) -> float:
+            return float((ids[has_val] == val[has_val]).float().mean()) if has_val.any() else float("nan")
+
+        val_acc = val_accuracy(class_id)
         n_classes = int(torch.unique(class_id).numel())
         start = cfg.select_from_epoch
         eligible = start is None or (epoch if total is None else total) >= start
         improved = eligible and (
             "best_val" not in self.discoveries or not has_val.any()
             or val_acc >= self.discoveries["best_val"].val_accuracy)
-        final = epoch == cfg.epochs if final is None else final
+        final = final_epoch(epoch, cfg, final)
 
         def discovery() -> Discovery:
             return Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
@@ -541,6 +557,10 @@ class ORAL:
                 self.discoveries["last_unchecked"] = Discovery(
                     *(t.cpu() for t in unchecked), int(torch.unique(unchecked[0]).numel()),
                     num_known, [], epoch, float("nan"))
+            if unguarded is not None:
+                self.discoveries["last_unguarded"] = Discovery(
+                    *(t.cpu() for t in unguarded), int(torch.unique(unguarded[0]).numel()),
+                    num_known, [], epoch, val_accuracy(unguarded[0]))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
             if checks:

@@ -218,10 +218,11 @@ def test_opennc_runs_without_the_known_group_checks_whatever_oral_defaults_to() 
     defaults but one module)."""
     from oral_core.experiment import config_hash
     checked = ORALConfig.from_dict(ORALConfig().to_dict() | {"known_split_share": 0.5,
-                                                            "known_absorb_share": 0.5})
+                                                            "known_absorb_share": 0.5,
+                                                            "known_absorb_guard": True})
     opennc = method_config("opennc", checked, 7, 3)
-    assert (opennc.pan, opennc.pol, opennc.known_split_share, opennc.known_absorb_share) == (
-        False, False, None, None)
+    assert (opennc.pan, opennc.pol, opennc.known_split_share, opennc.known_absorb_share,
+            opennc.known_absorb_guard) == (False, False, None, None, False)
     assert config_hash(opennc, "row") == config_hash(method_config("opennc", ORALConfig(), 7, 3), "row")
     for method in ("oral", "oral_no_pan", "oral_no_pol"):
         cfg = method_config(method, checked, 7, 3)

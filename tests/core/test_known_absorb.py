@@ -6,7 +6,7 @@ import torch
 
 from oral_core.config import ORALConfig
 from oral_core.novelty import (median_unlabelled_per_val, novelty_margin, release_absorbed,
-                               release_margins)
+                               release_margins, released_known_bound)
 from oral_core.pseudo_labels import Ensemble
 from oral_core.trainer import ORAL, discover
 
@@ -78,6 +78,47 @@ def test_an_excess_under_one_node_releases_nothing():
     assert torch.equal(moved != group, group == 0) and bool((moved[group == 0] == 3).all())
 
 
+def _unseparated():
+    """The planted graph, but group 0's validation nodes lean to the novel group as much as
+    its 8 extra unlabelled nodes do: the margin cannot tell them apart (the BlogCatalog seed 7
+    failure: a known class's own nodes, validation nodes included, released)."""
+    group, val, unl, absorbed, p, group_class = _planted()
+    p[(group == 0) & val, 3] = 0.3
+    return group, val, unl, absorbed, p, group_class
+
+
+def test_unguarded_the_release_takes_validation_nodes_that_the_margin_cannot_separate():
+    group, val, unl, absorbed, p, group_class = _unseparated()
+    tau = release_margins(p, group, group_class, unl, val, 3, 0.5)
+    moved = release_absorbed(p, group, group_class, tau, 3)
+    assert bool((moved[(group == 0) & val] == 3).all())
+
+
+def test_the_guard_keeps_a_release_whose_nodes_look_known():
+    group, val, unl, absorbed, p, group_class = _unseparated()
+    margin, _ = novelty_margin(p, group, group_class >= 3)
+    cut = float(margin[absorbed].max())
+    # all 4 validation nodes of group 0 under the cut (share 1) * 12 unlabelled / excess 8
+    assert released_known_bound(margin, group, 0, cut, unl, val, 8) == pytest.approx(1.5)
+    tau = release_margins(p, group, group_class, unl, val, 3, 0.5, guard=True)
+    assert not torch.isfinite(tau).any()
+    # half of them under the cut: bound 0.75, under a bar of 0.8 the release goes through
+    p[((group == 0) & val).nonzero().flatten()[:2], 3] = 0.05
+    assert released_known_bound(margin := novelty_margin(p, group, group_class >= 3)[0], group, 0,
+                                cut, unl, val, 8) == pytest.approx(0.75)
+    assert torch.isfinite(release_margins(p, group, group_class, unl, val, 3, 0.8, guard=True)[0])
+    assert not torch.isfinite(release_margins(p, group, group_class, unl, val, 3, 0.75,
+                                              guard=True)).any()
+
+
+def test_the_guard_lets_a_separated_release_through_unchanged():
+    group, val, unl, absorbed, p, group_class = _planted()
+    for threshold in (0.5, 0.75):
+        unguarded = release_margins(p, group, group_class, unl, val, 3, threshold)
+        guarded = release_margins(p, group, group_class, unl, val, 3, threshold, guard=True)
+        assert torch.equal(guarded, unguarded) and bool(torch.isfinite(guarded[0]))
+
+
 def test_without_a_novel_group_nothing_is_released():
     group, val, unl, _, p, group_class = _planted()
     no_novel = torch.tensor([0, 1, 2, -1])
@@ -107,11 +148,10 @@ def test_known_absorb_share_must_be_a_share():
             ORALConfig(known_absorb_share=bad).validate()
 
 
-def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_the_checked_one(
-        tmp_path, one_thread):
-    """The check changes the reported classes only (the unchecked answer is a plain fit's), and
-    the saved model carries its margins, so a loaded model assigns the checked classes."""
-    from oral_core.inference import ORALModel
+def _planted_fit():
+    """A 4-class SBM with classes 0-2 known, and half of known class 0's validation nodes
+    unlabelled, so its group looks like it holds twice the unlabelled nodes its validation nodes
+    account for: the check releases nodes of class 0 itself (there is no absorbed novel node)."""
     from oral_core.splits import make_split
     from oral_core.synthetic import make_attributed_sbm
 
@@ -122,13 +162,48 @@ def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_
     # the other check off, and the plain fit without either, whatever the defaults are
     base = dict(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
                 cluster_warmup_epochs=5, seed=0, device="cpu", known_split_share=None)
-    # planted: half of known class 0's validation nodes lose their label, so its group looks
-    # like it holds twice the unlabelled nodes its validation nodes account for
     val0 = (val == 0).nonzero().flatten()
     val_cut = val.clone()
     val_cut[val0[: val0.numel() // 2 + 1]] = -1
+    return g, train, val_cut, base
+
+
+def test_the_guard_stops_a_release_that_cuts_through_a_known_class(one_thread):
+    """Unguarded, the planted fit releases class-0 nodes (validation nodes among them: its
+    validation accuracy falls); guarded, the validation nodes under the margin show the release
+    would be mostly known nodes, and nothing moves."""
+    g, train, val_cut, base = _planted_fit()
+    has_val = val_cut >= 0
+    results = {}
+    for guard in (False, True):
+        fit = ORAL(ORALConfig(**base, known_absorb_share=0.75, known_absorb_guard=guard)).fit(
+            g.x, g.edge_index, train, val_cut)
+        found, unchecked = fit.predict(), fit.discoveries["last_unchecked"]
+        moved = found.class_id != unchecked.class_id
+        results[guard] = (fit.selected_state()["release_margin"], moved,
+                          float((found.class_id[has_val] == val_cut[has_val]).float().mean()),
+                          float((unchecked.class_id[has_val] == val_cut[has_val]).float().mean()))
+    margins, moved, val_acc, unchecked_acc = results[False]
+    assert margins is not None and bool(moved.any()) and bool((g.y[moved] == 0).all())
+    assert val_acc < unchecked_acc
+    margins, moved, val_acc, unchecked_acc = results[True]
+    assert margins is None and not bool(moved.any()) and val_acc == unchecked_acc
+    # the guarded fit also keeps what the unguarded check would have reported
+    unguarded = fit.discoveries["last_unguarded"]
+    assert bool((unguarded.class_id != fit.predict().class_id).any())
+    assert unguarded.val_accuracy == pytest.approx(results[False][2])
+
+
+def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_the_checked_one(
+        tmp_path, one_thread):
+    """The check changes the reported classes only (the unchecked answer is a plain fit's), and
+    the saved model carries its margins, so a loaded model assigns the checked classes."""
+    from oral_core.inference import ORALModel
+
+    g, train, val_cut, base = _planted_fit()
     plain = ORAL(ORALConfig(**base, known_absorb_share=None)).fit(g.x, g.edge_index, train, val_cut)
-    checked = ORAL(ORALConfig(**base, known_absorb_share=0.75)).fit(g.x, g.edge_index, train, val_cut)
+    checked = ORAL(ORALConfig(**base, known_absorb_share=0.75,
+                              known_absorb_guard=False)).fit(g.x, g.edge_index, train, val_cut)
     found, unchecked = checked.predict(), checked.discoveries["last_unchecked"]
     assert torch.isfinite(checked.selected_state()["release_margin"]).any()  # the check fired
     assert int(found.is_novel.sum()) > int(unchecked.is_novel.sum())

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The strict-protocol ORAL rows with the known-group checks and the known-absorb guard on
+# (known_split_share=0.5, known_absorb_share=0.5, known_absorb_guard=true), on the lent GPU, in
+# one call: 16 `oral reproduce` processes share the card (benchmarks/parallel_seeds.sh), seeds
+# interleaved across the six cells (three graphs, without and with the prior) so a run cut short
+# leaves every cell with its first seeds. Each seed file also records, from the same training
+# run, what the unchecked groups and the unguarded check would have reported
+# (selection_alternatives: last_unchecked, last_unguarded). BlogCatalog's strict training also
+# scores its paper-protocol twin.
+# Runs from the repository root on the device with the igraph wheels in .whl and the datasets in
+# .gpudata (both carried, both ignored; fill them with
+#   pip download igraph==1.0.0 texttable --no-deps --only-binary=:all: -d .whl
+#   cp -r ../shared/datasets .gpudata); the seed files come back as $OUT/flip_guard.tgz; unpack it
+# under benchmarks/results/ (it holds flip_guard/runs/...).
+#   bash benchmarks/gpu_flip.sh SECONDS [FIRST_SEED]
+OUT=${OUT:-gpu_out}
+LIMIT=${1:?seconds}; FIRST=${2:-0}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=. OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=.:/tmp/site
+fi
+nvidia-smi -L
+start=$(date +%s)
+CHECKS="--set known_split_share=0.5 --set known_absorb_share=0.5 --set known_absorb_guard=true"
+echo "== smoke $(date +%T)"
+timeout 120 python3 -m flows.cli reproduce --dataset cora --seeds 1 --quiet --epochs 3 $CHECKS \
+  --data-dir .gpudata --out /tmp/smoke >/tmp/smoke.log 2>&1 || { tail -20 /tmp/smoke.log; exit 1; }
+python3 -c "import glob, json; print('smoke fit ran on', json.load(open(glob.glob('/tmp/smoke/runs/*/*/seed_0.json')[0]))['device'])"
+jobs=/tmp/flip_jobs.txt; : >"$jobs"
+for s in $(seq "$FIRST" 9); do
+  for cell in "blogcatalog prior" "blogcatalog noprior" "amazonphoto prior" "amazonphoto noprior" \
+              "cora prior" "cora noprior"; do
+    echo "oral $cell $s ours" >>"$jobs"
+  done
+done
+left=$(( LIMIT - ($(date +%s) - start) ))
+echo "== $(wc -l <"$jobs") jobs, ${left} s $(date +%T)"
+W=/tmp/res/flip_guard
+ORAL="python3 -m flows.cli" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
+  -- $CHECKS --data-dir .gpudata --out "$W"
+echo "== $(date +%T): $(find "$W" -name 'seed_*.json' | wc -l) seed files"
+grep -lE "Traceback|rror" /tmp/logs/*.log 2>/dev/null | head -3 | xargs -r tail -5
+tar -czf "$OUT/flip_guard.tgz" -C /tmp/res flip_guard
