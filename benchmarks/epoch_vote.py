@@ -34,7 +34,7 @@ from oral_core.trainer import ORAL, novel_id_map
 from .tune import HIDE_MODES, config_overrides, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RULES = ["last", "vote", "mean", "stable", "curve", "unchecked"]  # recorded in each seed file's key
+RULES = ["last", "vote", "mean", "stable", "curve", "unchecked", "unguarded"]  # recorded in each seed file's key
 #: the rules a seed file written before ``RULES`` was recorded answers (it is kept, not rerun:
 #: its table rows simply lack the newer rules)
 OLD_RULES = ["last", "vote"]
@@ -82,6 +82,9 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
         for k in votes:
             rows.append({"rule": f"unchecked mean@{horizon}:{k}", "seed": seed} | epoch_mean(
                 [_proxy_accuracy(g, task, e) for e in unchecked[horizon - k + 1:horizon + 1]]))
+    if "last_unguarded" in model.discoveries:  # known_absorb_guard on: the same fit unguarded
+        rows.append({"rule": f"unguarded last@{horizon}", "seed": seed}
+                    | _proxy_accuracy(g, task, model.discoveries["last_unguarded"].class_id))
     changed = change_curve(ids, num_known)
     stop = stable_epoch(changed, STABLE_FROM(cfg), STABLE_SHARE, STABLE_PATIENCE)
     rows.append({"rule": f"stable@{horizon}", "seed": seed, "epoch": stop}

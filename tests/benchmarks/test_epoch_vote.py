@@ -132,3 +132,23 @@ def test_check_lines_pair_each_rule_with_its_unchecked_twin():
     row = next(line for line in lines if line.startswith("| last@200 |"))
     assert "| 2 | 63.00 | 65.00 | +2.00 (3.00) | 1 / 1 | 7.0 → 6.0 |" in row
     assert check_lines(rows[:2]) == []
+
+
+def test_a_guarded_fit_also_scores_its_unguarded_answer(one_thread):
+    """With ``known_absorb_guard`` on, one training run answers the guarded and the unguarded
+    check (the ``unguarded last@E`` row); without it there is no such row."""
+    from benchmarks.epoch_vote import seed_rows
+    from oral_core.config import ORALConfig
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=300, num_classes=5, feature_dim=16, avg_degree=8.0,
+                            homophily=0.85, feature_noise=0.5, seed=1)
+    prep = type("P", (), {"graph": g, "x": g.x})()
+    base = dict(hidden_dim=16, progress=False, pol_start_epoch=6, cluster_warmup_epochs=3,
+                device="cpu", known_split_share=0.5, known_absorb_share=0.5)
+    rules = {}
+    for guard in (False, True):
+        cfg = ORALConfig(**base, known_absorb_guard=guard)
+        rules[guard] = [r["rule"] for r in seed_rows(prep, 0, cfg, 10, [2], "extremes")]
+    assert "unguarded last@10" in rules[True] and "unguarded last@10" not in rules[False]
+    assert "unchecked last@10" in rules[True]
