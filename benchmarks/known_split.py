@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -82,6 +83,46 @@ def table(cells: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+def guard_lines(cells: dict[str, list[dict]]) -> list[str]:
+    """The known-absorb guard (``known_absorb_guard``) against the same fit's unguarded check
+    (``selection_alternatives["last_unguarded"]``), paired by seed; no lines when no row has
+    the guard on."""
+    cells = {c: [r for r in rows if "last_unguarded" in r["selection_alternatives"]]
+             for c, rows in cells.items()}
+    cells = {c: rows for c, rows in cells.items() if rows}
+    if not cells:
+        return []
+    lines = ["The known-absorb guard against the unguarded check, same training runs "
+             "(validation accuracy: known-class validation nodes, labelled only):", "",
+             "| cell | seeds | All unguarded | All guarded | guarded − unguarded (s.e.) "
+             "| seeds the guard changed | validation accuracy unguarded → guarded |",
+             "|---|---|---|---|---|---|---|"]
+    for cell, rows in cells.items():
+        unguarded = [r["selection_alternatives"]["last_unguarded"] for r in rows]
+        d, se = mean_se([r["all"] - u["all"] for r, u in zip(rows, unguarded)])
+        changed = [r["seed"] for r, u in zip(rows, unguarded) if r["all"] != u["all"]]
+        val_u = mean_se([u.get("val_acc", float("nan")) for u in unguarded])[0]
+        val_g = mean_se([r["val_acc"] for r in rows])[0]
+        lines.append(f"| {cell} | {len(rows)} | {mean_se([u['all'] for u in unguarded])[0]:.2f} | "
+                     f"{mean_se([r['all'] for r in rows])[0]:.2f} | {d:+.2f} ({se:.2f}) | "
+                     f"{', '.join(map(str, changed)) or 'none'} | {val_u:.2f} → {val_g:.2f} |")
+    return lines
+
+
+def device_line(cells: dict[str, list[dict]], results: Path | None, method: str | None) -> str:
+    """Where the rows ran (the device moves which basin a seed lands in: a pairing across
+    devices mixes that in)."""
+    def count(rows) -> str:
+        found = Counter(r.get("device", "unrecorded") for r in rows)
+        return ", ".join(f"{d} {n}" for d, n in sorted(found.items()))
+    text = f"Devices: these rows {count(r for rows in cells.values() for r in rows)}"
+    if method:
+        other = [json.loads(p.read_text()) for cell, rows in cells.items() for r in rows
+                 if (p := results / "runs" / method / cell / f"seed_{r['seed']}.json").exists()]
+        text += f"; the `{method}` rows paired with them {count(other) or 'none'}"
+    return text + "."
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", type=Path, nargs="+",
@@ -104,6 +145,10 @@ def main(argv=None) -> int:
     both = all(r["config"].get(c) is not None for rows in cells.values() for r in rows for c in CHECKS)
     title = ("known-split and known-absorb checks together" if both else f"{CHECKS[args.check]} check")
     sets = (" ".join(f"--set {c}=0.5" for c in CHECKS) if both else f"--set {args.check}=0.5")
+    guarded = guard_lines(cells)
+    if guarded:
+        title += ", with the known-absorb guard,"
+        sets += " --set known_absorb_guard=true"
     option = "" if args.check == "known_split_share" else f" --check {args.check}"
     option += f" --against {args.against}" if args.against else ""
     lines = [f"# The {title} on the test rows (diagnostic: reads test labels, chooses nothing)",
@@ -113,9 +158,10 @@ def main(argv=None) -> int:
              f"{sets} [--set attention_kernel=spmm] --out FOLDER` (each folder's "
              "`reproduction.md` names its runs). Each seed's checked and unchecked answers come "
              "from one training run, so the kernel a cell ran with does not enter the pairing.",
-             "", *table(cells), ""]
+             "", *table(cells), "", *(guarded + [""] if guarded else [])]
     if args.against:
         lines += [*against_lines(cells, args.results, args.against), ""]
+    lines += [device_line(cells, args.results if args.against else None, args.against), ""]
     text = "\n".join(lines)
     if args.out:
         args.out.write_text(text)

@@ -85,3 +85,33 @@ def test_against_pairs_both_answers_with_another_methods_rows_by_seed(tmp_path):
     # unchecked: 70 - 74, 80 - 82 -> -3.00 (1.00); checked: 75 - 74, 80 - 82 -> -0.50 (1.50)
     assert rows[0] == "| amazonphoto-prior | 2 | -3.00 (1.00) | 0/2 | -0.50 (1.50) | 1/2 |"
     assert rows[1] == "| cora-prior | 0 | no `opennc` row | | | |"
+
+
+def test_guarded_rows_get_the_guard_table_paired_with_their_unguarded_answer(tmp_path):
+    for seed, (guarded, unguarded, val_g, val_u) in enumerate([(72.0, 64.0, 80.0, 60.0),
+                                                               (70.0, 70.0, 81.0, 81.0)]):
+        _row(tmp_path, "blogcatalog-prior", seed, guarded, 71.0, 6, 6, check="known_absorb_share")
+        path = tmp_path / "runs" / "oral" / "blogcatalog-prior" / f"seed_{seed}.json"
+        row = json.loads(path.read_text())
+        row["config"] = {"known_split_share": 0.5, "known_absorb_share": 0.5,
+                         "known_absorb_guard": True}
+        row["val_acc"], row["device"] = val_g, "cuda:0"
+        row["selection_alternatives"]["last_unguarded"] = {"all": unguarded, "val_acc": val_u}
+        path.write_text(json.dumps(row))
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path), "--check", "known_absorb_share", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# The known-split and known-absorb checks together, with the "
+                           "known-absorb guard, on the test rows")
+    assert "--set known_absorb_guard=true" in text
+    # guarded - unguarded: +8, 0 -> +4.00 (4.00); only seed 0 changed; validation 70.5 -> 80.5
+    assert "| blogcatalog-prior | 2 | 67.00 | 71.00 | +4.00 (4.00) | 0 | 70.50 → 80.50 |" in text
+    assert "Devices: these rows cuda:0 2." in text
+
+
+def test_rows_without_the_guard_get_no_guard_table(tmp_path):
+    _row(tmp_path, "cora-prior", 0, 70.0, 68.0, 7, 9, check="known_absorb_share")
+    out = tmp_path / "t.md"
+    assert main([str(tmp_path), "--check", "known_absorb_share", "--out", str(out)]) == 0
+    assert "known-absorb guard" not in out.read_text()
+    assert "Devices: these rows unrecorded 1." in out.read_text()
