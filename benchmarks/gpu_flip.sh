@@ -15,13 +15,8 @@
 #   bash benchmarks/gpu_flip.sh SECONDS [FIRST_SEED]
 OUT=${OUT:-gpu_out}
 LIMIT=${1:?seconds}; FIRST=${2:-0}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=. OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=.:/tmp/site
-fi
-nvidia-smi -L
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+source benchmarks/gpu_setup.sh
 start=$(date +%s)
 CHECKS="--set known_split_share=0.5 --set known_absorb_share=0.5 --set known_absorb_guard=true"
 echo "== smoke $(date +%T)"

@@ -15,14 +15,8 @@
 # .gpudata (both carried, both ignored); results land in $OUT (or ./gpu_out): at most 8 files, the device tool's limit.
 #   bash benchmarks/gpu_night.sh [SECONDS_FOR_1M]
 OUT=${OUT:-gpu_out}
-mkdir -p "$OUT"
 LIMIT_1M=${1:-430}
-export PYTHONUNBUFFERED=1 PYTHONPATH=.
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=.:/tmp/site
-fi
-nvidia-smi -L
+source benchmarks/gpu_setup.sh
 python3 -c "import torch, torch_geometric, igraph; print('torch', torch.__version__, 'pyg', torch_geometric.__version__, 'cuda', torch.cuda.is_available())"
 S=/tmp/gpu_state
 echo "== smoke $(date +%T)"

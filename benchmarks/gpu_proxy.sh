@@ -21,13 +21,8 @@ P=${P:-16}; EXTRA=${EXTRA:-}  # EXTRA: e.g. "--set epochs=2 --window 2" to try t
 LIMIT=${1:?seconds}; NAME=${2:?name}; C1=${3:?candidate}; C2=${4:-}
 CELLS=("cora noprior 10" "cora prior 10" "amazonphoto noprior 8" "amazonphoto prior 8"
        "blogcatalog noprior 10" "blogcatalog prior 3")
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=. OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=.:/tmp/site
-fi
-nvidia-smi -L
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+source benchmarks/gpu_setup.sh
 W=/tmp/$NAME; rm -f /tmp/log_*.txt; FIRST_SEED=${FIRST_SEED:-0}
 echo "== smoke $(date +%T)"
 timeout 120 python3 -m flows.cli choose --dataset cora --seeds 2 --fit-seed 0 --set epochs=3 --window 2 \
