@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The strict-protocol ORAL rows with the known-group checks and the known-absorb guard on
-# (known_split_share=0.5, known_absorb_share=0.5, known_absorb_guard=true), on the lent GPU, in
-# one call: 16 `oral reproduce` processes share the card (benchmarks/parallel_seeds.sh), seeds
-# interleaved across the six cells (three graphs, without and with the prior) so a run cut short
-# leaves every cell with its first seeds. Each seed file also records, from the same training
+# The ORAL-family rows of benchmarks/run_flip.sh (the known-group checks and the known-absorb
+# guard on: known_split_share=0.5, known_absorb_share=0.5, known_absorb_guard=true) on the lent
+# GPU, in one call: 16 `oral reproduce` processes share the card (benchmarks/parallel_seeds.sh),
+# seeds interleaved across the cells so a run cut short leaves every cell with its first seeds.
+# WHAT: strict (ORAL, strict protocol, three graphs without and with the prior; done on an H200
+# on 2026-11-27), paper (ORAL, paper protocol, Cora and AmazonPhoto: BlogCatalog's come with its
+# strict rows) or ablations (no-POL and no-PAN, paper protocol, three graphs, both priors).
+# H200 throughput: about 150 s a fit with 16 processes, so ~6 fits a minute. Each seed file also records, from the same training
 # run, what the unchecked groups and the unguarded check would have reported
 # (selection_alternatives: last_unchecked, last_unguarded). BlogCatalog's strict training also
 # scores its paper-protocol twin.
@@ -12,9 +15,15 @@
 #   pip download igraph==1.0.0 texttable --no-deps --only-binary=:all: -d .whl
 #   cp -r ../shared/datasets .gpudata); the seed files come back as $OUT/flip_guard.tgz; unpack it
 # under benchmarks/results/ (it holds flip_guard/runs/...).
-#   bash benchmarks/gpu_flip.sh SECONDS [FIRST_SEED]
+#   bash benchmarks/gpu_flip.sh SECONDS [FIRST_SEED] [WHAT]
 OUT=${OUT:-gpu_out}
-LIMIT=${1:?seconds}; FIRST=${2:-0}
+LIMIT=${1:?seconds}; FIRST=${2:-0}; WHAT=${3:-strict}
+case $WHAT in
+  strict) methods="oral"; protocol=ours; graphs="blogcatalog amazonphoto cora" ;;
+  paper) methods="oral"; protocol=paper; graphs="amazonphoto cora" ;;
+  ablations) methods="oral_no_pol oral_no_pan"; protocol=paper; graphs="blogcatalog amazonphoto cora" ;;
+  *) echo "error: WHAT must be strict, paper or ablations, got '$WHAT'" >&2; exit 2 ;;
+esac
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 source benchmarks/gpu_setup.sh
 start=$(date +%s)
@@ -25,14 +34,15 @@ timeout 120 python3 -m flows.cli reproduce --dataset cora --seeds 1 --quiet --ep
 python3 -c "import glob, json; print('smoke fit ran on', json.load(open(glob.glob('/tmp/smoke/runs/*/*/seed_0.json')[0]))['device'])"
 jobs=/tmp/flip_jobs.txt; : >"$jobs"
 for s in $(seq "$FIRST" 9); do
-  for cell in "blogcatalog prior" "blogcatalog noprior" "amazonphoto prior" "amazonphoto noprior" \
-              "cora prior" "cora noprior"; do
-    echo "oral $cell $s ours" >>"$jobs"
+  for m in $methods; do
+    for ds in $graphs; do
+      for prior in prior noprior; do echo "$m $ds $prior $s $protocol" >>"$jobs"; done
+    done
   done
 done
 left=$(( LIMIT - ($(date +%s) - start) ))
 echo "== $(wc -l <"$jobs") jobs, ${left} s $(date +%T)"
-W=/tmp/res/flip_guard
+W=/tmp/res/flip_guard; mkdir -p "$W"
 ORAL="python3 -m flows.cli" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
   -- $CHECKS --data-dir .gpudata --out "$W"
 echo "== $(date +%T): $(find "$W" -name 'seed_*.json' | wc -l) seed files"
