@@ -42,7 +42,9 @@ for s in $(seq "$FIRST" 9); do
 done
 left=$(( LIMIT - ($(date +%s) - start) ))
 echo "== $(wc -l <"$jobs") jobs, ${left} s $(date +%T)"
-W=/tmp/res/flip_guard; mkdir -p "$W"
+W=/tmp/res/flip_guard; mkdir -p /tmp/res
+# start from the committed rows, so seeds finished elsewhere (Cora's, on CPUs) are reused, not rerun
+[ -d benchmarks/results/flip_guard ] && cp -r benchmarks/results/flip_guard /tmp/res/; mkdir -p "$W"
 ORAL="python3 -m flows.cli" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
   -- $CHECKS --data-dir .gpudata --out "$W"
 echo "== $(date +%T): $(find "$W" -name 'seed_*.json' | wc -l) seed files"
