@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
 import sys
+from collections import Counter
 from pathlib import Path
 
 from oral_core.reproduction import mean_se

@@ -119,11 +119,6 @@ def ensemble_classes(ens: Ensemble, labels: torch.Tensor, num_known: int) -> tor
     return g2c
 
 
-def final_epoch(epoch: int, config: ORALConfig, final: bool | None) -> bool:
-    """Whether ``epoch`` is the fit's last (``final`` when given, else ``epoch == epochs``)."""
-    return epoch == config.epochs if final is None else final
-
-
 def discover(ens: Ensemble, group_class: torch.Tensor, num_known: int,
              release: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """Per node: class id, confidence and novelty from the suppressed ensemble; ``release``:
@@ -513,6 +508,7 @@ class ORAL:
         on one training run). ``total``: the epoch of the schedule (``select_from_epoch``
         counts it; differs from ``epoch`` on a warm start); ``final``: the fit's last epoch."""
         cfg = self.config
+        final = epoch == cfg.epochs if final is None else final
         # unchecked: (class id, confidence, novelty) per node before either check
         class_id, conf, novel = unchecked = discover(ens, group_class, num_known)
         if cfg.known_split_share is not None:
@@ -525,7 +521,7 @@ class ORAL:
             release = self._known_absorb_check(ens, group_class, labels, val, num_known)
             if release is not None:
                 class_id, conf, novel = discover(ens, group_class, num_known, release)
-            if cfg.known_absorb_guard and final_epoch(epoch, cfg, final):
+            if cfg.known_absorb_guard and final:
                 # what the unguarded check would report (a diagnostic of the guard)
                 tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
                 unguarded = discover(ens, group_class, num_known, tau)
@@ -542,7 +538,11 @@ class ORAL:
         improved = eligible and (
             "best_val" not in self.discoveries or not has_val.any()
             or val_acc >= self.discoveries["best_val"].val_accuracy)
-        final = final_epoch(epoch, cfg, final)
+
+        def answer(found: tuple[torch.Tensor, ...], accuracy: float) -> Discovery:
+            """Another answer of this epoch (no per-layer classes)."""
+            return Discovery(*(t.cpu() for t in found), int(torch.unique(found[0]).numel()),
+                             num_known, [], epoch, accuracy)
 
         def discovery() -> Discovery:
             return Discovery(class_id.cpu(), conf.cpu(), novel.cpu(), n_classes, num_known,
@@ -554,13 +554,9 @@ class ORAL:
         if final:
             self.discoveries["last"] = discovery()
             if checks:  # what the unchecked groups would report
-                self.discoveries["last_unchecked"] = Discovery(
-                    *(t.cpu() for t in unchecked), int(torch.unique(unchecked[0]).numel()),
-                    num_known, [], epoch, float("nan"))
+                self.discoveries["last_unchecked"] = answer(unchecked, float("nan"))
             if unguarded is not None:
-                self.discoveries["last_unguarded"] = Discovery(
-                    *(t.cpu() for t in unguarded), int(torch.unique(unguarded[0]).numel()),
-                    num_known, [], epoch, val_accuracy(unguarded[0]))
+                self.discoveries["last_unguarded"] = answer(unguarded, val_accuracy(unguarded[0]))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
             if checks:
