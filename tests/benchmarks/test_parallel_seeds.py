@@ -45,3 +45,14 @@ def test_no_job_starts_after_the_time_limit(tmp_path):
     out = _run(jobs, tmp_path, "1", "5")  # fewer than 20 s left from the start
     assert "not started (time limit)" in out.stdout
     assert not (tmp_path / "logs" / "oral-cora-prior-paper-3.log").exists()
+
+
+def test_gpu_flip_refuses_an_unknown_row_set_in_one_line(tmp_path):
+    """``gpu_flip.sh SECONDS FIRST WHAT``: a WHAT other than strict, paper or ablations stops
+    before anything is installed or fitted, with the rule in one line."""
+    env = dict(os.environ, OUT=str(tmp_path / "out"))
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_flip.sh"), "10", "0", "tables"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: WHAT must be strict, paper or ablations, got 'tables'"
+    assert not (tmp_path / "out").exists()
