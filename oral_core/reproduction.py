@@ -270,20 +270,24 @@ def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
               "what the paper's Known/Novel columns are (its GCN has Novel 0.00). For `gcn`, which",
               "can only answer known ids, the ORCA columns hold the fixed-id scores (novel 0), as in",
               "the paper. `(old defaults)`: some seed of the row ran with another configuration than",
-              "today's defaults (not yet rerun); compare it with nothing run at today's defaults.", "",
+              "today's defaults (not yet rerun); compare it with nothing run at today's defaults.",
+              "`device`: where the row's seeds trained (`cuda`: a lent GPU); the same seed can land",
+              "in another basin on another device, so rows of different devices differ by more than",
+              "their code.", "",
               "| method | dataset | prior | seeds | All | paper | Known | ORCA | paper | Novel | ORCA "
-              "| paper | classes (true) | paper |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| paper | classes (true) | paper | device |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(table + not_applicable_rows(table) + pending_rows(table, protocol), key=_row_key):
         paper = PAPER.get((r["method"], r["dataset"], r["prior"]), (float("nan"),) * 3)
         if r.get("n/a") or r.get("pending"):
             seeds, cell = ("n/a", "n/a") if r.get("n/a") else ("0", "not run")
             lines.append(f"| {r['method']} | {r['dataset']} | {r['prior']} | {seeds} | {cell} | "
                          f"{_fmt(paper[0])} | {cell} | {cell} | {_fmt(paper[1])} | {cell} | {cell} "
-                         f"| {_fmt(paper[2])} | {cell} | – |")
+                         f"| {_fmt(paper[2])} | {cell} | – | – |")
             continue
         pc = paper_classes(r["method"], r["dataset"]) if r["prior"] == "no" else None
-        s = summarise(seed_rows(results, r["method"], r["dataset"], r["prior"], r["protocol"]) or [{}])
+        seeds = seed_rows(results, r["method"], r["dataset"], r["prior"], r["protocol"])
+        s = summarise(seeds or [{}])
         old = " (old defaults)" if stale(results, r["method"], r["dataset"], r["prior"], r["protocol"]) else ""
         orca = ("fixed_known", "fixed_novel") if r["method"] == "gcn" else ("orca_known", "orca_novel")
         lines.append(
@@ -291,7 +295,8 @@ def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
             f"{_fmt(r['all_mean'], r['all_std'])} | {_fmt(paper[0])} | "
             f"{_fmt(r['known_mean'], r['known_std'])} | {_fmt(s[orca[0] + '_mean'])} | {_fmt(paper[1])} | "
             f"{_fmt(r['novel_mean'], r['novel_std'])} | {_fmt(s[orca[1] + '_mean'])} | {_fmt(paper[2])} | "
-            f"{_fmt(r['classes_est_mean'])} ({r['classes_true']}) | {_fmt(pc) if pc else '–'} |")
+            f"{_fmt(r['classes_est_mean'])} ({r['classes_true']}) | {_fmt(pc) if pc else '–'} | "
+            f"{device_summary(seeds)} |")
     lines += ["", *class_number_lines(table, results), "", *ablation_lines(table), "",
               *paired_lines(table, results), "", *selection_lines(table, results), "",
               *convention_lines(table, results), "", *alternative_lines(table, results), "",
@@ -299,6 +304,24 @@ def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
     path = markdown_path(results, protocol)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def device_kind(row: dict) -> str:
+    """``cpu`` or ``cuda`` (any CUDA index) for one seed file; ``?`` for a file that predates the
+    ``device`` field or failed before training."""
+    device = str(row.get("device") or "?")
+    return device.split(":")[0]
+
+
+def device_summary(rows: list[dict]) -> str:
+    """Where a row's seeds trained: one kind (``cpu``), or each kind with its seed count
+    (``cpu 4, cuda 6``) when a row mixes devices."""
+    kinds = [device_kind(r) for r in rows]
+    if not kinds:
+        return "–"
+    if len(set(kinds)) == 1:
+        return kinds[0]
+    return ", ".join(f"{k} {kinds.count(k)}" for k in sorted(set(kinds)))
 
 
 def _row_key(r: dict) -> tuple:
@@ -397,29 +420,38 @@ def paired_lines(table: list[dict], results: Path) -> list[str]:
              "Mean of (ORAL − method) over the seeds both have, its standard error, and on how many",
              "of those seeds ORAL is ahead.", "",
              "`like for like`: both rows at today's defaults (no means one of them ran with an older",
-             "configuration, so the difference mixes two versions of the code's defaults).", "",
-             "| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead | like for like |",
-             "|---|---|---|---|---|---|---|---|"]
+             "configuration, so the difference mixes two versions of the code's defaults).",
+             "`devices`: where the paired seeds trained, ORAL's / the method's; `cpu / cuda` means",
+             "the difference also mixes two devices.", "",
+             "| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead | like for like "
+             "| devices |",
+             "|---|---|---|---|---|---|---|---|---|"]
     have = {_row_key(r) for r in table}
     protocol = table[0]["protocol"] if table else "ours"
     for dataset in sorted({r["dataset"] for r in table}):
         for prior in ("no", "yes"):
             if ("oral", dataset, prior) not in have:
                 continue
-            ours = _seed_scores(results, "oral", dataset, prior, protocol)
+            oral_rows = {r["seed"]: r for r in seed_rows(results, "oral", dataset, prior, protocol)}
+            ours = {seed: float(r["all"]) for seed, r in oral_rows.items()}
             for method in PAIRED:
                 if (method, dataset, prior) not in have:
                     continue
-                theirs = _seed_scores(results, method, dataset, prior, protocol)
-                diffs = [ours[s] - theirs[s] for s in sorted(set(ours) & set(theirs))]
+                their_rows = {r["seed"]: r for r in seed_rows(results, method, dataset, prior, protocol)}
+                theirs = {seed: float(r["all"]) for seed, r in their_rows.items()}
+                both = sorted(set(ours) & set(theirs))
+                diffs = [ours[s] - theirs[s] for s in both]
                 if not diffs:
                     continue
                 mean, se = mean_se(diffs)
                 ahead = sum(d > 0 for d in diffs)
                 same = not (stale(results, "oral", dataset, prior, protocol)
                             or stale(results, method, dataset, prior, protocol))
+                devices = (f"{device_summary([oral_rows[s] for s in both])} / "
+                           f"{device_summary([their_rows[s] for s in both])}")
                 lines.append(f"| {dataset} | {prior} | {method} | {len(diffs)} | {mean:+.2f} | "
-                             f"{_fmt(se)} | {ahead}/{len(diffs)} | {'yes' if same else 'no'} |")
+                             f"{_fmt(se)} | {ahead}/{len(diffs)} | {'yes' if same else 'no'} | "
+                             f"{devices} |")
     return lines
 
 
@@ -429,11 +461,6 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     se = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
           if len(values) > 1 else float("nan"))
     return mean, se
-
-
-def _seed_scores(results: Path, method: str, dataset: str, prior: str,
-                 protocol: str = "ours") -> dict[int, float]:
-    return {r["seed"]: float(r["all"]) for r in seed_rows(results, method, dataset, prior, protocol)}
 
 
 def selection_lines(table: list[dict], results: Path) -> list[str]:

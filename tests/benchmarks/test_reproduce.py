@@ -142,6 +142,31 @@ def test_paired_table_differences_seed_by_seed(tmp_path):
     md = write_markdown(tmp_path).read_text().split("paired by seed")[1]
     # differences +5 and -2: mean +1.5, s.e. = sd / sqrt(2) = 4.95 / 1.41 = 3.50, ahead on 1 of 2
     assert "| cora | no | opennc | 2 | +1.50 | 3.50 | 1/2 |" in md
+    assert "| 1/2 | no | ? / ? |" in md  # files without a device field say so, never a guess
+
+
+def test_tables_name_the_device_each_row_and_pair_trained_on(tmp_path):
+    def seed_files(method, devices):
+        folder = tmp_path / "runs" / method / "cora-noprior"
+        folder.mkdir(parents=True)
+        rows = []
+        for seed, device in enumerate(devices):
+            row = {"method": method, "dataset": "cora", "prior": "no", "seed": seed, "all": 50.0,
+                   "known": 50.0, "novel": 50.0, "classes_est": 7, "classes_true": 7,
+                   "classes_abs_err": 0, "seconds": 1.0, "device": device}
+            (folder / f"seed_{seed}.json").write_text(json.dumps(row))
+            rows.append(row)
+        update_csv(rows, tmp_path)
+    seed_files("oral", ["cuda:0", "cuda:0", "cpu"])
+    seed_files("opennc", ["cpu", "cpu", "cpu"])
+    md = write_markdown(tmp_path).read_text()
+    main_table = {l.split(" | ")[0]: l for l in md.split("## ")[0].splitlines()
+                  if "| cora | no |" in l}  # "| oral (old defaults)": these files carry no hash
+    assert main_table["| oral (old defaults)"].endswith("| cpu 1, cuda 2 |")
+    assert main_table["| opennc (old defaults)"].endswith("| cpu |")
+    paired = md.split("paired by seed")[1]
+    assert "| cora | no | opennc | 3 | +0.00 |" in paired
+    assert "| cpu 1, cuda 2 / cpu |" in paired
 
 
 def test_selection_table_counts_seeds_kept_before_pol_starts(tmp_path):
