@@ -4,8 +4,10 @@
 # GPU, in one call: 16 `oral reproduce` processes share the card (benchmarks/parallel_seeds.sh),
 # seeds interleaved across the cells so a run cut short leaves every cell with its first seeds.
 # WHAT: strict (ORAL, strict protocol, three graphs without and with the prior; done on an H200
-# on 2026-11-27), paper (ORAL, paper protocol, Cora and AmazonPhoto: BlogCatalog's come with its
-# strict rows) or ablations (no-POL and no-PAN, paper protocol, three graphs, both priors).
+# on 2026-11-27, kept as a GPU record: the flip takes its strict rows from CPUs, where the
+# committed OpenNCD rows trained, benchmarks/run_flip.sh), paper (ORAL, paper protocol,
+# AmazonPhoto) or ablations (no-POL and no-PAN, paper protocol, AmazonPhoto, both priors): the
+# cells whose committed OpenNCD rows trained on a GPU (python -m benchmarks.flip_status).
 # H200 throughput: about 150 s a fit with 16 processes, so ~6 fits a minute. Each seed file also records, from the same training
 # run, what the unchecked groups and the unguarded check would have reported
 # (selection_alternatives: last_unchecked, last_unguarded). BlogCatalog's strict training also
@@ -20,8 +22,8 @@ OUT=${OUT:-gpu_out}
 LIMIT=${1:?seconds}; FIRST=${2:-0}; WHAT=${3:-strict}
 case $WHAT in
   strict) methods="oral"; protocol=ours; graphs="blogcatalog amazonphoto cora" ;;
-  paper) methods="oral"; protocol=paper; graphs="amazonphoto cora" ;;
-  ablations) methods="oral_no_pol oral_no_pan"; protocol=paper; graphs="blogcatalog amazonphoto cora" ;;
+  paper) methods="oral"; protocol=paper; graphs="amazonphoto" ;;
+  ablations) methods="oral_no_pol oral_no_pan"; protocol=paper; graphs="amazonphoto" ;;
   *) echo "error: WHAT must be strict, paper or ablations, got '$WHAT'" >&2; exit 2 ;;
 esac
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
