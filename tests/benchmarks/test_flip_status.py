@@ -48,11 +48,18 @@ def test_rows_at_another_hash_do_not_count(tmp_path, capsys):
     assert capsys.readouterr().out.count("| – | missing |") == 2
 
 
-def test_apply_copies_nothing_while_a_cell_is_missing(tmp_path, capsys):
+def _committed(tmp_path):
+    """A results folder with OpenNCD's and today's ORAL rows (All 40) on CPUs, and an empty
+    source folder."""
     results, src = tmp_path / "results", tmp_path / "src"
     for prior in (False, True):
         _seeds(results, "opennc", prior, "cpu")
         _seeds(results, "oral", prior, "cpu", config_hash="0123456789ab", all_=40.0)
+    return results, src
+
+
+def test_apply_copies_nothing_while_a_cell_is_missing(tmp_path, capsys):
+    results, src = _committed(tmp_path)
     _seeds(src, "oral", False, "cpu", all_=60.0)
     before = sorted(p.read_text() for p in (results / "runs").rglob("*.json"))
     assert main(["--source", str(src), "--results", str(results), "--apply"]) == 1
@@ -63,10 +70,8 @@ def test_apply_copies_nothing_while_a_cell_is_missing(tmp_path, capsys):
 
 
 def test_apply_copies_every_cell_once_complete(tmp_path, capsys):
-    results, src = tmp_path / "results", tmp_path / "src"
+    results, src = _committed(tmp_path)
     for prior in (False, True):
-        _seeds(results, "opennc", prior, "cpu")
-        _seeds(results, "oral", prior, "cpu", config_hash="0123456789ab", all_=40.0)
         _seeds(src, "oral", prior, "cpu", all_=60.0)
     assert main(["--source", str(src), "--results", str(results), "--apply"]) == 0
     assert "copied 2 cells" in capsys.readouterr().out
