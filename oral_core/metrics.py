@@ -13,6 +13,9 @@ Two conventions are reported:
   of a novel class given any known id is wrong (:func:`fixed_id_accuracy`). A model that can only
   output known ids (the GCN baseline) scores 0 on novel classes here, as in the paper's Table 2.
 
+Beside them, report-only and not in the paper: the class-balanced mean of the per-class shares
+right under All's matching (:func:`class_balanced_accuracy`), which All's size weighting hides.
+
 Class ids may be arbitrary non-negative integers; they are made contiguous before counting.
 """
 from __future__ import annotations
@@ -73,6 +76,18 @@ def cluster_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> float:
     NaN for empty input.
     """
     return _mean(matched_correct(y_true, y_pred))
+
+
+def class_balanced_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> float:
+    """Mean over the true classes of the share of each class's items that are right under the
+    one matching of Eq. 14 (:func:`matched_correct`), so every class weighs the same where
+    :func:`cluster_accuracy` weighs each by its size. Not in the paper: a report-only companion
+    of All that shows a small class merged into a large one (All barely notices). NaN for empty
+    input."""
+    y_true, y_pred = _pair(y_true, y_pred)
+    correct = matched_correct(y_true, y_pred)
+    shares = [_mean(correct[y_true == c]) for c in torch.unique(y_true).tolist()]
+    return sum(shares) / len(shares) if shares else math.nan
 
 
 def _known_mask(y_true: torch.Tensor, known_classes: torch.Tensor | Sequence[int]) -> torch.Tensor:

@@ -25,6 +25,7 @@ from .config import ORALConfig
 from .experiment import (PAPER, SCORES, FailedRun, canonical_name, config_hash, method_config,
                          paper_classes, prepare, protocol_tag, run_seed_protocols, summarise,
                          twin_protocols)
+from .metrics import class_balanced_accuracy, from_contingency
 
 CSV_COLUMNS = ["method", "dataset", "prior", "protocol", "seeds", "all_mean", "all_std", "known_mean",
                "known_std", "novel_mean", "novel_std", "classes_est_mean", "classes_true"]
@@ -298,7 +299,8 @@ def _write_protocol(results: Path, table: list[dict], protocol: str) -> Path:
             f"{_fmt(r['classes_est_mean'])} ({r['classes_true']}) | {_fmt(pc) if pc else '–'} | "
             f"{device_summary(seeds)} |")
     lines += ["", *class_number_lines(table, results), "", *ablation_lines(table), "",
-              *paired_lines(table, results), "", *selection_lines(table, results), "",
+              *paired_lines(table, results), "",
+              *paired_lines(table, results, "balanced"), "", *selection_lines(table, results), "",
               *convention_lines(table, results), "", *alternative_lines(table, results), "",
               *failure_lines(table, results, protocol)]
     path = markdown_path(results, protocol)
@@ -413,32 +415,60 @@ def ablation_lines(table: list[dict]) -> list[str]:
 PAIRED = ("opennc", "oral_no_pol", "oral_no_pan", "gcd", "gcn", "vgae_kmeans")
 
 
-def paired_lines(table: list[dict], results: Path) -> list[str]:
-    """ORAL minus each other method on All accuracy, seed by seed (every method sees the same
-    split for a seed, so the difference removes the split's share of the spread)."""
-    lines = ["## ORAL against each method, paired by seed (All accuracy)", "",
-             "Mean of (ORAL − method) over the seeds both have, its standard error, and on how many",
-             "of those seeds ORAL is ahead.", "",
-             "`like for like`: both rows at today's defaults (no means one of them ran with an older",
-             "configuration, so the difference mixes two versions of the code's defaults).",
-             "`devices`: where the paired seeds trained, ORAL's / the method's; `cpu / cuda` means",
-             "the difference also mixes two devices.", "",
-             "| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead | like for like "
-             "| devices |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def seed_class_balanced(row: dict) -> float | None:
+    """Class-balanced accuracy in percent of one seed file, recomputed from its contingency table
+    (:func:`oral_core.metrics.class_balanced_accuracy`); None for a file without one."""
+    table = row.get("contingency")
+    if not table:
+        return None
+    return 100 * class_balanced_accuracy(*from_contingency(table))
+
+
+LIKE_FOR_LIKE = ("`like for like`: both rows at today's defaults (no means one of them ran with an "
+                 "older")
+DEVICES = "`devices`: where the paired seeds trained, ORAL's / the method's; `cpu / cuda` means"
+PAIRED_SCORES = {
+    "all": ("All accuracy", lambda row: float(row["all"]), [
+        "Mean of (ORAL − method) over the seeds both have, its standard error, and on how many",
+        "of those seeds ORAL is ahead."]),
+    "balanced": ("class-balanced accuracy", seed_class_balanced, [
+        "As above, on each seed's accuracy averaged over the true classes under All's one",
+        "matching (every class weighs the same; All weighs each by its test nodes), recomputed",
+        "from the seed file's contingency table; seeds whose file has none are left out. Not in",
+        "the paper: it shows where a method gains All by merging a small class into a large one",
+        "(`python -m benchmarks.per_class` lists the classes one by one)."]),
+}
+
+
+def paired_lines(table: list[dict], results: Path, score: str = "all") -> list[str]:
+    """ORAL minus each other method on ``score`` (``all``: All accuracy, Eq. 14; ``balanced``:
+    class-balanced accuracy), seed by seed (every method sees the same split for a seed, so the
+    difference removes the split's share of the spread)."""
+    title, value, intro = PAIRED_SCORES[score]
+    lines = [f"## ORAL against each method, paired by seed ({title})", "", *intro, ""]
+    if score == "all":
+        lines += [LIKE_FOR_LIKE, "configuration, so the difference mixes two versions of the "
+                  "code's defaults).", DEVICES, "the difference also mixes two devices.", ""]
+    lines += ["| dataset | prior | method | seeds | ORAL − method | s.e. | ORAL ahead | like for like "
+              "| devices |",
+              "|---|---|---|---|---|---|---|---|---|"]
     have = {_row_key(r) for r in table}
     protocol = table[0]["protocol"] if table else "ours"
+
+    def scored(method, dataset, prior):
+        rows = {r["seed"]: r for r in seed_rows(results, method, dataset, prior, protocol)}
+        values = {seed: value(r) for seed, r in rows.items()}
+        return rows, {seed: v for seed, v in values.items() if v is not None}
+
     for dataset in sorted({r["dataset"] for r in table}):
         for prior in ("no", "yes"):
             if ("oral", dataset, prior) not in have:
                 continue
-            oral_rows = {r["seed"]: r for r in seed_rows(results, "oral", dataset, prior, protocol)}
-            ours = {seed: float(r["all"]) for seed, r in oral_rows.items()}
+            oral_rows, ours = scored("oral", dataset, prior)
             for method in PAIRED:
                 if (method, dataset, prior) not in have:
                     continue
-                their_rows = {r["seed"]: r for r in seed_rows(results, method, dataset, prior, protocol)}
-                theirs = {seed: float(r["all"]) for seed, r in their_rows.items()}
+                their_rows, theirs = scored(method, dataset, prior)
                 both = sorted(set(ours) & set(theirs))
                 diffs = [ours[s] - theirs[s] for s in both]
                 if not diffs:

@@ -145,6 +145,31 @@ def test_paired_table_differences_seed_by_seed(tmp_path):
     assert "| 1/2 | no | ? / ? |" in md  # files without a device field say so, never a guess
 
 
+def test_paired_table_on_class_balanced_accuracy_reads_the_contingency(tmp_path):
+    # Two classes, 8 + 2 test nodes. ORAL finds the small class at the cost of two big-class
+    # nodes; OpenNCD merges both into one group. All: 80 vs 80 on seed 0; balanced: 87.5 vs 50.
+    found = [[0, 0, 6], [0, 1, 2], [1, 1, 2]]
+    merged = [[0, 0, 8], [1, 0, 2]]
+    for method, table in (("oral", found), ("opennc", merged)):
+        folder = tmp_path / "runs" / method / "cora-noprior"
+        folder.mkdir(parents=True)
+        rows = []
+        for seed in (0, 1):
+            row = {"method": method, "dataset": "cora", "prior": "no", "seed": seed, "all": 80.0,
+                   "known": 80.0, "novel": 80.0, "classes_est": 2, "classes_true": 2,
+                   "classes_abs_err": 0, "seconds": 1.0}
+            if seed == 0 or method == "oral":  # OpenNCD's seed 1 predates contingency tables
+                row["contingency"] = table
+            (folder / f"seed_{seed}.json").write_text(json.dumps(row))
+            rows.append(row)
+        update_csv(rows, tmp_path)
+    md = write_markdown(tmp_path).read_text()
+    on_all, balanced = md.split("## ORAL against each method, paired by seed")[1:3]
+    assert on_all.startswith(" (All accuracy)") and "| cora | no | opennc | 2 | +0.00 |" in on_all
+    assert balanced.startswith(" (class-balanced accuracy)")
+    assert "| cora | no | opennc | 1 | +37.50 | – | 1/1 |" in balanced  # seed 1 left out
+
+
 def test_tables_name_the_device_each_row_and_pair_trained_on(tmp_path):
     def seed_files(method, devices):
         folder = tmp_path / "runs" / method / "cora-noprior"

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from oral_core.metrics import (class_number_error, cluster_accuracy, contingency,
-                               fixed_id_accuracy, from_contingency, matched_correct,
+from oral_core.metrics import (class_balanced_accuracy, class_number_error, cluster_accuracy,
+                               contingency, fixed_id_accuracy, from_contingency, matched_correct,
                                open_world_accuracy, orca_accuracy)
 
 
@@ -152,3 +152,17 @@ def test_class_number_error() -> None:
 def test_bad_inputs_raise(y_true: torch.Tensor, y_pred: torch.Tensor, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         cluster_accuracy(y_true, y_pred)
+
+
+def test_class_balanced_accuracy_weighs_every_class_the_same() -> None:
+    # Class 0 (8 items) and class 1 (2 items) all in one group: All matches the group to class 0
+    # and scores 8/10, the class-balanced mean (1 + 0) / 2 = 0.5. Splitting two of class 0 off
+    # into class 1's group keeps All at 8/10 but finds class 1: balanced (6/8 + 1) / 2.
+    y_true = t([0] * 8 + [1] * 2)
+    merged = t([4] * 10)
+    assert cluster_accuracy(y_true, merged) == pytest.approx(0.8)
+    assert class_balanced_accuracy(y_true, merged) == pytest.approx(0.5)
+    split = t([4] * 6 + [5] * 2 + [5] * 2)  # group 5: two of class 0, both of class 1
+    assert cluster_accuracy(y_true, split) == pytest.approx(0.8)  # 6 + 2 right
+    assert class_balanced_accuracy(y_true, split) == pytest.approx((6 / 8 + 1.0) / 2)
+    assert math.isnan(class_balanced_accuracy(t([]), t([])))
