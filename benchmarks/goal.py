@@ -106,7 +106,7 @@ def moonshot_lines(results: Path, sources: list[Path]) -> list[str]:
     lines = ["| dataset | prior | ORAL's seeds from | seeds | ORAL All | paper All | ORAL − paper |",
              "|---|---|---|---|---|---|---|"]
     means: dict[str, list[float]] = {"no": [], "yes": []}
-    errors = []
+    errors, seed_errors = [], []
     for prior in ("no", "yes"):
         for dataset in DATASETS:
             folder, rows = oral_source(results, sources, dataset, prior, "paper")
@@ -119,16 +119,22 @@ def moonshot_lines(results: Path, sources: list[Path]) -> list[str]:
             lines.append(f"| {dataset} | {prior} | `{folder}` | {len(rows)} | {mean:.2f} | "
                          f"{paper:.2f} | {mean - paper:+.2f} |")
             if prior == "no":
+                true = float(rows[0]["classes_true"])
                 estimate = sum(float(r["classes_est"]) for r in rows) / len(rows)
-                errors.append(abs(estimate - float(rows[0]["classes_true"])))
+                errors.append(abs(estimate - true))
+                seed_errors.append(sum(abs(float(r["classes_est"]) - true) for r in rows)
+                                   / len(rows))
     lines.append("")
     for prior in ("no", "yes"):
         have = means[prior]
         average = f"{sum(have) / len(have):.2f}" if len(have) == len(DATASETS) else "incomplete"
         lines.append(f"- Average All, prior={prior}: ORAL {average}, paper {PAPER_AVERAGE[prior]}.")
-    mae = f"{sum(errors) / len(errors):.2f}" if len(errors) == len(DATASETS) else "incomplete"
+    def average(values):
+        return f"{sum(values) / len(values):.2f}" if len(values) == len(DATASETS) else "incomplete"
     lines.append(f"- Class-number error of the mean estimate, averaged over the datasets "
-                 f"(no prior): ORAL {mae}, goal {PAPER_MAE}.")
+                 f"(no prior; what the paper's MAE column equals): ORAL {average(errors)}, goal "
+                 f"{PAPER_MAE}. Mean over seeds of each seed's error instead: "
+                 f"{average(seed_errors)}.")
     return lines
 
 

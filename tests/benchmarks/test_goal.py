@@ -92,7 +92,8 @@ def test_moonshot_compares_the_paper_protocol_with_the_paper(tmp_path, capsys, m
     assert "| cora | yes | " in text and "| 0 | not run | 71.39 | – |" in text
     assert "- Average All, prior=no: ORAL 72.00, paper 74.7." in text
     assert "- Average All, prior=yes: ORAL incomplete, paper 77.7." in text
-    assert "(no prior): ORAL 0.50, goal 0.3." in text
+    assert "the paper's MAE column equals): ORAL 0.50, goal 0.3." in text
+    assert "each seed's error instead: 0.50." in text
 
 
 def test_a_folder_without_runs_is_one_line_and_exit_2(tmp_path, capsys):
