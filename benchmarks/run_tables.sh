@@ -6,7 +6,9 @@
 #   bash benchmarks/run_tables.sh                 # all three datasets (cheapest first)
 #   PROTOCOLS=paper bash benchmarks/run_tables.sh cora
 # Table 2 and the class number run under both protocols; the ablations of Table 4 under the
-# paper's protocol only (where the paper's numbers live).
+# paper's protocol only (where the paper's numbers live). Afterwards
+#   python -m benchmarks.goal --out benchmarks/results/goal.md
+# rewrites issue 17's scoreboard from the same seed files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORAL=${ORAL:-.venv/bin/oral}
