@@ -31,7 +31,9 @@ from oral_core.config import ORALConfig
 from oral_core.experiment import FEATURES, config_hash, method_config
 from oral_core.reproduction import device_summary, read_seed_files, run_dir
 
-#: the flip under way: the three known-group settings (README, "Open choices")
+#: the last flip, the three known-group settings (README, "Open choices"): the defaults since
+#: 2026-11-27; a lent GPU can still train the AmazonPhoto paper-protocol cells where their
+#: OpenNCD rows trained (benchmarks/gpu_flip.sh), and --apply then prefers those
 FLIP = {"known_split_share": 0.5, "known_absorb_share": 0.5, "known_absorb_guard": True}
 #: the ORAL-family cells of the tables (benchmarks/run_tables.sh): ORAL under both protocols,
 #: its Table 4 ablations under the paper's

@@ -90,17 +90,19 @@ class ORALConfig:
     opennc_terms: str = "proto+group+balance"
     # the known-split check (a deviation, oral_core.novelty; None: off, the paper): a novel
     # group whose unlabelled nodes are, judged by the validation nodes it holds, at least this
-    # share known-class nodes is suppressed like an Eq. 9 group; reported classes only
-    known_split_share: float | None = None
+    # share known-class nodes is suppressed like an Eq. 9 group; reported classes only. 0.5 (the
+    # midpoint, not tuned) is the default since 2026-11-27, chosen by the proxies (README, "Open
+    # choices")
+    known_split_share: float | None = 0.5
     # the known-absorb check (a deviation, oral_core.novelty; None: off, the paper): a known
     # group whose unlabelled nodes are, judged by its validation nodes, less than this share
     # known-class nodes releases the excess (its least attached nodes) to the novel groups;
-    # reported classes only
-    known_absorb_share: float | None = None
+    # reported classes only; 0.5 by default since 2026-11-27, as known_split_share
+    known_absorb_share: float | None = 0.5
     # its guard (a deviation, oral_core.novelty): a known group releases nothing when the nodes
     # it would release hold validation nodes standing for at least known_absorb_share of them
-    # (they look known themselves); False: unguarded
-    known_absorb_guard: bool = False
+    # (they look known themselves); False: unguarded. On by default since 2026-11-27
+    known_absorb_guard: bool = True
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)

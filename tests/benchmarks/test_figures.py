@@ -37,8 +37,23 @@ def test_layers_table_has_each_layer_and_the_ensemble(tmp_path):
     layers(tmp_path)
     md = (tmp_path / "figure4_layers.md").read_text()
     # layer 1 = all - 5, layer 2 = all + 5, ensemble = all: means 50, 60, 55 over the two seeds
-    assert "| cora-noprior | 2 | all | 50.00 ± 7.07 | 60.00 ± 7.07 | 55.00 ± 7.07 |" in md
+    # no checks recorded: the unchecked ensemble is the reported one
+    assert "| cora-noprior | 2 | all | 50.00 ± 7.07 | 60.00 ± 7.07 | 55.00 ± 7.07 | 55.00 ± 7.07 |" in md
     assert (tmp_path / "figure4_layers.png").exists()
+
+
+def test_layers_table_covers_both_protocols_and_the_unchecked_ensemble(tmp_path):
+    for name, a in (("cora-noprior", 50.0), ("cora-noprior-paper", 70.0)):
+        folder = tmp_path / "runs" / "oral" / name
+        folder.mkdir(parents=True)
+        row = _row("oral", "cora", "no", a) | {"selection_alternatives": {"last_unchecked": {
+            "all": a - 2, "known": a - 2, "novel": a - 2}}}
+        (folder / "seed_0.json").write_text(json.dumps(row))
+    layers(tmp_path)
+    md = (tmp_path / "figure4_layers.md").read_text()
+    assert "| ensemble_unchecked | ensemble |" in md
+    assert "| cora-noprior | 1 | all | 45.00 ± 0.00 | 55.00 ± 0.00 | 48.00 ± 0.00 | 50.00 ± 0.00 |" in md
+    assert "| cora-noprior-paper | 1 | all | 65.00 ± 0.00 | 75.00 ± 0.00 | 68.00 ± 0.00 | 70.00 ± 0.00 |" in md
 
 
 def test_layers_without_seeds_says_where_it_looked(tmp_path):

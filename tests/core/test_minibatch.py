@@ -128,7 +128,7 @@ def test_minibatch_settings_at_their_defaults_keep_the_configuration_hash() -> N
     the hash at their defaults, and change it otherwise."""
     # revision 4 trained 100 epochs, kept the best validation epoch and had no known-group check
     old = {"epochs": 100, "selection": "best_val", "known_split_share": None,
-           "known_absorb_share": None}
+           "known_absorb_share": None, "known_absorb_guard": False}
     base = ORALConfig(**old)
     # the default configuration's hash at algorithm revision 4, before these fields existed
     assert config_hash(base, "row") == "4ad8ef4a1324"
