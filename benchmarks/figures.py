@@ -116,8 +116,8 @@ def layers(results: Path = RESULTS) -> None:
     lines = ["# Figure 4: each layer against the ensemble", "",
              "Command: `python -m benchmarks.figures layers`. Accuracy (%) of each layer's own "
              "prediction (its groups, matched as in Eq. 4) and of the ensemble (Eq. 8-9), mean ± "
-             "std over the finished seeds of `oral reproduce --method oral` in "
-             f"`{results}/runs/oral` (a run ending in `-paper`: the paper's protocol, else the "
+             "std over the finished seeds of `oral reproduce --method oral` (`runs/oral` beside "
+             "this file; a run ending in `-paper`: the paper's protocol, else the "
              "strict one). `ensemble_unchecked` is the ensemble before the known-group checks "
              "(like the layers); `ensemble` is the reported answer.", "",
              "| run | seeds | metric | " + " | ".join(names) + " |",
