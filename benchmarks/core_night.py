@@ -97,7 +97,7 @@ def append(row: dict, out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--warm", action="store_true", help="also a warm night from the cold model")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

@@ -235,7 +235,7 @@ def compare(results: Path, a: str, b: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"),
                     help="paired table B - A of two finished runs (folder names under "

@@ -99,7 +99,7 @@ def summary_line(dataset: str, rows: list[dict]) -> str | None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="cora")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--data-dir", default=None)

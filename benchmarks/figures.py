@@ -240,7 +240,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="figure", required=True)
     sub.add_parser("table2", help="Table 2 (All accuracy) as a plot, ours beside the paper")
     sub.add_parser("layers", help="Figure 4 from finished seeds")

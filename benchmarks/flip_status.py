@@ -129,7 +129,7 @@ def apply(found: list[Cell], order: list[str], results: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", action="append", required=True,
                     help="a folder of flip rows (its runs/ like benchmarks/results/runs); "
                          "repeat, in order of preference")

@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     from oral_core.datasets import DatasetNotFound
     from oral_core.experiment import prepare, protocol_split
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="amazonphoto")
     ap.add_argument("--prior", action="store_true")
     ap.add_argument("--seeds", default="0,1,2,3", help="comma list of seeds")

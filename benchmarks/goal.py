@@ -155,7 +155,7 @@ def report(results: Path, sources: list[Path], command: str) -> tuple[str, list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default="benchmarks/results", help="the committed tables' folder")
     ap.add_argument("--oral", action="append", default=[],
                     help="a folder to take ORAL's rows from where it holds all ten seeds "

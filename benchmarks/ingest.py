@@ -80,7 +80,7 @@ def _load(avg) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--features", type=int, default=64)

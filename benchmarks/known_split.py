@@ -124,7 +124,7 @@ def device_line(cells: dict[str, list[dict]], results: Path | None, method: str 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", type=Path, nargs="+",
                     help="`oral reproduce --out` folders of checked rows")
     ap.add_argument("--out", type=Path, default=None, help="write the table here (Markdown)")

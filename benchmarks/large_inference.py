@@ -326,7 +326,7 @@ def write_results(rows: list[dict], out: Path, command: str, threads: int) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--chunk", type=int, default=1_000_000, help="rows per row group")
     parser.add_argument("--threads", type=int, default=1, help="DuckDB threads")

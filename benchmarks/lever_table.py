@@ -87,7 +87,7 @@ def render(table: dict[str, dict[str, dict]], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", type=Path, help="oral choose --out folders")
     parser.add_argument("--protocol", choices=("ours", "paper", "both"), default="ours",
                         help="whose known classes the proxy hid from (oral choose --protocol)")

@@ -106,7 +106,7 @@ def markdown(rows: list[dict], command: str, label: str, tolerance: float,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, action="append", required=True,
                     help="results folder of the defaults (repeat to pool seeds of several)")

@@ -122,7 +122,7 @@ def _paired(first: dict[int, float], other: dict[int, float]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--methods", default="oral,opennc")
     ap.add_argument("--prior", action="store_true")

@@ -31,7 +31,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--state", type=Path, default=ROOT / "state" / "bench_pipeline")

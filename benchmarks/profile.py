@@ -115,7 +115,7 @@ def write_markdown(rows: list[dict], path: Path, command: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graph", action="append", required=True)
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--device", default="auto")

@@ -91,7 +91,7 @@ def refine(edges, label, r, seed: int, before: bool, step: str = "similarity"
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)

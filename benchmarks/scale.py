@@ -209,7 +209,7 @@ def _accuracies(rows: list[dict], acc_path: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, nargs="+", required=True)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

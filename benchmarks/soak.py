@@ -266,7 +266,7 @@ def write_results(rows: list[dict], verdicts, args, wall: float, out_dir: Path) 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nights", type=int, default=30)
     ap.add_argument("--nodes", type=int, default=400)

@@ -119,7 +119,7 @@ def _device_name(device) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", action="append", required=True)
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--device", default="auto")

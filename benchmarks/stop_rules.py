@@ -63,7 +63,7 @@ def grid(runs: list[dict]) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="+", help="folders under benchmarks/results/epoch_vote/")
     ap.add_argument("--results", default=str(RESULTS))
     args = ap.parse_args(argv)

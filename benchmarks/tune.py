@@ -110,7 +110,7 @@ def config_overrides(ap, items: list[str]) -> tuple[ORALConfig, dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=None)

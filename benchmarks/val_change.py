@@ -88,7 +88,7 @@ def markdown(rows: list[dict], command: str, drop: float) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=RESULTS, help="the defaults' results folder")
     ap.add_argument("--out", type=Path, default=RESULTS / "guard.md")
     args = ap.parse_args(argv)

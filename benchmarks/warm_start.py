@@ -138,7 +138,7 @@ def probe(snapshot, cfg, init_model: str, cold_predictions: str, epochs: int) ->
 
 def main(argv=None) -> int:
     global RESULTS, NIGHTS_DIR
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graphs", default="cora,synthetic")
     ap.add_argument("--nights", type=int, default=11)
     ap.add_argument("--probe-nights", type=int, default=3)

@@ -141,8 +141,17 @@ def _fanout_options(p: argparse.ArgumentParser, unit: str) -> None:
                         "README's \"Scaling out\"")
 
 
+class StrictParser(argparse.ArgumentParser):
+    """An argument parser that refuses abbreviated options (``--epoch`` is not ``--epochs``).
+    Sub-commands inherit it: ``add_subparsers`` builds its parsers from the parent's class."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="oral", description="ORAL novel class discovery on graphs.")
+    parser = StrictParser(prog="oral", description="ORAL novel class discovery on graphs.")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log progress details, and print tracebacks on the terminal (they "
                              "always go to <state>/logs/oral.log)")

@@ -143,6 +143,10 @@ class TrainResult:
     #: for) and why, e.g. mini-batch chosen automatically above ``minibatch_above_edges``
     batch_size: int | None = None
     batch_reason: str = ""
+    #: known-class validation accuracy of the plain reference classifier (a logistic regression
+    #: on the features, :func:`oral_core.reference.reference_accuracy`) on the same labelled
+    #: training and validation nodes; the champion gate's floor. None without validation nodes.
+    reference_val_accuracy: float | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -213,6 +217,9 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     oral = ORAL(config).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels),
                             init=payload, init_class_id=previous)
     seconds = time.perf_counter() - start
+    from oral_core.reference import reference_accuracy
+
+    reference = reference_accuracy(x, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
     found = oral.predict()
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
     # every file of the run folder is written under a unique hidden name and renamed into place:
@@ -237,7 +244,8 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         train_seconds=seconds, device=device, start="cold" if init is None else "warm",
         warm_from="" if init is None else str(init.get("warm_from") or ""),
         trained_epochs=int(model.payload["trained_epochs"]),
-        batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason)
+        batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
+        reference_val_accuracy=reference)
 
 
 # ------------------------------------------------------------------------------- warm starts

@@ -131,15 +131,61 @@ def _version_accuracy(c, mv) -> float | None:
         return None
 
 
+def _version_epochs(c, mv) -> int | None:
+    """The configured ``epochs`` of a version's training run (its MLflow params), None if unknown."""
+    if not mv.run_id:
+        return None
+    with contextlib.suppress(Exception):
+        return int(float(c.get_run(mv.run_id).data.params["epochs"]))
+    return None
+
+
+#: the gate's verdict on a model that must not be the answer (:func:`degradation`); such a run
+#: is registered and published for the record, but never champion and never the latest answer
+DEGRADED = "degraded"
+
+
+def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
+                reference_margin: float = 0.0) -> str | None:
+    """Why tonight's model is degraded (a one-line reason), or None when it is not. Read before
+    anything is published, on labelled nodes and the training settings only:
+
+    - its known-class validation accuracy is below the plain reference classifier's on the same
+      labelled nodes (``reference_val_accuracy``, :mod:`oral_core.reference`) by more than
+      ``reference_margin``: the graph and the discovery made the known classes worse than
+      ignoring them;
+    - a cold fit configured with fewer epochs than the champion's training run (a shortened
+      retrain, e.g. ``--epochs 5``): its validation accuracy may pass the tolerance while what
+      discovery needs (the novel partitions, the prototypes) is not trained. A warm fit
+      continues the champion's training and is not held to this."""
+    val, ref = trained.get("val_accuracy"), trained.get("reference_val_accuracy")
+    if (val is not None and ref is not None and math.isfinite(float(val))
+            and float(val) < float(ref) - reference_margin):
+        return (f"known-class validation accuracy {float(val):.4f} is below the reference "
+                f"logistic regression's {float(ref):.4f} on the same labelled nodes"
+                + (f" (margin {reference_margin})" if reference_margin else ""))
+    configured = (trained.get("config") or {}).get("epochs")
+    if trained.get("start", "cold") == "cold" and configured is not None:
+        c = store.client(cfg)
+        current = _champion(cfg, graph, c)
+        champ = None if current is None else _version_epochs(c, current)
+        if champ is not None and int(configured) < champ:
+            return (f"trained with {int(configured)} epochs where champion v{current.version} "
+                    f"was trained with {champ}")
+    return None
+
+
 def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contracts_passed: bool,
-                     val_accuracy: float, tolerance: float = 0.02) -> tuple[bool, str]:
+                     val_accuracy: float, tolerance: float = 0.02,
+                     degraded: str | None = None) -> tuple[bool, str]:
     """Move the ``champion`` alias of ``oral-<graph>`` to ``version`` when the gates pass.
 
-    Gates, in order: the data contracts passed; the validation accuracy (known classes) is a
-    number; it is not below the current champion's by more than ``tolerance``
-    (``val_accuracy >= champion - tolerance``). With no champion yet, passing contracts suffice.
-    Returns ``(promoted, reason)``; the reason is also written to the version's
-    ``champion_decision`` tag.
+    Gates, in order: the data contracts passed; the model is not degraded (``degraded``: the
+    reason :func:`degradation` gave); the validation accuracy (known classes) is a number; it
+    is not below the current champion's by more than ``tolerance``
+    (``val_accuracy >= champion - tolerance``). With no champion yet, passing contracts and not
+    being degraded suffice. Returns ``(promoted, reason)``; the reason is also written to the
+    version's ``champion_decision`` tag.
     """
     name = model_name(graph)
     version = str(int(version))
@@ -147,6 +193,8 @@ def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contra
     current = _champion(cfg, graph, c)
     if not contracts_passed:
         promoted, reason = False, "data contracts failed: the champion stays"
+    elif degraded:
+        promoted, reason = False, f"{DEGRADED}: {degraded}; the champion stays"
     elif val_accuracy is None or not math.isfinite(float(val_accuracy)):
         promoted, reason = False, f"validation accuracy {val_accuracy!r} is not a number"
     elif current is None:
@@ -329,7 +377,8 @@ START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from",
               "emergence_history")
 
 
-def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
+def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float,
+                  degraded: str | None = None) -> dict:
     """The champion gate for a registered ``version``, once: when the version already carries a
     ``champion_decision`` (a rerun, a retry after the gate ran) that decision stands. The
     nightly flow calls it after the DuckDB publish committed. Returns ``promoted`` (the alias
@@ -341,7 +390,7 @@ def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float) -
     reason = (mv.tags or {}).get("champion_decision")
     if reason is None:
         promoted, reason = promote_champion(tracking_cfg, graph, version, True,
-                                            float(val_accuracy))
+                                            float(val_accuracy), degraded=degraded)
         # what the gate decided, for the warm start of a later night (previous_champion)
         _retry(tracking_cfg, lambda: client.set_model_version_tag(
             name, str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower()),

@@ -17,6 +17,7 @@ import pyarrow as pa
 from .errors import WarehouseError
 from .lineage import PreviousClasses
 from .publish import _AssignmentSource
+from .schema import ANSWER_RUN
 from .values import _date
 
 #: ``Warehouse.node_pairs``: the class key of a node absent from one of the two runs.
@@ -69,7 +70,9 @@ class History:
                      config_hash: str | None = None, *,
                      with_members: bool = True) -> PreviousClasses | None:
         """The latest published run of ``graph`` with a snapshot date before ``before_date`` (of
-        that configuration when given), as :class:`tasks.warehouse.lineage.PreviousClasses`:
+        that configuration when given) that the champion gate did not find degraded (lineage
+        continues from the last answer analysts saw), as
+        :class:`tasks.warehouse.lineage.PreviousClasses`:
         member node ids per class key, lineage ids, known class names, first-seen dates. None if
         there is no such run.
 
@@ -82,7 +85,7 @@ class History:
                 return None
             found = con.execute(
                 "SELECT run_id, snapshot_date FROM runs WHERE graph = ? AND snapshot_date < ? "
-                "AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?) "
+                f"AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?) AND {ANSWER_RUN} "
                 "ORDER BY snapshot_date DESC, published_at DESC, run_id DESC LIMIT 1",
                 [graph, day, config_hash, config_hash]).fetchall()
             if not found:

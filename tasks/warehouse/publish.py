@@ -126,7 +126,8 @@ class Publishing:
         row = {key: _value(run.get(key)) for key in RUN_COLUMNS}
         for key in ("graph", "content_hash", "config_hash", "code_version", "prefect_flow_run_id",
                     "mlflow_run_id", "model_name", "model_version", "device", "run_id",
-                    "start_mode", "start_reason", "warm_from_run_id", "warm_from_version"):
+                    "start_mode", "start_reason", "warm_from_run_id", "warm_from_version",
+                    "gate_status", "gate_reason"):
             row[key] = None if row[key] is None else str(row[key])
         row["snapshot_date"] = _date(run["snapshot_date"])
         expected = make_run_id(row["graph"], row["snapshot_date"], row["content_hash"],

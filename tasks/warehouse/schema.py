@@ -28,7 +28,8 @@ Tables (``meta`` holds ``schema_version``)::
 ``<graph>:novel:<n>``); ``class_key`` is the model's class number within one run (join on
 ``(run_id, class_key)``).
 
-Views: ``latest_runs`` (each graph's latest run: latest snapshot date, then latest published),
+Views: ``latest_runs`` (each graph's latest run that the champion gate did not find degraded,
+``gate_status``: latest snapshot date, then latest published),
 ``latest_labels`` (the current label of each graph's lineage id), ``latest_classes`` (the
 classes of each graph's latest run with their lineage status and ``label``),
 ``emerged_classes`` (those of them that emerged in that run), ``class_timeline`` (one row per
@@ -45,7 +46,7 @@ import pyarrow as pa
 
 from .lineage import STATUSES
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _STATUS_LIST = ", ".join(f"'{s}'" for s in STATUSES)  # constants of this module, not user values
 
@@ -92,7 +93,9 @@ TABLES = [
         start_mode VARCHAR,
         start_reason VARCHAR,
         warm_from_run_id VARCHAR,
-        warm_from_version VARCHAR)""",
+        warm_from_version VARCHAR,
+        gate_status VARCHAR,
+        gate_reason VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS classes (
         run_id VARCHAR NOT NULL,
         class_key INTEGER NOT NULL,
@@ -163,11 +166,21 @@ MIGRATIONS = {
         "ALTER TABLE runs ADD COLUMN warm_from_run_id VARCHAR",
         "ALTER TABLE runs ADD COLUMN warm_from_version VARCHAR",
     ],
+    # 3 -> 4: the champion gate's verdict before publishing (issue 47): a ``degraded`` run is
+    # kept for the record but is never the latest answer; NULL (older runs) counts as ``ok``
+    3: [
+        "ALTER TABLE runs ADD COLUMN gate_status VARCHAR",
+        "ALTER TABLE runs ADD COLUMN gate_reason VARCHAR",
+    ],
 }
 
+#: a run the champion gate found degraded (``runs.gate_status``): left out of every "latest"
+#: view and of the previous run lineage continues from
+ANSWER_RUN = "gate_status IS DISTINCT FROM 'degraded'"
+
 VIEWS = [
-    """CREATE OR REPLACE VIEW latest_runs AS
-        SELECT * FROM runs
+    f"""CREATE OR REPLACE VIEW latest_runs AS
+        SELECT * FROM runs WHERE {ANSWER_RUN}
         QUALIFY row_number() OVER (PARTITION BY graph
                                    ORDER BY snapshot_date DESC, published_at DESC, run_id DESC) = 1""",
     """CREATE OR REPLACE VIEW latest_labels AS
@@ -185,9 +198,9 @@ VIEWS = [
         LEFT JOIN latest_labels lb ON lb.graph = r.graph AND lb.lineage_id = c.lineage_id""",
     """CREATE OR REPLACE VIEW emerged_classes AS
         SELECT * FROM latest_classes WHERE status = 'emerged'""",
-    """CREATE OR REPLACE VIEW class_timeline AS
+    f"""CREATE OR REPLACE VIEW class_timeline AS
         WITH day_runs AS (
-            SELECT run_id FROM runs
+            SELECT run_id FROM runs WHERE {ANSWER_RUN}
             QUALIFY row_number() OVER (PARTITION BY graph, snapshot_date
                                        ORDER BY published_at DESC, run_id DESC) = 1)
         SELECT l.graph, l.lineage_id, lb.label, l.snapshot_date, l.status, l.size,
@@ -203,7 +216,8 @@ RUN_COLUMNS = ["run_id", "graph", "snapshot_date", "content_hash", "config_hash"
                "prefect_flow_run_id", "mlflow_run_id", "model_name", "model_version", "device",
                "epochs", "val_accuracy", "num_classes", "num_known", "num_novel", "num_nodes",
                "train_seconds", "published_at", "acc_all", "acc_known", "acc_novel", "scores",
-               "start_mode", "start_reason", "warm_from_run_id", "warm_from_version"]
+               "start_mode", "start_reason", "warm_from_run_id", "warm_from_version",
+               "gate_status", "gate_reason"]
 SNAPSHOT_COLUMNS = ["graph", "snapshot_date", "content_hash", "path", "nodes", "edges",
                     "labelled_nodes", "known_classes", "validation_passed", "validated_at"]
 TOP_FEATURE = pa.struct([("name", pa.string()), ("lift", pa.float64()),

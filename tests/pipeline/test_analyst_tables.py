@@ -223,13 +223,16 @@ def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
               for t in ("snapshots", "runs", "classes", "node_assignments", "class_lineage")}
     wh = Warehouse(path, threads=1)
     assert wh.schema_version() == 1
-    assert wh.ensure_schema() == SCHEMA_VERSION == 3
-    assert wh.schema_version() == 3
+    assert wh.ensure_schema() == SCHEMA_VERSION == 4
+    assert wh.schema_version() == 4
     after = {t: raw(path, f"SELECT count(*) FROM {t}")[0][0] for t in before}
     assert after == before  # every row kept
     # schema 3: how a run's training started; unknown (NULL) for the runs from before
     assert raw(path, "SELECT start_mode, start_reason, warm_from_run_id, warm_from_version "
                      "FROM runs") == [(None, None, None, None)]
+    # schema 4: the champion gate's verdict; NULL for older runs, which stay the latest answer
+    assert raw(path, "SELECT gate_status, gate_reason FROM runs") == [(None, None)]
+    assert raw(path, "SELECT count(*) FROM latest_runs") == [(1,)]
     classes = wh.query("SELECT class_key, lineage_id, top_features, exemplars, size FROM classes "
                        "ORDER BY class_key").to_pylist()
     assert classes == [
@@ -260,7 +263,7 @@ def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
         {"lineage_id": "g:novel:1", "snapshot_date": D2, "status": "persisting",
          "label": "Graph learning"}]
     assert wh.query("SELECT count(*) AS n FROM classes WHERE run_id = ?", [run2]).to_pylist() == [{"n": 3}]
-    assert wh.ensure_schema() == 3  # a second time: nothing to do
+    assert wh.ensure_schema() == 4  # a second time: nothing to do
 
 
 def test_analyst_reads_migrate_an_old_warehouse_first(tmp_path) -> None:

@@ -287,6 +287,43 @@ def test_champion_gate(fitted, cfg):
     assert "below champion" in mv.tags["champion_decision"]
 
 
+def test_degraded_model_is_never_champion(fitted, cfg):
+    """Issue 47's gate: a shortened cold retrain (fewer configured epochs than the champion's
+    run) and a model below the reference logistic regression are degraded; a degraded version
+    is registered but never promoted, even with a better validation accuracy."""
+    from tasks.registry import champion as rules
+
+    graph = "degrade"
+
+    def new_version(acc: float, epochs: int) -> int:
+        run_id, uri = tracking.log_training_run(
+            cfg, graph, {"seed": 0, "epochs": epochs}, [], {}, {"snapshot_date": "2026-02-01"},
+            fitted["model_file"], {"val_accuracy": acc})
+        return tracking.register_model(cfg, graph, uri, run_id, contracts_passed=True)
+
+    v1 = new_version(1.0, 200)
+    assert rules.degradation(cfg, graph, {"val_accuracy": 1.0, "config": {"epochs": 200}}) is None
+    assert tracking.promote_champion(cfg, graph, v1, True, 1.0)[0] is True
+
+    short = {"val_accuracy": 0.982, "config": {"epochs": 5}, "start": "cold"}
+    reason = rules.degradation(cfg, graph, short)
+    assert reason == f"trained with 5 epochs where champion v{v1} was trained with 200"
+    v2 = new_version(0.982, 5)
+    promoted, why = tracking.promote_champion(cfg, graph, v2, True, 0.982, degraded=reason)
+    assert not promoted and why.startswith("degraded: trained with 5 epochs")
+    assert tracking.champion_version(cfg, graph) == v1
+    # a warm fit continues the champion's training: not held to the epochs rule
+    assert rules.degradation(cfg, graph, short | {"start": "warm"}) is None
+
+    below = {"val_accuracy": 0.30, "reference_val_accuracy": 0.70, "config": {"epochs": 200}}
+    assert "below the reference logistic regression's 0.7000" in rules.degradation(cfg, graph, below)
+    assert rules.degradation(cfg, graph, below, reference_margin=0.5) is None
+    assert rules.degradation(cfg, graph, below | {"reference_val_accuracy": None}) is None
+    v3 = new_version(1.0, 200)  # better on val, but degraded: the gate still refuses it
+    assert tracking.promote_champion(cfg, graph, v3, True, 1.0, degraded="x")[0] is False
+    assert tracking.champion_version(cfg, graph) == v1
+
+
 def test_with_retries_backs_off_then_succeeds():
     calls, sleeps = [], []
 

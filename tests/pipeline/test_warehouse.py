@@ -233,6 +233,31 @@ def test_views_over_two_nights(wh: Warehouse) -> None:
         ("known:B", D1, "emerged"), ("known:B", D2, "persisting")]
 
 
+def test_degraded_run_is_kept_but_never_the_latest_answer(wh: Warehouse) -> None:
+    """Issue 47: a run the champion gate found degraded is published for the record, but the
+    latest views, the timeline and the next night's lineage all read the last good run."""
+    m1, n1 = first_night()
+    run1 = wh.publish_run(**night(wh, "g", D1, m1, n1))
+    m2, n2 = second_night()
+    bad = night(wh, "g", D2, m2, n2)
+    bad["run"] |= {"gate_status": "degraded", "gate_reason": "trained with 5 epochs"}
+    run2 = wh.publish_run(**bad)
+    assert wh.query("SELECT gate_status, gate_reason FROM runs WHERE run_id = ?",
+                    [run2]).to_pylist() == [{"gate_status": "degraded",
+                                             "gate_reason": "trained with 5 epochs"}]
+    assert wh.last_processed_date("g") == D2  # the night was processed: not picked again
+    assert {r["run_id"] for r in wh.latest_classes("g").to_pylist()} == {run1}
+    assert wh.query("SELECT count(*) AS n FROM emerged_classes WHERE snapshot_date = ?",
+                    [D2]).to_pylist() == [{"n": 0}]
+    days = wh.query("SELECT DISTINCT snapshot_date FROM class_timeline WHERE graph = 'g'")
+    assert [r["snapshot_date"] for r in days.to_pylist()] == [D1]
+    assert wh.previous_run("g", dt.date(2026, 4, 3)).run_id == run1
+    ok = night(wh, "g", D2, m2, n2, config_hash="cfg2")
+    ok["run"] |= {"gate_status": "ok"}
+    run3 = wh.publish_run(**ok)
+    assert {r["run_id"] for r in wh.latest_classes("g").to_pylist()} == {run3}
+
+
 def test_unchanged_snapshot_on_the_next_date_keeps_both_nights(wh: Warehouse) -> None:
     """Issue 21.1: the same snapshot bytes (same content hash) and configuration on two dates are
     two nights, not one run published twice: the second publish adds its own runs, classes,

@@ -1,0 +1,329 @@
+"""The nightly loop as an analyst meets it (issue 47, item 1).
+
+    OMP_NUM_THREADS=1 python -m benchmarks.nightly_loop [--graphs cora,synthetic15,...]
+        [--sims 0,1,2] [--periods 8] [--state DIR] [--out DIR] [--set KEY=VALUE ...]
+
+For each graph and simulation seed, an evolving graph is simulated (``oral snapshots simulate``'s
+:func:`data_contracts.simulate.simulate`: ``--periods`` dated snapshots, half the known-class
+nodes labelled, the novel classes planted in the second half), then the real pipeline runs over
+it at its defaults: ``oral backfill`` in a child process, one fresh state folder per loop
+(Prefect, Great Expectations, MLflow, DuckDB lineage). What the analyst reads is then scored from
+the DuckDB file against the snapshots' truth:
+
+- per night: All / Known / Novel (the pipeline's own scores, one Hungarian matching); the
+  known-class accuracy *by name* (an unlabelled node of a known class counted right when the
+  class published for it carries its true name: what an analyst reads) beside two reference
+  classifiers trained on the same labelled nodes (the pipeline's training / validation split)
+  and scored on the same nodes: a logistic regression on the features
+  (:mod:`oral_core.reference`) and a known-class GCN (the Table 2 GCN); the novel classes
+  published on nights when none exists; classes published against classes present;
+- per planted class: the night it is surfaced (a published novel class holding >= 70% of its
+  members from the planted class and >= 50% of the planted class's scored nodes) and how many
+  lineage ids carry it from then on;
+- per loop: lineage events the truth does not have (the truth only grows: every ``merged``,
+  ``split`` or ``vanished`` row, and every ``emerged`` novel id that is not the first id of a
+  planted class), and each night's cost (wall seconds of the whole loop / nights, and training
+  seconds).
+
+Resumable: one JSON file per finished loop under ``<out>/loops/<graph>-sim<seed>.json``; a rerun
+skips finished loops and rewrites ``<out>/README.md`` and ``<out>/nights.csv``. Nothing here
+reads a test label to choose anything: it only scores.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "results" / "nightly_loop"
+STATE = ROOT / "benchmarks" / ".state" / "nightly_loop"  # ignored: snapshots, DuckDB, MLflow
+START = "2026-01-01"
+GRAPHS = ("cora", "amazonphoto", "blogcatalog", "synthetic15")
+FALSE_STATUSES = ("merged", "split", "vanished")
+PRECISION, RECALL = 0.70, 0.50
+
+
+# ---------------------------------------------------------------------------- the graphs
+def static_graph(graph: str, data_dir: str | None):
+    """The static graph a loop evolves: a real dataset, or the generator with 15 classes."""
+    if graph == "synthetic15":
+        from data_contracts.synthetic import make_static_graph
+        return make_static_graph(num_nodes=3000, num_classes=15, num_features=64,
+                                 separation=2.5, seed=0, name="synthetic15")
+    from oral_core.datasets import load_dataset
+    return load_dataset(graph, data_dir)
+
+
+def simulate_loop(graph: str, sim: int, periods: int, root: Path, data_dir: str | None):
+    from data_contracts.simulate import simulate
+    return simulate(static_graph(graph, data_dir), periods, root, graph, start_date=START,
+                    seed=sim, overwrite=True)
+
+
+# ------------------------------------------------------------------- scoring (pure, tested)
+def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
+    """Score one loop. ``nights`` (oldest first), each with:
+
+    - ``truth``: ``{node_id: true class name}`` of the night's scored nodes (unlabelled, with a
+      truth row);
+    - ``known``: the known class names;
+    - ``assign``: ``{node_id: lineage_id}`` published for the night's nodes;
+    - ``names``: ``{lineage_id: class name or None}`` (None: a novel class);
+    - ``statuses``: ``{lineage_id: status}`` of the night's lineage rows.
+
+    ``planted``: ``{novel class name: index of the night it starts}``. Returns the per-night rows
+    and the per-class and per-loop figures of the module docstring."""
+    rows, surfaced, carriers, first_ids = [], {}, defaultdict(list), {}
+    false_events = 0
+    for k, night in enumerate(nights):
+        truth, assign, names = night["truth"], night["assign"], night["names"]
+        known_nodes = [n for n, c in truth.items() if c in night["known"]]
+        by_name = (sum(names.get(assign.get(n)) == truth[n] for n in known_nodes)
+                   / len(known_nodes) if known_nodes else None)
+        present_novel = {c for c, s in planted.items() if s <= k}
+        novel_ids = {lid for lid, name in names.items() if name is None}
+        members = defaultdict(Counter)
+        for n, lid in assign.items():
+            if n in truth:
+                members[lid][truth[n]] += 1
+        for c in present_novel:
+            size = sum(1 for v in truth.values() if v == c)
+            best, best_overlap = None, 0
+            for lid in novel_ids:
+                overlap = members[lid][c]
+                total = sum(members[lid].values())
+                if overlap > best_overlap:
+                    best, best_overlap = lid, overlap
+                if (c not in surfaced and total and size and overlap / total >= PRECISION
+                        and overlap / size >= RECALL):
+                    surfaced[c] = k
+            if c in surfaced and best is not None:
+                carriers[c].append(best)
+        for lid, status in night["statuses"].items():
+            if lid.startswith("known:"):
+                continue
+            if status in FALSE_STATUSES:
+                false_events += 1
+            elif status == "emerged":
+                top = members[lid].most_common(1)
+                c = top[0][0] if top else None
+                if c in present_novel and c not in first_ids:
+                    first_ids[c] = lid
+                else:
+                    false_events += 1
+        rows.append({"night": k, "known_by_name": by_name,
+                     "novel_published": len(novel_ids), "novel_present": len(present_novel),
+                     "classes_published": len(names),
+                     "classes_present": len(set(truth.values()) | set(night["known"]))})
+    per_class = {c: {"starts": s, "surfaced": surfaced.get(c),
+                     "late": None if c not in surfaced else surfaced[c] - s,
+                     "lineage_ids": len(set(carriers[c]))} for c, s in planted.items()}
+    quiet = [r for r in rows if r["novel_present"] == 0]
+    return {"nights": rows, "planted": per_class, "false_lineage_events": false_events,
+            "invented_on_quiet_nights": sum(r["novel_published"] for r in quiet)}
+
+
+# --------------------------------------------------------------------- reading one loop
+def reference_known(snapshot) -> dict:
+    """Known-class accuracy by name of the two reference classifiers on the night's scored
+    known-class nodes, trained on the pipeline's own split of the labelled nodes."""
+    import numpy as np
+    import torch
+
+    from oral_core.baselines import GCNBaseline
+    from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.graph import canonical_edges
+    from oral_core.reference import fit_logistic_regression, standardize
+    from tasks.steps import split_labelled
+
+    x = preprocess_features(torch.from_numpy(np.array(snapshot.x)), auto_feature_mode(
+        torch.from_numpy(np.array(snapshot.x))))
+    x = x.to_dense() if x.is_sparse else x
+    train, val = split_labelled(snapshot.labels, 0)
+    names = list(snapshot.class_names)
+    truth = [snapshot.truth_names[t] if t >= 0 else None for t in snapshot.truth]
+    test = np.array([snapshot.labels[i] < 0 and truth[i] in names for i in range(len(truth))])
+    y = np.array([names.index(t) if t in names else -1 for t in truth])
+    if not test.any():
+        return {"lr": None, "gcn": None}
+    z = standardize(x)
+    lr = fit_logistic_regression(z, torch.from_numpy(train), len(names))
+    with torch.no_grad():
+        lr_pred = lr(z).argmax(1).numpy()
+    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
+    gcn = GCNBaseline(seed=0, device="cpu").fit(x, edges, torch.from_numpy(train),
+                                                torch.from_numpy(val)).predict()
+    gcn_pred = gcn.class_id.numpy()
+    return {"lr": float((lr_pred[test] == y[test]).mean() * 100),
+            "gcn": float((gcn_pred[test] == y[test]).mean() * 100)}
+
+
+def read_loop(state: Path, graph: str, paths: list[Path]) -> tuple[list[dict], list[dict]]:
+    """The nights as :func:`score_loop` takes them, from the loop's DuckDB file, and the
+    pipeline's own per-night figures (scores, gate, training seconds)."""
+    import duckdb
+
+    from data_contracts import snapshots as snap
+
+    con = duckdb.connect(str(state / "oral.duckdb"), read_only=True)
+    nights, pipeline = [], []
+    try:
+        for path in paths:
+            s = snap.load_snapshot(path)
+            day = s.date
+            run = con.execute(
+                "SELECT run_id, acc_all, acc_known, acc_novel, train_seconds, val_accuracy, "
+                "gate_status FROM runs WHERE graph = ? AND snapshot_date = ? "
+                "ORDER BY published_at DESC LIMIT 1", [graph, day]).fetchall()
+            if not run:
+                raise RuntimeError(f"{graph} {day}: no published run in {state}")
+            run_id, a, kn, nv, secs, val, gate = run[0]
+            assign = dict(con.execute("SELECT node_id, lineage_id FROM node_assignments "
+                                      "WHERE run_id = ?", [run_id]).fetchall())
+            names = dict(con.execute("SELECT lineage_id, class_name FROM classes WHERE run_id = ?",
+                                     [run_id]).fetchall())
+            statuses = dict(con.execute("SELECT lineage_id, status FROM class_lineage "
+                                        "WHERE run_id = ?", [run_id]).fetchall())
+            ids = s.node_ids.to_pylist()
+            truth = {str(ids[i]): s.truth_names[t] for i, t in enumerate(s.truth)
+                     if t >= 0 and s.labels[i] < 0}
+            nights.append({"truth": truth, "known": set(s.class_names),
+                           "assign": {str(k): v for k, v in assign.items()}, "names": names,
+                           "statuses": statuses})
+            pipeline.append({"date": day.isoformat(), "all": a, "known": kn, "novel": nv,
+                             "train_seconds": secs, "val_accuracy": val, "gate": gate,
+                             **reference_known(s)})
+    finally:
+        con.close()
+    return nights, pipeline
+
+
+# ------------------------------------------------------------------------------ the driver
+def run_loop(graph: str, sim: int, args) -> dict:
+    from data_contracts.simulate import as_static, plan_simulation
+
+    base = Path(args.state) / f"{graph}-sim{sim}"
+    if base.exists():
+        import shutil
+        shutil.rmtree(base)
+    root, state = base / "snapshots", base / "state"
+    paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
+    static = as_static(static_graph(graph, args.data_dir))
+    plan = plan_simulation(static, args.periods, START, seed=sim)
+    planted = {str(static.class_names[c]): s for c, s in plan.novel_start.items()}
+    cmd = [sys.executable, "-m", "flows.cli", "backfill", "--graph", graph, "--snapshots",
+           str(root), "--state-dir", str(state)] + [a for kv in args.set for a in ("--set", kv)]
+    env = os.environ | {"ORAL_STATE_DIR": str(state)}
+    print(f"[{graph} sim {sim}] {len(paths)} nights: {' '.join(cmd[2:])}", flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{graph} sim {sim}: backfill failed (rc {done.returncode}): "
+                           f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    nights, pipeline = read_loop(state, graph, paths)
+    scored = score_loop(nights, planted)
+    for row, extra in zip(scored["nights"], pipeline):
+        row.update(extra)
+    return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
+            "wall_seconds": wall, "seconds_per_night": wall / len(paths), **scored}
+
+
+def _fmt(v, digits=0):
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def report(out: Path, argv: list[str]) -> str:
+    loops = [json.loads(p.read_text()) for p in sorted((out / "loops").glob("*.json"))]
+    lines = ["# Nightly loop: what an analyst reads, night by night", "",
+             "Question: on simulated evolving graphs run through the real pipeline at its "
+             "defaults, are the known classes right every night (at least the reference "
+             "classifiers'), is nothing invented on nights without a novel class, is every "
+             "planted class surfaced on time under one lineage id, and is the lineage quiet?", "",
+             f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.nightly_loop {' '.join(argv)}`"
+             " (resumable; finished loops are kept under `loops/`).", "",
+             "Known by name: share (%) of the night's unlabelled known-class nodes published "
+             "under their true class name; LR / GCN: the reference logistic regression and "
+             "known-class GCN on the same labelled nodes and the same scored nodes. Invented: "
+             "novel classes published on the nights before any planted class starts. Surfaced: "
+             f"nights late (a published novel class with precision >= {PRECISION:.0%} and recall "
+             f">= {RECALL:.0%}; `never` if not), and lineage ids carrying it afterwards.", "",
+             "| graph | sim | known by name, each night | LR | GCN | nights below LR | invented "
+             "(quiet nights) | planted: late / ids | false lineage events | s / night |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for lp in loops:
+        n = lp["nights"]
+        below = sum(1 for r in n if r["known_by_name"] is not None and r["lr"] is not None
+                    and r["known_by_name"] * 100 < r["lr"])
+        planted = ", ".join(f"{c}: {'never' if v['late'] is None else v['late']} / "
+                            f"{v['lineage_ids']}" for c, v in lp["planted"].items())
+        lines.append(
+            f"| {lp['graph']} | {lp['sim']} | "
+            f"{' '.join(_fmt(None if r['known_by_name'] is None else r['known_by_name'] * 100) for r in n)} | "
+            f"{' '.join(_fmt(r['lr']) for r in n)} | {' '.join(_fmt(r['gcn']) for r in n)} | "
+            f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {planted} | "
+            f"{lp['false_lineage_events']} | {lp['seconds_per_night']:.0f} |")
+    lines += ["", "Per night, the pipeline's own scores (All / Known / Novel, one Hungarian "
+              "matching over the scored nodes) and its gate: `nights.csv`."]
+    text = "\n".join(lines) + "\n"
+    (out / "README.md").write_text(text)
+    with (out / "nights.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["graph", "sim", "night", "date", "all", "known", "novel", "known_by_name",
+                    "lr", "gcn", "novel_published", "novel_present", "classes_published",
+                    "classes_present", "val_accuracy", "gate", "train_seconds"])
+        for lp in loops:
+            for r in lp["nights"]:
+                w.writerow([lp["graph"], lp["sim"], r["night"], r["date"], r["all"], r["known"],
+                            r["novel"], r["known_by_name"], r["lr"], r["gcn"],
+                            r["novel_published"], r["novel_present"], r["classes_published"],
+                            r["classes_present"], r["val_accuracy"], r["gate"],
+                            r["train_seconds"]])
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--sims", default="0,1,2", help="simulation seeds, a comma list")
+    ap.add_argument("--periods", type=int, default=8)
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--state", default=str(STATE))
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an ORALConfig override passed to oral backfill")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    graphs = [g for g in args.graphs.split(",") if g]
+    unknown = [g for g in graphs if g not in GRAPHS]
+    if unknown:
+        print(f"error: --graphs {unknown[0]}: choose from {', '.join(GRAPHS)}", file=sys.stderr)
+        return 2
+    (args.out / "loops").mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        for graph in graphs:
+            for sim in [int(s) for s in args.sims.split(",") if s]:
+                target = args.out / "loops" / f"{graph}-sim{sim}.json"
+                if target.exists():
+                    print(f"[{graph} sim {sim}] done before, kept", flush=True)
+                    continue
+                result = run_loop(graph, sim, args)
+                target.write_text(json.dumps(result, indent=1, default=str))
+                print(f"[{graph} sim {sim}] {result['seconds_per_night']:.0f} s/night, "
+                      f"invented {result['invented_on_quiet_nights']}, false events "
+                      f"{result['false_lineage_events']}", flush=True)
+                report(args.out, [a for a in argv if a != "--report-only"])
+    print(report(args.out, [a for a in argv if a != "--report-only"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The nightly-loop benchmark's scoring (benchmarks.nightly_loop.score_loop) on a planted toy loop
+whose right answer is known: a stub that merges, splits or invents must score worse."""
+from __future__ import annotations
+
+from benchmarks.nightly_loop import score_loop
+
+KNOWN = {"a", "b"}
+PLANTED = {"p": 2}  # the planted class starts on night 2 of 4
+
+
+def _truth(k: int) -> dict:
+    truth = {f"a{i}": "a" for i in range(10 + k)} | {f"b{i}": "b" for i in range(10 + k)}
+    if k >= 2:
+        truth |= {f"p{i}": "p" for i in range(5 * (k - 1))}
+    return truth
+
+
+def _loop(answer) -> list[dict]:
+    """Four nights; ``answer(k, node, true class)`` gives a node's published lineage id."""
+    nights, seen = [], set()
+    for k in range(4):
+        truth = _truth(k)
+        assign = {n: answer(k, n, c) for n, c in truth.items()}
+        ids = set(assign.values())
+        names = {lid: (lid.split(":")[1] if lid.startswith("known:") else None) for lid in ids}
+        statuses = {lid: ("persisting" if lid in seen else "emerged") for lid in ids}
+        statuses |= {lid: "vanished" for lid in seen - ids}
+        seen |= ids
+        nights.append({"truth": truth, "known": KNOWN, "assign": assign, "names": names,
+                       "statuses": statuses})
+    return nights
+
+
+def right(k, n, c):
+    return "known:" + c if c in KNOWN else "g:novel:1"
+
+
+def merges(k, n, c):  # the planted class published inside known class a
+    return "known:a" if c == "p" else right(k, n, c)
+
+
+def splits(k, n, c):  # the planted class under a new lineage id every night
+    return f"g:novel:{k}" if c == "p" else right(k, n, c)
+
+
+def invents(k, n, c):  # a novel class carved out of class b on every night
+    return "g:novel:9" if c == "b" and n.endswith(("1", "3")) else right(k, n, c)
+
+
+def test_the_right_answer_scores_perfectly():
+    got = score_loop(_loop(right), PLANTED)
+    assert got["planted"]["p"] == {"starts": 2, "surfaced": 2, "late": 0, "lineage_ids": 1}
+    assert got["false_lineage_events"] == 0 and got["invented_on_quiet_nights"] == 0
+    assert [r["known_by_name"] for r in got["nights"]] == [1.0] * 4
+    assert [r["novel_present"] for r in got["nights"]] == [0, 0, 1, 1]
+
+
+def test_a_merge_never_surfaces_the_planted_class():
+    got = score_loop(_loop(merges), PLANTED)
+    assert got["planted"]["p"]["surfaced"] is None
+
+
+def test_a_split_carries_the_class_under_several_ids_and_false_events():
+    got = score_loop(_loop(splits), PLANTED)
+    assert got["planted"]["p"]["lineage_ids"] == 2
+    assert got["false_lineage_events"] >= 2  # a vanished id and an emergence not of a new class
+
+
+def test_an_invented_class_is_counted_on_quiet_nights_and_costs_known_accuracy():
+    got = score_loop(_loop(invents), PLANTED)
+    assert got["invented_on_quiet_nights"] == 2
+    assert got["false_lineage_events"] >= 1
+    assert all(r["known_by_name"] < 1.0 for r in got["nights"])
