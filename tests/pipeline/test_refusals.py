@@ -361,6 +361,7 @@ def _check_output(name: str, code, output: str) -> None:
     ("ORAL_REMOTE_TRAINING_TIMEOUT", "six hours", "ORAL_REMOTE_TRAINING_TIMEOUT must be a number"),
     ("ORAL_COLD_EVERY", "weekly", "ORAL_COLD_EVERY must be a whole number"),
     ("ORAL_EMERGENCE_ALPHA", "often", "ORAL_EMERGENCE_ALPHA must be a number in [0, 1)"),
+    ("ORAL_GATE_REFERENCE_MARGIN", "lax", "ORAL_GATE_REFERENCE_MARGIN must be a number in [0, 1]"),
 ])
 def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths, capsys,
                                                   monkeypatch):
@@ -377,7 +378,8 @@ def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths,
     errors = [line for line in (out.out + out.err).splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1, out
     assert names in errors[0] and repr(value) in errors[0], errors[0]
-    others = {"ORAL_REMOTE_TRAINING_TIMEOUT", "ORAL_COLD_EVERY", "ORAL_EMERGENCE_ALPHA"} - {variable}
+    others = {"ORAL_REMOTE_TRAINING_TIMEOUT", "ORAL_COLD_EVERY", "ORAL_EMERGENCE_ALPHA",
+              "ORAL_GATE_REFERENCE_MARGIN"} - {variable}
     assert not any(other in errors[0] for other in others), errors[0]  # only the culprit named
     assert not TRACEBACK.search(out.out + out.err)
 

@@ -382,6 +382,8 @@ def test_a_cold_night_is_due_every_cold_every_nights():
     ("ORAL_COLD_EVERY", "cold_every", 7, ("weekly", "-1", "2.5"), "must be a whole number"),
     ("ORAL_EMERGENCE_ALPHA", "emergence_alpha", 0.01, ("often", "1", "-0.1"),
      "must be a number in"),
+    ("ORAL_GATE_REFERENCE_MARGIN", "gate_reference_margin", 0.0, ("lax", "2", "-0.1"),
+     "must be a number in"),
 ])
 def test_warm_start_settings_default_turn_off_and_refuse_nonsense(monkeypatch, var, attr,
                                                                   default, bads, rule):
