@@ -8,9 +8,10 @@ Dask task runner (``prefect-dask``).
   never as a number.
 - :func:`backfill_fanout`: one Prefect task per graph, which runs that graph's nights in date
   order (:func:`flows.nightly.backfill`, a subflow of the task); graphs run in parallel. The
-  DuckDB writer is shared: every night publishes under the one-slot global concurrency limit
-  :data:`tasks.prefect_tasks.WRITER_LIMIT` (a second graph waits for the slot), and the warehouse
-  itself waits for a file lock held by another process; MLflow calls retry
+  DuckDB writer is shared: every night publishes under the DuckDB writer lock
+  (:func:`tasks.warehouse.writer_lock.writer_lock`, a file lock the operating system drops with a
+  dead holder; a second graph waits for it), and the warehouse itself waits for DuckDB's own lock
+  held by another process; MLflow calls retry
   (:func:`tasks.registry.with_retries`) and the SQLite store is created once, before the fan-out.
 
 :func:`task_runner` picks the cluster: a scheduler address (``--scheduler`` or
@@ -85,7 +86,7 @@ def task_runner(address: str | None = None, workers: int = 2):
 def shared_api(remote: bool = False):
     """Make the Prefect API this process uses reachable to Dask worker processes: with no
     ``PREFECT_API_URL``, Prefect would start one temporary server per worker process (each with
-    its own view of the concurrency limits); this starts the caller's temporary server (the one
+    its own database); this starts the caller's temporary server (the one
     ``get_client`` uses) and sets ``PREFECT_API_URL`` to it, in the environment that local
     workers inherit and in the settings context that each task carries to its worker."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -283,15 +284,13 @@ def _backfill_flow():
         """One task per graph, graphs in parallel; returns one record per graph, in the order
         given: its nights, or the error that stopped it (``error``)."""
         from flows.settings import Settings
-        from tasks import prefect_tasks as pt
         from tasks.registry import TrackingConfig, prepare_store
         from tasks.warehouse import Warehouse
 
         logger = get_run_logger()
         settings = Settings.from_env(state_dir)
-        # shared state set up once, before graphs race for it: the writer's concurrency limit,
-        # the warehouse schema, the embedded MLflow store
-        pt.ensure_writer_limit()
+        # shared state set up once, before graphs race for it: the warehouse schema, the
+        # embedded MLflow store (the writer lock needs no set-up: tasks.warehouse.writer_lock)
         Warehouse(settings.warehouse_path).ensure_schema()
         prepare_store(TrackingConfig(settings.tracking_uri, settings.state_dir))
         futures = [backfill_graph.submit(g, snapshot_root, start, end, config, state_dir, device,

@@ -9,9 +9,10 @@ Every step is a Prefect task. The registry and the warehouse change in one
 the run, and when anything in the transaction fails the ``register`` task's ``on_rollback`` hook
 puts the alias back where it was (:func:`tasks.prefect_tasks.undo_registry`). Lineage is computed
 before the model is registered, so the registered pyfunc outputs each node's ``lineage_id`` (the
-same key as DuckDB's); lineage, register and publish run under the DuckDB writer limit
-(:data:`tasks.prefect_tasks.WRITER_LIMIT`) so no other run of the graph lands between lineage and
-publish. The cost: MLflow registration is serialized across concurrent runs too.
+same key as DuckDB's); lineage, register and publish run under the DuckDB writer lock
+(:func:`tasks.warehouse.writer_lock.writer_lock`, released by the OS if the run dies) so no other
+run lands between lineage and publish. The cost: MLflow registration is serialized across
+concurrent runs too.
 
 A failed contract stops the run before training: nothing is published, the report is kept under
 ``state/reports`` and linked from the run's artifacts, an ``oral.contract.failed`` event is
@@ -30,7 +31,6 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_table_artifact
-from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
 from prefect.transactions import transaction
 
@@ -40,6 +40,7 @@ from flows.settings import Settings
 from oral_core.columns import writable
 from tasks import prefect_tasks as pt
 from tasks import steps
+from tasks.warehouse.writer_lock import writer_lock
 
 
 def resolve_config(overrides: ORALOverrides | dict | None, device: str | None = None):
@@ -314,12 +315,16 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     # holds the run; if the publish or the gate fails, register's on_rollback hook puts the
     # alias back (a failed lineage stops the run before anything is registered).
     with transaction():
-        pt.ensure_writer_limit()
-        # The writer limit is held from lineage to publish, register included, so no other run
-        # of the graph lands in DuckDB between tonight's lineage and its publish. The cost:
-        # MLflow registration is serialized across concurrent runs. The champion gate runs
-        # after publish, outside the lock.
-        with concurrency(pt.WRITER_LIMIT, occupy=1, timeout_seconds=600):
+        # a folder the night writes to that is (almost) full stops it here, in one line, before
+        # anything is registered or published (tasks.diskspace)
+        pt.check_disk(settings.state_dir, str(settings.warehouse_path), settings.tracking_uri,
+                      "registering and publishing", settings.min_free_mb)
+        # The DuckDB writer lock is held from lineage to publish, register included, so no other
+        # run lands in DuckDB between tonight's lineage and its publish (MLflow registration is
+        # serialized across concurrent runs too). A file lock the operating system drops with
+        # its holder: a run killed here never locks later nights out (tasks.warehouse.writer_lock).
+        # The champion gate runs after publish, outside the lock.
+        with writer_lock(settings.warehouse_path, graph, settings.writer_lock_timeout):
             found = pt.lineage(str(settings.warehouse_path), run, trained["predictions_path"],
                                classes, graph, snapshot_date)
             lineage_ids = {str(k): v for k, v in found["result"].lineage_of.items()}

@@ -13,13 +13,15 @@
 | ``ORAL_WARM_START`` | off | ``1``: a night continues the previous night's champion (a warm start) |
 | ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
+| ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
+| ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
 
 :func:`configure_environment` must run before ``prefect`` is imported (the CLI does it first).
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 QUIET = {
@@ -44,6 +46,25 @@ QUIET = {
 TRUE = ("1", "true", "yes", "on")
 
 
+def _writer_lock_timeout() -> float:
+    """``ORAL_WRITER_LOCK_TIMEOUT``: seconds (>= 0) a night waits for a live holder of the DuckDB
+    writer lock (:mod:`tasks.warehouse.writer_lock`); default 600."""
+    raw = os.environ.get("ORAL_WRITER_LOCK_TIMEOUT", "").strip() or "600"
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"ORAL_WRITER_LOCK_TIMEOUT must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _min_free_mb() -> float:
+    from tasks.diskspace import min_free_mb
+
+    return min_free_mb()
+
+
 @dataclass
 class Settings:
     state_dir: Path
@@ -64,6 +85,11 @@ class Settings:
     #: (``ORAL_EMERGENCE_ALPHA``, :mod:`tasks.emergence`; 0: off): a warm night whose new nodes'
     #: labelled shares say a class emerged is trained again from scratch
     emergence_alpha: float = 0.01
+    #: seconds a night waits for the DuckDB writer lock while another live run holds it
+    #: (``ORAL_WRITER_LOCK_TIMEOUT``); a dead holder's lock is free at once
+    writer_lock_timeout: float = field(default_factory=_writer_lock_timeout, kw_only=True)
+    #: free MB every folder a night writes to must keep (``ORAL_MIN_FREE_MB``, ``tasks.diskspace``)
+    min_free_mb: float = field(default_factory=_min_free_mb, kw_only=True)
 
     @property
     def reports_dir(self) -> Path:

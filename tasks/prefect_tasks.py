@@ -13,9 +13,12 @@
   in one ``prefect.transactions.transaction`` (lineage first, so the registered model carries
   tonight's lineage ids); ``register``'s ``on_rollback`` hook (:func:`undo_registry`) puts the
   champion alias back when anything after it fails.
-- The DuckDB writer runs under a global concurrency limit (held by the flow around ``lineage``,
+- The DuckDB writer runs under a file lock the operating system drops with its holder
+  (:func:`tasks.warehouse.writer_lock.writer_lock`, held by the flow around ``lineage``,
   ``register`` and ``publish``, so MLflow registration is serialized across concurrent runs) and
-  the warehouse itself waits (bounded, logged) for a file lock held by another process.
+  the warehouse itself waits (bounded, logged) for DuckDB's own lock held by another process.
+- **Free space**: :func:`check_disk` before the writes of the transaction and ``train`` before it
+  trains stop a night whose folders are (almost) full in one line (:mod:`tasks.diskspace`).
 """
 from __future__ import annotations
 
@@ -30,7 +33,16 @@ from prefect.transactions import get_transaction
 
 from . import steps
 
-WRITER_LIMIT = "oral-duckdb-writer"
+
+def check_disk(state_dir, warehouse_path: str | None, tracking_uri: str | None, step: str,
+               minimum_mb: float | None = None) -> None:
+    """Raise :class:`tasks.diskspace.DiskFull` when a folder the night writes to (the state
+    folder, the Prefect home, a local MLflow store, the DuckDB file's folder) has less than
+    ``minimum_mb`` (default ``ORAL_MIN_FREE_MB``) free, before ``step``."""
+    from tasks import diskspace
+
+    diskspace.check_free_space(diskspace.folders(state_dir, warehouse_path, tracking_uri), step,
+                               minimum_mb)
 
 
 @task(name="find-snapshot", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
@@ -94,7 +106,16 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
     key. ``init``: the warm start's model and predictions (:func:`tasks.steps.train`)."""
     from oral_core.config import ORALConfig
 
+    import os
+
+    from tasks import diskspace
+
     logger = get_run_logger()
+    # the model, the predictions and the persisted result: stop now, in one line, when full
+    where = {"run folder": Path(run_dir)}
+    if os.environ.get("PREFECT_HOME"):
+        where["Prefect home"] = Path(os.environ["PREFECT_HOME"])
+    diskspace.check_free_space(where, "training")
     config = ORALConfig.from_dict(config_dict)
     logger.info("training ORAL on %d nodes, %s (%s features)", snapshot.num_nodes,
                 f"{config.epochs} epochs, cold start" if init is None else
@@ -195,24 +216,12 @@ def champion(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dic
     return out
 
 
-def ensure_writer_limit() -> None:
-    """Create the one-slot global concurrency limit around the DuckDB writer if it is missing."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_global_concurrency_limit_by_name(WRITER_LIMIT)
-        except ObjectNotFound:
-            client.upsert_global_concurrency_limit_by_name(WRITER_LIMIT, 1)
-
-
 @task(name="lineage", cache_policy=NO_CACHE)
 def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list[dict],
             graph: str, snapshot_date: dt.date) -> dict:
     """Tonight's classes against the previous run's (:func:`tasks.steps.lineage`, read only).
-    Run under the writer limit, with :func:`register` and :func:`publish`, so no other run of the
-    graph lands between."""
+    Run under the DuckDB writer lock, with :func:`register` and :func:`publish`, so no other run
+    lands between."""
     from tasks.warehouse import Warehouse
 
     found = steps.lineage(Warehouse(warehouse_path), run, Path(predictions_path), classes, graph,
@@ -227,7 +236,8 @@ def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list
 def publish(warehouse_path: str, run: dict, snapshot_row: dict, predictions_path: str,
             found: dict) -> dict:
     """The run into DuckDB in one transaction (:func:`tasks.steps.write_run`), with the lineage
-    ``found`` by :func:`lineage`. The caller holds the writer limit (:data:`WRITER_LIMIT`)."""
+    ``found`` by :func:`lineage`. The caller holds the DuckDB writer lock
+    (:func:`tasks.warehouse.writer_lock.writer_lock`)."""
     from tasks.warehouse import Warehouse
 
     # the Parquet file, not a loaded table: DuckDB streams it in row groups (memory bounded)

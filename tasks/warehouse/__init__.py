@@ -18,14 +18,17 @@ where:
 - :mod:`~tasks.warehouse.guard`: the read-only SQL guard of ``oral sql``;
 - :mod:`~tasks.warehouse.values`: coercion of run values to what DuckDB stores;
 - :mod:`~tasks.warehouse.ids`: run and training ids;
-- :mod:`~tasks.warehouse.errors`: the error classes.
+- :mod:`~tasks.warehouse.errors`: the error classes;
+- :mod:`~tasks.warehouse.writer_lock`: the single writer's lock, which the operating system
+  drops with a holder that dies (held by the nightly flow from lineage to publish).
 """
 from .errors import LabelRefused, QueryRefused, UnknownLineage, WarehouseError, WarehouseLocked
 from .history import NO_CLASS
 from .ids import make_run_id, make_training_id
 from .schema import RUN_COLUMNS, SCHEMA_VERSION, SNAPSHOT_COLUMNS
 from .store import MEMORY, Warehouse
+from .writer_lock import WriterLockTimeout, writer_lock
 
 __all__ = ["LabelRefused", "MEMORY", "NO_CLASS", "QueryRefused", "RUN_COLUMNS", "SCHEMA_VERSION",
            "SNAPSHOT_COLUMNS", "UnknownLineage", "Warehouse", "WarehouseError", "WarehouseLocked",
-           "make_run_id", "make_training_id"]
+           "WriterLockTimeout", "make_run_id", "make_training_id", "writer_lock"]

@@ -101,13 +101,15 @@ class Env:
         return env
 
 
-def check_consistent(env: Env) -> None:
-    """Invariants over the whole state folder: every ``runs`` row names an MLflow version that
-    exists and carries its run id; each run's assignments, classes and lineage are complete;
-    no registered model holds two versions of one pipeline run."""
+def check_consistent(env: Env, graph: str | None = None) -> None:
+    """Invariants over the whole state folder (or one ``graph``'s runs and model): every ``runs``
+    row names an MLflow version that exists and carries its run id; each run's assignments,
+    classes and lineage are complete; no registered model holds two versions of one pipeline
+    run."""
     with env.con() as con:
         runs = con.execute("SELECT run_id, model_name, model_version, mlflow_run_id, num_nodes, "
-                           "num_classes FROM runs").fetchall()
+                           "num_classes FROM runs" + (" WHERE graph = ?" if graph else ""),
+                           [graph] if graph else []).fetchall()
         for run_id, name, version, mlflow_run, nodes, classes in runs:
             mv = env.client.get_model_version(name, str(version))  # raises if it does not exist
             assert mv.tags.get("oral_run_id") == run_id and mv.run_id == mlflow_run
@@ -125,7 +127,9 @@ def check_consistent(env: Env) -> None:
                 "AND l.lineage_id = c.lineage_id WHERE c.run_id = ? AND l.run_id IS NULL",
                 [run_id]).fetchall()[0][0]
             assert orphans == 0 and no_lineage == 0
-    for model in env.client.search_registered_models():
+    models = env.client.search_registered_models(
+        f"name = 'oral-{graph}'" if graph else None)
+    for model in models:
         tags = [v.tags.get("oral_run_id") for v in env.client.search_model_versions(
             f"name = '{model.name}'")]
         assert len(tags) == len(set(tags)), f"{model.name} holds two versions of one run: {tags}"

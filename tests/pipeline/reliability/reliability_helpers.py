@@ -11,6 +11,17 @@ publish data they share. ``H`` is tests/pipeline/reliability/reliability_helpers
         the environment); prints READY before (then, with "wait_for_go", waits for a line on
         stdin), RESULT <json> after; with "rendezvous" (a folder), MLflow logging waits for a
         second process to reach it too
+    python H forkserver JSON           import the pipeline once (``configure_environment`` of
+        the spec's ``state_dir``), print READY, then fork one nightly run per line of JSON read
+        from stdin (``{"tag", "graph", "root", "date", "config", "state_dir", "pause_at",
+        "log"}``): each prints ``STARTED <tag> <pid>``, then ``PAUSED <tag> <pid>`` when it
+        reaches ``pause_at`` (one of :data:`PAUSE_POINTS`; it then waits to be killed) or
+        ``RESULT <tag> <json>`` / ``FAILED <tag> <error>``; its log goes to ``log``. A fork
+        starts a night in about a second, where a fresh process spends ~8 s importing
+    python H writer-lock DB GRAPH      hold the DuckDB writer lock of DB
+        (:func:`tasks.warehouse.writer_lock.writer_lock`), print LOCKED, wait to be killed
+    python H cli POINT ARGS...         ``oral ARGS...`` (:func:`flows.cli.main`) with the pause
+        ``POINT`` installed (``none``: no pause)
     python H track JSON                :func:`tasks.registry.champion.track` of one trained run
         (``trained``, ``run``, ``tags`` in JSON) after a rendezvous with a second process:
         both register the same run at once (the flow no longer can: it registers under the
@@ -73,15 +84,18 @@ class _PausingConnection:
     publishing transaction ran (statements before its first DELETE, such as the schema's own
     transaction, do not count)."""
 
-    def __init__(self, con, pause_at: str):
+    def __init__(self, con, pause_at: str, pause=None):
         self._con = con
         self._pause_at = pause_at
         self._in_publish = False
+        self._pause = pause
 
     def execute(self, sql, *args, **kwargs):
         out = self._con.execute(sql, *args, **kwargs)
         self._in_publish = self._in_publish or sql.lstrip().startswith("DELETE FROM")
         if self._pause_at != "none" and self._in_publish and sql.lstrip().startswith(self._pause_at):
+            if self._pause is not None:
+                self._pause()
             print("PAUSED", flush=True)
             time.sleep(600)  # the test kills us here
         return out
@@ -131,6 +145,156 @@ def install_rendezvous(folder: str, name: str, parties: int = 2, timeout: float 
         return real(*args, **kwargs)
     tracking.log_training_run = wait_for_the_others
     return real
+
+
+#: where a night can be stopped (SIGKILL) by the tests, in the order a night reaches them: before,
+#: inside and after lineage, MLflow registration, the DuckDB publish and the champion alias move
+#: (lineage, register and publish run under the DuckDB writer lock; the gate runs after it)
+PAUSE_POINTS = ("lineage-start", "lineage-end", "register-start", "register-mid", "register-end",
+                "publish-mid", "publish-end", "champion-start", "champion-mid", "champion-end")
+
+
+def _pause(point: str) -> None:
+    print(f"PAUSED {point} {os.getpid()}", flush=True)
+    time.sleep(600)  # the test kills us here
+    os._exit(3)
+
+
+def install_pause(point: str) -> None:
+    """Make this process stop at ``point`` of a nightly run (:data:`PAUSE_POINTS`): print
+    ``PAUSED <point> <pid>`` and sleep until killed. Test code only, patched in this process:
+    the pipeline has no pause hook of its own."""
+    import mlflow
+
+    from tasks import steps
+    from tasks.registry import champion
+    from tasks.warehouse import Warehouse
+
+    def before(owner, name):
+        real = getattr(owner, name)
+
+        def wrapped(*args, **kwargs):
+            _pause(point)
+            return real(*args, **kwargs)
+        setattr(owner, name, wrapped)
+
+    def after(owner, name):
+        real = getattr(owner, name)
+
+        def wrapped(*args, **kwargs):
+            out = real(*args, **kwargs)
+            _pause(point)
+            return out
+        setattr(owner, name, wrapped)
+
+    if point == "none":
+        return
+    if point == "publish-mid":  # inside DuckDB's transaction: every row but the lineage written
+        original = Warehouse.connect
+
+        def connect(self, *args, **kwargs):
+            return _PausingConnection(original(self, *args, **kwargs), "INSERT INTO class_lineage",
+                                      lambda: _pause(point))
+        Warehouse.connect = connect
+        return
+    where = {"lineage-start": (before, steps, "lineage"), "lineage-end": (after, steps, "lineage"),
+             "register-start": (before, champion, "track"),
+             # the MLflow run and its model are logged, no version registered yet
+             "register-mid": (after, champion, "log_training_run"),
+             "register-end": (after, champion, "track"),
+             "publish-end": (after, steps, "write_run"),
+             "champion-start": (before, champion, "champion_gate"),
+             # the alias moved, the gate's decision not yet written
+             "champion-mid": (after, mlflow.MlflowClient, "set_registered_model_alias"),
+             "champion-end": (after, champion, "champion_gate")}
+    how, owner, name = where[point]
+    how(owner, name)
+
+
+def cmd_forkserver(spec: dict) -> int:
+    """Nightly runs forked from one process that imported the pipeline (see the module doc)."""
+    import signal
+
+    from flows.settings import configure_environment
+
+    configure_environment(spec["state_dir"])
+    import torch
+
+    torch.set_num_threads(1)
+    import flows.nightly  # noqa: F401 - imported once, before any fork
+    install_pause("none")  # imports what the pauses patch
+    # and what a night imports on its way (Great Expectations alone takes seconds), so that each
+    # fork starts warm; nothing here starts a thread or a connection
+    import importlib
+
+    for name in ("data_contracts.gx_expectations", "great_expectations", "mlflow.pyfunc",
+                 "tasks.registry.pyfunc", "tasks.registry.plots", "matplotlib.figure",
+                 "matplotlib.backends.backend_agg", "sklearn.linear_model", "tasks.events",
+                 "tasks.report", "oral_core.inference", "prefect.artifacts", "prefect.events"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    import threading
+
+    assert threading.active_count() == 1, threading.enumerate()  # forking is safe
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the children reap themselves
+    print("READY", flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        night = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            continue
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        code = 1
+        try:
+            log = os.open(night["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(log, 2)
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s "
+                                                   "%(message)s"))
+            for name in ("tasks", "data_contracts", "flows"):
+                logging.getLogger(name).addHandler(handler)
+                logging.getLogger(name).setLevel(logging.INFO)
+            print(f"STARTED {night['tag']} {os.getpid()}", flush=True)
+            install_pause(night.get("pause_at") or "none")
+            from flows.nightly import nightly_discovery
+
+            out = nightly_discovery(night["graph"], night["root"], night["date"], night["config"],
+                                    night["state_dir"])
+            print(f"RESULT {night['tag']} " + json.dumps(out, default=str), flush=True)
+            code = 0
+        except BaseException as err:  # noqa: BLE001 - reported to the test
+            import traceback
+
+            traceback.print_exc()
+            print(f"FAILED {night['tag']} {type(err).__name__}: {' '.join(str(err).split())}",
+                  flush=True)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return 0
+
+
+def cmd_writer_lock(db: str, graph: str) -> int:
+    from tasks.warehouse.writer_lock import writer_lock
+
+    with writer_lock(db, graph):
+        print("LOCKED", flush=True)
+        time.sleep(600)  # the test kills us, or stops waiting
+    return 0
+
+
+def cmd_cli(point: str, args: list[str]) -> int:
+    from flows.cli import main as oral
+
+    install_pause(point)
+    return oral(args)
 
 
 def cmd_night(spec: dict) -> int:
@@ -186,6 +350,12 @@ def main(argv: list[str]) -> int:
         return cmd_night(json.loads(argv[1]))
     if cmd == "track":
         return cmd_track(json.loads(argv[1]))
+    if cmd == "forkserver":
+        return cmd_forkserver(json.loads(argv[1]))
+    if cmd == "writer-lock":
+        return cmd_writer_lock(argv[1], argv[2])
+    if cmd == "cli":
+        return cmd_cli(argv[1], argv[2:])
     raise SystemExit(f"unknown command {cmd!r}")
 
 
