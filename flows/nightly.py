@@ -27,6 +27,7 @@ import dataclasses
 import datetime as dt
 import functools
 import json
+import math
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -301,6 +302,11 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                               "warm_from_run_id": start["warm_from"],
                               "warm_from_version": start["warm_from_version"]}.items()
             if k in RUN_COLUMNS}
+    # the gate's verdict before anything is published: a degraded model is registered and kept
+    # for the record, but is never champion and never the latest answer (tasks.registry.champion)
+    margin = settings.gate_reference_margin
+    degraded = pt.quality_gate(tracking_cfg, graph, trained, math.inf if margin is None else margin)
+    run |= {"gate_status": "degraded" if degraded else "ok", "gate_reason": degraded}
     tags = {"snapshot_date": snapshot_date.isoformat(), "content_hash": files.content_hash,
             "chosen_settings": chosen,
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": run_id,
@@ -336,7 +342,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             published = pt.publish(str(settings.warehouse_path), run, snapshot_row,
                                    trained["predictions_path"], found)
         tracked = tracked | pt.champion(tracking_cfg, graph, tracked["model_version"],
-                                        trained["val_accuracy"])
+                                        trained["val_accuracy"], degraded)
     classes = found["classes"]
     from tasks import events
 
@@ -348,7 +354,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                "champion": tracked.get("promoted"), "val_accuracy": trained["val_accuracy"],
                "train_seconds": trained["train_seconds"], "start": plan.start,
                "start_reason": plan.reason, "warm_from_version": start["warm_from_version"],
-               "epochs": trained["epochs"], "chosen_settings": chosen}
+               "epochs": trained["epochs"], "chosen_settings": chosen, "degraded": degraded}
     _artifact_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
                       report_html, summary, tracking_cfg)
     _artifact_report(graph, settings, tracking_cfg.uri)

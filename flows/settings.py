@@ -12,6 +12,7 @@
 | ``ORAL_REMOTE_TRAINING_TIMEOUT`` | ``21600`` (6 h) | seconds the nightly flow waits for it |
 | ``ORAL_WARM_START`` | off | ``1``: a night continues the previous night's champion (a warm start) |
 | ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
+| ``ORAL_GATE_REFERENCE_MARGIN`` | ``0`` | the champion gate finds a model degraded when its known-class validation accuracy is below the reference logistic regression's by more than this (``off``: no reference check) |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
@@ -90,6 +91,10 @@ class Settings:
     writer_lock_timeout: float = field(default_factory=_writer_lock_timeout, kw_only=True)
     #: free MB every folder a night writes to must keep (``ORAL_MIN_FREE_MB``, ``tasks.diskspace``)
     min_free_mb: float = field(default_factory=_min_free_mb, kw_only=True)
+    #: the champion gate's reference check (``ORAL_GATE_REFERENCE_MARGIN``; None: off): a model
+    #: whose known-class validation accuracy is below the reference logistic regression's by
+    #: more than this is degraded: registered, never champion, never the latest answer
+    gate_reference_margin: float | None = 0.0
 
     @property
     def reports_dir(self) -> Path:
@@ -125,7 +130,16 @@ class Settings:
         if not 0.0 <= alpha < 1.0:
             raise ValueError(f"ORAL_EMERGENCE_ALPHA must be a number in [0, 1) (0: no emergence "
                              f"check), got {raw_alpha!r}")
-        return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha)
+        raw_margin = os.environ.get("ORAL_GATE_REFERENCE_MARGIN", "").strip().lower() or "0"
+        try:
+            margin = None if raw_margin == "off" else float(raw_margin)
+        except ValueError:
+            margin = -1.0
+        if margin is not None and not 0.0 <= margin <= 1.0:
+            raise ValueError(f"ORAL_GATE_REFERENCE_MARGIN must be a number in [0, 1] or 'off', "
+                             f"got {raw_margin!r}")
+        return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
+                   margin)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

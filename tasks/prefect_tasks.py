@@ -206,12 +206,27 @@ def undo_registry(txn) -> None:
                              txn.get("model_version"), txn.get("graph"), done)
 
 
-@task(name="champion", cache_policy=NO_CACHE)
-def champion(tracking_cfg, graph: str, version: int, val_accuracy: float) -> dict:
-    """The champion gate for a registered version, run after the DuckDB publish committed."""
+@task(name="quality-gate", cache_policy=NO_CACHE)
+def quality_gate(tracking_cfg, graph: str, trained: dict, reference_margin: float) -> str | None:
+    """Before anything is published: is tonight's model degraded
+    (:func:`tasks.registry.champion.degradation`)? Returns the one-line reason, or None."""
     from tasks.registry import champion as champion_rules
 
-    out = champion_rules.champion_gate(tracking_cfg, graph, version, val_accuracy)
+    reason = champion_rules.degradation(tracking_cfg, graph, trained, reference_margin)
+    if reason:
+        get_run_logger().warning("%s: tonight's model is degraded and will not be the latest answer "
+                                 "or the champion: %s", graph, reason)
+    return reason
+
+
+@task(name="champion", cache_policy=NO_CACHE)
+def champion(tracking_cfg, graph: str, version: int, val_accuracy: float,
+             degraded: str | None = None) -> dict:
+    """The champion gate for a registered version, run after the DuckDB publish committed
+    (``degraded``: why :func:`quality_gate` found the model degraded; then it is not promoted)."""
+    from tasks.registry import champion as champion_rules
+
+    out = champion_rules.champion_gate(tracking_cfg, graph, version, val_accuracy, degraded)
     get_run_logger().info("champion gate for version %s: %s", version, out["reason"])
     return out
 

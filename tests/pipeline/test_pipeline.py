@@ -191,6 +191,46 @@ def test_readme_sql_runs(env, backfilled):
             wh.query(statement)
 
 
+def test_a_shortened_retrain_is_degraded_and_never_champion(env, backfilled, monkeypatch):
+    """Issue 47: `--epochs 5` on a night already answered by a 20-epoch model passed the old gate
+    (validation accuracy within 0.02) and replaced the answer. Now it is registered and kept in
+    ``runs`` as degraded, but the champion and every latest view stay with the 20-epoch run.
+    (Last of the module's tests on the shared state: it adds a run.) The reference check is
+    turned off here so the epochs rule is the one that fires (on this toy graph the 5-epoch
+    model is also below the reference logistic regression)."""
+    import duckdb
+
+    from flows.nightly import nightly_discovery
+    from tasks.registry import TrackingConfig, champion_version
+
+    tracking = TrackingConfig(None, env["state"])
+    champion = champion_version(tracking, "pipe")
+    latest = _latest_run(env["state"])
+    monkeypatch.setenv("ORAL_GATE_REFERENCE_MARGIN", "off")
+    out = nightly_discovery("pipe", str(env["root"]), "2026-03-03", CONFIG | {"epochs": 5},
+                            str(env["state"]))
+    assert out["degraded"] and "trained with 5 epochs" in out["degraded"]
+    assert out["champion"] is False and champion_version(tracking, "pipe") == champion
+    assert _latest_run(env["state"]) == latest
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        status = con.execute("SELECT gate_status FROM runs WHERE run_id = ?",
+                             [out["run_id"]]).fetchall()
+    finally:
+        con.close()
+    assert status == [("degraded",)]
+
+
+def _latest_run(state: Path) -> str:
+    import duckdb
+
+    con = duckdb.connect(str(state / "oral.duckdb"), read_only=True)
+    try:
+        return con.execute("SELECT run_id FROM latest_runs WHERE graph = 'pipe'").fetchall()[0][0]
+    finally:
+        con.close()
+
+
 def test_demo_reports_emergence_from_the_timeline():
     """The demo's verdict: the first night a pure-enough novel class of the planted label appears."""
     import datetime as dt
