@@ -8,7 +8,9 @@ Prefect server's run logs. ``oral -v`` (``--verbose``) prints them on the termin
 
 An exception the command does not expect is one line as well,
 ``error: <Type>: <message> (traceback in <log>)``, exit 1; commands without a state folder say
-``(rerun with oral -v for the traceback)`` instead.
+``(rerun with oral -v for the traceback)`` instead. A full disk is one line naming the folder and
+its free space (:func:`disk_full_line`); a log file that cannot be written (``ENOSPC``) costs its
+records, never a traceback (:class:`LogFile`).
 """
 from __future__ import annotations
 
@@ -23,7 +25,40 @@ TRACE_LOGGER = "oral.trace"
 FILE_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 CONSOLE_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
-_state = {"verbose": False, "log_path": None, "file_handler": None, "console": None}
+_state = {"verbose": False, "log_path": None, "file_handler": None, "console": None,
+          "state_dir": None, "disk_full_told": False}
+
+
+class LogFile(logging.FileHandler):
+    """The log file's handler. A write that fails (a full disk: ``ENOSPC``) does not print
+    ``--- Logging error ---`` and a traceback on the terminal, as :mod:`logging` does: the
+    handler stops writing and remembers why (:attr:`failed`); :func:`close_log_file` says it in
+    one line unless the command already said the disk is full."""
+
+    failed: OSError | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.failed is None:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        err = sys.exc_info()[1]
+        if isinstance(err, OSError):
+            self.failed = self.failed or err
+            return
+        super().handleError(record)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError as err:  # the buffered tail could not be written (ENOSPC)
+            self.failed = self.failed or err
+            try:
+                if self.stream is not None:
+                    self.stream.close()
+            except OSError:
+                pass
+            self.stream = None
 
 
 class ConsoleFormatter(logging.Formatter):
@@ -47,6 +82,7 @@ def setup_console(verbose: bool) -> None:
     """The terminal handler on the root logger (once per process, as ``logging.basicConfig``
     does: nothing is added when the root logger already has handlers, e.g. under pytest)."""
     _state["verbose"] = bool(verbose)
+    _state["disk_full_told"] = False
     root = logging.getLogger()
     if _state["console"] is None and not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -65,9 +101,10 @@ def open_log_file(state_dir: str | Path) -> Path | None:
     if _state["log_path"] == path:
         return path
     close_log_file()
+    _state["state_dir"] = Path(state_dir).expanduser().absolute()  # for disk_full_line
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8", delay=False)
+        handler = LogFile(path, encoding="utf-8", delay=False)
     except OSError as err:
         logging.getLogger(__name__).warning("no log file at %s: %s", path, err)
         return None
@@ -83,13 +120,24 @@ def open_log_file(state_dir: str | Path) -> Path | None:
 
 
 def close_log_file() -> None:
+    """Detach and close the log file. A log file that could not be written (a full disk) is one
+    ``warning:`` line on stderr, never a traceback (none when the command already said that the
+    disk is full)."""
     handler = _state["file_handler"]
     if handler is None:
         return
     logging.getLogger().removeHandler(handler)
     logging.getLogger(TRACE_LOGGER).removeHandler(handler)
-    handler.close()
+    try:
+        handler.close()
+    except OSError as err:  # not a LogFile (a handler swapped in by a caller): same treatment
+        handler.failed = getattr(handler, "failed", None) or err
+    failed = getattr(handler, "failed", None)
+    if failed is not None and not _state["disk_full_told"]:
+        print(f"warning: the log file {_state['log_path']} could not be written "
+              f"({failed.strerror or failed}); its last records are lost", file=sys.stderr)
     _state["log_path"], _state["file_handler"] = None, None
+    _state["disk_full_told"] = False
 
 
 def log_path() -> Path | None:
@@ -100,15 +148,41 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def disk_full_line(err: BaseException) -> str | None:
+    """The one-line message for ``err`` when a full disk caused it (``ENOSPC``, SQLite's
+    ``database or disk is full``, a Prefect server error or start-up timeout while a folder the
+    night writes to is below ``ORAL_MIN_FREE_MB``; :func:`tasks.diskspace.explain`): which
+    folder, its free space, what a night needs. None otherwise."""
+    from tasks import diskspace
+
+    try:
+        from flows.settings import Settings
+
+        settings = Settings.from_env(_state["state_dir"])
+        where = diskspace.folders(settings.state_dir, settings.warehouse_path,
+                                  settings.tracking_uri)
+        line = diskspace.explain(err, where)
+    except Exception:  # noqa: BLE001 - explaining must never hide the error itself
+        return None
+    if line:
+        _state["disk_full_told"] = True
+    return line
+
+
 def report_unexpected(err: BaseException, command: str) -> int:
     """An exception the command does not handle: its traceback to the log file (and, with
-    ``-v``, to the terminal), one ``error:`` line on stderr; exit status 1."""
+    ``-v``, to the terminal), one ``error:`` line on stderr; exit status 1. A full disk
+    (:func:`disk_full_line`) is that line, naming the folder and its free space."""
     path = log_path()
     if path is not None:
         logging.getLogger(TRACE_LOGGER).error("oral %s failed", command,
                                               exc_info=(type(err), err, err.__traceback__))
     if _state["verbose"]:
         traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+    full = disk_full_line(err)
+    if full:
+        print(f"error: {full}", file=sys.stderr)
+        return 1
     where = (f"traceback in {path}" if path is not None else
              "rerun with oral -v for the traceback")
     print(f"error: {type(err).__name__}: {one_line(err)} ({where})", file=sys.stderr)

@@ -104,12 +104,19 @@ _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 def _start(state_dir):
     """After every option was checked: the environment (Prefect's home in the state folder), the
     log file ``<state>/logs/oral.log`` (tracebacks go there, not to the terminal) and the
-    watchdog that stops Prefect's temporary server if this process is killed. Returns the
-    settings."""
+    watchdog that stops Prefect's temporary server if this process is killed; first, free space
+    (:class:`tasks.diskspace.DiskFull` when a folder the night writes to is below
+    ``ORAL_MIN_FREE_MB``). Returns the settings."""
     from flows import cli_logging
     from flows.server_watchdog import guard_ephemeral_server
-    from flows.settings import configure_environment
+    from flows.settings import Settings, configure_environment
+    from tasks import diskspace
 
+    # a (nearly) full disk is one line now, not a 130 s wait for Prefect's temporary server
+    wanted = Settings.from_env(state_dir)
+    diskspace.check_free_space(diskspace.folders(wanted.state_dir, wanted.warehouse_path,
+                                                 wanted.tracking_uri),
+                               "starting Prefect's temporary server", wanted.min_free_mb)
     settings = configure_environment(state_dir)
     cli_logging.open_log_file(settings.state_dir)
     guard_ephemeral_server()
@@ -120,15 +127,16 @@ def _run_flow(fn) -> int:
     """Run a flow-calling function (returning its exit status, None for 0), turning the
     pipeline's expected failures into one ``error:`` line: a broken contract exits 1 (the
     message names the report), an unusable snapshot 2, a warehouse or tracking store that fails
-    1. Anything else reaches :func:`flows.cli.main`, which prints one line too (traceback in the
-    log file)."""
+    or a full disk 1. Anything else reaches :func:`flows.cli.main`, which prints one line too
+    (traceback in the log file; a full disk named as such, :func:`cli_logging.disk_full_line`)."""
     from data_contracts.snapshots import SnapshotError
     from flows import cli_logging
     from tasks.steps import ContractFailed
     from tasks.registry import TrackingError
+    from tasks.diskspace import DiskFull
     from tasks.warehouse import WarehouseError
 
-    quiet = _NoTraceback((ContractFailed, SnapshotError))
+    quiet = _NoTraceback((ContractFailed, SnapshotError, DiskFull))
     for name in _RUN_LOGGERS:
         logging.getLogger(name).addFilter(quiet)
     try:
@@ -139,13 +147,14 @@ def _run_flow(fn) -> int:
     except SnapshotError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except (WarehouseError, TrackingError) as err:
+    except (WarehouseError, TrackingError, DiskFull) as err:
         path = cli_logging.log_path()
         if path is not None:
             logging.getLogger(cli_logging.TRACE_LOGGER).error(
                 "%s", type(err).__name__, exc_info=(type(err), err, err.__traceback__))
-        where = f" (traceback in {path})" if path is not None else ""
-        print(f"error: {cli_logging.one_line(err)}{where}", file=sys.stderr)
+        full = cli_logging.disk_full_line(err)  # a full disk: which folder, how much is free
+        where = f" (traceback in {path})" if path is not None and not full else ""
+        print(f"error: {full or cli_logging.one_line(err)}{where}", file=sys.stderr)
         return 1
     finally:
         for name in _RUN_LOGGERS:

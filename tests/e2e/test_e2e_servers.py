@@ -314,3 +314,84 @@ def test_nightly_with_remote_training_on_the_gpu_pool(stack):
     results = list((stack["state"] / "runs" / GRAPH).glob("*/train_result.json"))
     assert len(results) == 1 and json.loads(results[0].read_text())["content_hash"]
     assert model_version(stack, 2)["status"] == "READY"
+
+
+def test_killed_night_with_servers(stack):
+    """Issue 49 with the README's external servers: a Prefect server that still holds the old
+    ``oral-duckdb-writer`` limit with its one slot taken for ever (what a night killed under it
+    left), an MLflow server. ``oral run`` is killed (SIGKILL) inside its DuckDB publish, the
+    MLflow version already registered; the rerun of the same snapshot finishes without waiting
+    (the dead night's writer lock is reported and taken), the next snapshot's night too; DuckDB
+    and the MLflow server agree: one version per night, each DuckDB run naming its version."""
+    import threading
+
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+
+    graph = "e2e-killed"
+    static = make_static_graph(num_nodes=300, num_classes=4, num_features=16, separation=4.0,
+                               seed=2, name=graph)
+    simulate(static, len(DAYS), stack["root"], graph, start_date=DAYS[0], seed=2,
+             known_classes=[0, 1, 2], novel_start={3: 1})
+    stuck = stack["client"].post("/v2/concurrency_limits/", json={
+        "name": "oral-duckdb-writer", "limit": 1, "active_slots": 1, "slot_decay_per_second": 0})
+    assert stuck.status_code in (200, 201), stuck.text
+    env = stack["env"] | {"ORAL_STATE_DIR": str(stack["state"]),
+                          "ORAL_TRACKING_URI": stack["tracking"]}
+    args = ["run", "--graph", graph, "--snapshots", str(stack["root"]), "--epochs", "10",
+            "--set", "hidden_dim=16", "--set", "pol_start_epoch=5", "--set",
+            "cluster_warmup_epochs=3", "--device", "cpu"]
+    helper = ROOT / "tests" / "pipeline" / "reliability" / "reliability_helpers.py"
+    killed = subprocess.Popen([sys.executable, str(helper), "cli", "publish-mid", *args,
+                               "--date", DAYS[0]], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    timer = threading.Timer(RUN_TIMEOUT, killed.kill)  # a night that never pauses fails below
+    timer.start()
+    seen = []
+    try:
+        for line in killed.stdout:
+            seen.append(line)
+            if line.startswith("PAUSED publish-mid"):
+                killed.send_signal(signal.SIGKILL)
+                break
+        assert killed.wait(timeout=30) == -signal.SIGKILL, "".join(seen[-40:])
+    finally:
+        timer.cancel()
+        if killed.poll() is None:
+            killed.kill()
+            killed.wait()
+        killed.stdout.close()
+    assert duckdb_rows(stack["state"], "SELECT count(*) FROM runs WHERE graph = ?", graph) == [(0,)]
+
+    for day in DAYS:  # the same snapshot again, then the next one: neither waits
+        started = time.monotonic()
+        out = subprocess.run([sys.executable, "-m", "flows.cli", "-v", *args, "--date", day],
+                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        took = time.monotonic() - started
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert "waiting for the DuckDB writer lock" not in out.stderr
+        if day == DAYS[0]:
+            assert f"left by pid {killed.pid} on host" in out.stderr, out.stderr[-3000:]
+        print(f"{graph} {day}: {took:.1f} s after the kill")
+        assert took < RUN_TIMEOUT
+    runs = duckdb_rows(stack["state"], "SELECT snapshot_date, run_id, model_version FROM runs "
+                       "WHERE graph = ? ORDER BY snapshot_date", graph)
+    assert [str(r[0]) for r in runs] == DAYS
+    r = httpx_get(stack, "/api/2.0/mlflow/model-versions/search",
+                  {"filter": f"name = 'oral-{graph}'"})
+    versions = {int(v["version"]): {t["key"]: t["value"] for t in v.get("tags", [])}
+                for v in r["model_versions"]}
+    assert sorted(versions) == sorted(int(v) for _, _, v in runs)  # one version per night
+    for _, run_id, version in runs:
+        assert versions[int(version)]["oral_run_id"] == run_id
+    limit = stack["client"].get("/v2/concurrency_limits/oral-duckdb-writer").json()
+    assert limit["active_slots"] == 1  # still stuck, and nothing waited on it
+    stack["client"].delete("/v2/concurrency_limits/oral-duckdb-writer")
+
+
+def httpx_get(stack, path: str, params: dict) -> dict:
+    import httpx
+
+    r = httpx.get(f"{stack['tracking']}{path}", params=params, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()

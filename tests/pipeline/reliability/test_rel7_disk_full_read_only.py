@@ -208,3 +208,200 @@ def test_read_only_bind_mounted_state_folder(tmp_path, read_only):
                           "(Read-only file system)\n"), out.stderr
     assert time.monotonic() - start < 60
     assert sorted(p.name for p in state.iterdir()) == ["prefect"]
+
+
+# ------------------------------------------------- 7. a full disk, told in one line (issue 49)
+def _fake_free_space(monkeypatch, full: Path, free_mb: float = 2.0, when=lambda: True):
+    """The free-space probe (:func:`tasks.diskspace.free_bytes`) says ``free_mb`` for every path
+    inside ``full`` (while ``when()``), 50 GB elsewhere: a full disk without filling one."""
+    from tasks import diskspace
+
+    full = Path(full).absolute()
+
+    def free_bytes(path):
+        path = Path(path).absolute()
+        inside = path == full or full in path.parents
+        return int((free_mb if inside and when() else 50_000) * 1024 * 1024)
+    monkeypatch.setattr(diskspace, "free_bytes", free_bytes)
+
+
+DISK_CASES = ["state folder", "Prefect home", "MLflow store", "warehouse"]
+
+
+@pytest.mark.parametrize("where", DISK_CASES)
+def test_full_disk_is_one_line_before_prefect_starts(tmp_path, capsys, monkeypatch, where):
+    """Issue 49. A folder the night writes to (the state folder, Prefect's home, the MLflow
+    store, the DuckDB file's folder) with 2 MB free: ``oral run`` says so in one line naming the
+    folder, its free space and what a night needs, within seconds, before Prefect's temporary
+    server starts, no traceback. Before: with 1-3 MB free the run waited 130 s for Prefect's
+    server and printed a timeout."""
+    import flows.settings
+    from flows.cli import main
+
+    def started(*args, **kwargs):
+        raise AssertionError("Prefect's environment was set up on a full disk")
+
+    monkeypatch.setattr(flows.settings, "configure_environment", started)
+    for key in ("PREFECT_HOME", "ORAL_WAREHOUSE", "ORAL_TRACKING_URI", "MLFLOW_TRACKING_URI",
+                "ORAL_MIN_FREE_MB"):
+        monkeypatch.delenv(key, raising=False)
+    state = tmp_path / "state"
+    elsewhere = {"state folder": state, "Prefect home": tmp_path / "prefect-home",
+                 "MLflow store": tmp_path / "mlflow", "warehouse": tmp_path / "warehouse"}
+    for folder in elsewhere.values():
+        folder.mkdir()
+    monkeypatch.setenv("PREFECT_HOME", str(elsewhere["Prefect home"]))
+    monkeypatch.setenv("ORAL_TRACKING_URI", f"sqlite:///{elsewhere['MLflow store']}/mlflow.db")
+    monkeypatch.setenv("ORAL_WAREHOUSE", str(elsewhere["warehouse"] / "oral.duckdb"))
+    _fake_free_space(monkeypatch, elsewhere[where])
+    root = tmp_path / "snapshots"
+    (root / "g").mkdir(parents=True)
+    capsys.readouterr()
+    start = time.monotonic()
+    code = main(["run", "--graph", "g", "--snapshots", str(root), "--state-dir", str(state)])
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 10
+    assert code == 1 and err == (
+        f"error: disk full: {where} {elsewhere[where]} has 2 MB free; a night needs at least "
+        f"200 MB there (ORAL_MIN_FREE_MB), checked before starting Prefect's temporary server. "
+        f"Free some space and run it again: nothing was published tonight\n"), err
+
+
+def test_min_free_mb_is_a_setting(monkeypatch, tmp_path):
+    """``ORAL_MIN_FREE_MB`` (default 200; 0: no check) through :class:`flows.settings.Settings`;
+    a value that is not a number is refused naming it."""
+    from flows.settings import Settings
+    from tasks import diskspace
+
+    monkeypatch.delenv("ORAL_MIN_FREE_MB", raising=False)
+    assert Settings.from_env(tmp_path).min_free_mb == 200
+    monkeypatch.setenv("ORAL_MIN_FREE_MB", "0")
+    _fake_free_space(monkeypatch, tmp_path, free_mb=0)
+    diskspace.check_free_space({"state folder": tmp_path})  # 0: no check
+    monkeypatch.setenv("ORAL_MIN_FREE_MB", "lots")
+    with pytest.raises(ValueError, match="ORAL_MIN_FREE_MB"):
+        Settings.from_env(tmp_path)
+
+
+def test_disk_filling_during_a_night_stops_it_in_one_line(env, capsys, monkeypatch):
+    """Issue 49. The disk fills while a night trains (the state folder drops to 2 MB free after
+    training): the night stops before anything is registered or published, with one ``error:``
+    line naming the folder and no traceback on the terminal; once space is back the rerun
+    publishes the night. Before: a Prefect server error 500 or an ENOSPC traceback."""
+    from flows.cli import main
+    from tasks import steps
+
+    graph = env.graph("disk-fills")
+    env.night(graph, D1)
+    filled = {"on": False}
+    real = steps.describe_classes
+
+    def describe_then_fill(*args, **kwargs):
+        filled["on"] = True
+        return real(*args, **kwargs)
+    monkeypatch.setattr(steps, "describe_classes", describe_then_fill)
+    _fake_free_space(monkeypatch, env.state, when=lambda: filled["on"])
+    args = ["run", "--graph", graph, "--snapshots", str(env.root), "--date", "2026-03-02",
+            "--state-dir", str(env.state), "--epochs", "10", "--set", "hidden_dim=16",
+            "--set", "pol_start_epoch=5", "--set", "cluster_warmup_epochs=3", "--device", "cpu"]
+    capsys.readouterr()
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "Traceback" not in err and "Logging error" not in err, err
+    assert err.splitlines()[-1] == (
+        f"error: disk full: state folder {env.state} has 2 MB free; a night needs at least "
+        f"200 MB there (ORAL_MIN_FREE_MB), checked before registering and publishing. Free some "
+        f"space and run it again: nothing was published tonight"), err
+    assert len(env.versions(graph)) == 1 and len(env.rows(graph)["runs"]) == 1
+    monkeypatch.undo()
+    assert main(args) == 0
+    assert len(env.versions(graph)) == 2 and len(env.rows(graph)["runs"]) == 2
+    check_consistent(env, graph)
+
+
+def _prefect_500():
+    import httpx
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    request = httpx.Request("POST", "http://127.0.0.1:4200/api/task_runs/")
+    response = httpx.Response(500, request=request, text="Internal Server Error")
+    return PrefectHTTPStatusError.from_httpx_error(httpx.HTTPStatusError(
+        "Server error '500 Internal Server Error'", request=request, response=response))
+
+
+@pytest.mark.parametrize("error,full", [
+    ("prefect-500", True), ("prefect-500", False), ("ephemeral-timeout", True),
+    ("enospc", True), ("sqlite-full", True), ("other", True)])
+def test_errors_caused_by_a_full_disk_are_one_line(tmp_path, capsys, monkeypatch, error, full):
+    """Issue 49. What a full disk looks like from the CLI (a Prefect server error 500 on night
+    2, the temporary server that never came up, an ENOSPC, SQLite's ``database or disk is
+    full``) is one line naming the folder with the least space, its free space and what a night
+    needs; a server error while every folder has space, or another error, stays what it was."""
+    import sqlite3
+
+    from flows import cli_logging
+
+    state = tmp_path / "state"
+    (state / "prefect").mkdir(parents=True)
+    for key in ("PREFECT_HOME", "ORAL_WAREHOUSE", "ORAL_TRACKING_URI", "MLFLOW_TRACKING_URI",
+                "ORAL_MIN_FREE_MB"):
+        monkeypatch.delenv(key, raising=False)
+    if full:
+        _fake_free_space(monkeypatch, state / "prefect", free_mb=3)
+    else:
+        _fake_free_space(monkeypatch, tmp_path / "nowhere")
+    err = {"prefect-500": _prefect_500,
+           "ephemeral-timeout": lambda: RuntimeError(
+               "Timed out while attempting to connect to ephemeral Prefect API server."),
+           "enospc": lambda: OSError(errno.ENOSPC, "No space left on device",
+                                     str(state / "prefect" / "storage" / "x")),
+           "sqlite-full": lambda: sqlite3.OperationalError("database or disk is full"),
+           "other": lambda: KeyError("something else")}[error]()
+    cli_logging.setup_console(False)
+    assert cli_logging.open_log_file(state)
+    try:
+        assert cli_logging.report_unexpected(err, "run") == 1
+    finally:
+        cli_logging.close_log_file()
+    out = capsys.readouterr().err
+    assert len(out.splitlines()) == 1, out
+    if error == "other" or not full:
+        assert "disk full" not in out and out.startswith(f"error: {type(err).__name__}: ")
+    else:
+        assert out.startswith("error: disk full: ")
+        assert f"{state / 'prefect'} has 3 MB free; a night needs at least 200 MB there" in out, out
+
+
+def test_log_file_on_a_full_disk_costs_records_not_tracebacks(tmp_path, capsys):
+    """Issue 49, a real ENOSPC: the log file is ``/dev/full``. Records written to it, and the
+    close at the end of the command, print no ``--- Logging error ---`` and no traceback; one
+    ``warning:`` line says the log file could not be written (none when the command already
+    said the disk is full). Before: a traceback from the handler as it closed."""
+    import logging
+
+    from flows import cli_logging
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True)
+    (state / "logs" / "oral.log").symlink_to("/dev/full")
+    for told in (False, True):
+        cli_logging.setup_console(False)
+        assert cli_logging.open_log_file(state) == state / "logs" / "oral.log"
+        try:
+            logging.getLogger(cli_logging.TRACE_LOGGER).warning("a record the disk cannot take")
+            try:
+                raise RuntimeError("the run failed")
+            except RuntimeError as err:
+                logging.getLogger(cli_logging.TRACE_LOGGER).error("failed", exc_info=err)
+            if told:
+                cli_logging._state["disk_full_told"] = True
+        finally:
+            cli_logging.close_log_file()
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "Logging error" not in err, err
+        assert err == ("" if told else f"warning: the log file {state / 'logs' / 'oral.log'} "
+                       "could not be written (No space left on device); its last records are "
+                       "lost\n"), err
