@@ -172,11 +172,11 @@ def cmd_run(args) -> int:
         out = nightly_discovery(args.graph, str(args.snapshots), args.date, overrides,
                                 str(args.state_dir) if args.state_dir else None, args.device,
                                 remote_training=args.remote_training, cold=args.cold)
-        print(_summary_line(out))
+        print(summary_line(out))
     return _run_flow(go)
 
 
-def _summary_line(out: dict) -> str:
+def summary_line(out: dict) -> str:
     emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
     score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
              f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
@@ -184,7 +184,9 @@ def _summary_line(out: dict) -> str:
              if out.get("start") else "")
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
             f"emerged {emerged or 'none'}, model version {out['model_version']}"
-            f"{' (champion)' if out.get('champion') else ''}{score}{start}")
+            f"{' (champion)' if out.get('champion') else ''}{score}{start}"
+            + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
+               if out.get("degraded") else ""))
 
 
 def cmd_backfill(args) -> int:
@@ -213,7 +215,7 @@ def cmd_backfill(args) -> int:
             for out in backfill(graph, str(args.snapshots), args.start, args.end, overrides,
                                 state_dir, args.device, remote_training=args.remote_training,
                                 cold=args.cold):
-                print(_summary_line(out))
+                print(summary_line(out))
     return _run_flow(go)
 
 
@@ -234,7 +236,7 @@ def _backfill_fanout(args, graphs: list[str], overrides: dict, state_dir: str | 
     failed = [r for r in results if r.get("error") is not None]
     for r in results:
         for out in r["nights"]:
-            print(_summary_line(out) + f" [pid {r['pid']} on {r['host']}]")
+            print(summary_line(out) + f" [pid {r['pid']} on {r['host']}]")
     for r in failed[:-1]:
         print(f"error: backfill of {r['graph']}: {r['error']}", file=sys.stderr)
     if failed:

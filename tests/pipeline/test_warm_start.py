@@ -480,4 +480,17 @@ def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
                                               str(tmp_path), *extra])
             assert args.func(args) == 0
             assert seen.pop()["cold"] is cold
-    assert "; cold start (cold start requested), 12 epochs" in cli_pipeline._summary_line(summary)
+    assert "; cold start (cold start requested), 12 epochs" in cli_pipeline.summary_line(summary)
+
+
+def test_the_summary_line_says_why_a_night_is_degraded():
+    """Issue 47: a degraded night says so, and why, in its one summary line."""
+    from flows.cli_pipeline import summary_line
+
+    summary = {"graph": GRAPH, "snapshot_date": "2026-05-01", "classes": 3, "novel": 0,
+               "statuses": {}, "model_version": 2, "champion": False,
+               "degraded": "trained with 5 epochs where champion v1 was trained with 200"}
+    assert summary_line(summary).endswith(
+        "; DEGRADED, not published as the latest answer: trained with 5 epochs where champion "
+        "v1 was trained with 200")
+    assert "DEGRADED" not in summary_line(summary | {"degraded": None})
