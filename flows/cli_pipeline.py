@@ -270,13 +270,62 @@ def cmd_sql(args) -> int:
         return 1
     if args.format == "csv":
         import pyarrow.csv as pacsv
-        pacsv.write_csv(table, sys.stdout.buffer)
+        pacsv.write_csv(csv_ready(table), sys.stdout.buffer)
     elif args.format == "json":
         import json
         print(json.dumps(table.to_pylist(), default=str, indent=1))
     else:
         _print_table(table, args.limit)
     return 0
+
+
+def _jsonable(value):
+    """A value of a nested Arrow cell as plain JSON data: maps (read as dicts) keep their keys
+    as text, dates and times as ISO text, decimals as numbers, NaN and infinities as null."""
+    import datetime as dt
+    import decimal
+    import math
+
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(_jsonable(k)): _jsonable(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (dt.date, dt.time)):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def csv_ready(table):
+    """``table`` with every column Arrow's CSV writer refuses turned into text: lists, structs,
+    maps and unions as one JSON document per cell (a map as a JSON object), intervals and any
+    other unsupported type as their text; a null stays an empty cell."""
+    import json
+
+    import pyarrow as pa
+
+    def text(column, convert):
+        return pa.array([None if v is None else convert(v)
+                         for v in column.to_pylist(maps_as_pydicts="lossy")], pa.string())
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            convert = lambda v: json.dumps(_jsonable(v), ensure_ascii=False)  # noqa: E731
+        elif pa.types.is_interval(field.type) or pa.types.is_duration(field.type):
+            convert = str
+        else:
+            continue
+        table = table.set_column(i, pa.field(field.name, pa.string()),
+                                 text(table.column(i), convert))
+    return table
 
 
 def cmd_demo(args) -> int:

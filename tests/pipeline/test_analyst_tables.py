@@ -534,3 +534,36 @@ def test_readme_analyst_sql_runs_on_a_labelled_warehouse(wh: Warehouse) -> None:
     for sql in blocks:
         for statement in [s.strip() for s in sql.split(";") if s.strip()]:
             wh.query(statement)
+
+
+def test_oral_sql_csv_writes_every_table_and_view(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 48.1: ``oral sql --format csv`` failed (``ArrowInvalid: Unsupported Type: map``) on
+    ``runs``, ``classes`` and the ``latest_*`` views; lists, structs and maps are JSON text now."""
+    import csv
+    import io
+    import json
+
+    from flows.cli import main
+
+    state = tmp_path / "state"
+    wh = Warehouse(state / "oral.duckdb", threads=1)
+    _, run2 = two_nights(wh)
+    wh.label_class("g:novel:3", "Late bloomers", by="ana")
+    monkeypatch.delenv("ORAL_WAREHOUSE", raising=False)
+    names = [r["table_name"] for r in wh.query(
+        "SELECT table_name FROM information_schema.tables ORDER BY 1").to_pylist()]
+    assert {"runs", "classes", "latest_runs", "latest_classes", "emerged_classes",
+            "class_timeline"} <= set(names)
+    rows = {}
+    for name in names:
+        code = main(["sql", f"SELECT * FROM {name}", "--format", "csv", "--state-dir", str(state)])
+        out, err = capsys.readouterr()
+        assert code == 0 and err == "", (name, err)
+        rows[name] = list(csv.DictReader(io.StringIO(out)))
+        assert len(rows[name]) == wh.query(f"SELECT count(*) AS n FROM {name}")["n"][0].as_py()
+    run = next(r for r in rows["runs"] if r["run_id"] == run2)
+    assert json.loads(run["scores"]) == {"all": 0.8, "known": 0.9, "novel": 0.7}
+    cls = rows["latest_classes"][0]
+    assert json.loads(cls["top_features"]) == [{"name": "f3", "lift": 2.5, "class_mean": 0.4}]
+    assert isinstance(json.loads(cls["exemplars"]), list)
+    assert json.loads(rows["emerged_classes"][0]["parents"]) == []
