@@ -1,4 +1,4 @@
-"""The import rule of the layers (README, "Architecture"), checked on the source tree.
+"""The import rule of the layers (docs/architecture.md), checked on the source tree.
 
 Every ``import`` / ``from ... import`` statement is read with :mod:`ast`, including the lazy ones
 inside functions, so a forbidden import cannot hide behind a function body.

@@ -1,4 +1,4 @@
-"""The nightly pipeline against real servers, as an operator runs it (README, "For operators").
+"""The nightly pipeline against real servers, as an operator runs it (docs/operators.md, "On servers").
 
 One module-scoped stack, all on loopback with free ports and its own folders under pytest's tmp:
 ``prefect server start`` (own ``PREFECT_HOME``), ``mlflow server`` (SQLite backend, proxied
@@ -205,7 +205,7 @@ def stack(tmp_path_factory, request):
 
 
 def trigger(stack, deployment: str, params: dict) -> dict:
-    """``prefect deployment run DEPLOYMENT -p key=<json> ... --watch`` (as in the README);
+    """``prefect deployment run DEPLOYMENT -p key=<json> ... --watch`` (as in docs/operators.md);
     returns the flow run, read from the API, and fails with its logs unless it COMPLETED."""
     name = f"e2e-{time.monotonic_ns()}"
     cmd = [str(BIN / "prefect"), "deployment", "run", deployment, "--flow-run-name", name,
@@ -317,7 +317,7 @@ def test_nightly_with_remote_training_on_the_gpu_pool(stack):
 
 
 def test_killed_night_with_servers(stack):
-    """Issue 49 with the README's external servers: a Prefect server that still holds the old
+    """Issue 49 with the external servers of docs/operators.md: a Prefect server that still holds the old
     ``oral-duckdb-writer`` limit with its one slot taken for ever (what a night killed under it
     left), an MLflow server. ``oral run`` is killed (SIGKILL) inside its DuckDB publish, the
     MLflow version already registered; the rerun of the same snapshot finishes without waiting

@@ -521,15 +521,17 @@ def test_oral_label_and_classes_without_a_warehouse(tmp_path, capsys, monkeypatc
 
 
 def test_readme_analyst_sql_runs_on_a_labelled_warehouse(wh: Warehouse) -> None:
-    """Every ```sql block of the README runs here too (test_pipeline runs them after real
-    training; this is the fast check of the typed columns and labels they use)."""
+    """Every ```sql block of the analysts' page (docs/analysts.md, and of the README if it has
+    any) runs here too (test_pipeline runs them after real training; this is the fast check of
+    the typed columns and labels they use)."""
     import re
     from pathlib import Path
 
     two_nights(wh)
     wh.label_class("g:novel:3", "Late bloomers", by="ana")
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```sql\n(.*?)```", readme, re.S)
+    root = Path(__file__).resolve().parents[2]
+    blocks = [block for doc in ("README.md", "docs/analysts.md")
+              for block in re.findall(r"```sql\n(.*?)```", (root / doc).read_text(), re.S)]
     assert blocks
     for sql in blocks:
         for statement in [s.strip() for s in sql.split(";") if s.strip()]:

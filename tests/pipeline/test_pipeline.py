@@ -1,6 +1,6 @@
 """The nightly pipeline end to end, in-process (Prefect test harness, MLflow SQLite, DuckDB file):
 a backfill over three simulated nights, an idempotent rerun, a snapshot that breaks its contract,
-the CLI, and the analyst SQL of the README."""
+the CLI, and the analyst SQL of the docs (docs/analysts.md)."""
 from __future__ import annotations
 
 import os
@@ -180,11 +180,13 @@ def test_cli_classes_and_sql(env, backfilled, capsys):
 
 
 def test_readme_sql_runs(env, backfilled):
-    """Every ```sql block of the README runs against a published warehouse."""
+    """Every ```sql block of the analysts' page (docs/analysts.md, and of the README if it has
+    any) runs against a published warehouse."""
     from tasks.warehouse import Warehouse
 
-    blocks = re.findall(r"```sql\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    assert blocks, "the README shows analysts some SQL"
+    blocks = [block for doc in ("README.md", "docs/analysts.md")
+              for block in re.findall(r"```sql\n(.*?)```", (ROOT / doc).read_text(), re.S)]
+    assert blocks, "docs/analysts.md shows analysts some SQL"
     wh = Warehouse(env["state"] / "oral.duckdb")
     for sql in blocks:
         for statement in [s.strip() for s in sql.split(";") if s.strip()]:

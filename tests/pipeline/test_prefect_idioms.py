@@ -193,16 +193,16 @@ def test_class_events(monkeypatch):
     assert events.class_events("g", "2026-01-02", "r" * 16, rows[:1], classes)  # never raises
 
 
-def test_readme_documents_the_automation():
-    """The README's automation example (and deployments/automations.yaml) is what
+def test_operators_docs_document_the_automation():
+    """The automation example of docs/operators.md (and deployments/automations.yaml) is what
     ``prefect automation create --from-file`` accepts, triggered by the events the flow emits."""
     import re
 
     import yaml
     from prefect.events.schemas.automations import AutomationCore
 
-    readme = (ROOT / "README.md").read_text()
-    [block] = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    operators = (ROOT / "docs" / "operators.md").read_text()
+    [block] = re.findall(r"```yaml\n(.*?)```", operators, re.S)
     assert "prefect automation create --from-file" in block
     for text in (block, (ROOT / "deployments" / "automations.yaml").read_text()):
         automations = [AutomationCore.model_validate(a) for a in yaml.safe_load(text)]

@@ -15,7 +15,7 @@ Two kinds of cases, one parametrised test over both:
   its real stderr, one case after the other (one Prefect server for all), each output
   delimited by markers.
 
-Each case checks the exit status the README's table gives, the one ``error:`` line (or, for
+Each case checks the exit status the table of docs/operators.md gives ("Errors and exit codes"), the one ``error:`` line (or, for
 ``oral validate``, the finding on stdout) naming the problem, and that neither stdout nor stderr
 holds a traceback. Tracebacks go to ``<state>/logs/oral.log``: the unexpected crash's line
 names that file, which holds it.
