@@ -370,7 +370,20 @@ def scored_row(g: Graph, found, pred: torch.Tensor, split: OpenWorldSplit, test:
         "layers_all": [100 * a["all"] for a in layers],
         "layers_known": [100 * a["known"] for a in layers],
         "layers_novel": [100 * a["novel"] for a in layers],
+        "partition": partition_text(pred, test),
     }
+
+
+def partition_text(pred: torch.Tensor, scored: torch.Tensor) -> str:
+    """A seed's partition of the scored nodes, compact: one comma-separated id per node of the
+    graph, ``-1`` where the node is not scored. Two seeds' partitions are compared on the nodes
+    both scored (:func:`oral_core.metrics.adjusted_rand_index`, label-free seed stability)."""
+    return ",".join(map(str, torch.where(scored, pred, torch.full_like(pred, -1)).tolist()))
+
+
+def partition_from_text(text: str) -> torch.Tensor:
+    """The ids :func:`partition_text` wrote, ``-1`` for nodes not scored."""
+    return torch.tensor([int(v) for v in text.split(",")], dtype=torch.long)
 
 
 def to_dataset_ids(class_id: torch.Tensor, known_classes: torch.Tensor, num_classes: int) -> torch.Tensor:

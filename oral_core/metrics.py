@@ -151,6 +151,28 @@ def from_contingency(table: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torc
     return (torch.repeat_interleave(t[:, 0], t[:, 2]), torch.repeat_interleave(t[:, 1], t[:, 2]))
 
 
+def adjusted_rand_index(a: torch.Tensor | Sequence[int], b: torch.Tensor | Sequence[int]) -> float:
+    """Adjusted Rand index (Hubert and Arabie 1985) between two partitions of the same items:
+    1 for the same grouping whatever the ids, about 0 for unrelated ones. It reads no label, so
+    it may compare two seeds or two nights (report-only, not in the paper). NaN for fewer than
+    two items; 1 when both put every item in one group."""
+    a, b = _pair(a, b)
+    n = a.numel()
+    if n < 2:
+        return math.nan
+    pairs = torch.tensor([row[2] for row in contingency(a, b)], dtype=torch.float64)
+
+    def comb2(x: torch.Tensor) -> float:
+        return float((x * (x - 1) / 2).sum())
+
+    index = comb2(pairs)
+    rows = comb2(torch.unique(a, return_counts=True)[1].double())
+    cols = comb2(torch.unique(b, return_counts=True)[1].double())
+    expected = rows * cols / (n * (n - 1) / 2)
+    top = (rows + cols) / 2
+    return 1.0 if top == expected else (index - expected) / (top - expected)
+
+
 def class_number_error(estimated: int | float, true: int | float) -> float:
     """Absolute error of an estimated number of classes."""
     return float(abs(estimated - true))

@@ -166,3 +166,19 @@ def test_class_balanced_accuracy_weighs_every_class_the_same() -> None:
     assert cluster_accuracy(y_true, split) == pytest.approx(0.8)  # 6 + 2 right
     assert class_balanced_accuracy(y_true, split) == pytest.approx((6 / 8 + 1.0) / 2)
     assert math.isnan(class_balanced_accuracy(t([]), t([])))
+
+
+def test_adjusted_rand_index_reads_groupings_not_ids():
+    from sklearn.metrics import adjusted_rand_score
+
+    from oral_core.metrics import adjusted_rand_index
+
+    a = [0, 0, 1, 1, 2, 2, 2]
+    assert adjusted_rand_index(a, [5, 5, 3, 3, 9, 9, 9]) == 1.0  # renamed ids: the same grouping
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randint(0, 4, (200,), generator=g), torch.randint(0, 5, (200,), generator=g)
+    assert abs(adjusted_rand_index(x, y) - adjusted_rand_score(x.numpy(), y.numpy())) < 1e-12
+    assert abs(adjusted_rand_index(x, y)) < 0.05  # unrelated partitions
+    merged = [0, 0, 0, 0, 2, 2, 2]
+    assert abs(adjusted_rand_index(a, merged) - adjusted_rand_score(a, merged)) < 1e-12
+    assert adjusted_rand_index([1, 1], [2, 2]) == 1.0 and math.isnan(adjusted_rand_index([1], [1]))
