@@ -218,9 +218,9 @@ def _load(args) -> _Source:
     from oral_core.columns import writable
     from oral_core.datasets import auto_feature_mode, preprocess_features
     from oral_core.graph import canonical_edges
-    from tasks.steps import pick_snapshot, split_labelled
+    from tasks.steps import split_labelled
 
-    path = pick_snapshot(args.snapshots, args.graph, args.date)
+    path = snap.select_snapshots(args.snapshots, args.graph, date=args.date)[0]  # default: latest
     files = snap.read_snapshot_files(path)
     contracts.require_valid(files)
     s = snap.snapshot_from_files(files)

@@ -352,7 +352,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "publish classes and lineage to DuckDB. A snapshot that breaks its contract "
                     "stops the run before training; nothing is published (exit 1).")
     _common(run)
-    run.add_argument("--date", default=None, help="snapshot date YYYY-MM-DD (default: next unprocessed, else latest)")
+    run.add_argument("--date", default=None, help="snapshot date YYYY-MM-DD (default: the next unprocessed "
+                     "night: the oldest snapshot on a fresh state, else the oldest newer than the "
+                     "last published one; the latest when all are processed)")
     run.set_defaults(func=cmd_run)
 
     bf = sub.add_parser("backfill", help="every snapshot of a graph in date order, each as one nightly run",

@@ -182,8 +182,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     Args:
         graph: the graph's folder name under ``snapshot_root``.
         snapshot_root: the folder of Hive-style snapshots (``<graph>/snapshot=<date>/``).
-        date: a snapshot date (``YYYY-MM-DD``); default: the oldest snapshot newer than the last
-            one published for this graph, else the latest.
+        date: a snapshot date (``YYYY-MM-DD``); default: the next unprocessed night (the
+            oldest snapshot when nothing was published for this graph, else the oldest newer
+            than the last one published; the latest when every one has been).
         config: ORALConfig overrides, typed (:data:`flows.params.ORALOverrides`; a dict such
             as ``{"epochs": 60}`` is validated into one).
         state_dir: where the DuckDB file, MLflow store, reports and run folders live.

@@ -57,18 +57,16 @@ class ContractFailed(RuntimeError):
 
 def pick_snapshot(root: str | Path, graph: str, date: str | dt.date | None = None,
                   last_processed: dt.date | None = None) -> Path:
-    """The snapshot of ``date``; without a date the oldest snapshot newer than ``last_processed``
-    (the next unprocessed night), else the latest one."""
+    """The snapshot of ``date``; without a date the next unprocessed night: the oldest snapshot
+    when the graph has no published run (``last_processed`` None), else the oldest snapshot newer
+    than ``last_processed``, and the latest one when every snapshot has been processed."""
     if date is not None:
         return snap.select_snapshots(root, graph, date=date)[0]
     snaps = snap.list_snapshots(root, graph)
     if not snaps:
         raise snap.SnapshotError(f"no snapshots for graph {graph!r} under {Path(root) / graph}")
-    if last_processed is not None:
-        newer = [p for day, p in snaps if day > last_processed]
-        if newer:
-            return newer[0]
-    return snaps[-1][1]
+    newer = [p for day, p in snaps if last_processed is None or day > last_processed]
+    return newer[0] if newer else snaps[-1][1]
 
 
 def read_snapshot(path: str | Path) -> snap.SnapshotFiles:
