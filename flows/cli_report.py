@@ -29,7 +29,8 @@ def cmd_report(args) -> int:
         path = report(settings.warehouse_path, args.graph, out,
                       contract_dir=settings.reports_dir / args.graph,
                       tracking_uri=settings.tracking_uri or default_tracking_uri(settings.state_dir),
-                      mlflow_ui=args.mlflow_ui, prefect_api_url=os.environ.get("PREFECT_API_URL"))
+                      mlflow_ui=args.mlflow_ui, prefect_api_url=os.environ.get("PREFECT_API_URL"),
+                      state_dir=settings.state_dir)
     except (NoWarehouse, UnknownGraph) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

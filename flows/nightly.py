@@ -473,7 +473,8 @@ def _artifact_report(graph: str, settings: Settings, tracking_uri: str | None) -
     try:
         path = report(settings.warehouse_path, graph, settings.reports_dir / graph / "report.html",
                       contract_dir=settings.reports_dir / graph, tracking_uri=tracking_uri,
-                      prefect_api_url=os.environ.get("PREFECT_API_URL"))
+                      prefect_api_url=os.environ.get("PREFECT_API_URL"),
+                      state_dir=settings.state_dir)
     except NoWarehouse:  # a first night rejected by its contract: nothing to show yet
         return
     except Exception as err:  # noqa: BLE001 - the night is published; the page can be redone

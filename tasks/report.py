@@ -20,7 +20,9 @@ here, and a Content-Security-Policy forbids scripts and remote loads even if a v
 through. Every string from the data (labels, class names, feature names, node ids, messages) is
 HTML-escaped (:func:`html.escape`). Links point to the MLflow UI (the tracking server itself when
 the tracking URI is ``http(s)``, else ``mlflow_ui``, default ``http://127.0.0.1:5000``, the
-address of ``mlflow ui``) and to local files (contract reports); they are links, not loads.
+address of ``mlflow ui``) and to local files (contract reports: relative to the page when both
+are in the state folder, so the folder can be sent on as a whole; else ``file://``); they are
+links, not loads.
 
 A night is a snapshot date; when several configurations ran on one date, the latest published
 run counts (the rule of the ``class_timeline`` view).
@@ -36,6 +38,7 @@ import html
 import json
 import logging
 import math
+import os
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +101,11 @@ class ReportData:
     tracking_uri: str | None
     contract_dir: Path | None
     graphs: list[str] = field(default_factory=list)
+    #: where the page is written and the state folder it belongs to (set by :func:`render`):
+    #: a local file under the state folder is linked relative to the page when the page is there
+    #: too, so the folder can be moved, copied or sent on as a whole; else by its file:// URI
+    page_dir: Path | None = None
+    state_dir: Path | None = None
 
 
 def _rows(con, sql: str, params: list) -> list[dict]:
@@ -267,6 +275,17 @@ def prefect_ui_base(prefect_api_url: str | None) -> str:
 
 def _q(value) -> str:
     return urllib.parse.quote(str(value), safe="")
+
+
+def file_href(target: Path, page_dir: Path | None, state_dir: Path | None) -> str:
+    """The link to a local file from a page in ``page_dir``: a relative URL when both lie under
+    ``state_dir`` (the state folder), else the file's absolute ``file://`` URI."""
+    target = Path(target).resolve()
+    if page_dir is not None and state_dir is not None:
+        root, here = Path(state_dir).resolve(), Path(page_dir).resolve()
+        if target.is_relative_to(root) and here.is_relative_to(root):
+            return urllib.parse.quote(Path(os.path.relpath(target, here)).as_posix())
+    return target.as_uri()
 
 
 def _link(href: str, text: str, title: str | None = None) -> str:
@@ -458,10 +477,10 @@ def _contract_html(night: Night, data: ReportData) -> str:
         badge = "<span class='badge ok'>passed</span>" if passed else "<span class='badge bad'>failed</span>"
         return (f"<p>Contract: {badge}<span class='muted'>(the snapshots table's verdict; "
                 f"{e(why)})</span></p>")
-    return "<p>Contract: " + _contract_summary(doc, night.contract_json) + "</p>"
+    return "<p>Contract: " + _contract_summary(doc, night.contract_json, data) + "</p>"
 
 
-def _contract_summary(doc: dict, json_path: Path | None) -> str:
+def _contract_summary(doc: dict, json_path: Path | None, data: ReportData) -> str:
     passed = bool(doc.get("passed"))
     errors, warnings = int(doc.get("errors") or 0), int(doc.get("warnings") or 0)
     parts = ["<span class='badge ok'>passed</span>" if passed else "<span class='badge bad'>failed</span>",
@@ -482,7 +501,8 @@ def _contract_summary(doc: dict, json_path: Path | None) -> str:
     if json_path is not None:
         html_path = json_path.with_suffix(".html")
         target = html_path if html_path.exists() else json_path
-        parts.append(_link(target.resolve().as_uri(), "contract report", str(target)))
+        parts.append(_link(file_href(target, data.page_dir, data.state_dir), "contract report",
+                           str(target)))
     if items:
         parts.append(f"<ul class='events small'>{items}</ul>")
     return " ".join(parts)
@@ -605,7 +625,7 @@ def _unpublished_html(data: ReportData) -> str:
         what = "rejected by its contract" if not doc.get("passed") else "validated, not published"
         items.append(f"<li><b>{e(doc.get('snapshot_date') or 'unknown date')}</b> "
                      f"<code>{e(doc.get('path'))}</code>: {e(what)}. "
-                     f"{_contract_summary(doc, path)}</li>")
+                     f"{_contract_summary(doc, path, data)}</li>")
     return ("<h2 id='unpublished'>Snapshots without a published run</h2>"
             "<p class='muted'>Their contract reports are in the state folder; nothing of them is "
             "in the warehouse.</p>"
@@ -613,8 +633,15 @@ def _unpublished_html(data: ReportData) -> str:
 
 
 def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: str | None = None,
-           generated_at: dt.datetime | None = None) -> str:
-    """The page as a string."""
+           generated_at: dt.datetime | None = None, out_path=None, state_dir=None) -> str:
+    """The page as a string; ``out_path``: where it will be written, ``state_dir``: the state
+    folder (both given and the page under it: contract reports there are linked relative to the
+    page, :func:`file_href`)."""
+    import dataclasses
+
+    data = dataclasses.replace(
+        data, page_dir=Path(out_path).parent if out_path is not None else data.page_dir,
+        state_dir=Path(state_dir) if state_dir is not None else data.state_dir)
     generated_at = generated_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     mlflow_base = mlflow_ui_base(data.tracking_uri, mlflow_ui)
     prefect_base = prefect_ui_base(prefect_api_url)
@@ -679,19 +706,23 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
 
 def report(warehouse_path, graph: str, out_path, *, contract_dir=None,
            tracking_uri: str | None = None, mlflow_ui: str | None = None,
-           prefect_api_url: str | None = None, generated_at: dt.datetime | None = None) -> Path:
+           prefect_api_url: str | None = None, generated_at: dt.datetime | None = None,
+           state_dir=None) -> Path:
     """Write the HTML report of ``graph`` to ``out_path`` (atomically) and return its path.
 
     ``contract_dir``: the graph's contract reports (``<state>/reports/<graph>``; None: the page
     shows only the ``snapshots`` table's verdict). ``tracking_uri``: the MLflow store the runs
     were logged to (shown, and the UI base when it is a server); ``mlflow_ui``: the MLflow UI's
-    address when it is elsewhere. Raises :class:`NoWarehouse` (no file or schema yet),
-    :class:`UnknownGraph` (no run and no contract report of the graph), :class:`ReportError`."""
+    address when it is elsewhere. ``state_dir``: the state folder; when the page is written
+    under it, the contract reports there are linked relative to the page (the folder keeps
+    working once moved or sent on); elsewhere, or without it, by their ``file://`` URIs.
+    Raises :class:`NoWarehouse` (no file or schema yet), :class:`UnknownGraph` (no run and no
+    contract report of the graph), :class:`ReportError`."""
     from data_contracts.snapshots import write_file_atomically
 
     data = load(warehouse_path, graph, Path(contract_dir) if contract_dir else None, tracking_uri)
     page = render(data, mlflow_ui=mlflow_ui, prefect_api_url=prefect_api_url,
-                  generated_at=generated_at)
+                  generated_at=generated_at, out_path=out_path, state_dir=state_dir)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_file_atomically(out, lambda tmp: tmp.write_text(page, encoding="utf-8"))

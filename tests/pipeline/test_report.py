@@ -272,3 +272,45 @@ def test_renders_in_headless_chromium(state, tmp_path) -> None:
                          capture_output=True, text=True, timeout=120).stdout
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>alert" not in dom
     assert "<svg" in dom and "polyline" in dom
+
+
+def test_contract_links_are_relative_inside_the_state_folder(state, tmp_path, capsys) -> None:
+    """Issue 48.5: the page linked contract reports by absolute ``file://`` paths, broken once
+    the page (or the state folder) was sent on. A page written in the state folder links them
+    relative to itself, so a copy of the folder elsewhere still opens them; a page written
+    outside the state folder keeps the absolute ``file://`` URI (a relative one would break)."""
+    import urllib.parse
+    import urllib.request
+
+    def contract_links(page: Path) -> list[str]:
+        text = page.read_text(encoding="utf-8")
+        return re.findall(r'<a href="([^"]+)"[^>]*>contract report</a>', text)
+
+    assert main(["report", "--graph", "g", "--state-dir", str(state)]) == 0
+    page = Path(capsys.readouterr().out.strip())
+    links = contract_links(page)
+    assert len(links) == len(D) + 1  # every night and the rejected snapshot
+    assert all(not h.startswith(("file:", "/")) and "://" not in h for h in links), links
+    assert links[0] == "snapshot-2026-04-04-hash-2026-04.html"  # beside the page
+    # sent on: the whole state folder copied elsewhere, the original gone
+    moved = tmp_path / "sent" / "state-copy"
+    shutil.copytree(state, moved)
+    shutil.rmtree(state)
+    copy = moved / page.relative_to(state.resolve())
+    for href in links:
+        url = urllib.parse.urljoin(copy.as_uri(), href)
+        target = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+        assert target.is_file() and target.is_relative_to(moved), url
+    # outside the state folder: absolute file:// URIs, which open from there
+    outside = report(moved / "oral.duckdb", "g", tmp_path / "elsewhere" / "g.html",
+                     contract_dir=moved / "reports" / "g", state_dir=moved)
+    hrefs = contract_links(outside)
+    assert hrefs and all(h.startswith("file:///") for h in hrefs)
+    assert Path(urllib.request.url2pathname(urllib.parse.urlparse(hrefs[0]).path)).is_file()
+    # the folder to link from is subtle when names need quoting: a graph folder with a space
+    # cannot exist (graph names are checked), but the state folder's own name may hold one
+    spaced = tmp_path / "my state"
+    shutil.copytree(moved, spaced)
+    inside = report(spaced / "oral.duckdb", "g", spaced / "reports" / "g" / "r.html",
+                    contract_dir=spaced / "reports" / "g", state_dir=spaced)
+    assert contract_links(inside) == links
