@@ -118,7 +118,17 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
                     first_ids[c] = lid
                 else:
                     false_events += 1
-        rows.append({"night": k, "known_by_name": by_name,
+        agreement = None
+        if k:  # label-free: the lineage ids of the nodes both nights hold, unlabelled in both
+            before = nights[k - 1]["assign"]
+            shared = [n for n in truth if n in nights[k - 1]["truth"] and n in before
+                      and n in assign]
+            if len(shared) > 1:
+                from oral_core.metrics import adjusted_rand_index
+                ids = {lid: i for i, lid in enumerate({*assign.values(), *before.values()})}
+                agreement = adjusted_rand_index([ids[before[n]] for n in shared],
+                                                [ids[assign[n]] for n in shared])
+        rows.append({"night": k, "known_by_name": by_name, "agreement_previous": agreement,
                      "novel_published": len(novel_ids), "novel_present": len(present_novel),
                      "classes_published": len(names),
                      "classes_present": len(set(truth.values()) | set(night["known"]))})
@@ -206,18 +216,40 @@ def read_loop(state: Path, graph: str, paths: list[Path]) -> tuple[list[dict], l
 
 
 # ------------------------------------------------------------------------------ the driver
-def run_loop(graph: str, sim: int, args) -> dict:
+def planted_classes(graph: str, sim: int, args) -> dict[str, int]:
+    """``{planted class name: the night it starts}`` of a loop's simulation plan."""
     from data_contracts.simulate import as_static, plan_simulation
 
+    static = as_static(static_graph(graph, args.data_dir))
+    plan = plan_simulation(static, args.periods, START, seed=sim)
+    return {str(static.class_names[c]): s for c, s in plan.novel_start.items()}
+
+
+def rescore_loop(previous: dict, args) -> dict:
+    """A finished loop scored again from its kept state (snapshots and DuckDB file under
+    ``--state``), without training: for a change of the scoring, not of the pipeline."""
+    from data_contracts import snapshots as snap
+
+    graph, sim = previous["graph"], previous["sim"]
+    base = Path(args.state) / f"{graph}-sim{sim}"
+    paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
+    nights, pipeline = read_loop(base / "state", graph, paths)
+    scored = score_loop(nights, planted_classes(graph, sim, args))
+    for row, extra in zip(scored["nights"], pipeline):
+        row.update(extra)
+    keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
+                                     "seconds_per_night")}
+    return keep | scored
+
+
+def run_loop(graph: str, sim: int, args) -> dict:
     base = Path(args.state) / f"{graph}-sim{sim}"
     if base.exists():
         import shutil
         shutil.rmtree(base)
     root, state = base / "snapshots", base / "state"
     paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
-    static = as_static(static_graph(graph, args.data_dir))
-    plan = plan_simulation(static, args.periods, START, seed=sim)
-    planted = {str(static.class_names[c]): s for c, s in plan.novel_start.items()}
+    planted = planted_classes(graph, sim, args)
     cmd = [sys.executable, "-m", "flows.cli", "backfill", "--graph", graph, "--snapshots",
            str(root), "--state-dir", str(state)] + [a for kv in args.set for a in ("--set", kv)]
     env = os.environ | {"ORAL_STATE_DIR": str(state)}
@@ -240,6 +272,11 @@ def _fmt(v, digits=0):
     return "–" if v is None else f"{v:.{digits}f}"
 
 
+def _mean_agreement(nights: list[dict]) -> float | None:
+    values = [r["agreement_previous"] for r in nights if r.get("agreement_previous") is not None]
+    return sum(values) / len(values) if values else None
+
+
 def report(out: Path, argv: list[str]) -> str:
     loops = [json.loads(p.read_text()) for p in sorted((out / "loops").glob("*.json"))]
     lines = ["# Nightly loop: what an analyst reads, night by night", "",
@@ -255,9 +292,12 @@ def report(out: Path, argv: list[str]) -> str:
              "novel classes published on the nights before any planted class starts. Surfaced: "
              f"nights late (a published novel class with precision >= {PRECISION:.0%} and recall "
              f">= {RECALL:.0%}; `never` if not), and lineage ids carrying it afterwards.", "",
+             "Night to night: adjusted Rand index between consecutive nights' lineage ids on the "
+             "unlabelled nodes both nights hold (no label read), mean over nights 2-8.", "",
              "| graph | sim | known by name, each night | LR | GCN | nights below LR | invented "
-             "(quiet nights) | planted: late / ids | false lineage events | s / night |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "(quiet nights) | planted: late / ids | false lineage events | night to night | "
+             "s / night |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for lp in loops:
         n = lp["nights"]
         below = sum(1 for r in n if r["known_by_name"] is not None and r["lr"] is not None
@@ -269,7 +309,8 @@ def report(out: Path, argv: list[str]) -> str:
             f"{' '.join(_fmt(None if r['known_by_name'] is None else r['known_by_name'] * 100) for r in n)} | "
             f"{' '.join(_fmt(r['lr']) for r in n)} | {' '.join(_fmt(r['gcn']) for r in n)} | "
             f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {planted} | "
-            f"{lp['false_lineage_events']} | {lp['seconds_per_night']:.0f} |")
+            f"{lp['false_lineage_events']} | {_fmt(_mean_agreement(n), 3)} | "
+            f"{lp['seconds_per_night']:.0f} |")
     lines += ["", "Per night, the pipeline's own scores (All / Known / Novel, one Hungarian "
               "matching over the scored nodes) and its gate: `nights.csv`."]
     text = "\n".join(lines) + "\n"
@@ -289,6 +330,10 @@ def report(out: Path, argv: list[str]) -> str:
     return text
 
 
+def _command(argv: list[str]) -> list[str]:
+    return [a for a in argv if a not in ("--report-only", "--rescore")]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
@@ -300,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="an ORALConfig override passed to oral backfill")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--rescore", action="store_true",
+                    help="score the finished loops again from their kept state (no training)")
     args = ap.parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
     graphs = [g for g in args.graphs.split(",") if g]
@@ -312,16 +359,23 @@ def main(argv: list[str] | None = None) -> int:
         for graph in graphs:
             for sim in [int(s) for s in args.sims.split(",") if s]:
                 target = args.out / "loops" / f"{graph}-sim{sim}.json"
-                if target.exists():
-                    print(f"[{graph} sim {sim}] done before, kept", flush=True)
+                if target.exists() and args.rescore:
+                    target.write_text(json.dumps(rescore_loop(json.loads(target.read_text()),
+                                                              args), indent=1, default=str))
+                    print(f"[{graph} sim {sim}] scored again from its state", flush=True)
+                    continue
+                if target.exists() or args.rescore:
+                    print(f"[{graph} sim {sim}] " + ("done before, kept" if target.exists()
+                                                     else "not run yet: nothing to score"),
+                          flush=True)
                     continue
                 result = run_loop(graph, sim, args)
                 target.write_text(json.dumps(result, indent=1, default=str))
                 print(f"[{graph} sim {sim}] {result['seconds_per_night']:.0f} s/night, "
                       f"invented {result['invented_on_quiet_nights']}, false events "
                       f"{result['false_lineage_events']}", flush=True)
-                report(args.out, [a for a in argv if a != "--report-only"])
-    print(report(args.out, [a for a in argv if a != "--report-only"]))
+                report(args.out, _command(argv))
+    print(report(args.out, _command(argv)))
     return 0
 
 

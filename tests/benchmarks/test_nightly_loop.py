@@ -53,6 +53,7 @@ def test_the_right_answer_scores_perfectly():
     assert got["false_lineage_events"] == 0 and got["invented_on_quiet_nights"] == 0
     assert [r["known_by_name"] for r in got["nights"]] == [1.0] * 4
     assert [r["novel_present"] for r in got["nights"]] == [0, 0, 1, 1]
+    assert [r["agreement_previous"] for r in got["nights"]] == [None, 1.0, 1.0, 1.0]
 
 
 def test_a_merge_never_surfaces_the_planted_class():
@@ -64,6 +65,9 @@ def test_a_split_carries_the_class_under_several_ids_and_false_events():
     got = score_loop(_loop(splits), PLANTED)
     assert got["planted"]["p"]["lineage_ids"] == 2
     assert got["false_lineage_events"] >= 2  # a vanished id and an emergence not of a new class
+    # renamed ids group the nodes the same way: the agreement reads groupings, the id count
+    # above reads identities
+    assert got["nights"][3]["agreement_previous"] == 1.0
 
 
 def test_an_invented_class_is_counted_on_quiet_nights_and_costs_known_accuracy():
@@ -71,3 +75,13 @@ def test_an_invented_class_is_counted_on_quiet_nights_and_costs_known_accuracy()
     assert got["invented_on_quiet_nights"] == 2
     assert got["false_lineage_events"] >= 1
     assert all(r["known_by_name"] < 1.0 for r in got["nights"])
+
+
+def test_a_loop_that_regroups_nodes_overnight_agrees_less():
+    def shuffles(k, n, c):  # known classes a and b swap half their nodes every other night
+        if k % 2 and c in KNOWN and n.endswith(("1", "3", "5")):
+            return "known:" + ("b" if c == "a" else "a")
+        return right(k, n, c)
+
+    got = score_loop(_loop(shuffles), PLANTED)
+    assert got["nights"][1]["agreement_previous"] < 0.9
