@@ -5,7 +5,7 @@ reading a snapshot here, before the Prefect server starts: ``--set KEY=VALUE`` (
 the :class:`~oral_core.config.ORALConfig` field), the resulting configuration
 (``ORALConfig.validate`` and the ranges below), ``--device`` (CUDA present when asked for),
 ``--state-dir`` (a writable folder, or creatable as one), the graph name, the dates and the graph's
-snapshot folders (a misnamed ``snapshot=...`` entry). A problem is one
+snapshot folders (a misnamed ``snapshot=...`` entry, no snapshot of ``--date``). A problem is one
 :class:`OptionError` whose message names the option as the user wrote it::
 
     --set gamma=5: gamma must be in (0, 1]
@@ -306,7 +306,7 @@ def check_pipeline(args) -> dict:
         raise OptionError(f"--snapshots {args.snapshots}: "
                           f"{'not a folder' if root.exists() else 'no such folder'}")
     try:  # the graph's folder lists (a misnamed snapshot=... entry is named here, not mid-run)
-        list_snapshots(root, args.graph)
+        snapshots = list_snapshots(root, args.graph)
     except SnapshotError as err:
         raise OptionError(str(err)) from None
     settings = check_settings(args.state_dir)
@@ -322,7 +322,22 @@ def check_pipeline(args) -> dict:
                  remote=settings.remote_training if remote is None else remote)
     if args.device:
         del overrides["device"]  # the flow takes it as its own parameter
+    if "--date" in parsed:
+        check_snapshot_of(snapshots, root, args.graph, parsed["--date"])
     return overrides
+
+
+def check_snapshot_of(snapshots, root: Path, graph: str, date) -> None:
+    """``--date`` names a snapshot that is there (before, a missing one was found by the flow's
+    first task: Prefect's server start, task retries and ERROR lines, 26 s, then the same
+    message). Last of the checks, so a bad option is named first."""
+    from data_contracts.snapshots import SnapshotError, select_snapshots
+
+    if all(day != date for day, _ in snapshots):
+        try:  # the flow's own message (which dates there are, or that there is none)
+            select_snapshots(root, graph, date=date)
+        except SnapshotError as err:
+            raise OptionError(str(err)) from None
 
 
 def _pipeline_defaults() -> dict:

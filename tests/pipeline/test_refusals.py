@@ -159,6 +159,9 @@ CASES = {
     "run unknown graph": (["run", "--graph", "nosuch", *RUN], 2, "does not exist", "inproc", ""),
     "run misnamed snapshot folder": (["run", "--graph", "misnamed", *RUN], 2,
                                      "'snapshot=20260301' (not snapshot=YYYY-MM-DD", "inproc", ""),
+    "run no snapshot of the date": (["run", "--graph", "good", *RUN, "--date", "2026-04-01"], 2,
+                                    "no snapshot of 'good' dated 2026-04-01 (latest: 2026-03-01)",
+                                    "inproc", ""),
     "backfill start after end": (["backfill", "--graph", "good", *RUN, "--start", "2026-03-05",
                                   "--end", "2026-03-01"], 2, "the start is after the end",
                                  "inproc", ""),
@@ -235,8 +238,6 @@ CASES = {
                            "ERROR nodes.parquet rule readable_parquet", "child", "validate"),
     "backfill broken contract": (["backfill", "--graph", "nan", *RUN], 1,
                                  "nodes.parquet features_finite", "child", ""),
-    "run no snapshot of the date": (["run", "--graph", "good", *RUN, "--date", "2026-04-01"], 2,
-                                    "no snapshot of 'good' dated 2026-04-01", "child", ""),
     "run no snapshot at all": (["run", "--graph", "empty-graph", *RUN], 2,
                                "no snapshots for graph 'empty-graph'", "child", ""),
     "run warehouse not DuckDB": (["run", "--graph", "good", *RUN[:2], "--state-dir",
@@ -416,6 +417,29 @@ def test_no_refusal_prints_a_traceback(name, paths, request, capsys, monkeypatch
         code = err.code
     out = capsys.readouterr()
     _check_output(name, code, out.out + out.err)
+
+
+@pytest.mark.parametrize("argv", [["run", "--graph", "good", "--date", "2026-04-01"],
+                                  ["run", "--graph", "empty-graph", "--date", "2026-03-01"]])
+def test_a_missing_snapshot_is_refused_before_prefect_starts(argv, paths, capsys, monkeypatch):
+    """Issue 48.3: ``--date`` naming a snapshot that does not exist (of a graph with others, or
+    with none) took 26 s of Prefect's server start, task retries and ERROR lines before the one-line error.
+    Now the CLI checks it with the other options: nothing starts, one ``error:`` line, exit 2."""
+    import flows.settings
+
+    def started(*args, **kwargs):
+        raise AssertionError("Prefect's environment was set up before the snapshot was checked")
+
+    monkeypatch.setattr(flows.settings, "configure_environment", started)
+    capsys.readouterr()
+    begin = time.monotonic()
+    code = __import__("flows.cli", fromlist=["main"]).main(
+        _argv(argv + ["--snapshots", "{root}", "--state-dir", "{base}/never", "--epochs", "2"],
+              paths))
+    out = capsys.readouterr()
+    errors = [line for line in (out.out + out.err).splitlines() if line]
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("error: no snapshot"), errors
+    assert time.monotonic() - begin < 10 and not (paths["base"] / "never").exists()
 
 
 def test_the_child_left_no_server_and_its_output_holds_no_traceback(child_results):
