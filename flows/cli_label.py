@@ -33,6 +33,34 @@ def _warehouse_or_error(state_dir):
     return Warehouse(settings.warehouse_path)
 
 
+def unknown_graph(graph: str | None, wh) -> str | None:
+    """The one-line refusal of ``--graph`` for the analysts' commands (``oral classes``, ``oral
+    label``; ``oral report`` says the same, :class:`tasks.report.UnknownGraph`): not a valid graph
+    name, or no published run of it (naming the graphs there are); None when it is fine or not
+    given."""
+    from data_contracts.snapshots import SnapshotError, check_graph_name
+
+    if graph is None:
+        return None
+    try:
+        check_graph_name(graph)
+    except SnapshotError as err:
+        return f"--graph {graph}: {err}"
+    graphs = wh.published_graphs()
+    if graph in graphs:
+        return None
+    return (f"no published run of graph {graph!r} in {wh.path} "
+            f"(graphs with runs: {', '.join(graphs) if graphs else 'none yet'})")
+
+
+def _graph_refused(args, wh) -> bool:
+    """Print the ``error:`` line of an unknown ``--graph``; True when it was refused."""
+    message = unknown_graph(args.graph, wh)
+    if message is not None:
+        print(f"error: {message}", file=sys.stderr)
+    return message is not None
+
+
 def cmd_label(args) -> int:
     from tasks.warehouse import LabelRefused, WarehouseError
 
@@ -40,6 +68,8 @@ def cmd_label(args) -> int:
     if wh is None:
         return 2
     try:
+        if _graph_refused(args, wh):
+            return 2
         by = _by_default() if args.by is None else args.by
         row = wh.label_class(args.lineage_id, args.name, by=by, graph=args.graph)
     except LabelRefused as err:  # unknown lineage id, empty name, ambiguous graph
@@ -80,6 +110,8 @@ def show_classes(args) -> int:
     """``oral classes``: the latest classes of each graph (or one), largest first."""
     wh = _warehouse_or_error(args.state_dir)
     if wh is None:
+        return 2
+    if _graph_refused(args, wh):  # a typo is an error, not "no classes" with exit 0
         return 2
     table = wh.classes_for_display(args.graph)
     if not table.num_rows:

@@ -19,6 +19,15 @@ from .guard import check_read_only
 class Analyst:
     """Analysts' reads (a mixin of :class:`tasks.warehouse.store.Warehouse`)."""
 
+    def published_graphs(self) -> list[str]:
+        """The graphs with at least one published run, sorted (empty: no warehouse yet)."""
+        self._upgrade_for_reading()
+        with self._reader() as con:
+            if con is None:
+                return []
+            return [g for (g,) in con.execute(
+                "SELECT DISTINCT graph FROM runs ORDER BY graph").fetchall()]
+
     def latest_classes(self, graph: str | None = None) -> pa.Table:
         """The ``latest_classes`` view (of one graph or all), largest classes first."""
         self._upgrade_for_reading()

@@ -491,7 +491,8 @@ def test_oral_label_and_oral_classes_commands(tmp_path, capsys, monkeypatch) -> 
 
 @pytest.mark.parametrize("argv, message", [
     (["label", "g:novel:42", "x"], "error: unknown lineage id 'g:novel:42'"),
-    (["label", "g:novel:1", "x", "--graph", "nope"], "error: unknown lineage id 'g:novel:1' in graph 'nope'"),
+    (["label", "g:novel:1", "x", "--graph", "nope"], "error: no published run of graph 'nope' in "),
+    (["label", "g:novel:1", "x", "--graph", "../x"], "error: --graph ../x: invalid graph name"),
     (["label", "g:novel:1", " "], "error: a label needs a name"),
     (["label", "g:novel:1", "x", "--by", ""], "error: a label needs who gave it"),
 ])
@@ -569,3 +570,34 @@ def test_oral_sql_csv_writes_every_table_and_view(tmp_path, capsys, monkeypatch)
     assert json.loads(cls["top_features"]) == [{"name": "f3", "lift": 2.5, "class_mean": 0.4}]
     assert isinstance(json.loads(cls["exemplars"]), list)
     assert json.loads(rows["emerged_classes"][0]["parents"]) == []
+
+
+def test_an_unknown_graph_is_one_line_exit_2_in_every_analyst_command(tmp_path, capsys,
+                                                                      monkeypatch) -> None:
+    """Issue 48.4: ``oral classes --graph nope`` printed "no classes ... published yet" and
+    exited 0 while ``oral report --graph nope`` exited 2. Every analyst command with --graph
+    (classes, label, report) now says the same line, naming the graphs there are, exit 2."""
+    from flows.cli import main
+
+    state = tmp_path / "state"
+    wh = Warehouse(state / "oral.duckdb", threads=1)
+    two_nights(wh)
+    wh.publish_run(**night(wh, "h", D1, {0: [f"h{i}" for i in range(30)]}, {0: "A"}))
+    monkeypatch.delenv("ORAL_WAREHOUSE", raising=False)
+    expected = (f"error: no published run of graph 'nope' in {state.resolve() / 'oral.duckdb'} "
+                f"(graphs with runs: g, h)\n")
+    for argv in (["classes", "--graph", "nope"], ["label", "g:novel:1", "x", "--graph", "nope"],
+                 ["report", "--graph", "nope"]):
+        capsys.readouterr()
+        assert main(argv + ["--state-dir", str(state)]) == 2, argv
+        out, err = capsys.readouterr()
+        assert err == expected and out == "", (argv, err)
+    for argv in (["classes", "--graph", "../x"], ["report", "--graph", "../x"]):
+        assert main(argv + ["--state-dir", str(state)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --graph ../x: invalid graph name") and err.count("\n") == 1
+    assert wh.query("SELECT count(*) AS n FROM class_labels").to_pylist() == [{"n": 0}]
+    # a known graph, and no --graph at all, still list classes
+    assert main(["classes", "--graph", "h", "--state-dir", str(state)]) == 0
+    assert "known:A" in capsys.readouterr().out
+    assert main(["classes", "--state-dir", str(state)]) == 0
