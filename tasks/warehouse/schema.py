@@ -32,7 +32,9 @@ Views: ``latest_runs`` (each graph's latest run that the champion gate did not f
 ``gate_status``: latest snapshot date, then latest published),
 ``latest_labels`` (the current label of each graph's lineage id), ``latest_classes`` (the
 classes of each graph's latest run with their lineage status and ``label``),
-``emerged_classes`` (those of them that emerged in that run), ``class_timeline`` (one row per
+``emerged_classes`` (what is new tonight: those of them that are novel and whose lineage id
+was first seen on that run's snapshot date, whatever their status, ``emerged``, ``merged`` or
+``split``), ``class_timeline`` (one row per
 graph, lineage id and snapshot date: size, status and ``label``; when several configurations
 ran on one date, the latest published run of that date counts).
 
@@ -178,6 +180,9 @@ MIGRATIONS = {
 #: view and of the previous run lineage continues from
 ANSWER_RUN = "gate_status IS DISTINCT FROM 'degraded'"
 
+#: Re-created (CREATE OR REPLACE) by every :meth:`Warehouse.ensure_schema`, i.e. every publish and
+#: label: changing a view alone needs no new schema version (an existing warehouse gets the new
+#: definition with its next night; a migration brings it along too).
 VIEWS = [
     f"""CREATE OR REPLACE VIEW latest_runs AS
         SELECT * FROM runs WHERE {ANSWER_RUN}
@@ -196,8 +201,13 @@ VIEWS = [
         JOIN classes c ON c.run_id = r.run_id
         LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id
         LEFT JOIN latest_labels lb ON lb.graph = r.graph AND lb.lineage_id = c.lineage_id""",
+    # "what is new tonight": a novel class whose lineage id was first seen on the latest run's
+    # date, whatever its status word (a new class formed from parts of others is ``merged``
+    # or ``split`` on the night it appears); rows without first_seen fall back to ``emerged``
     """CREATE OR REPLACE VIEW emerged_classes AS
-        SELECT * FROM latest_classes WHERE status = 'emerged'""",
+        SELECT * FROM latest_classes
+        WHERE is_novel AND (first_seen = snapshot_date
+                            OR (first_seen IS NULL AND status = 'emerged'))""",
     f"""CREATE OR REPLACE VIEW class_timeline AS
         WITH day_runs AS (
             SELECT run_id FROM runs WHERE {ANSWER_RUN}

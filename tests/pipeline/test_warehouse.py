@@ -220,8 +220,7 @@ def test_views_over_two_nights(wh: Warehouse) -> None:
     emerged = wh.query("SELECT graph, lineage_id, size, snapshot_date FROM emerged_classes "
                        "ORDER BY graph, lineage_id").to_pylist()
     assert emerged == [{"graph": "g", "lineage_id": "g:novel:3", "size": 40, "snapshot_date": D2},
-                       {"graph": "h", "lineage_id": "h:novel:1", "size": 20, "snapshot_date": D1},
-                       {"graph": "h", "lineage_id": "known:A", "size": 30, "snapshot_date": D1}]
+                       {"graph": "h", "lineage_id": "h:novel:1", "size": 20, "snapshot_date": D1}]
 
     timeline = wh.query("SELECT lineage_id, snapshot_date, size, status FROM class_timeline "
                         "WHERE graph = ? ORDER BY lineage_id, snapshot_date", ["g"]).to_pylist()
@@ -231,6 +230,38 @@ def test_views_over_two_nights(wh: Warehouse) -> None:
         ("g:novel:3", D2, "emerged"),
         ("known:A", D1, "emerged"), ("known:A", D2, "persisting"),
         ("known:B", D1, "emerged"), ("known:B", D2, "persisting")]
+
+
+def test_emerged_classes_is_what_is_new_tonight_whatever_its_status(wh: Warehouse) -> None:
+    """Issue 48.6: a novel class new tonight whose lineage status is ``merged`` (a new class
+    formed from parts of others, here grown to 150 nodes) or ``split`` was left out of
+    ``emerged_classes`` (status = 'emerged' only), so "what is new" came back empty. The view is
+    the latest run's novel classes whose lineage id was first seen on that run's date."""
+    import dataclasses
+
+    m1, n1 = first_night()
+    wh.publish_run(**night(wh, "g", D1, m1, n1))
+    members = {0: ids(0, 100), 1: ids(100, 180), 2: ids(180, 250), 3: ids(250, 300),
+               4: ids(300, 450), 5: ids(450, 480)}
+    tonight = night(wh, "g", D2, members, {0: "A", 1: "B"})
+    by_id = {r.lineage_id: r for r in tonight["lineage_rows"]}
+    assert by_id["g:novel:3"].status == by_id["g:novel:4"].status == "emerged"
+    assert by_id["g:novel:3"].first_seen == D2 and by_id["g:novel:1"].first_seen == D1
+    tonight["lineage_rows"] = [
+        dataclasses.replace(r, status="merged", parents=["g:novel:1"])
+        if r.lineage_id == "g:novel:3" else
+        dataclasses.replace(r, status="split", parents=["g:novel:2"])
+        if r.lineage_id == "g:novel:4" else
+        dataclasses.replace(r, status="merged", parents=["g:novel:2"])  # last night's class
+        if r.lineage_id == "g:novel:1" else r for r in tonight["lineage_rows"]]
+    wh.publish_run(**tonight)
+    new = wh.query("SELECT lineage_id, status, size, snapshot_date FROM emerged_classes "
+                   "ORDER BY lineage_id").to_pylist()
+    assert new == [{"lineage_id": "g:novel:3", "status": "merged", "size": 150, "snapshot_date": D2},
+                   {"lineage_id": "g:novel:4", "status": "split", "size": 30, "snapshot_date": D2}]
+    # last night's class that absorbed another tonight is not new; nor is a known class
+    statuses = {r["lineage_id"]: r["status"] for r in wh.latest_classes("g").to_pylist()}
+    assert statuses["g:novel:1"] == "merged" and statuses["known:A"] == "persisting"
 
 
 def test_degraded_run_is_kept_but_never_the_latest_answer(wh: Warehouse) -> None:
