@@ -4,7 +4,9 @@ The terminal gets every record as one line, without a traceback: a refusal is th
 lines and then one ``error:`` line (with the report path for a broken contract). Tracebacks go to
 the log file of the state folder, ``<state>/logs/oral.log`` (``oral run``, ``backfill``, ``demo``;
 appended, one line per record with time and process id, each traceback in full), and to the
-Prefect server's run logs. ``oral -v`` (``--verbose``) prints them on the terminal too.
+Prefect server's run logs. ``oral -v`` (``--verbose``) prints them on the terminal too, and the
+pipeline's INFO records; libraries' INFO chatter (Great Expectations, httpx, MLflow...:
+:data:`THIRD_PARTY`) stays in the log file, off the terminal.
 
 An exception the command does not expect is one line as well,
 ``error: <Type>: <message> (traceback in <log>)``, exit 1; commands without a state folder say
@@ -24,6 +26,13 @@ from pathlib import Path
 TRACE_LOGGER = "oral.trace"
 FILE_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 CONSOLE_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+#: libraries whose INFO and DEBUG records stay off the terminal, ``-v`` or not (they still reach
+#: the log file): Great Expectations registers ~200 functions per start ("Skipping registering
+#: function"), httpx logs every request to Prefect's API, MLflow and its alembic migrations
+#: their set-up. ``-v`` is for the pipeline's own loggers (and Prefect's run logs).
+THIRD_PARTY = ("great_expectations", "httpx", "httpcore", "urllib3", "alembic", "mlflow", "git",
+               "filelock", "asyncio", "matplotlib", "PIL", "numexpr", "distributed", "tornado")
 
 _state = {"verbose": False, "log_path": None, "file_handler": None, "console": None,
           "state_dir": None, "disk_full_told": False}
@@ -61,6 +70,21 @@ class LogFile(logging.FileHandler):
             self.stream = None
 
 
+class QuietLibraries(logging.Filter):
+    """On the terminal handler: records below WARNING from a :data:`THIRD_PARTY` library are
+    dropped (the loggers' own levels are left alone, so the log file keeps them)."""
+
+    def __init__(self, names=THIRD_PARTY, level: int = logging.WARNING):
+        super().__init__()
+        self.names, self.level = tuple(names), level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= self.level:
+            return True
+        name = record.name
+        return not any(name == n or name.startswith(n + ".") for n in self.names)
+
+
 class ConsoleFormatter(logging.Formatter):
     """One line per record: the message without its traceback or stack (those go to the log
     file). The record itself is left as it is, for the other handlers (the log file, Prefect's
@@ -83,9 +107,13 @@ def setup_console(verbose: bool) -> None:
     does: nothing is added when the root logger already has handlers, e.g. under pytest)."""
     _state["verbose"] = bool(verbose)
     _state["disk_full_told"] = False
+    # MLflow prints through a handler of its own (not propagated, so not in the log file either):
+    # its INFO set-up lines ("Creating initial MLflow database tables...") off, unless asked for
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     root = logging.getLogger()
     if _state["console"] is None and not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
+        handler.addFilter(QuietLibraries())
         root.addHandler(handler)
         _state["console"] = handler
     if _state["console"] is not None:  # ours: its format and the level; else left alone
