@@ -168,7 +168,8 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
                 host, device, why, graph, snapshot.num_nodes,
                 cfg.epochs if init is None else min(cfg.warm_epochs, cfg.epochs),
                 "cold" if init is None else "warm")
-    result = steps.train(snapshot, cfg, Path(run_dir), feature_mode, init=init)
+    result = steps.train(snapshot, cfg, Path(run_dir), feature_mode, init=init,
+                         progress=steps.ProgressLog(logger))  # a line every few seconds
     if result.config_hash != config_hash:
         raise RemoteTrainingError(f"configuration hash on {host} is {result.config_hash}, the "
                                   f"nightly flow computed {config_hash}: are both hosts on the "

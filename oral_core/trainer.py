@@ -234,8 +234,12 @@ class ORAL:
     # ------------------------------------------------------------------ fit
     def fit(self, x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
             val_labels: torch.Tensor | None = None, init: dict | None = None,
-            init_class_id: torch.Tensor | None = None) -> "ORAL":
+            init_class_id: torch.Tensor | None = None, on_progress=None) -> "ORAL":
         """Train on one graph (Algorithm 1).
+
+        ``on_progress`` (optional): called after every epoch as ``on_progress(done, total)``
+        (epochs done, epochs of this fit), whether or not the ``progress`` bar is shown; the
+        pipeline logs a throttled progress line with it (:class:`tasks.steps.ProgressLog`).
 
         **Warm start** (``init``; a deviation from the paper, whose Algorithm 1 always starts
         from random parameters and singleton prototype groups): ``init`` is the payload of a
@@ -321,7 +325,7 @@ class ORAL:
         self._csr = None
         self.history, self._best = [], None
         self.discoveries, self.epoch_class_ids, self.epoch_unchecked_ids = {}, [], []
-        bar = _progress(n_epochs + 1, cfg.progress)
+        bar = _progress(n_epochs + 1, cfg.progress, n_epochs, on_progress)
         watch = Stopwatch(device)
         previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
         pseudo = None  # the last evaluated epoch's pseudo-labels (eval_every > 1 reuses them)
@@ -817,6 +821,28 @@ def novel_id_map(class_id: torch.Tensor, previous: torch.Tensor, num_known: int)
     return mapping
 
 
-def _progress(total: int, enabled: bool):
+def _progress(total: int, enabled: bool, epochs: int | None = None, on_progress=None):
+    """The per-epoch bar (tqdm, shown when ``enabled``), and ``on_progress(done, epochs)`` after
+    each of its updates (``total`` is ``epochs + 1``: the last pass only evaluates)."""
     from tqdm.auto import tqdm
-    return tqdm(total=total, desc="ORAL", unit="epoch", disable=not enabled, leave=False)
+    bar = tqdm(total=total, desc="ORAL", unit="epoch", disable=not enabled, leave=False)
+    return bar if on_progress is None else _Reporting(bar, total - 1 if epochs is None else epochs,
+                                                      on_progress)
+
+
+class _Reporting:
+    """A progress bar that also tells ``callback(done, epochs)`` after each update."""
+
+    def __init__(self, bar, epochs: int, callback):
+        self.bar, self.epochs, self.callback, self.done = bar, int(epochs), callback, 0
+
+    def update(self, n: int = 1) -> None:
+        self.bar.update(n)
+        self.done += n
+        self.callback(min(self.done, self.epochs), self.epochs)
+
+    def __getattr__(self, name):  # the rest of tqdm's interface (set_postfix...)
+        return getattr(self.bar, name)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -121,7 +121,8 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
                 f"{config.epochs} epochs, cold start" if init is None else
                 f"{min(config.warm_epochs, config.epochs)} epochs, warm start from "
                 f"{init.get('model_path')}", feature_mode)
-    result = steps.train(snapshot, config, Path(run_dir), feature_mode, init=init)
+    result = steps.train(snapshot, config, Path(run_dir), feature_mode, init=init,
+                         progress=steps.ProgressLog(logger))  # a line every few seconds
     if result.config_hash != config_hash:
         raise RuntimeError(f"configuration hash changed during training: {result.config_hash} != {config_hash}")
     logger.info("trained on %s in %.1f s: %d classes (%d novel), validation accuracy %.3f at epoch %d",
