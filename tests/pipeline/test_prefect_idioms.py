@@ -362,7 +362,7 @@ def _gate_moves_alias_then_fails(monkeypatch, env):
     server went away before the gate's tags were written)."""
     from tasks.registry import champion
 
-    def gate(tracking_cfg, graph, version, val_accuracy):
+    def gate(tracking_cfg, graph, version, val_accuracy, degraded=None):
         client = _client(env)
         client.set_registered_model_alias(f"oral-{graph}", "champion", str(version))
         client.set_model_version_tag(f"oral-{graph}", str(version), "champion_decision", "x")
