@@ -175,15 +175,30 @@ def reference_known(snapshot) -> dict:
             "gcn": float((gcn_pred[test] == y[test]).mean() * 100)}
 
 
-def read_loop(state: Path, graph: str, paths: list[Path]) -> tuple[list[dict], list[dict]]:
-    """The nights as :func:`score_loop` takes them, from the loop's DuckDB file, and the
-    pipeline's own per-night figures (scores, gate, training seconds)."""
+def read_loop(state: Path, graph: str, paths: list[Path]
+              ) -> tuple[list[dict], list[dict], list[dict]]:
+    """The nights as :func:`score_loop` takes them, from the loop's DuckDB file, twice: what the
+    analyst reads (each night's latest answer: the night's run, or the last run before it that
+    the champion gate did not find degraded, as the ``latest_*`` views and ``class_timeline``
+    show it; a night answered by an older run shows no lineage rows of its own), and what each
+    night's model published. Then the pipeline's own per-night figures."""
     import duckdb
 
     from data_contracts import snapshots as snap
 
     con = duckdb.connect(str(state / "oral.duckdb"), read_only=True)
-    nights, pipeline = [], []
+    answered, modelled, pipeline = [], [], []
+
+    def published(run_id: str, own_night: bool) -> dict:
+        assign = dict(con.execute("SELECT node_id, lineage_id FROM node_assignments "
+                                  "WHERE run_id = ?", [run_id]).fetchall())
+        names = dict(con.execute("SELECT lineage_id, class_name FROM classes WHERE run_id = ?",
+                                 [run_id]).fetchall())
+        statuses = dict(con.execute("SELECT lineage_id, status FROM class_lineage "
+                                    "WHERE run_id = ?", [run_id]).fetchall()) if own_night else {}
+        return {"assign": {str(k): v for k, v in assign.items()}, "names": names,
+                "statuses": statuses}
+
     try:
         for path in paths:
             s = snap.load_snapshot(path)
@@ -195,24 +210,38 @@ def read_loop(state: Path, graph: str, paths: list[Path]) -> tuple[list[dict], l
             if not run:
                 raise RuntimeError(f"{graph} {day}: no published run in {state}")
             run_id, a, kn, nv, secs, val, gate = run[0]
-            assign = dict(con.execute("SELECT node_id, lineage_id FROM node_assignments "
-                                      "WHERE run_id = ?", [run_id]).fetchall())
-            names = dict(con.execute("SELECT lineage_id, class_name FROM classes WHERE run_id = ?",
-                                     [run_id]).fetchall())
-            statuses = dict(con.execute("SELECT lineage_id, status FROM class_lineage "
-                                        "WHERE run_id = ?", [run_id]).fetchall())
+            answer = con.execute(
+                "SELECT run_id FROM runs WHERE graph = ? AND snapshot_date <= ? "
+                "AND gate_status IS DISTINCT FROM 'degraded' "
+                "ORDER BY snapshot_date DESC, published_at DESC LIMIT 1", [graph, day]).fetchall()
             ids = s.node_ids.to_pylist()
-            truth = {str(ids[i]): s.truth_names[t] for i, t in enumerate(s.truth)
-                     if t >= 0 and s.labels[i] < 0}
-            nights.append({"truth": truth, "known": set(s.class_names),
-                           "assign": {str(k): v for k, v in assign.items()}, "names": names,
-                           "statuses": statuses})
+            base = {"truth": {str(ids[i]): s.truth_names[t] for i, t in enumerate(s.truth)
+                              if t >= 0 and s.labels[i] < 0}, "known": set(s.class_names)}
+            modelled.append(base | published(run_id, True))
+            answered.append(base | (published(answer[0][0], answer[0][0] == run_id) if answer
+                                    else {"assign": {}, "names": {}, "statuses": {}}))
             pipeline.append({"date": day.isoformat(), "all": a, "known": kn, "novel": nv,
                              "train_seconds": secs, "val_accuracy": val, "gate": gate,
+                             "answered_by": "tonight" if answer and answer[0][0] == run_id
+                             else "an earlier night" if answer else "none",
                              **reference_known(s)})
     finally:
         con.close()
-    return nights, pipeline
+    return answered, modelled, pipeline
+
+
+def scored_loop(state: Path, graph: str, paths: list[Path], planted: dict[str, int]) -> dict:
+    """The analyst's view scored (the headline), each night's model beside it (``model``)."""
+    answered, modelled, pipeline = read_loop(state, graph, paths)
+    scored = score_loop(answered, planted)
+    model = score_loop(modelled, planted)
+    for row, mrow, extra in zip(scored["nights"], model["nights"], pipeline):
+        row.update(extra)
+        row["model_known_by_name"] = mrow["known_by_name"]
+        row["model_novel_published"] = mrow["novel_published"]
+    scored["model"] = {k: model[k] for k in ("planted", "false_lineage_events",
+                                             "invented_on_quiet_nights")}
+    return scored
 
 
 # ------------------------------------------------------------------------------ the driver
@@ -233,10 +262,7 @@ def rescore_loop(previous: dict, args) -> dict:
     graph, sim = previous["graph"], previous["sim"]
     base = Path(args.state) / f"{graph}-sim{sim}"
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
-    nights, pipeline = read_loop(base / "state", graph, paths)
-    scored = score_loop(nights, planted_classes(graph, sim, args))
-    for row, extra in zip(scored["nights"], pipeline):
-        row.update(extra)
+    scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
     keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
                                      "seconds_per_night")}
     return keep | scored
@@ -260,10 +286,7 @@ def run_loop(graph: str, sim: int, args) -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"{graph} sim {sim}: backfill failed (rc {done.returncode}): "
                            f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
-    nights, pipeline = read_loop(state, graph, paths)
-    scored = score_loop(nights, planted)
-    for row, extra in zip(scored["nights"], pipeline):
-        row.update(extra)
+    scored = scored_loop(state, graph, paths, planted)
     return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
             "wall_seconds": wall, "seconds_per_night": wall / len(paths), **scored}
 
@@ -294,6 +317,10 @@ def report(out: Path, argv: list[str]) -> str:
              f">= {RECALL:.0%}; `never` if not), and lineage ids carrying it afterwards.", "",
              "Night to night: adjusted Rand index between consecutive nights' lineage ids on the "
              "unlabelled nodes both nights hold (no label read), mean over nights 2-8.", "",
+             "What the analyst reads: each night's latest answer, i.e. the night's own run, or the "
+             "last run before it when the champion gate found tonight's model degraded (then the "
+             "night's new nodes have no class and count as wrong, and the night shows no lineage "
+             "rows). The second table scores each night's own model, degraded or not.", "",
              "| graph | sim | known by name, each night | LR | GCN | nights below LR | invented "
              "(quiet nights) | planted: late / ids | false lineage events | night to night | "
              "s / night |",
@@ -311,6 +338,23 @@ def report(out: Path, argv: list[str]) -> str:
             f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {planted} | "
             f"{lp['false_lineage_events']} | {_fmt(_mean_agreement(n), 3)} | "
             f"{lp['seconds_per_night']:.0f} |")
+    lines += ["", "Each night's own model (degraded nights included): known by name, novel classes "
+              "published per night, and the loop's figures.", "",
+              "| graph | sim | known by name, each night | novel published, each night | "
+              "nights degraded | invented (quiet nights) | planted: late / ids | false lineage "
+              "events |", "|---|---|---|---|---|---|---|---|"]
+    for lp in loops:
+        n, m = lp["nights"], lp.get("model")
+        if not m:
+            continue
+        planted = ", ".join(f"{c}: {'never' if v['late'] is None else v['late']} / "
+                            f"{v['lineage_ids']}" for c, v in m["planted"].items())
+        lines.append(
+            f"| {lp['graph']} | {lp['sim']} | "
+            f"{' '.join(_fmt(None if r['model_known_by_name'] is None else r['model_known_by_name'] * 100) for r in n)} | "
+            f"{' '.join(str(r['model_novel_published']) for r in n)} | "
+            f"{sum(r.get('gate') == 'degraded' for r in n)}/{len(n)} | "
+            f"{m['invented_on_quiet_nights']} | {planted} | {m['false_lineage_events']} |")
     lines += ["", "Per night, the pipeline's own scores (All / Known / Novel, one Hungarian "
               "matching over the scored nodes) and its gate: `nights.csv`."]
     text = "\n".join(lines) + "\n"
@@ -319,13 +363,17 @@ def report(out: Path, argv: list[str]) -> str:
         w = csv.writer(fh)
         w.writerow(["graph", "sim", "night", "date", "all", "known", "novel", "known_by_name",
                     "lr", "gcn", "novel_published", "novel_present", "classes_published",
-                    "classes_present", "val_accuracy", "gate", "train_seconds"])
+                    "classes_present", "val_accuracy", "gate", "answered_by",
+                    "model_known_by_name", "model_novel_published", "agreement_previous",
+                    "train_seconds"])
         for lp in loops:
             for r in lp["nights"]:
                 w.writerow([lp["graph"], lp["sim"], r["night"], r["date"], r["all"], r["known"],
                             r["novel"], r["known_by_name"], r["lr"], r["gcn"],
                             r["novel_published"], r["novel_present"], r["classes_published"],
                             r["classes_present"], r["val_accuracy"], r["gate"],
+                            r.get("answered_by"), r.get("model_known_by_name"),
+                            r.get("model_novel_published"), r.get("agreement_previous"),
                             r["train_seconds"]])
     return text
 
