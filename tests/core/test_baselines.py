@@ -187,7 +187,7 @@ def test_run_seed_gives_a_standard_row_for_every_baseline(planted, tmp_path):
                  "known_classes", "classes_est", "classes_true", "classes_abs_err", "layers_all",
                  "layers_known", "layers_novel", "val_acc", "selected_epoch", "seconds", "device",
                  "config", "features", "config_hash", "code_version", "protocol",
-                 "scored_known_share", "selection_alternatives"}
+                 "scored_known_share", "selection_alternatives", "partition"}
     row = run_seed(prep, "gcn", 0, False, ORALConfig(device="cpu"))
     assert set(row) == reference
     assert row["method"] == "gcn" and row["prior"] == "no" and row["layers_all"] == []
