@@ -307,8 +307,11 @@ def report(out: Path, argv: list[str]) -> str:
              "defaults, are the known classes right every night (at least the reference "
              "classifiers'), is nothing invented on nights without a novel class, is every "
              "planted class surfaced on time under one lineage id, and is the lineage quiet?", "",
-             f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.nightly_loop {' '.join(argv)}`"
-             " (resumable; finished loops are kept under `loops/`).", "",
+             "Command: `OMP_NUM_THREADS=1 ORAL_DATA_DIR=../shared/datasets python -m "
+             f"benchmarks.nightly_loop --graphs {','.join(GRAPHS)} --sims 0,1,2` (resumable: "
+             "finished loops are kept under `loops/` and skipped; `--rescore` scores them again "
+             "from their kept state). Last invocation: "
+             f"`python -m benchmarks.nightly_loop {' '.join(argv)}`.", "",
              "Known by name: share (%) of the night's unlabelled known-class nodes published "
              "under their true class name; LR / GCN: the reference logistic regression and "
              "known-class GCN on the same labelled nodes and the same scored nodes. Invented: "
