@@ -39,7 +39,8 @@ def simulate_demo(dataset: str, root: Path, periods: int, nodes: int, seed: int,
 
 
 def timeline(warehouse, graph: str):
-    """One row per night and discovered class: size, status, purity, majority true label."""
+    """One row per night and discovered class: size, status, purity, majority true label, as the
+    analyst reads it (a night whose model was degraded is left out, its latest answer unchanged)."""
     return warehouse.query(
         """
         SELECT l.snapshot_date, l.lineage_id, c.class_name, c.is_novel, l.size, l.status,
@@ -50,8 +51,17 @@ def timeline(warehouse, graph: str):
         WHERE l.graph = ? AND r.run_id IN (SELECT run_id FROM latest_runs_by_date WHERE graph = ?)
         ORDER BY l.snapshot_date, c.is_novel, l.lineage_id
         """.replace("latest_runs_by_date", "(SELECT DISTINCT ON (graph, snapshot_date) graph, "
-                    "snapshot_date, run_id FROM runs ORDER BY graph, snapshot_date, published_at DESC)"),
+                    "snapshot_date, run_id FROM runs WHERE gate_status IS DISTINCT FROM 'degraded' "
+                    "ORDER BY graph, snapshot_date, published_at DESC)"),
         [graph, graph])
+
+
+def degraded_nights(warehouse, graph: str) -> list[dict]:
+    """The nights whose model the champion gate found degraded: left out of :func:`timeline`, as
+    the analyst's views leave them out."""
+    return warehouse.query(
+        "SELECT snapshot_date, gate_reason FROM runs WHERE graph = ? AND gate_status = 'degraded' "
+        "ORDER BY snapshot_date", [graph]).to_pylist()
 
 
 def emergence(rows: list[dict], plan, class_names: list[str], min_purity: float = 0.5) -> list[dict]:
@@ -73,7 +83,8 @@ def emergence(rows: list[dict], plan, class_names: list[str], min_purity: float 
     return out
 
 
-def render(graph: str, rows: list[dict], found: list[dict], seconds: float) -> str:
+def render(graph: str, rows: list[dict], found: list[dict], seconds: float,
+           degraded: list[dict] | None = None) -> str:
     lines = [f"# ORAL demo: {graph}", "",
              "| night | lineage id | known name | novel | size | status | purity | majority true label |",
              "|---|---|---|---|---|---|---|---|"]
@@ -82,6 +93,10 @@ def render(graph: str, rows: list[dict], found: list[dict], seconds: float) -> s
         lines.append(f"| {r['snapshot_date']} | {r['lineage_id']} | {r['class_name'] or ''} | "
                      f"{r['is_novel'] if r['is_novel'] is not None else ''} | {r['size']} | {r['status']} | "
                      f"{pur} | {r['majority_true_label'] or ''} |")
+    if degraded:
+        lines += ["", "Nights whose model the champion gate found degraded (not published as the "
+                  "latest answer, left out above):", ""]
+        lines += [f"- {d['snapshot_date']}: {d['gate_reason']}" for d in degraded]
     lines += ["", "Planted novel classes:", ""]
     for f in found:
         if f["found"] is None:
@@ -116,7 +131,8 @@ def run_demo(args) -> int:
     seconds = time.perf_counter() - start
     rows = timeline(Warehouse(settings.warehouse_path), graph).to_pylist()
     found = emergence(rows, plan, class_names)
-    text = render(graph, rows, found, seconds)
+    text = render(graph, rows, found, seconds,
+                  degraded_nights(Warehouse(settings.warehouse_path), graph))
     print()
     print(text)
     if args.out:

@@ -257,6 +257,8 @@ def test_demo_reports_emergence_from_the_timeline():
     [missing] = emergence(rows[:1], plan, names)
     assert missing["found"] is None
     assert "NOT discovered" in render("g", rows[:1], [missing], 1.0)
+    text = render("g", rows, [found], 1.0, [{"snapshot_date": d[1], "gate_reason": "x below y"}])
+    assert "found degraded" in text and "- 2026-01-02: x below y" in text
 
 
 def test_a_new_nested_state_folder_gets_its_prefect_home(tmp_path, monkeypatch):

@@ -283,6 +283,11 @@ def test_degraded_run_is_kept_but_never_the_latest_answer(wh: Warehouse) -> None
     days = wh.query("SELECT DISTINCT snapshot_date FROM class_timeline WHERE graph = 'g'")
     assert [r["snapshot_date"] for r in days.to_pylist()] == [D1]
     assert wh.previous_run("g", dt.date(2026, 4, 3)).run_id == run1
+    from flows.demo import degraded_nights, timeline  # the demo reads it as the analyst does
+
+    assert {r["snapshot_date"] for r in timeline(wh, "g").to_pylist()} == {D1}
+    assert degraded_nights(wh, "g") == [{"snapshot_date": D2,
+                                         "gate_reason": "trained with 5 epochs"}]
     ok = night(wh, "g", D2, m2, n2, config_hash="cfg2")
     ok["run"] |= {"gate_status": "ok"}
     run3 = wh.publish_run(**ok)
