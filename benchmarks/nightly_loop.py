@@ -295,6 +295,17 @@ def _fmt(v, digits=0):
     return "–" if v is None else f"{v:.{digits}f}"
 
 
+def _percents(nights: list[dict], key: str) -> str:
+    """One share per night as whole percents ("–" for none)."""
+    return " ".join(_fmt(None if r[key] is None else r[key] * 100) for r in nights)
+
+
+def _planted(planted: dict) -> str:
+    """``class: nights late / lineage ids`` for each planted class."""
+    return ", ".join(f"{c}: {'never' if v['late'] is None else v['late']} / {v['lineage_ids']}"
+                     for c, v in planted.items())
+
+
 def _mean_agreement(nights: list[dict]) -> float | None:
     values = [r["agreement_previous"] for r in nights if r.get("agreement_previous") is not None]
     return sum(values) / len(values) if values else None
@@ -332,13 +343,10 @@ def report(out: Path, argv: list[str]) -> str:
         n = lp["nights"]
         below = sum(1 for r in n if r["known_by_name"] is not None and r["lr"] is not None
                     and r["known_by_name"] * 100 < r["lr"])
-        planted = ", ".join(f"{c}: {'never' if v['late'] is None else v['late']} / "
-                            f"{v['lineage_ids']}" for c, v in lp["planted"].items())
         lines.append(
-            f"| {lp['graph']} | {lp['sim']} | "
-            f"{' '.join(_fmt(None if r['known_by_name'] is None else r['known_by_name'] * 100) for r in n)} | "
+            f"| {lp['graph']} | {lp['sim']} | {_percents(n, 'known_by_name')} | "
             f"{' '.join(_fmt(r['lr']) for r in n)} | {' '.join(_fmt(r['gcn']) for r in n)} | "
-            f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {planted} | "
+            f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {_planted(lp['planted'])} | "
             f"{lp['false_lineage_events']} | {_fmt(_mean_agreement(n), 3)} | "
             f"{lp['seconds_per_night']:.0f} |")
     lines += ["", "Each night's own model (degraded nights included): known by name, novel classes "
@@ -350,14 +358,12 @@ def report(out: Path, argv: list[str]) -> str:
         n, m = lp["nights"], lp.get("model")
         if not m:
             continue
-        planted = ", ".join(f"{c}: {'never' if v['late'] is None else v['late']} / "
-                            f"{v['lineage_ids']}" for c, v in m["planted"].items())
         lines.append(
-            f"| {lp['graph']} | {lp['sim']} | "
-            f"{' '.join(_fmt(None if r['model_known_by_name'] is None else r['model_known_by_name'] * 100) for r in n)} | "
+            f"| {lp['graph']} | {lp['sim']} | {_percents(n, 'model_known_by_name')} | "
             f"{' '.join(str(r['model_novel_published']) for r in n)} | "
             f"{sum(r.get('gate') == 'degraded' for r in n)}/{len(n)} | "
-            f"{m['invented_on_quiet_nights']} | {planted} | {m['false_lineage_events']} |")
+            f"{m['invented_on_quiet_nights']} | {_planted(m['planted'])} | "
+            f"{m['false_lineage_events']} |")
     lines += ["", "Per night, the pipeline's own scores (All / Known / Novel, one Hungarian "
               "matching over the scored nodes) and its gate: `nights.csv`."]
     text = "\n".join(lines) + "\n"
