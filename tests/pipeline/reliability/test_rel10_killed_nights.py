@@ -296,11 +296,16 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    try:  # a zombie is dead for our purpose
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    # a zombie is dead for our purpose, but only once every thread is: the leader of a killed
+    # multi-threaded process turns zombie while its other threads still exit, holding its open
+    # files (and the DuckDB file lock) until the last one is gone; under load that window is long
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            states.append(stat.read_text().split(")")[-1].split()[0])
+        except OSError:  # that thread is gone
+            continue
+    return any(state not in ("Z", "X") for state in states)
 
 
 @pytest.fixture(scope="module")
