@@ -153,8 +153,8 @@ def reference_known(snapshot) -> dict:
     from oral_core.reference import fit_logistic_regression, standardize
     from tasks.steps import split_labelled
 
-    x = preprocess_features(torch.from_numpy(np.array(snapshot.x)), auto_feature_mode(
-        torch.from_numpy(np.array(snapshot.x))))
+    raw = torch.from_numpy(np.array(snapshot.x))  # one copy of the features, read twice
+    x = preprocess_features(raw, auto_feature_mode(raw))
     x = x.to_dense() if x.is_sparse else x
     train, val = split_labelled(snapshot.labels, 0)
     names = list(snapshot.class_names)
