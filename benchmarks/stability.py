@@ -68,8 +68,8 @@ def cell_name(folder: Path) -> str:
 
 
 def table(runs: Path, partitions: Path, method: str) -> str:
-    lines = ["| cell | seeds | All mean ± std (committed rows) | fits with partitions | All std "
-             "(those fits) | ARI between seeds: mean / lowest | goals met |",
+    lines = ["| cell | seeds | All mean ± std (committed rows) | fits with partitions (device) | "
+             "All mean ± std (those fits) | ARI between seeds: mean / lowest | goals met |",
              "|---|---|---|---|---|---|---|"]
     for folder in sorted((runs / method).iterdir()):
         if not folder.is_dir():
@@ -78,19 +78,22 @@ def table(runs: Path, partitions: Path, method: str) -> str:
         mean, std = spread([float(r["all"]) for r in rows])
         prow = seed_rows(partitions / method / folder.name) if (partitions / method / folder.name).is_dir() else []
         aris = seed_agreement(prow)
-        _, pstd = spread([float(r["all"]) for r in prow]) if prow else (math.nan, math.nan)
+        pmean, pstd = spread([float(r["all"]) for r in prow]) if prow else (math.nan, math.nan)
+        devices = ", ".join(sorted({str(r.get("device", "?")) for r in prow}))
         ari = (f"{sum(aris) / len(aris):.3f} / {min(aris):.3f}" if aris else "– (not run)")
-        met = ("std " + ("yes" if std <= 2 else "no") + ", ARI "
+        pstd_ok = "" if math.isnan(pstd) else ("/" + ("yes" if pstd <= 2 else "no"))
+        met = ("std " + ("yes" if std <= 2 else "no") + pstd_ok + ", ARI "
                + (("yes" if sum(aris) / len(aris) >= 0.9 else "no") if aris else "?"))
         lines.append(f"| {cell_name(folder)} | {len(rows)} | {mean:.2f} ± {std:.2f} | "
-                     f"{len(prow)} | {'–' if math.isnan(pstd) else f'{pstd:.2f}'} | {ari} | {met} |")
+                     f"{len(prow)}{f' ({devices})' if prow else ''} | "
+                     f"{'–' if math.isnan(pstd) else f'{pmean:.2f} ± {pstd:.2f}'} | {ari} | {met} |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RESULTS / "runs")
-    ap.add_argument("--partitions", type=Path, default=OUT / "runs")
+    ap.add_argument("--partitions", type=Path, default=OUT / "runs_gpu")
     ap.add_argument("--method", default="oral")
     ap.add_argument("--out", type=Path, default=OUT / "README.md")
     args = ap.parse_args(argv)
@@ -103,9 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         "committed seeds (test labels, a report) and the adjusted Rand index between the seeds' "
         "partitions of the scored nodes (no label read: it may choose things). Goals of issue "
         "47: std <= 2 points and mean ARI >= 0.9 in every cell.", "",
-        "Command: `python -m benchmarks.stability` after the partitions were recorded with "
+        "Command: `python -m benchmarks.stability` after the partitions were recorded on the lent "
+        "GPU with `bash benchmarks/gpu_stability.sh SECONDS [FIRST_SEED]` (16 `oral reproduce` "
+        "processes on one H100; the tgz it returns unpacks into benchmarks/results/stability/; "
+        "the tables' own rows are left as they are). On CPUs the same seeds come from "
         "`OMP_NUM_THREADS=1 oral reproduce --dataset D --seeds 10 --both-priors [--protocol paper] "
-        "--quiet --out benchmarks/results/stability` (the tables' own rows are left as they are).",
+        "--quiet --out DIR` and `--partitions DIR/runs`. The device alone moves which basin a "
+        "seed lands in, so the two columns of All are different fits: the committed rows trained "
+        "on CPUs, the partitions' fits on the GPU named beside them.",
         "", table(args.runs, args.partitions, args.method), ""])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
