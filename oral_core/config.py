@@ -8,6 +8,8 @@ import numpy as np
 
 #: model-selection rules (``ORALConfig.selection``)
 SELECTION_RULES = ("best_val", "last")
+#: the supervised known-class heads of ``known_head`` (oral_core.known_head; "none": the paper)
+KNOWN_HEADS = ("none", "sgc", "auto")
 #: how Eq. 5-6 run over the edges (``ORALConfig.attention_kernel``)
 ATTENTION_KERNELS = ("gather", "spmm")
 #: the terms of OpenNCD that ``opennc_losses`` can add (oral_core.opennc_losses)
@@ -103,6 +105,14 @@ class ORALConfig:
     # it would release hold validation nodes standing for at least known_absorb_share of them
     # (they look known themselves); False: unguarded. On by default since 2026-11-27
     known_absorb_guard: bool = True
+    # known-class fidelity (a deviation, oral_core.known_head; "none": the paper): "sgc" fits a
+    # logistic regression on twice-propagated features to the labelled training nodes, and a
+    # node ORAL keeps in a known class takes the head's known class (novel classes untouched);
+    # "auto": the same head, used only when it scores higher on the validation nodes
+    known_head: str = "none"
+    # with a head: a node ORAL puts in a novel class or in none joins the head's class when the
+    # head's probability reaches this (None: off)
+    known_head_pull: float | None = None
     edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
     edge_drop_max: float = 0.7
     # loss weights (Eq. 13: all 1 in the paper)
@@ -232,6 +242,11 @@ class ORALConfig:
              "known_split_share must be > 0 or none"),
             (self.known_absorb_share is None or 0 < self.known_absorb_share <= 1,
              "known_absorb_share must be in (0, 1] or none"),
+            (self.known_head in KNOWN_HEADS, f"known_head must be one of {list(KNOWN_HEADS)}"),
+            (self.known_head_pull is None or 0 < self.known_head_pull <= 1,
+             "known_head_pull must be in (0, 1] or none"),
+            (self.known_head_pull is None or self.known_head != "none",
+             "known_head_pull needs a known_head"),
             (self.lr_schedule in LR_SCHEDULES,
              f"lr_schedule must be one of {list(LR_SCHEDULES)}"),
             (self.selection in SELECTION_RULES,

@@ -139,7 +139,7 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "eval_every": 1, "gpu_memory_share": 0.8, "opennc_losses": False,
                 "opennc_pair_pool": 512, "opennc_terms": "proto+group+balance",
                 "known_split_share": None, "known_absorb_share": None,
-                "known_absorb_guard": False}
+                "known_absorb_guard": False, "known_head": "none", "known_head_pull": None}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

@@ -15,6 +15,7 @@ import torch
 
 from .attention import ORALNetwork, with_self_loops
 from .config import ORALConfig
+from .known_head import head_probabilities, keep_known_fidelity
 from .novelty import release_absorbed
 from .pseudo_labels import ensemble_assignment, pad_assignments
 from .sampling import CSR
@@ -66,6 +67,8 @@ class ORALModel:
         self.group_class = payload["group_class"]
         # the known-absorb check's margins (None: off or nothing released; older files lack it)
         self.release_margin = payload.get("release_margin")
+        # the known-class head (known_head; None: off, or a file from before it existed)
+        self.known_head = payload.get("known_head")
 
     @classmethod
     def from_fit(cls, model, class_names: list[str] | None = None,
@@ -145,6 +148,9 @@ class ORALModel:
             # a group that had no class at training time (suppressed there): unassigned (-1)
             cls = group_class[group]
             class_id[rows] = torch.where(cls < 0, torch.full_like(cls, -1), cls).cpu()
+        if self.known_head is not None:  # known-class fidelity (oral_core.known_head)
+            class_id = keep_known_fidelity(class_id, head_probabilities(self.known_head, x, edge_index),
+                                           self.num_known, self.config.known_head_pull)
         return Assignment(class_id, conf, class_id >= self.num_known,
                           int(torch.unique(class_id[class_id >= 0]).numel()))
 
@@ -179,4 +185,7 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
         "group_class": state["group_class"].cpu(),
         "release_margin": (None if state.get("release_margin") is None
                            else state["release_margin"].cpu()),
+        "known_head": (None if state.get("known_head") is None
+                       else {k: (v.cpu() if torch.is_tensor(v) else v)
+                             for k, v in state["known_head"].items()}),
     }

@@ -31,6 +31,7 @@ from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .graph import is_canonical
+from .known_head import fit_known_head, head_probabilities, keep_known_fidelity
 from .novelty import known_split_groups, release_absorbed, release_margins
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
@@ -287,6 +288,7 @@ class ORAL:
         log.info("ORAL trains %s", self.batch_reason)
         torch.manual_seed(cfg.seed)
         gen = torch.Generator().manual_seed(cfg.seed)
+        x_in, edge_in = x, edge_index  # the known head's inputs (known_head)
         x, edges0 = x.to(device).float(), edge_index.to(device).long()
         self._edges0_canonical = None
         if not cfg.minibatch:  # bag-of-words features: a sparse first-layer input (oral_core.features)
@@ -383,9 +385,39 @@ class ORAL:
             self._train_epoch(net, opt, schedule, x, edges, partitions, ens, labels, pseudo,
                               num_known, gen, watch, row, started, bar)
         bar.close()
+        if cfg.known_head != "none":
+            self._known_fidelity(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
         if init_class_id is not None:
             self._keep_class_ids(init_class_id, num_known)
         return self
+
+    def _known_fidelity(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
+                        val: torch.Tensor, num_known: int) -> None:
+        """Known-class fidelity (``known_head``, :mod:`oral_core.known_head`; not in the paper):
+        fit the head on the labelled training nodes, relabel the selected answer's known-class
+        nodes (and, with ``known_head_pull``, pull confident ones out of novel classes), and
+        measure its validation accuracy again. With ``known_head="auto"`` the relabelled answer
+        replaces the groups' only when its validation accuracy is higher (a choice on labelled
+        nodes, per fit; :attr:`known_head_used` says which). Both answers stay in
+        :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
+        cfg = self.config
+        head = fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed)
+        probs = head_probabilities(head, x, edge_index)
+        old = self._best["discovery"]
+        class_id = keep_known_fidelity(old.class_id, probs, num_known, cfg.known_head_pull)
+        has_val = val >= 0
+        val_acc = (float((class_id[has_val] == val[has_val]).float().mean()) if has_val.any()
+                   else float("nan"))
+        found = Discovery(class_id, old.confidence, class_id >= num_known,
+                          int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
+                          old.epoch, val_acc)
+        self.discoveries[f"{cfg.selection}_no_head"] = old
+        self.discoveries[f"{cfg.selection}_head"] = found
+        # "auto": the head only where the validation nodes favour it over the groups
+        self.known_head_used = cfg.known_head != "auto" or val_acc > old.val_accuracy
+        if self.known_head_used:
+            self.discoveries[cfg.selection] = found
+            self._best.update(discovery=found, val_acc=val_acc, known_head=head)
 
     def _pseudo_labels(self, ens, group_class, candidates, labels, edges0, outs, num_known, gen,
                        watch: Stopwatch, row: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -726,7 +758,8 @@ class ORAL:
         if self._best is None:
             raise RuntimeError("no model selected yet: call fit() first")
         return {k: self._best.get(k) for k in ("state", "partitions", "edges", "epoch", "val_acc",
-                                                "ensemble", "group_class", "release_margin")}
+                                                "ensemble", "group_class", "release_margin",
+                                                "known_head")}
 
 
 def evaluated_epoch(epoch: int, n_epochs: int, total: int, eval_every: int) -> bool:
