@@ -3,7 +3,7 @@
 # revisions, each from its own worktree and state folder, and compares what it prints (the
 # per-night lines and the class timeline) and its Markdown timeline after masking what may
 # differ between two runs of the same code: wall times, training seconds, temporary paths,
-# server ports, hashes and run ids. Writes benchmarks/results/demo_diff.md.
+# server ports, hashes and run ids. Writes benchmarks/results/demo_diff/demo_diff.md.
 #   bash benchmarks/demo_diff.sh 2cb169a HEAD
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +36,7 @@ for side in a b; do
   mask <"$work/$side.md" >"$work/$side.mdm"
 done
 
-out=benchmarks/results/demo_diff.md
+out=benchmarks/results/demo_diff/demo_diff.md
 {
   echo "# The demo at two revisions"
   echo

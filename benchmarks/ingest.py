@@ -15,7 +15,7 @@ the same process and interleaved ``--repeats`` times:
   ``<work>/state/gx``, validation results stored and Data Docs built by the checkpoints' action,
   as the nightly flow does).
 
-Medians are written to ``benchmarks/results/ingest.csv`` and ``ingest.md`` with the ratios to the
+Medians are written to ``benchmarks/results/ingest/ingest.csv`` and ``ingest.md`` with the ratios to the
 plain read (the machine is noisy; the ratio is the figure to compare across machines).
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results" / "ingest"
 
 
 def _timed(fn) -> float:

@@ -14,7 +14,7 @@ scoring, class description, MLflow logging and registration, lineage, DuckDB, th
 artifact and the orchestration itself). The first run of the process also pays one-off costs
 (the in-process Prefect server's start, imports of Great Expectations and MLflow, MLflow's schema
 creation); they are reported in their own column and not counted in the ratio, since a
-long-lived worker pays them once. Results: ``benchmarks/results/pipeline.{csv,md}``.
+long-lived worker pays them once. Results: ``benchmarks/results/pipeline/pipeline.{csv,md}``.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results" / "pipeline"
 
 
 def main(argv=None) -> int:

@@ -19,7 +19,7 @@ each night it records:
 Each store's growth per night is compared with what the night added: DuckDB with the rows it
 holds, MLflow and the run folders with one run's files (which grow with the node count), RSS
 and file descriptors with nothing (they should level off after the first nights). The verdicts
-are in ``benchmarks/results/soak.md``, every measurement in ``soak.csv``.
+are in ``benchmarks/results/soak/soak.md``, every measurement in ``soak.csv``.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results" / "soak"
 CONFIG = {"epochs": 10, "hidden_dim": 16, "pol_start_epoch": 5, "cluster_warmup_epochs": 3,
           "device": "cpu"}
 TABLES = ("snapshots", "runs", "classes", "node_assignments", "class_lineage")

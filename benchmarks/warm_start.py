@@ -27,7 +27,7 @@ index, no labels) of its predictions with the cold run of the same night.
 
 Resumable: every finished night is one JSON file under
 ``benchmarks/results/warm_start/<graph>/night_NN.json`` (kept; models and warehouses under
-``--state``). Results: ``benchmarks/results/warm_start.{md,csv}``.
+``--state``). Results: ``benchmarks/results/warm_start/warm_start.{md,csv}``.
 """
 from __future__ import annotations
 
@@ -365,9 +365,9 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7,
             rows.append(row)
     if not rows and not probes:
         return
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    NIGHTS_DIR.mkdir(parents=True, exist_ok=True)
     if rows:
-        with (RESULTS / "warm_start.csv").open("w", newline="") as fh:
+        with (NIGHTS_DIR / "warm_start.csv").open("w", newline="") as fh:
             fh.write(f"# command: {_command(argv)}\n")
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
@@ -464,7 +464,7 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7,
             lines.append(f"| {graph} | {rec['night']} | " + " | ".join(vals) + " | " + " | ".join(aris)
                          + f" | {100 * rec['cold']['val_accuracy']:.1f} |")
         lines.append("")
-    (RESULTS / "warm_start.md").write_text("\n".join(lines) + "\n")
+    (NIGHTS_DIR / "warm_start.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -28,7 +28,7 @@ def test_refresh_chain_goes_cold_every_cold_every_nights(tmp_path, one_thread):
     assert chain[1]["epochs"] == chain[3]["epochs"] == 2  # warm nights train warm_epochs
     # night 3 continues the refresh chain's own night 2, which is the cold chain's model
     assert chain[3]["warm_from"] == "night_02" and chain[2]["model_path"] == nights[2]["cold"]["model_path"]
-    md = (results / "warm_start.md").read_text()
+    md = (results / "warm_start" / "warm_start.md").read_text()
     assert "**refresh (a cold night every 2)**, nights 1-3" in md
     assert "refresh (cold every 2): start, s, All, Novel, classes" in md
     # --cold-every 0: never cold again after night 0 (the cold chain's runs are reused)
@@ -85,6 +85,6 @@ def test_guarded_chain_trains_cold_when_the_check_fires(tmp_path, one_thread, mo
         assert c["all"] == night["cold"]["all"] and c["since_cold"] == 0
         assert c["seconds"] > night["cold"]["seconds"]  # the warm fit was paid for too
     assert "rerun_seconds" in nights[2]["cold"]  # trained again, same scores (else a warning)
-    md = (results / "warm_start.md").read_text()
+    md = (results / "warm_start" / "warm_start.md").read_text()
     assert "**guarded (emergence check at alpha 0.5, no periodic cold night)**" in md
     assert "- night 2: cold (check): a class may have emerged: test" in md

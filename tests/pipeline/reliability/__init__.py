@@ -1,5 +1,5 @@
 """Fault injection (issue 7): a crash, a retry, a second run or a locked database never loses or
-duplicates a result. Every test names the guarantee it checks; benchmarks/results/reliability.md
+duplicates a result. Every test names the guarantee it checks; benchmarks/results/reliability/reliability.md
 lists them with what is injected and how to rerun one
 (``pytest tests/pipeline/reliability -k NAME``). One file per numbered point of that table
 (test_rel<point>_*.py); the package was one module, tests/test_reliability.py, until issue 20.
