@@ -14,7 +14,7 @@ measured on CPU by :mod:`benchmarks.pipeline` / :mod:`benchmarks.ingest`. Run::
 
     python -m benchmarks.core_night --nodes 1000000 --warm [--set KEY=VALUE ...]
 
-Each night appends one row to ``benchmarks/results/core_night.csv`` (``graph`` names the start,
+Each night appends one row to ``benchmarks/results/core_night/core_night.csv`` (``graph`` names the start,
 the epochs and any override; ``device``; ``epoch_s`` the median steady epoch; ``stage_s``;
 ``gpu_peak_gb`` the largest CUDA allocation, empty on CPU; ``batch`` how the fit batched and why;
 ``accuracy``).
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warm", action="store_true", help="also a warm night from the cold model")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--state", type=Path, default=ROOT / "state" / "core_night")
-    ap.add_argument("--out", type=Path, default=RESULTS / "core_night.csv")
+    ap.add_argument("--out", type=Path, default=RESULTS / "core_night" / "core_night.csv")
     args = ap.parse_args(argv)
     from benchmarks.profile import parse_overrides
     overrides = parse_overrides(args.set)

@@ -30,7 +30,7 @@ the subprocess's resident memory when the call starts (its inputs loaded), and i
 high-water mark is reset (``/proc/self/clear_refs``, Linux), so the peak is the call's own
 (inputs resident during it included), not input generation's; where the reset is refused the
 peak is the whole process's (column ``peak_reset``). Results go to
-``benchmarks/results/large_inference.md`` and ``.csv`` (``--out`` to change). DuckDB runs with
+``benchmarks/results/large_inference/large_inference.md`` and ``.csv`` (``--out`` to change). DuckDB runs with
 ``--threads`` threads (default 1, like the tests); the publishing stages run once per
 ``--memory-limit`` value (DuckDB's ``memory_limit``, ``Warehouse(memory_limit=...)``; ``none``:
 DuckDB's default, 80% of the machine's memory).
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", nargs="+", default=["none"],
                         help="DuckDB memory_limit values for the publishing stages ('none': "
                              "DuckDB's default)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "large_inference")
+    parser.add_argument("--out", type=Path, default=RESULTS / "large_inference" / "large_inference")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="where the Parquet and DuckDB files go (default: a temp folder)")
     # one stage in this process (used by the parent)

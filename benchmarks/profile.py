@@ -18,7 +18,7 @@ Means are over the steady epochs (every module on). Run::
 
     python -m benchmarks.profile --graph cora --graph synthetic:100000 --epochs 12
 
-writes ``benchmarks/results/profile.md`` and ``profile.csv``.
+writes ``benchmarks/results/profile/profile.md`` and ``profile.csv``.
 """
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override for every graph, e.g. --set batch_size=4096")
-    ap.add_argument("--out", type=Path, default=RESULTS / "profile.md",
+    ap.add_argument("--out", type=Path, default=RESULTS / "profile" / "profile.md",
                     help="the Markdown file (its .csv twin is written beside it)")
     args = ap.parse_args(argv)
     if args.out.is_dir() or args.out.suffix != ".md":  # checked before minutes of profiling

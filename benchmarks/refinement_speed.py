@@ -16,7 +16,7 @@ without a label, random representativeness rows for three layers, an edge set of
 replaced (:func:`similarity_before`: rows gathered by advanced indexing in chunks of 2^18
 pairs), interleaved in one process. Both must return the same edges (checked, ``torch.equal``):
 the change is a pure speed-up, so no accuracy run is needed. Medians go to
-``benchmarks/results/refinement_speed.csv`` / ``.md``; the figure to compare across machines is
+``benchmarks/results/refinement_speed/refinement_speed.csv`` / ``.md``; the figure to compare across machines is
 the ratio (before / after) measured in the same run.
 """
 from __future__ import annotations
@@ -96,7 +96,7 @@ def main(argv=None) -> None:
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--step", choices=["similarity", "merge"], default="similarity")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=RESULTS / "refinement_speed")
     args = ap.parse_args(argv)
     rows = []
     for n in args.nodes:

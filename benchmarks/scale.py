@@ -23,7 +23,7 @@ configuration match and no fallback can fire), run with ``oral run --warm`` on t
 directory, so it continues the cold night's champion for ``warm_epochs`` epochs. Its row's graph column says
 ``warm, W epochs after a cold night of E``.
 
-Each call appends rows to ``benchmarks/results/scale.csv`` (columns
+Each call appends rows to ``benchmarks/results/scale/scale.csv`` (columns
 ``graph,nodes,edges,device,epoch_s,nightly_s,peak_mem_gb``; the graph column names the epochs and
 any override) and rewrites ``scale.md`` and ``scale.png`` from the whole CSV.
 """
@@ -217,7 +217,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warm", action="store_true",
                     help="after each cold night, a warm night (oral run --warm) on a copy of the "
                          "snapshot dated the next day")
-    ap.add_argument("--out", type=Path, default=RESULTS / "scale.csv")
+    ap.add_argument("--out", type=Path, default=RESULTS / "scale" / "scale.csv")
     args = ap.parse_args(argv)
     for n in args.nodes:
         nights = [None]

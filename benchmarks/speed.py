@@ -9,13 +9,13 @@ meant to be compared across runs.
 
     python -m benchmarks.speed --dataset cora --dataset amazonphoto --dataset synthetic:100000
 
-appends one row per graph and device to ``benchmarks/results/speed.csv``.
+appends one row per graph and device to ``benchmarks/results/speed/speed.csv``.
 
 ``--kernel`` (repeatable) times ORAL with each aggregation kernel of Eq. 6
 (``ORALConfig.attention_kernel``: ``gather``, PyG message passing, or ``spmm``, a sparse matrix
 product), each against its own GAT reference, one row each, labelled ``attention_kernel=...``
 (rows without the label are ``gather``, the default). The kernel comparison of issue 18 (point 3,
-``benchmarks/results/attention_kernels.md``):
+``benchmarks/results/attention_kernels/attention_kernels.md``):
 
     OMP_NUM_THREADS=1 python -m benchmarks.speed --data-dir ../shared/datasets \
         --dataset cora --dataset amazonphoto --kernel gather --kernel spmm
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variant", action="append", default=[], metavar="K=V[,K=V]",
                     help="time ORAL with these ORALConfig overrides on top of --set (repeatable; "
                          "one row each, labelled with them; 'defaults' for none)")
-    ap.add_argument("--out", type=Path, default=RESULTS / "speed.csv")
+    ap.add_argument("--out", type=Path, default=RESULTS / "speed" / "speed.csv")
     args = ap.parse_args(argv)
     from benchmarks.profile import parse_overrides
     overrides = parse_overrides(args.set)
