@@ -1,6 +1,6 @@
 """Is the last epoch's answer stable? A diagnostic by the held-out-class proxy (labelled nodes only).
 
-The kernel comparison (``proxy_compare_cora-noprior-attention_kernel=spmm.md``) showed that
+The kernel comparison (``benchmarks/results/proxy/proxy_compare_cora-noprior-attention_kernel=spmm.md``) showed that
 rounding-level differences move a single seed's proxy score at the last epoch of 200 by up to 36
 points. This script measures, in ONE training run per seed (so every row is paired by
 construction), the default rule ``last@E`` against ``vote@E:k``: every node takes the class it
@@ -14,7 +14,7 @@ the hidden class's labelled nodes, as ``benchmarks/proxy_rules.py``).
     OMP_NUM_THREADS=1 python -m benchmarks.epoch_vote --dataset cora --seeds 5 --votes 10,25,50
 
 Per-seed rows: ``benchmarks/results/epoch_vote/<dataset>-<prior>/seed_<n>.json`` (resumable);
-table: ``benchmarks/results/epoch_vote_<dataset>-<prior>.md``.
+table: ``benchmarks/results/epoch_vote/epoch_vote_<dataset>-<prior>.md``.
 """
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def compare(results: Path, a: str, b: str) -> int:
         d, se = mean_se([y - x for x, y in zip(xa, xb)])
         lines.append(f"| {rule} | {len(seeds)} | {mean_se(xa)[0]:.2f} | {mean_se(xb)[0]:.2f} | "
                      f"{d:+.2f} ({se:.2f}) | {sum(y > x for x, y in zip(xa, xb))}/{len(seeds)} |")
-    out = results / f"epoch_vote_compare_{a}_vs_{b}.md"
+    out = results / "epoch_vote" / f"epoch_vote_compare_{a}_vs_{b}.md"
     out.write_text("\n".join(lines) + "\n")
     print(out.read_text())
     return 0
@@ -291,7 +291,7 @@ def main(argv=None) -> int:
         rows += got
         print(f"seed {seed} ({time.perf_counter() - t:.0f}s): "
               + ", ".join(f"{r['rule']} {r['all']:.1f}" for r in got if "all" in r), flush=True)
-    out = Path(args.results) / f"epoch_vote_{name}.md"
+    out = Path(args.results) / "epoch_vote" / f"epoch_vote_{name}.md"
     out.write_text("\n".join([
         f"# Voting over the last epochs: {name} (held-out-class proxy, labelled nodes only)", "",
         f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.epoch_vote --dataset {args.dataset} "

@@ -11,7 +11,7 @@ No test node is read.
         [--set KEY=VALUE ...]
 
 Per-seed rows go to ``benchmarks/results/proxy/<dataset>-<prior>[-<overrides>]/seed_<n>.json``
-(an interrupted sweep resumes); the table to ``.../proxy_rules_<dataset>-<prior>[...].md``/``.csv``.
+(an interrupted sweep resumes); the table to ``benchmarks/results/proxy/proxy_rules_<dataset>-<prior>[...].md``/``.csv``.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument("--compare", nargs=2, metavar=("REFERENCE", "OTHER"),
                     help="no training: compare two finished proxy folders (names under "
-                         "results/proxy) paired by seed, and write proxy_compare_<OTHER>.md")
+                         "results/proxy) paired by seed, and write proxy/proxy_compare_<OTHER>.md")
     args = ap.parse_args(argv)
     if args.compare:
         reference, other = args.compare
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                  f"Command: `python -m benchmarks.proxy_rules --dataset {args.dataset} --compare "
                  f"{reference} {other}`", "", "Proxy All (%), paired by seed and rule.", "",
                  *compare(Path(args.results), reference, other)]
-        Path(f"{Path(args.results) / ('proxy_compare_' + other)}.md").write_text("\n".join(lines) + "\n")
+        Path(f"{Path(args.results) / 'proxy' / ('proxy_compare_' + other)}.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0
     horizons = sorted({int(h) for h in args.horizons.split(",")})
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
              "the other half plus every labelled node of the hidden class (GCD-convention accuracy,",
              "%). One training run per seed answers every rule. Paired differences are per seed.", "",
              *table(rows, reference)]
-    out = Path(args.results) / f"proxy_rules_{tag}"
+    out = Path(args.results) / "proxy" / f"proxy_rules_{tag}"
     Path(f"{out}.md").write_text("\n".join(lines) + "\n")
     with Path(f"{out}.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -11,7 +11,7 @@ the same run (paired by construction).
 The rule was **chosen on Cora** (first folder) before the other folders existed: the middle of
 the region of the grid that beat the last epoch there (share 2%, patience 10); the other
 folders confirm or refute it without being used to choose. Table:
-``benchmarks/results/stop_rules.md``.
+``benchmarks/results/stop_rules/stop_rules.md``.
 """
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def main(argv=None) -> int:
             lines.append(f"| {r['share']:.0%}{mark} | {r['patience']} | {r['diff']:+.2f} ({r['se']:.2f}) | "
                          f"{r['ahead']} / {r['behind']} | {r['epochs']:.0%} |")
         lines.append("")
-    out = results / "stop_rules.md"
+    out = results / "stop_rules" / "stop_rules.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(out.read_text())
     return 0

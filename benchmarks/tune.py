@@ -10,7 +10,7 @@ open-world accuracy with the hidden class playing the novel class. No test node 
     python -m benchmarks.tune --dataset cora --seeds 2 --grid attention_temperature=1.0,0.3 \
         --grid top_k=2,3
 
-writes ``benchmarks/results/tuning_<dataset>.md`` and ``.csv``.
+writes ``benchmarks/results/tuning/tuning_<dataset>.md`` and ``.csv``.
 """
 from __future__ import annotations
 
@@ -146,8 +146,9 @@ def main(argv=None) -> int:
     name = prep.graph.name.lower()
     stem = (f"tuning_{name}" + "".join(f"_{k}" for k in keys) + ("_prior" if args.prior else "")
             + ("_rotate" if args.hide == "rotate" else ""))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with (RESULTS / f"{stem}.csv").open("w", newline="") as fh:
+    out = RESULTS / "tuning"
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / f"{stem}.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
@@ -162,7 +163,7 @@ def main(argv=None) -> int:
         mean = {m: sum(r[m] for r in sel) / len(sel) for m in ("all", "known", "novel", "classes")}
         lines.append("| " + " | ".join(str(v) for v in combo) +
                      f" | {mean['all']:.2f} | {mean['known']:.2f} | {mean['novel']:.2f} | {mean['classes']:.1f} |")
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -43,7 +43,7 @@ def test_compare_pairs_seeds_both_runs_finished(tmp_path):
             (folder / f"seed_{seed}.json").write_text(json.dumps(
                 {"key": {}, "rows": [{"rule": "last@200", "seed": seed, "all": value, "classes": 6}]}))
     assert compare(tmp_path, "a", "b") == 0
-    table = (tmp_path / "epoch_vote_compare_a_vs_b.md").read_text()
+    table = (tmp_path / "epoch_vote" / "epoch_vote_compare_a_vs_b.md").read_text()
     assert "| last@200 | 2 | 65.00 | 66.50 | +1.50 (3.50) | 1/2 |" in table  # seed 2: b only
 
 
@@ -85,7 +85,7 @@ def test_stop_rules_score_the_stop_against_the_last_epoch(tmp_path):
     rows = {(r["share"], r["patience"]): r for r in grid([row | {"pol_start_epoch": 0}])}
     assert rows[(0.02, 10)]["diff"] == 20.0 and rows[(0.02, 10)]["epochs"] == 21 / 40
     assert main(["toy", "--results", str(tmp_path)]) == 0
-    assert "| 2% **chosen** | 10 | +20.00" in (tmp_path / "stop_rules.md").read_text()
+    assert "| 2% **chosen** | 10 | +20.00" in (tmp_path / "stop_rules" / "stop_rules.md").read_text()
 
 
 @pytest.mark.parametrize("module", ["benchmarks.epoch_vote", "benchmarks.proxy_rules"])

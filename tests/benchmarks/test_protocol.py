@@ -353,7 +353,7 @@ def test_proxy_rules_command_is_resumable(planted, tmp_path, monkeypatch):
             "--set", "epochs=8"]
     proxy_main(args)
     tag = f"{planted.name.lower()}-noprior-epochs=8"
-    md = (tmp_path / f"proxy_rules_{tag}.md").read_text()
+    md = (tmp_path / "proxy" / f"proxy_rules_{tag}.md").read_text()
     assert "| best_val@4 | 2 |" in md and "| last@8 | 2 |" in md
     saved = json.loads((tmp_path / "proxy" / tag / "seed_1.json").read_text())
     assert {r["rule"] for r in saved["rows"]} == {"best_val@4", "last@4", "best_val@8", "last@8"}

@@ -82,9 +82,9 @@ def test_prior_flag_gives_the_true_class_number_and_names_the_files(prep, tmp_pa
           "--grid", "select_from_epoch=none,30"])
     assert seen == [(0, 5, None), (1, 5, None), (0, 5, 30), (1, 5, 30)]
     stem = f"tuning_{prep.graph.name.lower()}_select_from_epoch_prior_rotate"
-    md = (tmp_path / f"{stem}.md").read_text()
+    md = (tmp_path / "tuning" / f"{stem}.md").read_text()
     assert "| None | 50.00 | 60.00 | 40.00 | 5.0 |" in md and "| 30 | 50.00 |" in md
-    assert (tmp_path / f"{stem}.csv").exists()
+    assert (tmp_path / "tuning" / f"{stem}.csv").exists()
 
 
 def test_false_novelty_trains_on_the_known_classes_only(prep, one_thread):
