@@ -1,9 +1,9 @@
 """ORAL with the per-graph choice of ``oral choose`` against the defaults and the baselines, paired
 by seed, under the protocol each choice was made for (issue 17).
 
-    python -m benchmarks.choose_table [--results benchmarks/results] [--out benchmarks/results/choose_paired.md]
+    python -m benchmarks.choose_table [--results benchmarks/results] [--out benchmarks/results/choose/choose_paired.md]
     python -m benchmarks.choose_table --choices benchmarks/results/choose_batch \
-        --previous benchmarks/results/choose --out benchmarks/results/choose_batch_paired.md
+        --previous benchmarks/results/choose --out benchmarks/results/choose_batch/choose_batch_paired.md
 
 ``--choices DIR`` reads the choices of another ``oral choose --out DIR`` (default
 ``<results>/choose``); ``--previous DIR`` also pairs each cell with the setting the choice in
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
                   "then subfolders by name) holds the same seed and setting with another result "
                   "(a rerun on another device, e.g. `gpu_base/`): " + ", ".join(sorted(set(skipped))) + "."]
     text = "\n".join(lines) + "\n"
-    out = args.out or args.results / "choose_paired.md"
+    out = args.out or folder / f"{folder.name}_paired.md"
     out.write_text(text)
     print(text)
     return 0

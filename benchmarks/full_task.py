@@ -6,7 +6,7 @@ the fit reports), to see when and how a setting loses the known classes. Reads n
 
     python -m benchmarks.full_task --dataset amazonphoto --prior --seed 0 \\
         --setting defaults --setting opennc_losses=true,opennc_terms=balance [--set attention_kernel=spmm] \\
-        --out benchmarks/results/full_task_amazonphoto-prior.md
+        --out benchmarks/results/full_task/full_task_amazonphoto-prior.md
 
 Each setting's row is kept in ``<out>.json`` and reused when the command is rerun.
 """

@@ -14,7 +14,7 @@ more ``oral choose --out`` folders (labelled nodes only; no test label is read a
 the same candidate judged in two folders for the same graph keeps the one with more seeds.
 
     python -m benchmarks.lever_table benchmarks/results/choose benchmarks/results/choose_temperature \
-        --out benchmarks/results/lever_table.md
+        --out benchmarks/results/lever_table/lever_table.md
 """
 from __future__ import annotations
 

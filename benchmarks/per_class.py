@@ -11,7 +11,7 @@ test labels, so it chooses nothing.
 
     python -m benchmarks.per_class --dataset amazonphoto --methods oral,opennc [--prior] [--protocol paper]
     python -m benchmarks.per_class --dataset amazonphoto --prior --methods oral@temp03,oral,opennc \
-        --out benchmarks/results/per_class_choice_amazonphoto-prior.md
+        --out benchmarks/results/per_class_choice/per_class_choice_amazonphoto-prior.md
 
 ``METHOD@FOLDER`` takes that method's rows from a folder under ``--results`` (a per-graph
 choice's own rows).

@@ -9,7 +9,7 @@ with 100 epochs or best-validation selection) are left out: their change is the 
 not the setting's. Rows whose seeds ran on another device are marked: ``oral choose`` pairs fits
 of one machine, and the device alone moves BlogCatalog's seeds between basins.
 
-    python -m benchmarks.val_change [--base benchmarks/results] [--out benchmarks/results/guard.md]
+    python -m benchmarks.val_change [--base benchmarks/results] [--out benchmarks/results/known_class_guard/guard.md]
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def markdown(rows: list[dict], command: str, drop: float) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=RESULTS, help="the defaults' results folder")
-    ap.add_argument("--out", type=Path, default=RESULTS / "guard.md")
+    ap.add_argument("--out", type=Path, default=RESULTS / "known_class_guard" / "guard.md")
     args = ap.parse_args(argv)
     folders = sorted({p.parent.parent for p in args.base.rglob("runs/oral")
                       if p.parent.parent != args.base})
@@ -104,6 +104,7 @@ def main(argv=None) -> int:
         return str(p.relative_to(here)) if p.is_absolute() and p.is_relative_to(here) else str(p)
     command = "python -m benchmarks.val_change " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown(rows, command.strip(), GUARD_DROP))
     print(f"{len(rows)} rows -> {shown(args.out)}")
     return 0

@@ -33,7 +33,7 @@ def test_a_choice_without_strict_seeds_says_so(tmp_path):
         "candidates": [{"candidate": "gamma=0.1"}]}))
     _seed(tmp_path, "cora-noprior", ORALConfig())
     assert main(["--results", str(tmp_path)]) == 0
-    text = (tmp_path / "choose_paired.md").read_text()
+    text = (tmp_path / "choose" / "choose_paired.md").read_text()
     assert "| cora | noprior | ours | `gamma=0.1` | (no seed of this setting yet)" in text
 
 

@@ -23,7 +23,7 @@ def test_the_guard_refuses_only_a_clear_drop_beyond_the_tolerance():
     # the tolerance is a parameter; one seed has no standard error
     assert not keeps_known_classes({0: 90.0}, {0: 84.0}, max_drop=5.0)["kept"]
     assert keeps_known_classes({0: 90.0}, {0: 84.0})["kept"]
-    assert GUARD_DROP == 20.0  # benchmarks/results/guard.md: between rerun noise and a collapse
+    assert GUARD_DROP == 20.0  # benchmarks/results/known_class_guard/guard.md: between rerun noise and a collapse
     assert keeps_known_classes(base, {s: v - 15.8 for s, v in base.items()})["kept"]
     with pytest.raises(ValueError, match="at least one seed"):
         keeps_known_classes({0: 90.0}, {1: 80.0})
