@@ -9,7 +9,7 @@ one of them is a false discovery here). It chooses nothing; it reads test labels
     python -m benchmarks.false_novelty --dataset cora --seeds 3
 
 Per-seed rows go to ``benchmarks/results/false_novelty/<dataset>/seed_<n>.json`` (resumable);
-the table to ``benchmarks/results/false_novelty.md``.
+the table to ``benchmarks/results/false_novelty/false_novelty.md``.
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
 
 
 def write_table(results: Path) -> None:
-    """``false_novelty.md`` from every finished seed file: the known-class subgraph (reads test
+    """``false_novelty/false_novelty.md`` from every finished seed file: the known-class subgraph (reads test
     labels to drop the novel classes' nodes: a diagnostic) and the no-novel proxy (labelled
     nodes only: it may choose)."""
     subs = sorted(p for p in (results / "false_novelty").iterdir() if p.is_dir())
@@ -163,7 +163,7 @@ def write_table(results: Path) -> None:
             lines += table_rows(sub.name, rows)
             summaries.append(summary_line(sub.name, rows))
         lines += [""] + [x for x in summaries if x] + [""]
-    (results / "false_novelty.md").write_text("\n".join(lines))
+    (results / "false_novelty" / "false_novelty.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 

@@ -15,7 +15,7 @@ For the largest novel class: its part in the group that holds most of it ("main"
 the other group that holds most of it ("fragment"), and the small novel class (the second novel
 class, all of its nodes). Pairs of known classes are given for scale.
 
-    python -m benchmarks.fragment --dataset amazonphoto --prior --seeds 2,3 --out benchmarks/results/fragment_amazonphoto-prior.md
+    python -m benchmarks.fragment --dataset amazonphoto --prior --seeds 2,3 --out benchmarks/results/fragment/fragment_amazonphoto-prior.md
 """
 from __future__ import annotations
 

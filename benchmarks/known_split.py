@@ -8,8 +8,8 @@ so every seed is paired within one training run. This reads test labels: it repo
 chooses nothing (the check is judged by the proxies: ``benchmarks.epoch_vote`` and
 ``benchmarks.false_novelty --labelled-only``).
 
-    python -m benchmarks.known_split benchmarks/results/known_split [more folders] --out benchmarks/results/known_split.md
-    python -m benchmarks.known_split benchmarks/results/known_absorb* --check known_absorb_share --out benchmarks/results/known_absorb.md
+    python -m benchmarks.known_split benchmarks/results/known_split [more folders] --out benchmarks/results/known_split/known_split.md
+    python -m benchmarks.known_split benchmarks/results/known_absorb_* --check known_absorb_share --out benchmarks/results/known_absorb/known_absorb.md
 """
 from __future__ import annotations
 

@@ -140,10 +140,10 @@ def test_false_novelty_reports_the_checked_and_unchecked_answers(tmp_path, one_t
              "cluster_warmup_epochs=2", "known_split_share=0.5"]
     argv = ["--dataset", "tiny", "--seeds", "1", "--labelled-only", "--results", str(tmp_path)]
     assert fn.main(argv + [x for kv in small for x in ("--set", kv)]) == 0
-    folder, = (tmp_path / "false_novelty").iterdir()
+    folder, = (p for p in (tmp_path / "false_novelty").iterdir() if p.is_dir())
     assert folder.name.startswith("tiny-labelled-epochs=12")
     row = json.loads((folder / "seed_0.json").read_text())
     assert row["labelled_only"] and set(row["unchecked"]) == {"classes_found", "false_novel_share", "accuracy"}
-    text = (tmp_path / "false_novelty.md").read_text()
+    text = (tmp_path / "false_novelty" / "false_novelty.md").read_text()
     assert "## No-novel proxy (labelled nodes only)" in text and "paired within each fit" in text
     assert "## Known-class subgraph" not in text
