@@ -5,7 +5,7 @@ Table 2 reads ``reproduction.csv``::
 
     python -m benchmarks.figures table2
 
-writes ``table2_all.png``: All accuracy per method, one panel per dataset and prior setting, our
+writes ``figures/table2_all.png``: All accuracy per method, one panel per dataset and prior setting, our
 mean with its standard deviation beside the paper's value.
 
 Figure 4 reads the per-seed files of ``oral reproduce`` under both protocols
@@ -14,12 +14,12 @@ accuracy beside the ensemble's, before and after the known-group checks)::
 
     python -m benchmarks.figures layers
 
-writes ``figure4_layers.md`` and ``figure4_layers.png``. Figure 5 first runs (resumable: finished
+writes ``figures/figure4_layers.md`` and ``.png``. Figure 5 first runs (resumable: finished
 seeds are skipped) one sweep per value under ``results/sensitivity/<key>=<value>/``, then plots::
 
     python -m benchmarks.figures sensitivity --dataset blogcatalog --prior --seeds 3
 
-writes ``figure5_sensitivity_<dataset>-<prior|noprior>.md`` and ``.png``. ``--set KEY=VALUE``
+writes ``sensitivity/figure5_sensitivity_<dataset>-<prior|noprior>.md`` and ``.png``. ``--set KEY=VALUE``
 changes the base configuration of every point (the defaults then run again, in
 ``sensitivity/<KEY=VALUE>/default``), e.g. ``--set select_from_epoch=31`` keeps only epochs after
 pseudo-label learning started (epoch 30), so that gamma and mu can matter; the files get ``_<KEY=VALUE>``. The paper's Figure 5 is
@@ -81,7 +81,8 @@ def table2(results: Path = RESULTS) -> Path:
         ax.set_ylabel("All accuracy (%)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    path = results / "table2_all.png"
+    path = results / "figures" / "table2_all.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     return path
 
@@ -126,7 +127,9 @@ def layers(results: Path = RESULTS) -> None:
         for metric in ("all", "known", "novel"):
             cells = [_mean_std(r[f"{n}_{metric}"]) for n in names]
             lines.append(f"| {r['run']} | {r['seeds']} | {metric} | " + " | ".join(cells) + " |")
-    (results / "figure4_layers.md").write_text("\n".join(lines) + "\n")
+    out = results / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "figure4_layers.md").write_text("\n".join(lines) + "\n")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -138,7 +141,7 @@ def layers(results: Path = RESULTS) -> None:
         ax.set_title(f"{r['run']} ({r['seeds']} seeds)", fontsize=9)
         ax.set_ylabel("All accuracy (%)")
     fig.tight_layout()
-    fig.savefig(results / "figure4_layers.png", dpi=100)
+    fig.savefig(out / "figure4_layers.png", dpi=100)
 
 
 def _tag(overrides: dict[str, str]) -> str:
@@ -218,7 +221,8 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
     for key, value, all_, novel, paired, epochs in table:
         lines.append(f"| {key} | {value} | {len(all_)} | {_mean_std(all_)} | {_mean_std(novel)} "
                      f"| {_signed_mean_std(paired)} | {', '.join(epochs) or '-'} |")
-    md = results / f"figure5_sensitivity_{setting}{'_' + tag if tag else ''}.md"
+    md = results / "sensitivity" / f"figure5_sensitivity_{setting}{'_' + tag if tag else ''}.md"
+    md.parent.mkdir(parents=True, exist_ok=True)
     md.write_text("\n".join(lines) + "\n")
     import matplotlib
     matplotlib.use("Agg")

@@ -16,7 +16,7 @@ test labels, so it chooses nothing.
 ``METHOD@FOLDER`` takes that method's rows from a folder under ``--results`` (a per-graph
 choice's own rows).
 
-writes ``benchmarks/results/per_class_<dataset>-<prior>[-paper].md``.
+writes ``benchmarks/results/per_class/per_class_<dataset>-<prior>[-paper].md``.
 """
 from __future__ import annotations
 
@@ -143,7 +143,8 @@ def main(argv=None) -> int:
             "test nodes that are right under the one-Hungarian matching of All (Eq. 14), mean ± "
             "standard error over the seeds, from each seed file's contingency table. Diagnostic "
             "(test labels): it chooses nothing.\n\n" + body + "\n")
-    out = args.out or args.results / f"per_class_{tag}.md"
+    out = args.out or args.results / "per_class" / f"per_class_{tag}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(text)
     return 0

@@ -35,11 +35,11 @@ def test_layers_table_has_each_layer_and_the_ensemble(tmp_path):
     for seed, a in enumerate((50.0, 60.0)):
         (folder / f"seed_{seed}.json").write_text(json.dumps(_row("oral", "cora", "no", a, seed)))
     layers(tmp_path)
-    md = (tmp_path / "figure4_layers.md").read_text()
+    md = (tmp_path / "figures" / "figure4_layers.md").read_text()
     # layer 1 = all - 5, layer 2 = all + 5, ensemble = all: means 50, 60, 55 over the two seeds
     # no checks recorded: the unchecked ensemble is the reported one
     assert "| cora-noprior | 2 | all | 50.00 ± 7.07 | 60.00 ± 7.07 | 55.00 ± 7.07 | 55.00 ± 7.07 |" in md
-    assert (tmp_path / "figure4_layers.png").exists()
+    assert (tmp_path / "figures" / "figure4_layers.png").exists()
 
 
 def test_layers_table_covers_both_protocols_and_the_unchecked_ensemble(tmp_path):
@@ -50,7 +50,7 @@ def test_layers_table_covers_both_protocols_and_the_unchecked_ensemble(tmp_path)
             "all": a - 2, "known": a - 2, "novel": a - 2}}}
         (folder / "seed_0.json").write_text(json.dumps(row))
     layers(tmp_path)
-    md = (tmp_path / "figure4_layers.md").read_text()
+    md = (tmp_path / "figures" / "figure4_layers.md").read_text()
     assert "| ensemble_unchecked | ensemble |" in md
     assert "| cora-noprior | 1 | all | 45.00 ± 0.00 | 55.00 ± 0.00 | 48.00 ± 0.00 | 50.00 ± 0.00 |" in md
     assert "| cora-noprior-paper | 1 | all | 65.00 ± 0.00 | 75.00 ± 0.00 | 68.00 ± 0.00 | 70.00 ± 0.00 |" in md

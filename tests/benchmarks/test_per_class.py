@@ -25,7 +25,7 @@ def test_the_table_pairs_methods_per_class_and_refuses_missing_seeds(tmp_path, c
         (folder / "seed_0.json").write_text(json.dumps(
             {"all": 100.0, "contingency": table, "known_classes": [0]}))
     assert main(["--dataset", "sbm", "--methods", "oral,opennc", "--results", str(tmp_path)]) == 0
-    text = (tmp_path / "per_class_sbm-noprior.md").read_text()
+    text = (tmp_path / "per_class" / "per_class_sbm-noprior.md").read_text()
     assert "| 1 | no | 2 | 100.0 ± nan | 0.0 ± nan |" in text
     assert "| 0 | yes | 8 |" in text
     with pytest.raises(SystemExit, match="no finished seed"):
@@ -44,7 +44,7 @@ def test_class_balanced_means_and_the_paired_gaps(tmp_path):
                 {"seed": seed, "all": 80.0 if method == "oral" else 90.0, "contingency": table,
                  "known_classes": [0]}))
     assert main(["--dataset", "sbm", "--methods", "oral,opennc", "--results", str(tmp_path)]) == 0
-    text = (tmp_path / "per_class_sbm-noprior.md").read_text()
+    text = (tmp_path / "per_class" / "per_class_sbm-noprior.md").read_text()
     # oral: classes 100 / 75 / 100 -> 91.7 balanced, novel 87.5; opennc: 100 / 100 / 0 -> 66.7, 50.0
     assert "| Class-balanced (mean over classes) | | | 91.7 ± 0.0 | 66.7 ± 0.0 |" in text
     assert "| Novel, class-balanced | | | 87.5 ± 0.0 | 50.0 ± 0.0 |" in text
@@ -64,6 +64,6 @@ def test_a_method_at_a_folder_reads_that_folders_rows_and_out_names_the_table(tm
                  "--out", str(out)]) == 0
     text = out.read_text()
     assert "oral@choice (1 seeds)" in text and "| 1 | no | 2 | 100.0 ± nan | 0.0 ± nan |" in text
-    assert "--out" in text and not (tmp_path / "per_class_sbm-noprior.md").exists()
+    assert "--out" in text and not (tmp_path / "per_class" / "per_class_sbm-noprior.md").exists()
     with pytest.raises(SystemExit, match="choice2/runs/oral/sbm-noprior: no finished seed"):
         main(["--dataset", "sbm", "--methods", "oral@choice2", "--results", str(tmp_path)])
