@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-#: the settings tried by default: the levers of benchmarks/results/lever_table.md whose proxy
+#: the settings tried by default: the levers of benchmarks/results/lever_table/lever_table.md whose proxy
 #: bound (gain - s.e.) is above 0 on at least one of our graphs: the two that scale how much
 #: pseudo-label learning (Eq. 7-11) reinforces itself and a sharper group-aware attention (Eq. 5
 #: over a temperature of 0.3). opennc_losses=true also has such a bound (AmazonPhoto with the

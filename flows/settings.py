@@ -75,7 +75,7 @@ class Settings:
     training_deployment: str = "train-remote/gpu"
     remote_training_timeout: float = 6 * 3600.0
     #: warm starts by default (``ORAL_WARM_START``; off: measured to lose novel classes,
-    #: benchmarks/results/warm_start.md); the flows' ``cold`` parameter overrides it
+    #: benchmarks/results/warm_start/warm_start.md); the flows' ``cold`` parameter overrides it
     warm_start: bool = False
     #: with warm starts on, a cold night at least every this many nights (``ORAL_COLD_EVERY``;
     #: 0: never forced): warm nights miss classes that emerge, a cold night finds them. 7, the

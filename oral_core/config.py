@@ -38,16 +38,16 @@ class ORALConfig:
     pan: bool = True  # False: GCN aggregation instead of group-aware attention (ablation)
     # Eq. 5-6 as PyG message passing ("gather": [E, D] messages, scatter-added) or as sparse
     # products on the edge pattern ("spmm": no [E, D] tensor); equal up to float summation order
-    # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels.md). "spmm"
+    # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels/attention_kernels.md). "spmm"
     # is 2x faster on graphs with many edges but stays an option: paired by seed it lost more than
-    # a point of All on AmazonPhoto (benchmarks/results/fast_paths.md)
+    # a point of All on AmazonPhoto (benchmarks/results/fast_defaults/fast_paths.md)
     attention_kernel: str = "gather"
     # the first layer's input as a sparse (CSR) matrix when the share of non-zero features is
     # below this (full-batch training only; 0: always dense). Input dropout then draws one mask
     # value per stored feature instead of one per matrix entry: the same dropout distribution
     # (a zero feature stays zero whatever its mask), another random stream. Faster below about
     # 18% non-zero (oral_core.features); an option: paired by seed at 0.1 it lost more than a
-    # point of All on BlogCatalog with the prior (benchmarks/results/sparse_input.md)
+    # point of All on BlogCatalog with the prior (benchmarks/results/sparse_input/sparse_input.md)
     sparse_input_below: float = 0.0
     # semi-supervised prototypical clustering (Eq. 3-4)
     top_k: int = 2  # association size for the Jaccard prototype graph
@@ -126,7 +126,7 @@ class ORALConfig:
     # automatic mini-batch training (resolve_minibatch): with batch_size None, a training graph of
     # more than minibatch_above_edges edges (self loops included, as the full-batch forward
     # propagates them) trains in mini-batches of auto_batch_size seeds; None: never switch.
-    # Full-batch memory grows about linearly with the edges (benchmarks/results/scale.md, peak
+    # Full-batch memory grows about linearly with the edges (benchmarks/results/scale/scale.md, peak
     # resident set of a whole `oral run`, one CPU thread): 1.26 GB at 104k edges (10k nodes +
     # self loops), 5.42 GB at 1.07M (100k nodes), i.e. about 4.3 GB per million edges. 2M edges
     # (about 180k nodes at mean degree 10) thus peak near 9.4 GB, leaving about 15 GiB of a
@@ -137,12 +137,12 @@ class ORALConfig:
     # on a CUDA device, a graph over minibatch_above_edges still trains full batch when the
     # estimated full-batch need (full_batch_gpu_bytes) fits this share of the GPU's memory: the
     # edge budget is sized for a 24 GiB host, and an 80-141 GB card fits a 1M-node graph
-    # (39.4 GB on an H200, benchmarks/results/core_night.csv), where mini-batches of 2048 seeds
+    # (39.4 GB on an H200, benchmarks/results/core_night/core_night.csv), where mini-batches of 2048 seeds
     # would take ~490 optimiser steps per epoch. None: the edge budget on GPUs too.
     gpu_memory_share: float | None = 0.8
     # optimisation
     # 200, not 100: the held-out-class proxy (labelled nodes only) prefers the last epoch of 200
-    # over that of 100 or 150 (benchmarks/results/proxy_rules_*.md; the paper gives no number)
+    # over that of 100 or 150 (benchmarks/results/proxy/proxy_rules_*.md; the paper gives no number)
     epochs: int = 200
     lr: float = 0.005
     weight_decay: float = 5e-4
@@ -155,7 +155,7 @@ class ORALConfig:
     # as 0.02, the fit stops at the first epoch from pol_start_epoch + 10 on after which fewer
     # than that share of the nodes changed class (novel ids aligned by overlap) in each of the
     # last ``stop_patience`` epochs, and keeps that epoch as its last. No label is read. None:
-    # train every epoch (the default; benchmarks/results/stop_rules.md)
+    # train every epoch (the default; benchmarks/results/stop_rules/stop_rules.md)
     stop_when_stable: float | None = None
     stop_patience: int = 10
     # model selection: the epoch with the best accuracy on labelled validation nodes of known
@@ -175,7 +175,7 @@ class ORALConfig:
     # of an earlier snapshot of the same graph trains min(warm_epochs, epochs) epochs instead of
     # ``epochs``; cold fits ignore it. 10: the validation accuracy (labelled nodes of known
     # classes only) of warm runs on simulated Cora nights peaked there (benchmarks/warm_start.py,
-    # its probe table in benchmarks/results/warm_start.md)
+    # its probe table in benchmarks/results/warm_start/warm_start.md)
     warm_epochs: int = 10
 
     @property
@@ -284,7 +284,7 @@ class ORALConfig:
 
 #: GPU memory of a full-batch fit per edge (self loops included) at the default width (3 layers
 #: of 64 hidden units, 40 prototypes): 39.43 GiB peak over 10,795,998 edges of the 1M-node
-#: synthetic graph on an H200 (``benchmarks/results/core_night.csv``), rounded up
+#: synthetic graph on an H200 (``benchmarks/results/core_night/core_night.csv``), rounded up
 GPU_BYTES_PER_EDGE = 4000
 
 

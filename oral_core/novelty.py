@@ -3,7 +3,7 @@
 a known group hold novel nodes? ``known_absorb_share``).
 
 On a graph with no novel class at all, ORAL at the paper's settings still reports a novel class
-holding 12-17% of the unlabelled nodes (``benchmarks/results/false_novelty.md``): a known class
+holding 12-17% of the unlabelled nodes (``benchmarks/results/false_novelty/false_novelty.md``): a known class
 split in two, one half matched to the class by Eq. 4, the other left over as a "novel" group.
 Eq. 9 suppresses small groups only, so nothing in the paper removes such a group.
 

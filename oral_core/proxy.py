@@ -318,7 +318,7 @@ def choose_setting(scores: dict[str, dict[int, float]], candidates: dict[str, di
 # ------------------------------------------------------------------------ the known-class guard
 #: how many points of known-class validation accuracy a chosen setting may be clearly below the
 #: defaults on the full task (mean + one s.e. of the paired change over the guard's seeds).
-#: Chosen on labelled nodes only (benchmarks/results/guard.md, seeds 0-2 as the guard reads them):
+#: Chosen on labelled nodes only (benchmarks/results/known_class_guard/guard.md, seeds 0-2 as the guard reads them):
 #: the settings the strict rows ran move it by -8.7 to +4.9, the defaults' own training rerun on a
 #: GPU by -15.8 (BlogCatalog's seeds change basin), OpenNCD's losses that merged the known
 #: classes by -47.9. A first pick of 10 refused the defaults' own rerun; 20 sits in the gap
@@ -348,7 +348,7 @@ KEPT_EPOCH = ("epochs", "selection", "select_from_epoch")
 #: fields the guard's reading does not depend on: ``attention_kernel`` computes the same Eq. 5
 #: two ways (gather / spmm; float rounding differs, so proxy fits keep them apart), and the known-
 #: class validation accuracy the guard compares against a 10-point tolerance moved by +0.00 (Cora,
-#: 10 seeds) and -0.75 (Cora with the prior, 7 seeds) between the kernels (benchmarks/results/guard.md)
+#: 10 seeds) and -0.75 (Cora with the prior, 7 seeds) between the kernels (benchmarks/results/known_class_guard/guard.md)
 GUARD_IGNORES = ("attention_kernel",)
 
 

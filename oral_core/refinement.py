@@ -17,7 +17,7 @@ from .graph import canonical_edges, union_with_canonical
 #: pairs per chunk of :func:`node_similarity`: small on the CPU, where the chunk's gathered rows
 #: stay in cache (``benchmarks/refinement_speed.py``); large on a GPU, where a 16k-pair chunk is
 #: a handful of tiny kernels and 64M candidate pairs (a 1M-node graph) became ~60k launches
-#: (``benchmarks/results/profile_gpu_1M.md``: refinement 79% of an H200 epoch). Each pair's
+#: (``benchmarks/results/profile/profile_gpu_1M.md``: refinement 79% of an H200 epoch). Each pair's
 #: value is the same whatever the chunk.
 SIMILARITY_CHUNK = {"cpu": 1 << 14, "cuda": 1 << 20}
 

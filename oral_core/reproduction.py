@@ -547,7 +547,7 @@ def alternative_lines(table: list[dict], results: Path) -> list[str]:
     lines = ["## Selection rules on the same training runs (diagnostic, test labels)", "",
              "Every ORAL run records what `selection=best_val` and `selection=last` would have kept.",
              "Defaults are chosen by the held-out-class proxy on labelled nodes only",
-             "(`benchmarks/results/proxy_rules_*.md`), never from this table.", "",
+             "(`benchmarks/results/proxy/proxy_rules_*.md`), never from this table.", "",
              "| method | dataset | prior | seeds | kept (config) | All best_val | All last | last − best_val |",
              "|---|---|---|---|---|---|---|---|"]
     for r in sorted(table, key=_row_key):

@@ -2,7 +2,7 @@
 
 A warm night (``tasks.steps.plan_start``) continues the previous night's model for a few epochs
 and keeps the classes it started with: nodes of a class that emerged meanwhile join the known
-classes they resemble (measured: ``benchmarks/results/warm_start.md``). Their labels give that
+classes they resemble (measured: ``benchmarks/results/warm_start/warm_start.md``). Their labels give that
 away: nodes of a novel class are never labelled, so the known classes that absorbed them hold a
 smaller share of labelled nodes among tonight's *new* nodes (absent from the continued model's
 predictions) than they should. Members of a known class: nodes labelled with it plus unlabelled

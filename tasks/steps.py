@@ -319,7 +319,7 @@ def refresh_due(payload: dict, cold_every: int) -> str | None:
     """Why tonight must start cold although the previous model could continue, or None: a warm
     chain runs at most ``cold_every - 1`` nights after a cold one (``cold_every`` 0: never
     forced). Warm fits keep the classes they start with and miss classes that emerge (measured:
-    benchmarks/results/warm_start.md), so a periodic cold night lets those be found."""
+    benchmarks/results/warm_start/warm_start.md), so a periodic cold night lets those be found."""
     if cold_every <= 0:
         return None
     nights = int(payload.get("warm_nights", 0)) + 1  # tonight's, counted since the last cold fit
