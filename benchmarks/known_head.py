@@ -11,7 +11,8 @@ variant: the head only relabels ORAL's answer after training (``<rule>_no_head``
 without it), and ``known_head_pull`` only reads the head's probabilities.
 
 The choosing measure is the known-class accuracy on the labelled validation nodes (ORAL never
-trains on them), without and with the head. The test-label columns (known by name: share of the
+trains on them), without and with the head, and for ``known_head="auto"`` (which itself chooses
+on the validation nodes) a two-fold estimate: chosen on one half of them, scored on the other. The test-label columns (known by name: share of the
 night's unlabelled known-class nodes named right; novel kept: share of the unlabelled nodes of
 planted classes left outside the known classes) are diagnostics: they choose nothing.
 
@@ -30,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / "benchmarks" / ".state" / "nightly_loop"
 OUT = ROOT / "benchmarks" / "results" / "known_head"
-FIELDS = ["graph", "sim", "night", "date", "val_no_head", "val_head", "known_no_head",
+FIELDS = ["graph", "sim", "night", "date", "val_no_head", "val_head", "val_auto_cv",
+          "known_no_head",
           "known_head", "novel_kept_no_head", "novel_kept_head", "pull", "known_pull",
           "novel_kept_pull", "fit_seconds", "head_seconds"]
 
@@ -87,6 +89,7 @@ def night_row(path: Path, pulls: list[float]) -> dict:
 
     row = {"date": s.date.isoformat(), "val_no_head": 100 * plain.val_accuracy,
            "val_head": 100 * headed.val_accuracy,
+           "val_auto_cv": 100 * auto_cross_validated(plain.class_id, headed.class_id, val),
            "known_no_head": by_name(plain.class_id), "known_head": by_name(headed.class_id),
            "novel_kept_no_head": novel_kept(plain.class_id),
            "novel_kept_head": novel_kept(headed.class_id),
@@ -98,6 +101,27 @@ def night_row(path: Path, pulls: list[float]) -> dict:
                            "known_pull": "" if pulled is None else by_name(pulled),
                            "novel_kept_pull": "" if pulled is None else novel_kept(pulled)})
     return rows
+
+
+def auto_cross_validated(plain, headed, val, seed: int = 0) -> float:
+    """Validation accuracy of ``known_head="auto"`` measured without its own choice: the
+    validation nodes split in two halves at random, the choice (head or groups, whichever names
+    more of one half right) scored on the other half, both ways, pooled. The choosing measure of
+    ``auto`` itself reads every validation node, so its accuracy there is biased upwards."""
+    import numpy as np
+
+    val = np.asarray(val)
+    nodes = np.flatnonzero(val >= 0)
+    if nodes.size < 2:
+        return float("nan")
+    order = np.random.default_rng(seed).permutation(nodes)
+    halves = [order[: nodes.size // 2], order[nodes.size // 2:]]
+    plain, headed = np.asarray(plain), np.asarray(headed)
+    right = 0
+    for choose, score in (halves, halves[::-1]):
+        use_head = (headed[choose] == val[choose]).mean() > (plain[choose] == val[choose]).mean()
+        right += int(((headed if use_head else plain)[score] == val[score]).sum())
+    return right / nodes.size
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -127,12 +151,18 @@ def mean(values) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def auto(row: dict) -> bool:
+    """Whether ``known_head="auto"`` uses the head on this night: its validation accuracy is
+    higher than the groups'."""
+    return num(row["val_head"]) > num(row["val_no_head"])
+
+
 def summary(rows: list[dict]) -> str:
     """Per graph and simulation: validation accuracy without / with the head, nights the head is
     behind on validation, and the diagnostics."""
-    lines = ["| graph | sim | nights | val. accuracy: ORAL / with head (mean) | nights head "
-             "behind on val. | known by name: ORAL / head (test labels) | novel kept: ORAL / "
-             "head | pull: known by name / novel kept | head s / fit s |",
+    lines = ["| graph | sim | nights | val. accuracy: ORAL / head / auto, cross-validated "
+             "(mean) | nights head behind on val. | known by name: ORAL / head / auto (test labels) | novel kept: "
+             "ORAL / head | pull: known by name / novel kept | head s / fit s |",
              "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["graph"], int(r["sim"])) for r in rows})
     for graph, sim in keys:
@@ -148,13 +178,66 @@ def summary(rows: list[dict]) -> str:
         lines.append(
             f"| {graph} | {sim} | {len(nights)} | "
             f"{mean(num(r['val_no_head']) for r in first):.1f} / "
-            f"{mean(num(r['val_head']) for r in first):.1f} | {behind}/{len(nights)} | "
+            f"{mean(num(r['val_head']) for r in first):.1f} / "
+            f"{mean(num(r['val_auto_cv']) for r in first):.1f} | {behind}/{len(nights)} | "
             f"{mean(num(r['known_no_head']) for r in first):.1f} / "
-            f"{mean(num(r['known_head']) for r in first):.1f} | "
+            f"{mean(num(r['known_head']) for r in first):.1f} / "
+            f"{mean(num(r['known_head' if auto(r) else 'known_no_head']) for r in first):.1f} | "
             f"{mean(num(r['novel_kept_no_head']) for r in first):.1f} / "
             f"{mean(num(r['novel_kept_head']) for r in first):.1f} | {'; '.join(pulls) or '–'} | "
             f"{mean(num(r['head_seconds']) for r in first):.2f} / "
             f"{mean(num(r['fit_seconds']) for r in first):.0f} |")
+    return "\n".join(lines)
+
+
+def answer(rows: list[dict]) -> str:
+    """Over every night: the head's and auto's validation gain, paired by night, with one
+    standard error, per graph."""
+    parts = []
+    for graph in sorted({r["graph"] for r in rows}):
+        first = {}
+        for r in rows:
+            if r["graph"] == graph:
+                first.setdefault((r["sim"], r["night"]), r)
+        nights = list(first.values())
+        for name, key in (("head", "val_head"), ("auto (cross-validated)", "val_auto_cv")):
+            gains = [num(r[key]) - num(r["val_no_head"]) for r in nights]
+            gains = [g for g in gains if not math.isnan(g)]
+            if not gains:
+                continue
+            m = sum(gains) / len(gains)
+            se = (math.sqrt(sum((g - m) ** 2 for g in gains) / (len(gains) - 1) / len(gains))
+                  if len(gains) > 1 else math.nan)
+            parts.append(f"{graph} {name} {m:+.1f} (s.e. {se:.1f}, {len(gains)} nights, ahead on "
+                         f"{sum(g > 0 for g in gains)}, behind on {sum(g < 0 for g in gains)})")
+    return ("Answer: validation accuracy gained over ORAL's groups, paired by night: "
+            + "; ".join(parts) + "." if parts else "Answer: no night scored yet.")
+
+
+def table2_summary(runs: Path) -> str:
+    """The Table-2 cells fitted with ``--set known_head=sgc`` (``oral reproduce --out``): per
+    cell, validation accuracy without / with the head (the choosing measure), the seeds where
+    ``auto`` takes the head, and All without / with the head / with auto (test labels: a
+    diagnostic, it chooses nothing)."""
+    import json
+
+    lines = ["| cell | seeds | val.: ORAL / head | auto takes the head | All: ORAL / head / auto "
+             "(test labels) | Known: ORAL / head |", "|---|---|---|---|---|---|"]
+    for folder in sorted(p for p in (runs / "oral").glob("*") if p.is_dir()):
+        seeds = [json.loads(f.read_text()) for f in sorted(folder.glob("seed_*.json"))]
+        seeds = [r for r in seeds if not r.get("failed")
+                 and "last_no_head" in r.get("selection_alternatives", {})]
+        if not seeds:
+            continue
+        plain = [r["selection_alternatives"]["last_no_head"] for r in seeds]
+        takes = [r["val_acc"] > p["val_acc"] for r, p in zip(seeds, plain)]
+        auto_all = [r["all"] if t else p["all"] for r, p, t in zip(seeds, plain, takes)]
+        lines.append(
+            f"| {folder.name} | {len(seeds)} | {mean(p['val_acc'] for p in plain):.1f} / "
+            f"{mean(r['val_acc'] for r in seeds):.1f} | {sum(takes)}/{len(seeds)} | "
+            f"{mean(p['all'] for p in plain):.1f} / {mean(r['all'] for r in seeds):.1f} / "
+            f"{mean(auto_all):.1f} | {mean(p['known'] for p in plain):.1f} / "
+            f"{mean(r['known'] for r in seeds):.1f} |")
     return "\n".join(lines)
 
 
@@ -170,11 +253,21 @@ def write_readme(rows: list[dict], argv: list[str]) -> str:
         "simulated; resumable, one row per night in `nights.csv`).", "",
         "Choosing measure: validation accuracy (labelled known-class nodes ORAL never trains "
         "on). Diagnostics (test labels of the simulation, choose nothing): known by name (share "
-        "of the night's unlabelled known-class nodes named right), novel kept (share of the "
+        "of the night's unlabelled known-class nodes named right; auto: the head on the nights "
+        "its validation accuracy is higher, `known_head=auto`), novel kept (share of the "
         "unlabelled nodes of planted classes left outside the known classes; empty before a "
         "planted class starts), and the same for `known_head_pull` (nodes ORAL puts in a novel "
         "class or none join the head's class at that head probability).", "",
-        summary(rows), ""])
+        answer(rows), "",
+        "Current: yes: cold fits at the defaults of 2026-11-27 with the head added after "
+        "training (the head changes nothing before it).", "",
+        summary(rows), "",
+        "## The Table-2 cells (single snapshots)", "",
+        "The same head on the static graphs under the strict protocol: `OMP_NUM_THREADS=1 oral "
+        "reproduce --dataset D --seeds 5 --both-priors --set known_head=sgc --quiet --out "
+        "benchmarks/results/known_head/table2` (each seed file holds the answer without the head "
+        "as `selection_alternatives.last_no_head`).", "",
+        table2_summary(OUT / "table2" / "runs"), ""])
     (OUT / "README.md").write_text(text)
     return text
 
