@@ -156,8 +156,8 @@ class ValidationReport:
             lines.append("  " + ", ".join(f"{k} {v}" for k, v in self.counts.items()))
         if self.content_hash:
             lines.append(f"  content hash {self.content_hash}")
-        if self.data_docs:
-            lines.append(f"  Data Docs: {self.data_docs_page}")
+        # GX's Data Docs are not linked: their pages load Bootstrap, jQuery, Vega and fonts from
+        # public CDNs and render unusable offline; the JSON keeps their paths (``data_docs``)
         for f in sorted(self.findings, key=lambda f: (f.severity != ERROR,)):
             lines.append(f"{f.severity.upper()} {f.file} rule {f.rule} (count {f.count}): "
                          f"{f.message}")

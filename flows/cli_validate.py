@@ -74,8 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="largest acceptable feature length (default 65536)")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                    help="keep the Great Expectations context in DIR/gx (suites, checkpoints, "
-                        "results) and build its Data Docs there (the page is printed); default: "
-                        "an in-memory context, no Data Docs")
+                        "results) and build its Data Docs there (not printed: they need the "
+                        "internet to render); default: an in-memory context, no Data Docs")
     p.add_argument("--html", type=Path, default=None, metavar="PATH",
                    help="also write the report as a self-contained HTML page")
     p.add_argument("--json", type=Path, default=None, metavar="PATH",

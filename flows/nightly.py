@@ -394,8 +394,9 @@ def _link(path_or_uri) -> str:
 
 
 def _artifact_failed(graph, path, report, report_json, report_html) -> None:
-    """A rejected snapshot: a table artifact of the broken rules and link artifacts to the
-    contract report (and the Data Docs page when GX built one)."""
+    """A rejected snapshot: a table artifact of the broken rules and a link artifact to the
+    contract report (self-contained HTML; GX's Data Docs need the internet to render and are
+    not linked)."""
     key = _artifact_key(graph)
     rows = [{"file": f.file, "rule": f.rule, "severity": f.severity, "count": f.count,
              "message": f.message} for f in report.findings]
@@ -403,10 +404,6 @@ def _artifact_failed(graph, path, report, report_json, report_html) -> None:
                           "data contract; nothing was trained or published")
     create_link_artifact(_link(report_html), link_text=f"{graph}: contract report",
                          key=key + "-contract", description=f"JSON: {_link(report_json)}")
-    docs = getattr(report, "data_docs_page", None)
-    if docs:
-        create_link_artifact(_link(docs), link_text=f"{graph}: Data Docs (Great Expectations)",
-                             key=key + "-data-docs", description="the checkpoint's Data Docs page")
 
 
 def _mlflow_link(tracking_cfg, mlflow_run_id: str) -> str | None:

@@ -27,12 +27,12 @@ from .trainer import ORAL
 
 #: the ablation switches of the paper's Table 4; ``opennc`` is ORAL with both modules off, and
 #: without this product's post-hoc checks of the known groups (``known_split_share``,
-#: ``known_absorb_share``, ``known_absorb_guard``): OpenNCD is a baseline and keeps its own
+#: ``known_absorb_share``, ``known_absorb_guard``, ``known_head``): OpenNCD is a baseline and keeps its own
 #: answer whatever ORAL's defaults are (the checks, on by default since 2026-11-27, are set off
 #: here, so every OpenNCD row keeps the hash it had when they were off by default); the
 #: ablations keep ORAL's defaults, checks included, but one module
 OPENNC_OFF = {"pan": False, "pol": False, "known_split_share": None, "known_absorb_share": None,
-              "known_absorb_guard": False}
+              "known_absorb_guard": False, "known_head": "none"}
 METHODS: dict[str, dict] = {
     "oral": {},
     "oral_no_pan": {"pan": False},

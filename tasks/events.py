@@ -5,7 +5,7 @@
 | ``oral.class.emerged`` | a class appears (a novel class, or every class on a graph's first night) | ``oral.class.<lineage id>`` | ``oral.graph``, ``oral.novel``; payload: run id, date, size, name |
 | ``oral.class.merged`` | a class was absorbed by another (``merged_into``) | same | same |
 | ``oral.class.vanished`` | a class of the previous night has no successor | same | same |
-| ``oral.contract.failed`` | a snapshot broke its data contract (nothing was trained) | ``oral.snapshot.<graph>.<date>`` | ``oral.graph``; payload: errors, rules, report path, Data Docs page |
+| ``oral.contract.failed`` | a snapshot broke its data contract (nothing was trained) | ``oral.snapshot.<graph>.<date>`` | ``oral.graph``; payload: errors, rules, report path |
 
 Each event is related to the graph (``oral.graph.<graph>``); Prefect adds the flow run and
 its flow as related resources. Emitting never fails a night: an events client that cannot send
@@ -73,7 +73,6 @@ def contract_failed(graph: str, snapshot_path: str, report, report_html: str) ->
                 "prefect.resource.name": f"{graph} {day}", "oral.graph": graph}
     errors = list(report.errors)
     payload = {"graph": graph, "snapshot": str(snapshot_path), "errors": len(errors),
-               "rules": sorted({f.rule for f in errors}), "report": str(report_html),
-               "data_docs": getattr(report, "data_docs_page", None)}
+               "rules": sorted({f.rule for f in errors}), "report": str(report_html)}
     _emit("oral.contract.failed", resource, [_graph(graph)], payload)
     return "oral.contract.failed"

@@ -609,8 +609,8 @@ def test_gx_errors_are_not_swallowed(monkeypatch):
 
 def test_file_backed_context_and_data_docs(tmp_path, capsys):
     """With a state folder: suites, validation definitions and checkpoints saved under
-    <state>/gx, a Data Docs page per table built by the checkpoints' action, its path in the
-    report, its JSON and the printed summary."""
+    <state>/gx, a Data Docs page per table built by the checkpoints' action and its path in the
+    report's JSON, but not in the printed summary (the pages need the internet to render)."""
     import great_expectations as gx
 
     state = tmp_path / "state"
@@ -634,9 +634,10 @@ def test_file_backed_context_and_data_docs(tmp_path, capsys):
     assert context.validation_definitions.get("oral.nodes").suite.name == "oral.nodes"
     doc = json.loads(report.to_json())
     assert doc["data_docs"]["oral.nodes"] == page
-    assert f"Data Docs: {page}" in report.summary()
+    # not linked where people read (they need the internet to render): the JSON keeps the path
+    assert "Data Docs" not in report.summary()
     assert main(["validate", str(path), "--state-dir", str(state)]) == 1
-    assert f"Data Docs: {state}" in capsys.readouterr().out
+    assert "Data Docs" not in capsys.readouterr().out
     assert sorted(p.name for p in path.iterdir()) == [EDGES, NODES, TRUTH]
 
 

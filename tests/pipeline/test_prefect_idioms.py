@@ -186,6 +186,7 @@ def test_class_events(monkeypatch):
     assert sent[-1]["event"] == "oral.contract.failed"
     assert sent[-1]["resource"]["prefect.resource.id"] == "oral.snapshot.g.2026-01-03"
     assert sent[-1]["payload"]["rules"] == ["features_finite"]
+    assert "data_docs" not in sent[-1]["payload"]  # GX's pages need the internet: not linked
 
     def broken(**kw):
         raise RuntimeError("no events client")
