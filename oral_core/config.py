@@ -96,6 +96,11 @@ class ORALConfig:
     # midpoint, not tuned) is the default since 2026-11-27, chosen by the proxies (README, "Open
     # choices")
     known_split_share: float | None = 0.5
+    # repeat the known-split check until no novel group is suppressed (a deviation,
+    # oral_core.novelty): the nodes of a suppressed group take their next most likely kept
+    # group, which can be another novel group that then holds too many validation nodes itself;
+    # False: one pass
+    known_split_repeat: bool = False
     # the known-absorb check (a deviation, oral_core.novelty; None: off, the paper): a known
     # group whose unlabelled nodes are, judged by its validation nodes, less than this share
     # known-class nodes releases the excess (its least attached nodes) to the novel groups;

@@ -32,7 +32,7 @@ from .trainer import ORAL
 #: here, so every OpenNCD row keeps the hash it had when they were off by default); the
 #: ablations keep ORAL's defaults, checks included, but one module
 OPENNC_OFF = {"pan": False, "pol": False, "known_split_share": None, "known_absorb_share": None,
-              "known_absorb_guard": False, "known_head": "none"}
+              "known_absorb_guard": False, "known_head": "none", "known_split_repeat": False}
 METHODS: dict[str, dict] = {
     "oral": {},
     "oral_no_pan": {"pan": False},
@@ -139,7 +139,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "eval_every": 1, "gpu_memory_share": 0.8, "opennc_losses": False,
                 "opennc_pair_pool": 512, "opennc_terms": "proto+group+balance",
                 "known_split_share": None, "known_absorb_share": None,
-                "known_absorb_guard": False, "known_head": "none", "known_head_pull": None}
+                "known_absorb_guard": False, "known_head": "none", "known_head_pull": None,
+                "known_split_repeat": False}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

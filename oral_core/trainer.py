@@ -504,6 +504,32 @@ class ORAL:
             group_class = ensemble_classes(ens, labels.cpu(), num_known)
         return outs, partitions, ens, group_class
 
+    def _split_checked(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
+                       val: torch.Tensor, num_known: int, repeat: bool
+                       ) -> tuple[Ensemble, torch.Tensor, int]:
+        """The ensemble and group classes after the known-split check (off: unchanged), applied
+        once or, with ``repeat`` (``known_split_repeat``), until it suppresses no further group;
+        and the number of passes that suppressed a group."""
+        rounds = 0
+        while self.config.known_split_share is not None:
+            checked, checked_class = self._known_split_check(ens, group_class, labels, val,
+                                                             num_known)
+            if checked is ens:
+                break
+            ens, group_class, rounds = checked, checked_class, rounds + 1
+            if not repeat:
+                break
+        return ens, group_class, rounds
+
+    def _absorb_checked(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
+                        val: torch.Tensor, num_known: int):
+        """Class id, confidence and novelty per node after the known-absorb check (off:
+        :func:`discover` alone), and its release margins (None: nothing released)."""
+        release = None
+        if self.config.known_absorb_share is not None:
+            release = self._known_absorb_check(ens, group_class, labels, val, num_known)
+        return (*discover(ens, group_class, num_known, release), release)
+
     def _known_split_check(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
                            val: torch.Tensor, num_known: int) -> tuple[Ensemble, torch.Tensor]:
         """``known_split_share`` (not in the paper, :mod:`oral_core.novelty`): the ensemble with
@@ -546,21 +572,21 @@ class ORAL:
         cfg = self.config
         final = epoch == cfg.epochs if final is None else final
         # unchecked: (class id, confidence, novelty) per node before either check
-        class_id, conf, novel = unchecked = discover(ens, group_class, num_known)
-        if cfg.known_split_share is not None:
-            checked, checked_class = self._known_split_check(ens, group_class, labels, val, num_known)
-            if checked is not ens:
-                ens, group_class = checked, checked_class
-                class_id, conf, novel = discover(ens, group_class, num_known)
-        release = unguarded = None
-        if cfg.known_absorb_share is not None:
-            release = self._known_absorb_check(ens, group_class, labels, val, num_known)
-            if release is not None:
-                class_id, conf, novel = discover(ens, group_class, num_known, release)
-            if cfg.known_absorb_guard and final:
-                # what the unguarded check would report (a diagnostic of the guard)
-                tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
-                unguarded = discover(ens, group_class, num_known, tau)
+        unchecked = discover(ens, group_class, num_known)
+        raw = (ens, group_class)
+        ens, group_class, split_rounds = self._split_checked(ens, group_class, labels, val,
+                                                             num_known, cfg.known_split_repeat)
+        class_id, conf, novel, release = self._absorb_checked(ens, group_class, labels, val,
+                                                              num_known)
+        unguarded = split_once = None
+        if cfg.known_absorb_share is not None and cfg.known_absorb_guard and final:
+            # what the unguarded check would report (a diagnostic of the guard)
+            tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
+            unguarded = discover(ens, group_class, num_known, tau)
+        if cfg.known_split_repeat and split_rounds > 1 and final:
+            # what one pass of the known-split check would have reported (a diagnostic)
+            once_ens, once_class, _ = self._split_checked(*raw, labels, val, num_known, False)
+            split_once = self._absorb_checked(once_ens, once_class, labels, val, num_known)[:3]
         checks = cfg.known_split_share is not None or cfg.known_absorb_share is not None
         has_val = val >= 0
 
@@ -593,6 +619,9 @@ class ORAL:
                 self.discoveries["last_unchecked"] = answer(unchecked, float("nan"))
             if unguarded is not None:
                 self.discoveries["last_unguarded"] = answer(unguarded, val_accuracy(unguarded[0]))
+            if split_once is not None:
+                self.discoveries["last_split_once"] = answer(split_once,
+                                                             val_accuracy(split_once[0]))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
             if checks:
@@ -609,7 +638,7 @@ class ORAL:
                 "release_margin": None if release is None else release.cpu(),
                 "discovery": self.discoveries[cfg.selection],
             }
-        return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes,
+        return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes, "split_rounds": split_rounds,
                 "groups": [p.num_groups for p in partitions],
                 "train_cluster_acc": [round(p.accuracy, 4) for p in partitions]}
 
