@@ -311,6 +311,12 @@ def _mean_agreement(nights: list[dict]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the repository root when it lies below it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def answer_line(loops: list[dict]) -> str:
     """The study's answer in one paragraph, over every finished loop (what an analyst reads)."""
     if not loops:
@@ -340,7 +346,7 @@ def current_line(loops: list[dict]) -> str:
             + " (a changed default needs the loops run again into a fresh `--out`).")
 
 
-def report(out: Path, argv: list[str]) -> str:
+def report(out: Path, argv: list[str], state: Path | None = None) -> str:
     loops = [json.loads(p.read_text()) for p in sorted((out / "loops").glob("*.json"))]
     lines = ["# Nightly loop: what an analyst reads, night by night", "",
              "Question: on simulated evolving graphs run through the real pipeline at its "
@@ -352,7 +358,9 @@ def report(out: Path, argv: list[str]) -> str:
              + "".join(f" --set {kv}" for kv in sorted({kv for lp in loops
                                                          for kv in lp.get("settings") or []}))
              + ("" if out.resolve() == OUT.resolve() else
-                f" --out {out.resolve().relative_to(ROOT) if out.resolve().is_relative_to(ROOT) else out}")
+                f" --out {shown(out)}")
+             + ("" if state is None or state.resolve() == STATE.resolve() else
+                f" --state {shown(state)}")
              + "` (resumable: finished loops are kept under `loops/` and skipped; `--rescore` "
              "scores them again from their kept state)."
              + (f" Last invocation: `python -m benchmarks.nightly_loop {' '.join(argv)}`."
@@ -467,8 +475,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{graph} sim {sim}] {result['seconds_per_night']:.0f} s/night, "
                       f"invented {result['invented_on_quiet_nights']}, false events "
                       f"{result['false_lineage_events']}", flush=True)
-                report(args.out, _command(argv))
-    print(report(args.out, _command(argv)))
+                report(args.out, _command(argv), Path(args.state))
+    print(report(args.out, _command(argv), Path(args.state)))
     return 0
 
 
