@@ -456,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --graphs {unknown[0]}: choose from {', '.join(GRAPHS)}", file=sys.stderr)
         return 2
     (args.out / "loops").mkdir(parents=True, exist_ok=True)
+    if not (args.out / "README.md").exists():  # a study folder always has its README
+        report(args.out, _command(argv), Path(args.state))
     if not args.report_only:
         for graph in graphs:
             for sim in [int(s) for s in args.sims.split(",") if s]:
