@@ -58,9 +58,13 @@ def timeline(warehouse, graph: str):
 
 def degraded_nights(warehouse, graph: str) -> list[dict]:
     """The nights whose model the champion gate found degraded: left out of :func:`timeline`, as
-    the analyst's views leave them out."""
+    the analyst's views leave them out. One row per night, from its latest run (a demo run again
+    on the same state folder runs every night again)."""
     return warehouse.query(
-        "SELECT snapshot_date, gate_reason FROM runs WHERE graph = ? AND gate_status = 'degraded' "
+        "SELECT snapshot_date, gate_reason FROM (SELECT snapshot_date, gate_status, gate_reason, "
+        "row_number() OVER (PARTITION BY snapshot_date ORDER BY published_at DESC, rowid DESC) "
+        "AS k "
+        "FROM runs WHERE graph = ?) WHERE k = 1 AND gate_status = 'degraded' "
         "ORDER BY snapshot_date", [graph]).to_pylist()
 
 

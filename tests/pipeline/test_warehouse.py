@@ -292,6 +292,12 @@ def test_degraded_run_is_kept_but_never_the_latest_answer(wh: Warehouse) -> None
     ok["run"] |= {"gate_status": "ok"}
     run3 = wh.publish_run(**ok)
     assert {r["run_id"] for r in wh.latest_classes("g").to_pylist()} == {run3}
+    assert degraded_nights(wh, "g") == []  # the night's latest run is good: not listed
+    for cfg in ("cfg3", "cfg4"):  # the same night degraded twice more: listed once
+        again = night(wh, "g", D2, m2, n2, config_hash=cfg)
+        again["run"] |= {"gate_status": "degraded", "gate_reason": f"again {cfg}"}
+        wh.publish_run(**again)
+    assert degraded_nights(wh, "g") == [{"snapshot_date": D2, "gate_reason": "again cfg4"}]
 
 
 def test_unchanged_snapshot_on_the_next_date_keeps_both_nights(wh: Warehouse) -> None:
