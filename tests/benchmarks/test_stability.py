@@ -13,7 +13,7 @@ def _seed(folder, seed, all_, partition=None):
     folder.mkdir(parents=True, exist_ok=True)
     row = {"seed": seed, "all": all_}
     if partition is not None:
-        row["partition"] = partition
+        row |= {"partition": partition, "device": "cuda:0"}
     (folder / f"seed_{seed}.json").write_text(json.dumps(row))
 
 
@@ -42,7 +42,10 @@ def test_the_table_marks_each_goal(tmp_path, capsys):
     assert main(["--runs", str(runs), "--partitions", str(parts),
                  "--out", str(tmp_path / "README.md")]) == 0
     text = (tmp_path / "README.md").read_text()
-    assert "| cora, noprior, strict | 3 | 71.00 ± 1.00 | 3 | 1.00 | 1.000 / 1.000 | std yes, ARI yes |" in text
+    assert ("| cora, noprior, strict | 3 | 71.00 ± 1.00 | 3 (cuda:0) | 71.00 ± 1.00 | "
+            "1.000 / 1.000 | std yes/yes, ARI yes |") in text
+    # the answer counts the cells meeting each goal
+    assert "at most 2 points in 1 of 2 cells" in text and "1 of them at 0.9 or more" in text
     assert "| blogcatalog, prior, paper protocol | 2 | 70.00 ± 21.21 | 0 | – | – (not run) | std no, ARI ? |" in text
 
 
