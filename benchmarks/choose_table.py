@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import LATER_FIELDS
+from oral_core.identity import LATER_FIELDS
 
 from .paired import paired_rows
 

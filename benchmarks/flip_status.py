@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import FEATURES, config_hash, method_config
+from oral_core.experiment import FEATURES, method_config
+from oral_core.identity import config_hash
 from oral_core.reproduction import device_summary, read_seed_files, run_dir
 
 #: the last flip, the three known-group settings (README, "Open choices"): the defaults since

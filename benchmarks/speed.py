@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch_geometric.nn import GATConv
 
 from oral_core.config import ATTENTION_KERNELS, ORALConfig
-from oral_core.experiment import canonical_name
+from oral_core.datasets import canonical_name
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL, select_device
 

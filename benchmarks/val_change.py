@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.paired import side_rows
-from oral_core.experiment import LATER_FIELDS
+from oral_core.identity import LATER_FIELDS
 from oral_core.proxy import GUARD_DROP, KEPT_EPOCH, keeps_known_classes, training_key
 from oral_core.reproduction import mean_se
 

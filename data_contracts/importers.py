@@ -60,7 +60,7 @@ def import_dataset(dataset: str | Path, out_root: str | Path, graph: str | None 
     ``overwrite``) or the graph name is invalid.
     """
     from oral_core.datasets import load_dataset
-    from oral_core.experiment import canonical_name
+    from oral_core.datasets import canonical_name
     from oral_core.splits import make_split
 
     name = snap.check_graph_name(graph if graph is not None else canonical_name(str(dataset)))

@@ -93,7 +93,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             name = args.graph or "synthetic"
         else:
             from oral_core.datasets import load_dataset
-            from oral_core.experiment import canonical_name
+            from oral_core.datasets import canonical_name
 
             from data_contracts.synthetic import StaticGraph
 

@@ -29,7 +29,7 @@ def simulate_demo(dataset: str, root: Path, periods: int, nodes: int, seed: int,
         graph = "demo"
     else:
         from oral_core.datasets import load_dataset
-        from oral_core.experiment import canonical_name
+        from oral_core.datasets import canonical_name
 
         static = load_dataset(dataset, data_dir)
         graph = f"{canonical_name(dataset)}-demo"

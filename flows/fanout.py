@@ -178,7 +178,8 @@ def _reproduction_flow():
                             refresh: bool = False) -> dict:
         """Every (method, dataset, prior, seed) as one task; then the tables, once."""
         from oral_core.baselines import not_applicable_reason
-        from oral_core.experiment import canonical_name, prepare
+        from oral_core.experiment import prepare
+        from oral_core.datasets import canonical_name
         from oral_core.reproduction import update_csv, write_markdown
 
         logger = get_run_logger()

@@ -249,7 +249,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     from oral_core.datasets import auto_feature_mode
 
     mode = auto_feature_mode(snapshot.x)
-    from oral_core.experiment import code_version
+    from oral_core.identity import code_version
 
     chash = steps.run_config_hash(cfg, mode)
     tracking_cfg = TrackingConfig(settings.tracking_uri, settings.state_dir)

@@ -31,7 +31,8 @@ from pathlib import Path
 import torch
 
 from .config import ORALConfig
-from .experiment import LATER_FIELDS, to_dataset_ids
+from .experiment import to_dataset_ids
+from .identity import LATER_FIELDS
 from .metrics import open_world_accuracy
 from .splits import make_split
 

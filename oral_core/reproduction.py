@@ -22,9 +22,10 @@ from pathlib import Path
 
 from .baselines import not_applicable_reason
 from .config import ORALConfig
-from .experiment import (PAPER, SCORES, FailedRun, canonical_name, config_hash, method_config,
-                         paper_classes, prepare, protocol_tag, run_seed_protocols, summarise,
-                         twin_protocols)
+from .experiment import (PAPER, SCORES, FailedRun, method_config, paper_classes, prepare,
+                         protocol_tag, run_seed_protocols, summarise, twin_protocols)
+from .datasets import canonical_name
+from .identity import config_hash
 from .metrics import class_balanced_accuracy, from_contingency
 
 CSV_COLUMNS = ["method", "dataset", "prior", "protocol", "seeds", "all_mean", "all_std", "known_mean",

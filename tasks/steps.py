@@ -42,7 +42,7 @@ def run_config_hash(config, feature_mode: str) -> str:
     """The configuration's identity for a pipeline run: everything that can change a result,
     the seed included (``oral_core.experiment.config_hash`` leaves the seed out because the
     reproduction keeps one file per seed)."""
-    from oral_core.experiment import config_hash
+    from oral_core.identity import config_hash
 
     return f"{config_hash(config, feature_mode)}-s{int(config.seed)}"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..graph import Graph
-from .common import DatasetNotFound, PathLike
+from .common import DatasetNotFound, PathLike, canonical_name
 from .download import (_ALIASES, DATASET_FILES, RemoteFile, _fetch, _find_files,
                        _not_found_message, default_cache_dir, default_data_dir, sha256_of,
                        verify_sha256)
@@ -35,7 +35,7 @@ from .npz import load_npz
 from .planetoid import _planetoid_dir, load_planetoid
 from .unpickle import RestrictedUnpickler, restricted_load
 
-__all__ = ["DATASET_FILES", "DatasetNotFound", "PathLike", "RemoteFile", "RestrictedUnpickler",
+__all__ = ["DATASET_FILES", "DatasetNotFound", "PathLike", "canonical_name", "RemoteFile", "RestrictedUnpickler",
            "auto_feature_mode", "default_cache_dir", "default_data_dir", "load_dataset",
            "load_linqs", "load_mat", "load_npz", "load_planetoid", "preprocess_features",
            "restricted_load", "sha256_of", "verify_sha256"]

@@ -3,6 +3,8 @@
 features; 0-based long class ids)."""
 from __future__ import annotations
 
+import re
+
 import os
 from pathlib import Path
 from typing import Any
@@ -54,3 +56,10 @@ def _check_labels(y: np.ndarray, n: int, source: Path) -> None:
         raise ValueError(f"{source}: expected {n} labels, found shape {tuple(y.shape)}")
     if n and y.min() < 0:
         raise ValueError(f"{source}: labels must be non-negative, found {int(y.min())}")
+
+
+def canonical_name(dataset: str) -> str:
+    """A dataset's short key (``cora``, ``amazonphoto``, ...): lower case letters and digits only,
+    so that it is safe in file names."""
+    key = re.sub(r"[^a-z0-9]", "", Path(str(dataset)).stem.lower()) or "graph"
+    return {"photo": "amazonphoto", "amazonelectronicsphoto": "amazonphoto"}.get(key, key)

@@ -407,7 +407,8 @@ def test_rows_not_at_todays_defaults_are_marked_in_the_tables(planted, tmp_path,
     assert "| oral (old defaults) | " in write_markdown(tmp_path).read_text()
     path = tmp_path / "runs" / "oral" / f"{name}-noprior" / "seed_0.json"
     row = json.loads(path.read_text())
-    from oral_core.experiment import config_hash, method_config
+    from oral_core.experiment import method_config
+    from oral_core.identity import config_hash
     row["config_hash"] = config_hash(method_config("oral", ORALConfig(), None, 0), row["features"])
     path.write_text(json.dumps(row))  # as if it had run at today's defaults
     assert not stale(tmp_path, "oral", name, "no")

@@ -250,7 +250,7 @@ def test_committed_seed_files_still_match_todays_defaults():
     field whose default reproduces the old behaviour belongs in ``LATER_FIELDS``)."""
     from pathlib import Path
 
-    from oral_core.experiment import config_hash
+    from oral_core.identity import config_hash
 
     root = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "runs" / "oral"
     files = sorted(root.glob("cora-*/seed_*.json"))
@@ -266,7 +266,7 @@ def test_opennc_runs_without_the_known_group_checks_whatever_oral_defaults_to() 
     """OpenNCD is a baseline: it keeps its own answer even when ORAL's checks of the known groups
     are on, so its committed rows keep their hash; the ablations keep the checks (ORAL's
     defaults but one module)."""
-    from oral_core.experiment import config_hash
+    from oral_core.identity import config_hash
     checked = ORALConfig.from_dict(ORALConfig().to_dict() | {"known_split_share": 0.5,
                                                             "known_absorb_share": 0.5,
                                                             "known_absorb_guard": True})

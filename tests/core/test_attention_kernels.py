@@ -10,7 +10,7 @@ from oral_core.attention import (EdgeLayout, GroupAwareAttention, ORALNetwork,
                                  spmm_aggregate, spmm_edge_dot, with_self_loops)
 from oral_core.clustering import finest_partition
 from oral_core.config import ORALConfig
-from oral_core.experiment import config_hash
+from oral_core.identity import config_hash
 from oral_core.sampling import CSR
 from oral_core.splits import make_split
 from oral_core.synthetic import make_attributed_sbm

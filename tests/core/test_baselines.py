@@ -15,8 +15,8 @@ from flows.cli import main
 from oral_core.baselines import (BASELINES, GCDConfig, GCNBaseline, GraphGCD, NotApplicable,
                                  VGAEKMeans, clusters_to_classes, semi_supervised_kmeans)
 from oral_core.config import ORALConfig
-from oral_core.experiment import (ALL_METHODS, Prepared, config_hash, method_config, run_seed,
-                                  to_dataset_ids)
+from oral_core.experiment import ALL_METHODS, Prepared, method_config, run_seed, to_dataset_ids
+from oral_core.identity import config_hash
 from oral_core.graph import Graph
 from oral_core.metrics import cluster_accuracy, open_world_accuracy
 from oral_core.reproduction import sweep, update_csv, write_markdown

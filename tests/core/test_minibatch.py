@@ -9,7 +9,7 @@ from oral_core.attention import ORALNetwork, target_chunks, with_self_loops
 from oral_core.clustering import finest_partition
 from oral_core.config import ORALConfig, resolve_minibatch
 from oral_core.consistency import sampled_edge_drop
-from oral_core.experiment import config_hash
+from oral_core.identity import config_hash
 from oral_core.inference import export_payload
 from oral_core.metrics import open_world_accuracy
 from oral_core.sampling import CSR

@@ -9,7 +9,7 @@ import torch
 from oral_core.attention import LayerOutput
 from oral_core.clustering import Partition
 from oral_core.config import ORALConfig
-from oral_core.experiment import config_hash
+from oral_core.identity import config_hash
 from oral_core.opennc_losses import (BALANCE_WEIGHT, group_prior, group_prior_balance,
                                      group_similarity, opennc_terms, positive_pairs,
                                      prototype_similarity)

@@ -10,7 +10,7 @@ import torch
 from oral_core.attention import ORALNetwork
 from oral_core.clustering import finest_partition
 from oral_core.config import ORALConfig
-from oral_core.experiment import LATER_FIELDS, config_hash
+from oral_core.identity import LATER_FIELDS, config_hash
 from oral_core.features import (feature_density, input_dropout, is_sparse, network_input,
                                 sparse_linear)
 from oral_core.splits import make_split
