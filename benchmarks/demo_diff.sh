@@ -28,7 +28,7 @@ for side in a b; do
   rev=${!side}
   git worktree add --quiet --detach "$work/$side" "$rev"
   # the checkout's own packages come first on sys.path (python -m from its root)
-  (cd "$work/$side" && OMP_NUM_THREADS=1 "$python" -m flows.cli demo --state-dir "$work/state_$side" \
+  (cd "$work/$side" && OMP_NUM_THREADS=1 "$python" -m cli.main demo --state-dir "$work/state_$side" \
       --out "$work/$side.md" >"$work/$side.log" 2>&1)
   # stdout lines of the demo (no log records), then the Markdown timeline
   grep -vE '^(INFO|WARNING|DEBUG) |^[0-9]{4}/[0-9]{2}/[0-9]{2} |^  Data Docs' "$work/$side.log" \

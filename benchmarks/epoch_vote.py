@@ -28,10 +28,10 @@ import torch
 from oral_core.config import ORALConfig
 from oral_core.experiment import prepare
 from oral_core.reproduction import mean_se
-from oral_core.proxy import epoch_mean, training_key
+from oral_core.proxy import epoch_mean, proxy_accuracy, proxy_config, training_key
 from oral_core.trainer import ORAL, novel_id_map
 
-from .tune import HIDE_MODES, config_overrides, hide_tag, _proxy_accuracy, _proxy_config, proxy_task
+from .tune import HIDE_MODES, config_overrides, hide_tag, proxy_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RULES = ["last", "vote", "mean", "stable", "curve", "unchecked", "unguarded"]  # recorded in each seed file's key
@@ -61,38 +61,38 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
               hide: str = "rotate") -> list[dict]:
     g = prep.graph
     task = proxy_task(g, seed, hide, disjoint_val=True)
-    cfg = _proxy_config(config, seed, g.num_classes)
+    cfg = proxy_config(config, seed, g.num_classes)
     cfg.epochs = horizon
     model = ORAL(cfg)
     model.record_epochs = True
     model.fit(prep.x, g.edge_index, task.train, task.val)
     ids = model.epoch_class_ids
     num_known = len(task.visible)
-    rows = [{"rule": f"last@{horizon}", "seed": seed} | _proxy_accuracy(g, task, ids[horizon])]
+    rows = [{"rule": f"last@{horizon}", "seed": seed} | proxy_accuracy(g, task, ids[horizon])]
     for k in votes:
         voted = epoch_vote(ids[horizon - k + 1:horizon + 1], num_known)
-        rows.append({"rule": f"vote@{horizon}:{k}", "seed": seed} | _proxy_accuracy(g, task, voted))
+        rows.append({"rule": f"vote@{horizon}:{k}", "seed": seed} | proxy_accuracy(g, task, voted))
     for k in votes:
         rows.append({"rule": f"mean@{horizon}:{k}", "seed": seed}
-                    | epoch_mean([_proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
+                    | epoch_mean([proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
     if model.epoch_unchecked_ids:  # a check set: the same fit without the checks
         unchecked = model.epoch_unchecked_ids
         rows.append({"rule": f"unchecked last@{horizon}", "seed": seed}
-                    | _proxy_accuracy(g, task, unchecked[horizon]))
+                    | proxy_accuracy(g, task, unchecked[horizon]))
         for k in votes:
             rows.append({"rule": f"unchecked mean@{horizon}:{k}", "seed": seed} | epoch_mean(
-                [_proxy_accuracy(g, task, e) for e in unchecked[horizon - k + 1:horizon + 1]]))
+                [proxy_accuracy(g, task, e) for e in unchecked[horizon - k + 1:horizon + 1]]))
     if "last_unguarded" in model.discoveries:  # known_absorb_guard on: the same fit unguarded
         rows.append({"rule": f"unguarded last@{horizon}", "seed": seed}
-                    | _proxy_accuracy(g, task, model.discoveries["last_unguarded"].class_id))
+                    | proxy_accuracy(g, task, model.discoveries["last_unguarded"].class_id))
     changed = change_curve(ids, num_known)
     stop = stable_epoch(changed, STABLE_FROM(cfg), STABLE_SHARE, STABLE_PATIENCE)
     rows.append({"rule": f"stable@{horizon}", "seed": seed, "epoch": stop}
-                | _proxy_accuracy(g, task, ids[stop]))
+                | proxy_accuracy(g, task, ids[stop]))
     # every epoch's proxy score and change (labelled-free) so that later stopping rules can be
     # judged from this file alone
     rows.append({"rule": "curve", "seed": seed, "all_by_epoch":
-                 [round(_proxy_accuracy(g, task, e)["all"], 3) for e in ids],
+                 [round(proxy_accuracy(g, task, e)["all"], 3) for e in ids],
                  "changed_by_epoch": [round(c, 5) for c in changed]})
     return rows
 

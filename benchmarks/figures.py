@@ -180,7 +180,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
     def sweep(out: Path, setting_args: list[str]) -> None:
         if not run or out == results:
             return
-        cmd = [sys.executable, "-m", "flows.cli", "reproduce", "--dataset", dataset,
+        cmd = [sys.executable, "-m", "cli.main", "reproduce", "--dataset", dataset,
                "--method", "oral", "--seeds", str(seeds), *setting_args, *extra,
                "--out", str(out), "--quiet"] + (["--prior"] if prior else [])
         if data_dir:

@@ -87,7 +87,7 @@ def fit_answer(prep, seed: int, prior: bool, sets: dict) -> tuple[torch.Tensor, 
 
 
 def main(argv=None) -> int:
-    from flows.options import OptionError, parse_set
+    from cli.options import OptionError, parse_set
     from oral_core.datasets import DatasetNotFound
     from oral_core.experiment import prepare, protocol_split
 

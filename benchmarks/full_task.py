@@ -44,7 +44,7 @@ def trajectory(dataset: str, data_dir: str | None, seed: int, prior: bool, overr
 
 
 def main(argv=None) -> int:
-    from flows.options import OptionError, parse_set
+    from cli.options import OptionError, parse_set
 
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True)

@@ -31,7 +31,7 @@ source benchmarks/gpu_setup.sh
 start=$(date +%s)
 CHECKS="--set known_split_share=0.5 --set known_absorb_share=0.5 --set known_absorb_guard=true"
 echo "== smoke $(date +%T)"
-timeout 120 python3 -m flows.cli reproduce --dataset cora --seeds 1 --quiet --epochs 3 $CHECKS \
+timeout 120 python3 -m cli.main reproduce --dataset cora --seeds 1 --quiet --epochs 3 $CHECKS \
   --data-dir .gpudata --out /tmp/smoke >/tmp/smoke.log 2>&1 || { tail -20 /tmp/smoke.log; exit 1; }
 python3 -c "import glob, json; print('smoke fit ran on', json.load(open(glob.glob('/tmp/smoke/runs/*/*/seed_0.json')[0]))['device'])"
 jobs=/tmp/flip_jobs.txt; : >"$jobs"
@@ -47,7 +47,7 @@ echo "== $(wc -l <"$jobs") jobs, ${left} s $(date +%T)"
 W=/tmp/res/flip_guard; mkdir -p /tmp/res
 # start from the committed rows, so seeds finished elsewhere (Cora's, on CPUs) are reused, not rerun
 [ -d benchmarks/results/flip_guard ] && cp -r benchmarks/results/flip_guard /tmp/res/; mkdir -p "$W"
-ORAL="python3 -m flows.cli" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
+ORAL="python3 -m cli.main" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
   -- $CHECKS --data-dir .gpudata --out "$W"
 echo "== $(date +%T): $(find "$W" -name 'seed_*.json' | wc -l) seed files"
 grep -lE "Traceback|rror" /tmp/logs/*.log 2>/dev/null | head -3 | xargs -r tail -5

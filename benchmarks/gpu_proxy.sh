@@ -25,7 +25,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 source benchmarks/gpu_setup.sh
 W=/tmp/$NAME; rm -f /tmp/log_*.txt; FIRST_SEED=${FIRST_SEED:-0}
 echo "== smoke $(date +%T)"
-timeout 120 python3 -m flows.cli choose --dataset cora --seeds 2 --fit-seed 0 --set epochs=3 --window 2 \
+timeout 120 python3 -m cli.main choose --dataset cora --seeds 2 --fit-seed 0 --set epochs=3 --window 2 \
   --candidate "$C1" --out /tmp/smoke --data-dir .gpudata || { echo "smoke failed"; exit 1; }
 python3 -c "import glob, json; print('smoke fit ran on', json.load(open(glob.glob('/tmp/smoke/*/*/seed_0.json')[0]))['device'])"
 jobs=/tmp/jobs.txt; : >"$jobs"
@@ -44,7 +44,7 @@ one() {  # phase dataset prior seeds seed candidate
   if [ "$1" = 2 ]; then  # the defaults of this seed come from phase 1
     until [ -f "$W/$2-$3/defaults/seed_$5.json" ]; do sleep 5; done
   fi
-  python3 -m flows.cli choose --dataset "$2" $prior --seeds "$4" --fit-seed "$5" --candidate "$6" \
+  python3 -m cli.main choose --dataset "$2" $prior --seeds "$4" --fit-seed "$5" --candidate "$6" \
     $EXTRA --out "$W" --data-dir .gpudata >>"/tmp/log_$2_$3_$5.txt" 2>&1
   echo "$(date +%T) done $*: $(grep -c 'proxy All' /tmp/log_$2_$3_$5.txt) fits"
 }

@@ -18,7 +18,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 source benchmarks/gpu_setup.sh
 start=$(date +%s)
 echo "== smoke $(date +%T)"
-timeout 120 python3 -m flows.cli reproduce --dataset cora --seeds 1 --quiet --epochs 3 \
+timeout 120 python3 -m cli.main reproduce --dataset cora --seeds 1 --quiet --epochs 3 \
   --data-dir .gpudata --out /tmp/smoke >/tmp/smoke.log 2>&1 || { tail -20 /tmp/smoke.log; exit 1; }
 python3 -c "import glob, json; r = json.load(open(glob.glob('/tmp/smoke/runs/*/*/seed_0.json')[0])); print('smoke fit ran on', r['device'], 'partition recorded:', bool(r.get('partition')))"
 jobs=/tmp/stability_jobs.txt; : >"$jobs"
@@ -32,7 +32,7 @@ done
 left=$(( LIMIT - ($(date +%s) - start) ))
 echo "== $(wc -l <"$jobs") jobs, ${left} s $(date +%T)"
 W=/tmp/res/runs_gpu; mkdir -p "$W"
-ORAL="python3 -m flows.cli" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
+ORAL="python3 -m cli.main" LOGS=/tmp/logs bash benchmarks/parallel_seeds.sh "$jobs" 16 "$left" \
   -- --data-dir .gpudata --out "$W"
 echo "== $(date +%T): $(find "$W" -name 'seed_*.json' | wc -l) seed files"
 grep -lE "Traceback|rror" /tmp/logs/*.log 2>/dev/null | head -3 | xargs -r tail -5

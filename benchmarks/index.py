@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 INDEX = "INDEX.md"
 GOAL = "goal.md"
-#: what ``oral reproduce`` writes into ``--out`` (default ``benchmarks/results``: flows/cli.py,
+#: what ``oral reproduce`` writes into ``--out`` (default ``benchmarks/results``: cli/main.py,
 #: flows/reproduce.py) and ``benchmarks/stability.py`` reads there; ``paper_tables/README.md``
 #: describes them. They move into ``paper_tables/`` together with those defaults.
 REPRODUCE_DEFAULT = ("reproduction.csv", "reproduction.md", "reproduction_paper.md", "runs")

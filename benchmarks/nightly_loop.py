@@ -276,7 +276,7 @@ def run_loop(graph: str, sim: int, args) -> dict:
     root, state = base / "snapshots", base / "state"
     paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
     planted = planted_classes(graph, sim, args)
-    cmd = [sys.executable, "-m", "flows.cli", "backfill", "--graph", graph, "--snapshots",
+    cmd = [sys.executable, "-m", "cli.main", "backfill", "--graph", graph, "--snapshots",
            str(root), "--state-dir", str(state)] + [a for kv in args.set for a in ("--set", kv)]
     env = os.environ | {"ORAL_STATE_DIR": str(state)}
     print(f"[{graph} sim {sim}] {len(paths)} nights: {' '.join(cmd[2:])}", flush=True)

@@ -14,7 +14,7 @@
 # Each job's log goes to $LOGS (default state/parallel_seeds/), one line per job to stdout.
 # Afterwards, `oral reproduce` over the same rows (every seed reused) rewrites the tables.
 # ORAL=... names the command (default .venv/bin/oral; on a machine without the package,
-# ORAL="python3 -m flows.cli" from the repository root: only torch, torch-geometric, scipy,
+# ORAL="python3 -m cli.main" from the repository root: only torch, torch-geometric, scipy,
 # pyarrow and python-igraph are needed for `reproduce`).
 set -uo pipefail
 jobs_file=${1:?usage: parallel_seeds.sh JOBS_FILE [PARALLEL] [SECONDS] [-- options]}

@@ -16,7 +16,7 @@
 # BlogCatalog seed 7.) Resumable: finished seeds are reused.
 #   bash benchmarks/run_flip.sh                  # everything still missing
 #   bash benchmarks/run_flip.sh cora             # one dataset
-#   ORAL=".venv/bin/python -m flows.cli" bash benchmarks/run_flip.sh  # this checkout's code (an editable
+#   ORAL=".venv/bin/python -m cli.main" bash benchmarks/run_flip.sh  # this checkout's code (an editable
 #                                  install elsewhere would otherwise import its own)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -96,7 +96,7 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str,
     folder = ROOT / "state" / "bench_scale" / str(nodes)
     snapshots = generate(nodes, folder)
     state = folder / "state"
-    cmd = [sys.executable, "-m", "flows.cli", "run", "--graph", "synthetic", "--snapshots",
+    cmd = [sys.executable, "-m", "cli.main", "run", "--graph", "synthetic", "--snapshots",
            str(snapshots), "--state-dir", str(state), "--epochs", str(epochs)]
     if warm_date is None:
         shutil.rmtree(state, ignore_errors=True)

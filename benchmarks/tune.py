@@ -23,8 +23,7 @@ from pathlib import Path
 from oral_core.config import ORALConfig
 from oral_core.experiment import prepare
 from oral_core.proxy import (HIDE_MODES, ProxyTask, hidden_class, hidden_classes,  # noqa: F401
-                             proxy_accuracy as _proxy_accuracy, proxy_config as _proxy_config,
-                             proxy_task)
+                             proxy_accuracy, proxy_config, proxy_task)
 from oral_core.trainer import ORAL
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -39,9 +38,9 @@ def proxy_score(prep, seed: int, config: ORALConfig, hide: str = "last") -> dict
     """Open-world accuracy (%) on labelled nodes with one known class hidden from training."""
     g = prep.graph
     task = proxy_task(g, seed, hide)
-    found = ORAL(_proxy_config(config, seed, g.num_classes)).fit(
+    found = ORAL(proxy_config(config, seed, g.num_classes)).fit(
         prep.x, g.edge_index, task.train, task.val).predict()
-    return _proxy_accuracy(g, task, found.class_id)
+    return proxy_accuracy(g, task, found.class_id)
 
 
 def rule_epochs(history: list[dict], horizons: list[int]) -> dict[str, int]:
@@ -65,14 +64,14 @@ def proxy_rules(prep, seed: int, config: ORALConfig, horizons: list[int],
     Validation nodes are split (``disjoint_val``): selection reads half, the proxy scores half."""
     g = prep.graph
     task = proxy_task(g, seed, hide, disjoint_val=True)
-    cfg = _proxy_config(config, seed, g.num_classes)
+    cfg = proxy_config(config, seed, g.num_classes)
     cfg.epochs = max(horizons)
     model = ORAL(cfg)
     model.record_epochs = True
     model.fit(prep.x, g.edge_index, task.train, task.val)
     rows = []
     for rule, epoch in rule_epochs(model.history, horizons).items():
-        acc = _proxy_accuracy(g, task, model.epoch_class_ids[epoch])
+        acc = proxy_accuracy(g, task, model.epoch_class_ids[epoch])
         rows.append({"rule": rule, "seed": seed, "hidden": task.hidden_label, "epoch": epoch} | acc)
     return rows
 

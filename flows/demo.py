@@ -130,7 +130,7 @@ def run_demo(args) -> int:
     config = {"epochs": args.epochs or 60, "seed": args.seed}
     for out in backfill(graph, str(root), config=config, state_dir=str(settings.state_dir),
                         device=args.device):
-        from flows.cli_pipeline import summary_line
+        from flows.nightly import summary_line
         print(summary_line(out))
     seconds = time.perf_counter() - start
     rows = timeline(Warehouse(settings.warehouse_path), graph).to_pylist()

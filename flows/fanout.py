@@ -21,7 +21,7 @@ the caller: :func:`shared_api` starts Prefect's temporary server when no ``PREFE
 set and hands its address to the workers (through the environment and the settings context).
 
 This module is the only one that imports ``prefect_dask`` / ``dask`` (inside functions), and
-:mod:`flows.cli` imports it only when a fan-out option is given, so ``oral --help`` stays fast.
+:mod:`cli.main` imports it only when a fan-out option is given, so ``oral --help`` stays fast.
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss|ucx)://)?(\[[0-9a-fA-F:]+\]|[A-Za-z0
 
 def check_address(address: str, option: str = "--scheduler") -> str:
     """A Dask scheduler address as ``[tcp://]host:port`` (``tls://``, ``ws://``, ``wss://``,
-    ``ucx://`` too); raises :class:`flows.options.OptionError` naming ``option`` otherwise."""
-    from flows.options import OptionError
+    ``ucx://`` too); raises :class:`flows.settings.OptionError` naming ``option`` otherwise."""
+    from flows.settings import OptionError
 
     m = _ADDRESS.match(address.strip())
     if not m or not 0 < int(m.group(3)) < 65536:
@@ -50,7 +50,7 @@ def check_address(address: str, option: str = "--scheduler") -> str:
 
 
 def check_workers(workers: int | None, option: str = "--workers") -> int | None:
-    from flows.options import OptionError
+    from flows.settings import OptionError
 
     if workers is not None and workers < 1:
         raise OptionError(f"{option} {workers}: need at least one worker process")

@@ -397,6 +397,20 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
     return results
 
 
+def summary_line(out: dict) -> str:
+    """One line of a night's summary (what :func:`nightly_discovery` returns) for the terminal."""
+    emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
+    score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
+             f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
+    start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
+             if out.get("start") else "")
+    return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
+            f"emerged {emerged or 'none'}, model version {out['model_version']}"
+            f"{' (champion)' if out.get('champion') else ''}{score}{start}"
+            + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
+               if out.get("degraded") else ""))
+
+
 def _link(path_or_uri) -> str:
     """A clickable link: URIs as they are, local paths as ``file://`` URIs."""
     text = str(path_or_uri)

@@ -66,6 +66,10 @@ def _min_free_mb() -> float:
     return min_free_mb()
 
 
+class OptionError(ValueError):
+    """A command-line option that cannot work; ``str(err)`` is the one-line message."""
+
+
 @dataclass
 class Settings:
     state_dir: Path

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from flows.cli import main
+from cli.main import main
 from oral_core.config import ORALConfig
 from oral_core.experiment import METHODS, method_config, prepare, to_dataset_ids
 from oral_core.reproduction import CSV_COLUMNS, sweep, update_csv, write_markdown

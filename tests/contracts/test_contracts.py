@@ -16,7 +16,7 @@ from data_contracts.report import ERROR, WARNING
 from data_contracts.snapshots import (EDGES, FEATURE_NAMES_KEY, NODES, TRUTH, edges_table,
                                       nodes_table, read_snapshot_files, truth_table)
 from data_contracts.suites import FOLDER, RULES, expectation_suite
-from flows.cli import main
+from cli.main import main
 
 N = 12
 IDS = [f"n{i}" for i in range(N)]

@@ -11,7 +11,7 @@ import pytest
 from data_contracts import snapshots as snap
 from data_contracts.simulate import plan_simulation, simulate
 from data_contracts.synthetic import StaticGraph, make_static_graph
-from flows.cli import main
+from cli.main import main
 
 PERIODS = 6
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from data_contracts import snapshots as snap
 from data_contracts.importers import import_dataset, snapshot_summary
-from flows.cli import main
+from cli.main import main
 
 
 def shared_datasets_dir() -> Path:

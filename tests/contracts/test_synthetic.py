@@ -15,7 +15,7 @@ import pytest
 from data_contracts import snapshots as snap
 from data_contracts.synthetic import (GENERATOR_KEY, class_counts, generate_snapshot,
                                       make_static_graph)
-from flows.cli import main
+from cli.main import main
 
 N = 20_000
 

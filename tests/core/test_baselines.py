@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from flows.cli import main
+from cli.main import main
 from oral_core.baselines import (BASELINES, GCDConfig, GCNBaseline, GraphGCD, NotApplicable,
                                  VGAEKMeans, clusters_to_classes, semi_supervised_kmeans)
 from oral_core.config import ORALConfig

@@ -13,18 +13,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ORCHESTRATION = {"prefect", "prefect_dask", "dask", "distributed", "mlflow", "duckdb",
                  "great_expectations"}
+#: every package of the product and its benchmarks, for the cycle and private-name rules
+PACKAGES = ("oral_core", "data_contracts", "tasks", "flows", "cli", "benchmarks")
 
 # package -> the top-level modules it must never import
 FORBIDDEN: dict[str, set[str]] = {
     # the method: torch, torch_geometric, scipy, numpy, igraph, pyarrow; usable and testable alone
-    "oral_core": ORCHESTRATION | {"flows", "tasks", "data_contracts", "benchmarks"},
+    "oral_core": ORCHESTRATION | {"flows", "tasks", "data_contracts", "cli", "benchmarks"},
     # snapshot contracts: pyarrow and Great Expectations, no orchestration, no registry, no warehouse
     "data_contracts": {"prefect", "prefect_dask", "dask", "distributed", "mlflow", "duckdb",
-                       "flows", "tasks", "benchmarks"},
+                       "flows", "tasks", "cli", "benchmarks"},
     # Prefect tasks, the warehouse and the registry: never the flows or the CLI above them
-    "tasks": {"flows", "benchmarks"},
-    # flows and the CLI: the product never imports its benchmarks
-    "flows": {"benchmarks"},
+    "tasks": {"flows", "cli", "benchmarks"},
+    # the flows: never the command line above them, never the benchmarks
+    "flows": {"cli", "benchmarks"},
+    # the command line: the top of the product, which never imports its benchmarks
+    "cli": {"benchmarks"},
 }
 
 
@@ -72,6 +76,8 @@ def test_every_ruled_package_is_read():
     ("data_contracts", "import duckdb"),
     ("tasks", "from flows import cli"),
     ("flows", "from benchmarks.tune import main"),
+    ("flows", "    from cli.options import OptionError"),
+    ("tasks", "import cli.main"),
 ])
 def test_a_forbidden_import_is_caught(tmp_path, package, line):
     """Adding any one forbidden import to a copy of the package makes the rule fail."""
@@ -89,3 +95,105 @@ def test_relative_and_standard_imports_are_allowed(tmp_path):
     (folder / "ok.py").write_text("import os\nfrom . import config\nfrom oral_core import graph\n"
                                   "import torch\n")
     assert violations(tmp_path, {"oral_core": FORBIDDEN["oral_core"]}) == []
+
+
+def module_name(root: Path, path: Path) -> str:
+    """``flows/nightly.py`` -> ``flows.nightly``; a package's ``__init__.py`` -> the package."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(root: Path, packages=PACKAGES) -> tuple[dict[str, set[str]], list[str]]:
+    """The import graph of the modules of ``packages`` below ``root`` (lazy imports inside
+    functions included; relative imports resolved; ``from package import module`` names the
+    module) and every import of a private (``_name``) name from another module, as
+    ``<file>:<line> imports <name> from <module>``."""
+    modules = {module_name(root, p): p for package in packages
+               for p in sorted((root / package).rglob("*.py"))
+               if not any(part.startswith(".") for part in p.relative_to(root).parts)}
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    private = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [known(alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = []
+                for alias in node.names:
+                    target = known(f"{base}.{alias.name}") if f"{base}.{alias.name}" in modules \
+                        else known(base)
+                    targets.append(target)
+                    if (target and target != name and alias.name.startswith("_")
+                            and not alias.name.startswith("__")):
+                        private.append(f"{path.relative_to(root)}:{node.lineno} imports "
+                                       f"{alias.name} from {target}")
+            else:
+                continue
+            graph[name] |= {t for t in targets if t and t != name}
+    return graph, private
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): each is a cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_anywhere_lazy_imports_included():
+    graph, _ = module_imports(ROOT)
+    assert len(graph) > 100  # the rule read the tree
+    assert import_cycles(graph) == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    assert module_imports(ROOT)[1] == []
+
+
+def test_a_cycle_and_a_private_import_are_caught(tmp_path):
+    """A lazy import that closes a loop, and a private name taken from a sibling, both fail."""
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "__init__.py").write_text("")
+    (tmp_path / "flows" / "a.py").write_text("from flows.b import helper\n")
+    (tmp_path / "flows" / "b.py").write_text("def helper():\n    from flows import a\n"
+                                             "    from .c import _hidden\n")
+    (tmp_path / "flows" / "c.py").write_text("_hidden = 1\n")
+    graph, private = module_imports(tmp_path, ("flows",))
+    assert import_cycles(graph) == [["flows.a", "flows.b"]]
+    assert private == ["flows/b.py:3 imports _hidden from flows.c"]

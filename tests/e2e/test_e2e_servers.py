@@ -365,7 +365,7 @@ def test_killed_night_with_servers(stack):
 
     for day in DAYS:  # the same snapshot again, then the next one: neither waits
         started = time.monotonic()
-        out = subprocess.run([sys.executable, "-m", "flows.cli", "-v", *args, "--date", day],
+        out = subprocess.run([sys.executable, "-m", "cli.main", "-v", *args, "--date", day],
                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT)
         took = time.monotonic() - started
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

@@ -65,7 +65,7 @@ def test_sigkill_of_oral_run_stops_the_prefect_server(tmp_path, when):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ORAL_",
                                                                      "MLFLOW_"))}
     env |= {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-c", "import sys; from flows.cli import main; sys.exit(main())",
+    cmd = [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())",
            "run", "--graph", "g", "--snapshots", str(root), "--state-dir", str(state),
            "--epochs", "2000", "--device", "cpu"]
     with open(log, "w") as out:

@@ -20,7 +20,7 @@ def _parsers(parser: argparse.ArgumentParser):
 
 
 def test_every_oral_parser_refuses_abbreviations():
-    from flows.cli import build_parser
+    from cli.main import build_parser
 
     found = list(_parsers(build_parser()))
     assert len(found) > 10  # the commands and the snapshots sub-commands
@@ -33,7 +33,7 @@ def test_every_oral_parser_refuses_abbreviations():
     ["reproduce", "--dataset", "cora", "--seed", "3"],
 ])
 def test_an_abbreviated_option_is_refused(argv, capsys):
-    from flows.cli import build_parser
+    from cli.main import build_parser
 
     with pytest.raises(SystemExit) as stop:
         build_parser().parse_args(argv)

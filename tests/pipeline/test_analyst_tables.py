@@ -459,7 +459,7 @@ def test_label_is_per_graph_and_refusals_write_nothing(tmp_path, wh: Warehouse) 
 
 
 def test_oral_label_and_oral_classes_commands(tmp_path, capsys, monkeypatch) -> None:
-    from flows.cli import main
+    from cli.main import main
 
     state = tmp_path / "state"
     wh = Warehouse(state / "oral.duckdb", threads=1)
@@ -497,7 +497,7 @@ def test_oral_label_and_oral_classes_commands(tmp_path, capsys, monkeypatch) -> 
     (["label", "g:novel:1", "x", "--by", ""], "error: a label needs who gave it"),
 ])
 def test_oral_label_refusals_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, message) -> None:
-    from flows.cli import main
+    from cli.main import main
 
     state = tmp_path / "state"
     wh = Warehouse(state / "oral.duckdb", threads=1)
@@ -511,7 +511,7 @@ def test_oral_label_refusals_are_one_line_exit_2(tmp_path, capsys, monkeypatch, 
 
 
 def test_oral_label_and_classes_without_a_warehouse(tmp_path, capsys, monkeypatch) -> None:
-    from flows.cli import main
+    from cli.main import main
 
     monkeypatch.delenv("ORAL_WAREHOUSE", raising=False)
     for argv in (["label", "g:novel:1", "x"], ["classes"]):
@@ -546,7 +546,7 @@ def test_oral_sql_csv_writes_every_table_and_view(tmp_path, capsys, monkeypatch)
     import io
     import json
 
-    from flows.cli import main
+    from cli.main import main
 
     state = tmp_path / "state"
     wh = Warehouse(state / "oral.duckdb", threads=1)
@@ -577,7 +577,7 @@ def test_an_unknown_graph_is_one_line_exit_2_in_every_analyst_command(tmp_path, 
     """Issue 48.4: ``oral classes --graph nope`` printed "no classes ... published yet" and
     exited 0 while ``oral report --graph nope`` exited 2. Every analyst command with --graph
     (classes, label, report) now says the same line, naming the graphs there are, exit 2."""
-    from flows.cli import main
+    from cli.main import main
 
     state = tmp_path / "state"
     wh = Warehouse(state / "oral.duckdb", threads=1)

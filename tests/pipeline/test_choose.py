@@ -33,7 +33,7 @@ def snapshot_root(tmp_path):
 
 def test_choose_on_a_snapshot_writes_the_table_and_the_choice_and_reuses_its_fits(
         snapshot_root, tmp_path, capsys, one_thread):
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path / "choose"
     argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
@@ -62,7 +62,7 @@ def test_choose_on_a_snapshot_writes_the_table_and_the_choice_and_reuses_its_fit
 def test_choose_on_a_dataset_file_with_the_prior(npz_graph, tmp_path, capsys, one_thread):
     """``--dataset PATH --prior``: the fits carry the full class number, the rotate proxy works on
     four classes, and the default candidates are tried."""
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path / "choose"
     assert main(["choose", "--dataset", str(npz_graph), "--prior", "--hide", "rotate",
@@ -133,7 +133,7 @@ def test_a_broken_choice_is_named_and_never_stops_a_night(tmp_path, payload, say
 
 
 def test_the_choice_oral_choose_writes_is_the_one_a_night_reads(snapshot_root, tmp_path, one_thread):
-    from flows.cli import main
+    from cli.main import main
     from tasks.steps import read_choice
 
     state = tmp_path / "state"
@@ -149,7 +149,7 @@ def test_the_paper_protocol_with_the_strict_known_classes_reuses_the_strict_fits
         npz_graph, tmp_path, capsys, one_thread):
     """A graph whose paper known classes are the strict ones (any graph the paper does not use:
     the lowest ids either way) has one proxy task: ``--protocol paper`` reuses every strict fit."""
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path / "choose"
     common = ["choose", "--dataset", str(npz_graph), "--hide", "rotate", "--candidate", "gamma=0.1",
@@ -165,7 +165,7 @@ def test_the_paper_protocol_with_the_strict_known_classes_reuses_the_strict_fits
 
 
 def test_the_cli_offers_every_hide_mode_of_the_proxy():
-    from flows.cli_choose import HIDE_CHOICES
+    from cli.choose import HIDE_CHOICES
     from oral_core.proxy import HIDE_MODES
 
     assert HIDE_CHOICES == HIDE_MODES
@@ -175,7 +175,7 @@ def test_fit_seed_fits_one_seed_per_setting_and_a_later_run_reuses_it(snapshot_r
                                                                      one_thread):
     """``--fit-seed``: only that seed of every setting is fitted (with the device it ran on), no
     table is written, and the run without it reuses the file instead of training again."""
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path / "choose"
     argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
@@ -192,7 +192,7 @@ def test_fit_seed_fits_one_seed_per_setting_and_a_later_run_reuses_it(snapshot_r
 
 
 def test_fit_seed_outside_the_seeds_is_refused(snapshot_root, tmp_path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
                  str(tmp_path / "c"), *TINY, "--fit-seed", "2"]) == 2
@@ -205,7 +205,7 @@ def test_jobs_fits_the_seeds_in_child_processes_and_the_table_reuses_them(snapsh
                                                                          capsys):
     """``--jobs 2``: both seeds are fitted by ``--fit-seed`` children (one thread each here), the
     parent trains nothing itself and writes the table from their files."""
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path / "choose"
     argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
@@ -221,8 +221,8 @@ def test_jobs_fits_the_seeds_in_child_processes_and_the_table_reuses_them(snapsh
 
 def test_a_failed_child_is_named_and_its_seed_fitted_in_the_parent(snapshot_root, tmp_path, capsys,
                                                                    monkeypatch):
-    from flows import cli_choose
-    from flows.cli import main
+    from cli import choose as cli_choose
+    from cli.main import main
 
     monkeypatch.setattr(cli_choose, "_child_argv", lambda argv: ["choose", "--no-such-option"])
     out = tmp_path / "choose"
@@ -234,7 +234,7 @@ def test_a_failed_child_is_named_and_its_seed_fitted_in_the_parent(snapshot_root
 
 
 def test_jobs_below_one_is_refused(snapshot_root, tmp_path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
                  str(tmp_path / "c"), *TINY, "--jobs", "0"]) == 2
@@ -267,7 +267,7 @@ def test_the_known_class_guard_refuses_a_winner_that_loses_the_known_classes(
         snapshot_root, tmp_path, capsys, monkeypatch):
     """The proxy's best candidate merges the known classes on the full task: the guard refuses
     it, the next bound wins, the table and the choice say so, and a rerun reuses every fit."""
-    from flows.cli import main
+    from cli.main import main
 
     fits = _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0, 0.2: 55.0}, {0.3: 95.0, 0.1: 45.0, 0.2: 94.0})
     out = tmp_path / "choose"
@@ -295,7 +295,7 @@ def test_the_known_class_guard_refuses_a_winner_that_loses_the_known_classes(
 
 def test_when_the_guard_refuses_every_winner_the_defaults_stay(snapshot_root, tmp_path, capsys,
                                                                monkeypatch):
-    from flows.cli import main
+    from cli.main import main
 
     _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
     out = tmp_path / "choose"
@@ -307,7 +307,7 @@ def test_when_the_guard_refuses_every_winner_the_defaults_stay(snapshot_root, tm
 
 
 def test_the_guard_can_be_turned_off_or_loosened(snapshot_root, tmp_path, capsys, monkeypatch):
-    from flows.cli import main
+    from cli.main import main
 
     fits = _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
     argv = ["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate", "gamma=0.1",
@@ -326,7 +326,7 @@ def test_the_guard_can_be_turned_off_or_loosened(snapshot_root, tmp_path, capsys
     ("--guard-drop", "nan", "error: --guard-drop nan: must be 0 or more points"),
 ])
 def test_a_bad_guard_option_is_refused_before_any_work(snapshot_root, tmp_path, capsys, flag, value, says):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--out",
                  str(tmp_path / "c"), *TINY, flag, value]) == 2
@@ -338,7 +338,7 @@ def test_the_guard_trains_the_full_task_of_a_dataset_for_real(npz_graph, tmp_pat
                                                              monkeypatch):
     """Unrigged full-task fits on a dataset file (the proxy rigged so a candidate wins): they are
     saved with their key and validation accuracy, and only the split's labelled nodes are read."""
-    from flows.cli import main
+    from cli.main import main
     from oral_core import proxy
 
     def rows(x, edges, labels, task, seed, config, window):
@@ -361,7 +361,7 @@ def test_jobs_fits_the_guard_in_child_processes(snapshot_root, tmp_path, capsys,
     """``--jobs 2``: the known-class guard's full-task fits (real, tiny) run in ``--fit-guard``
     children, one fit each, and the parent reads their files (the proxy's seed files are made
     first by a rigged run with the guard off, so that the candidate wins)."""
-    from flows.cli import main
+    from cli.main import main
     from oral_core import proxy
 
     _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
@@ -390,7 +390,7 @@ def test_jobs_fits_the_guard_in_child_processes(snapshot_root, tmp_path, capsys,
      "error: --guard-setting gamma=0.5: not one of this run's settings (defaults, gamma=0.1)"),
 ])
 def test_a_bad_fit_guard_is_refused(snapshot_root, tmp_path, capsys, extra, says):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
                  "gamma=0.1", "--out", str(tmp_path / "c"), *TINY, *extra]) == 2
@@ -399,7 +399,7 @@ def test_a_bad_fit_guard_is_refused(snapshot_root, tmp_path, capsys, extra, says
 
 
 def test_fit_guard_fits_one_full_task_and_writes_no_table(snapshot_root, tmp_path, capsys, one_thread):
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path / "c"
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.cli import main
+from cli.main import main
 
 TINY = {"epochs": 8, "hidden_dim": 8, "num_prototypes": 8, "cluster_warmup_epochs": 1,
         "pol_start_epoch": 1, "resolution_steps": 5, "progress": False, "selection": "best_val",
@@ -168,7 +168,8 @@ def test_addresses_accepted():
 
 
 def test_cli_reproduce_hands_lists_to_the_fanout(tmp_path, capsys, monkeypatch):
-    from flows import cli_pipeline, fanout
+    from cli import pipeline as cli_pipeline
+    from flows import fanout
 
     seen = {}
 
@@ -180,7 +181,7 @@ def test_cli_reproduce_hands_lists_to_the_fanout(tmp_path, capsys, monkeypatch):
 
     monkeypatch.delenv("ORAL_DASK_ADDRESS", raising=False)
     monkeypatch.setattr(fanout, "reproduce", fake)
-    monkeypatch.setattr(cli_pipeline, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cli_pipeline, "start_pipeline", lambda state_dir: None)
     assert main(["reproduce", "--dataset", "a,b", "--method", "oral", "--method", "gcd",
                  "--seeds", "2", "--workers", "3", "--out", str(tmp_path)]) == 0
     assert seen["datasets"] == ["a", "b"] and seen["methods"] == ["oral", "gcd"]
@@ -193,7 +194,8 @@ def test_cli_reproduce_hands_lists_to_the_fanout(tmp_path, capsys, monkeypatch):
 
 def test_cli_backfill_of_several_graphs_names_a_failed_graph(tmp_path, capsys, monkeypatch):
     from data_contracts.snapshots import SnapshotError
-    from flows import cli_pipeline, fanout
+    from cli import pipeline as cli_pipeline
+    from flows import fanout
 
     night = {"graph": "g", "snapshot_date": "2026-03-01", "classes": 3, "novel": 1,
              "statuses": {}, "model_version": "1"}
@@ -207,7 +209,7 @@ def test_cli_backfill_of_several_graphs_names_a_failed_graph(tmp_path, capsys, m
 
     monkeypatch.delenv("ORAL_DASK_ADDRESS", raising=False)
     monkeypatch.setattr(fanout, "backfill", fake)
-    monkeypatch.setattr(cli_pipeline, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cli_pipeline, "start_pipeline", lambda state_dir: None)
     root = tmp_path / "snaps"
     for g in ("g", "h"):
         (root / g).mkdir(parents=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.options import OptionError, check_config, parse_set
+from cli.options import OptionError, check_config, parse_set
 
 
 def test_booleans_accept_only_the_usual_words():
@@ -95,8 +95,8 @@ def test_remote_training_switch_decides_whether_cuda_must_be_here(tmp_path, monk
     accepted on a machine without CUDA; ``--local-training`` trains here and refuses it."""
     import torch
 
-    from flows.cli import build_parser
-    from flows.options import check_pipeline
+    from cli.main import build_parser
+    from cli.options import check_pipeline
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     args = build_parser().parse_args(
@@ -113,9 +113,9 @@ def test_remote_training_switch_decides_whether_cuda_must_be_here(tmp_path, monk
 def test_remote_training_switch_reaches_the_flow(tmp_path, monkeypatch):
     """The CLI passes ``--remote-training`` / ``--local-training`` (or neither: None, the
     ``ORAL_REMOTE_TRAINING`` setting decides) to the nightly flow and the backfill."""
-    import flows.cli_pipeline as cp
+    import cli.pipeline as cp
     import flows.nightly as nightly
-    from flows.cli import main
+    from cli.main import main
 
     seen = []
     out = {"graph": "g", "snapshot_date": "2026-01-01", "classes": 1, "novel": 0,
@@ -131,7 +131,7 @@ def test_remote_training_switch_reaches_the_flow(tmp_path, monkeypatch):
 
     monkeypatch.setattr(nightly, "nightly_discovery", fake_nightly)
     monkeypatch.setattr(nightly, "backfill", fake_backfill)
-    monkeypatch.setattr(cp, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cp, "start_pipeline", lambda state_dir: None)
     monkeypatch.setattr(cp, "_run_flow", lambda fn: fn() or 0)
     common = ["--graph", "g", "--snapshots", str(_snapshot_root(tmp_path)),
               "--state-dir", str(tmp_path / "state"), "--device", "cpu"]
@@ -144,7 +144,7 @@ def test_remote_training_switch_reaches_the_flow(tmp_path, monkeypatch):
 def test_no_help_text_shows_a_doubled_percent_sign(capsys):
     """argparse %-formats help strings but not descriptions, so a literal ``%%`` in a
     description is printed as is (``snapshots import --help`` said ``85%%``)."""
-    from flows.cli import build_parser
+    from cli.main import build_parser
 
     parser = build_parser()
     pending = [parser]

@@ -169,7 +169,7 @@ def test_failed_contract_publishes_nothing(env, backfilled):
 
 
 def test_cli_classes_and_sql(env, backfilled, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["classes", "--state-dir", str(env["state"]), "--graph", "pipe"]) == 0
     assert "known:" in capsys.readouterr().out

@@ -56,9 +56,9 @@ def test_config_parameter_is_typed():
 
 def test_cli_set_values_map_to_the_typed_parameter(monkeypatch, tmp_path):
     """``oral run --set KEY=VALUE`` gives the flow overrides that validate into ORALOverrides."""
-    import flows.cli_pipeline as cp
+    import cli.pipeline as cp
     import flows.nightly as nightly
-    from flows.cli import main
+    from cli.main import main
     from flows.params import ORALOverrides
 
     seen = []
@@ -69,7 +69,7 @@ def test_cli_set_values_map_to_the_typed_parameter(monkeypatch, tmp_path):
         seen.append(config)
         return out
     monkeypatch.setattr(nightly, "nightly_discovery", fake_nightly)
-    monkeypatch.setattr(cp, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cp, "start_pipeline", lambda state_dir: None)
     monkeypatch.setattr(cp, "_run_flow", lambda fn: fn() or 0)
     (tmp_path / "snaps" / "g" / "snapshot=2026-01-01").mkdir(parents=True)
     assert main(["run", "--graph", "g", "--snapshots", str(tmp_path / "snaps"), "--state-dir",

@@ -271,7 +271,7 @@ def _inject(option: str):
 
 def run_child_cases(cases: list[tuple[str, list[str], str]]) -> None:
     """In the child: each case's ``main(argv)``, framed by markers on the shared output."""
-    from flows.cli import main
+    from cli.main import main
 
     for name, argv, option in cases:
         sys.stdout.flush()
@@ -371,7 +371,7 @@ def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths,
     monkeypatch.setenv(variable, value)
     capsys.readouterr()
     try:
-        code = __import__("flows.cli", fromlist=["main"]).main(
+        code = __import__("cli.main", fromlist=["main"]).main(
             _argv(["run", "--graph", "good", *RUN], paths))
     except SystemExit as err:
         code = err.code
@@ -412,7 +412,7 @@ def test_no_refusal_prints_a_traceback(name, paths, request, capsys, monkeypatch
     monkeypatch.setenv("ORAL_CACHE_DIR", str(paths["base"] / "cache"))
     capsys.readouterr()
     try:
-        code = __import__("flows.cli", fromlist=["main"]).main(_argv(argv, paths))
+        code = __import__("cli.main", fromlist=["main"]).main(_argv(argv, paths))
     except SystemExit as err:
         code = err.code
     out = capsys.readouterr()
@@ -433,7 +433,7 @@ def test_a_missing_snapshot_is_refused_before_prefect_starts(argv, paths, capsys
     monkeypatch.setattr(flows.settings, "configure_environment", started)
     capsys.readouterr()
     begin = time.monotonic()
-    code = __import__("flows.cli", fromlist=["main"]).main(
+    code = __import__("cli.main", fromlist=["main"]).main(
         _argv(argv + ["--snapshots", "{root}", "--state-dir", "{base}/never", "--epochs", "2"],
               paths))
     out = capsys.readouterr()
@@ -453,7 +453,7 @@ def test_the_child_left_no_server_and_its_output_holds_no_traceback(child_result
 
 def test_verbose_prints_the_traceback(paths, capsys):
     """``oral -v`` prints the traceback of an unexpected error on the terminal as well."""
-    from flows.cli import main
+    from cli.main import main
 
     capsys.readouterr()
     assert main(["-v", "classes", "--state-dir", str(paths["bad_warehouse"])]) == 1

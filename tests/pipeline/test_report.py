@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_warehouse import ids, night
 
-from flows.cli import main
+from cli.main import main
 from tasks.report import NoWarehouse, UnknownGraph, report
 from tasks.warehouse import Warehouse
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = "import sys; from flows.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
 # --------------------------------------------------------------------- 48.7 library chatter
@@ -38,7 +38,7 @@ def test_verbose_keeps_library_chatter_off_the_terminal(tmp_path):
 
 
 def test_the_filter_spares_warnings_and_our_loggers():
-    from flows.cli_logging import QuietLibraries
+    from cli.logs import QuietLibraries
 
     quiet = QuietLibraries()
 

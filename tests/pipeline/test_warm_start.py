@@ -463,8 +463,8 @@ def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
     """``--cold`` / ``--warm`` of ``oral run`` and ``oral backfill`` reach the flows as
     ``cold=True`` / ``False``; neither: None (the ORAL_WARM_START setting)."""
     import flows.nightly as nightly
-    from flows import cli_pipeline
-    from flows.cli import build_parser
+    from cli import pipeline as cli_pipeline
+    from cli.main import build_parser
 
     seen = []
     summary = {"graph": GRAPH, "snapshot_date": "2026-05-01", "classes": 1, "novel": 0,
@@ -472,7 +472,7 @@ def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
                "start_reason": "cold start requested", "epochs": 12}
     monkeypatch.setattr(nightly, "nightly_discovery", lambda *a, **k: seen.append(k) or summary)
     monkeypatch.setattr(nightly, "backfill", lambda *a, **k: seen.append(k) or [summary])
-    monkeypatch.setattr(cli_pipeline, "_start", lambda state_dir: None)
+    monkeypatch.setattr(cli_pipeline, "start_pipeline", lambda state_dir: None)
     monkeypatch.setattr(cli_pipeline, "_overrides", lambda args: {})
     for command in ("run", "backfill"):
         for extra, cold in (([], None), (["--cold"], True), (["--warm"], False)):
@@ -480,12 +480,12 @@ def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
                                               str(tmp_path), *extra])
             assert args.func(args) == 0
             assert seen.pop()["cold"] is cold
-    assert "; cold start (cold start requested), 12 epochs" in cli_pipeline.summary_line(summary)
+    assert "; cold start (cold start requested), 12 epochs" in nightly.summary_line(summary)
 
 
 def test_the_summary_line_says_why_a_night_is_degraded():
     """Issue 47: a degraded night says so, and why, in its one summary line."""
-    from flows.cli_pipeline import summary_line
+    from flows.nightly import summary_line
 
     summary = {"graph": GRAPH, "snapshot_date": "2026-05-01", "classes": 3, "novel": 0,
                "statuses": {}, "model_version": 2, "champion": False,

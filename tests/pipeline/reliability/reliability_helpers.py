@@ -20,7 +20,7 @@ publish data they share. ``H`` is tests/pipeline/reliability/reliability_helpers
         starts a night in about a second, where a fresh process spends ~8 s importing
     python H writer-lock DB GRAPH      hold the DuckDB writer lock of DB
         (:func:`tasks.warehouse.writer_lock.writer_lock`), print LOCKED, wait to be killed
-    python H cli POINT ARGS...         ``oral ARGS...`` (:func:`flows.cli.main`) with the pause
+    python H cli POINT ARGS...         ``oral ARGS...`` (:func:`cli.main.main`) with the pause
         ``POINT`` installed (``none``: no pause)
     python H track JSON                :func:`tasks.registry.champion.track` of one trained run
         (``trained``, ``run``, ``tags`` in JSON) after a rendezvous with a second process:
@@ -291,7 +291,7 @@ def cmd_writer_lock(db: str, graph: str) -> int:
 
 
 def cmd_cli(point: str, args: list[str]) -> int:
-    from flows.cli import main as oral
+    from cli.main import main as oral
 
     install_pause(point)
     return oral(args)

@@ -118,7 +118,7 @@ def test_read_only_state_folder_is_refused_before_prefect_starts(tmp_path, capsy
     asked ``os.access`` (true for root; and on a read-only mount the pipeline went on to an
     ``OSError`` traceback, or a 126 s wait for Prefect's server and a timeout traceback)."""
     import flows.settings
-    from flows.cli import main
+    from cli.main import main
 
     def started(*args, **kwargs):
         raise AssertionError("work started before the state folder was checked")
@@ -191,7 +191,7 @@ def test_read_only_bind_mounted_state_folder(tmp_path, read_only):
     mounted = state / read_only if read_only else state
     root = tmp_path / "snapshots"
     (root / "g").mkdir(parents=True)
-    script = ("import sys; from flows.cli import main; "
+    script = ("import sys; from cli.main import main; "
               f"sys.exit(main(['run', '--graph', 'g', '--snapshots', {str(root)!r}, "
               f"'--state-dir', {str(state)!r}]))")
     shell = (f'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && '
@@ -236,7 +236,7 @@ def test_full_disk_is_one_line_before_prefect_starts(tmp_path, capsys, monkeypat
     server starts, no traceback. Before: with 1-3 MB free the run waited 130 s for Prefect's
     server and printed a timeout."""
     import flows.settings
-    from flows.cli import main
+    from cli.main import main
 
     def started(*args, **kwargs):
         raise AssertionError("Prefect's environment was set up on a full disk")
@@ -288,7 +288,7 @@ def test_disk_filling_during_a_night_stops_it_in_one_line(env, capsys, monkeypat
     training): the night stops before anything is registered or published, with one ``error:``
     line naming the folder and no traceback on the terminal; once space is back the rerun
     publishes the night. Before: a Prefect server error 500 or an ENOSPC traceback."""
-    from flows.cli import main
+    from cli.main import main
     from tasks import steps
 
     graph = env.graph("disk-fills")
@@ -340,7 +340,7 @@ def test_errors_caused_by_a_full_disk_are_one_line(tmp_path, capsys, monkeypatch
     needs; a server error while every folder has space, or another error, stays what it was."""
     import sqlite3
 
-    from flows import cli_logging
+    from cli import logs as cli_logging
 
     state = tmp_path / "state"
     (state / "prefect").mkdir(parents=True)
@@ -380,7 +380,7 @@ def test_log_file_on_a_full_disk_costs_records_not_tracebacks(tmp_path, capsys):
     said the disk is full). Before: a traceback from the handler as it closed."""
     import logging
 
-    from flows import cli_logging
+    from cli import logs as cli_logging
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")

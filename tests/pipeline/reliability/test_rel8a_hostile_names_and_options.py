@@ -31,7 +31,7 @@ def test_hostile_graph_names_are_refused(name):
 def test_hostile_names_and_dates_stop_the_flow_before_any_write(env, capsys, monkeypatch):
     """Case 8. The flow and the CLI refuse a hostile graph name or date before writing anything."""
     from data_contracts import snapshots as snap
-    from flows.cli import main
+    from cli.main import main
     from flows.nightly import nightly_discovery
     from tasks import prefect_tasks as pt
 
@@ -87,7 +87,7 @@ def test_bad_options_are_refused_before_any_work(tmp_path, capsys, monkeypatch, 
     import torch
 
     import flows.settings
-    from flows.cli import main
+    from cli.main import main
 
     def started(*args, **kwargs):
         raise AssertionError("work started before the options were checked")
@@ -138,7 +138,7 @@ def test_misnamed_snapshot_folders_are_named_not_skipped(env, capsys, monkeypatc
     over the correct folder, the second was skipped silently); ``oral run`` says so on one line
     and exits 2 before Prefect starts. A writer's hidden ``.tmp-*`` folder stays ignored."""
     from data_contracts import snapshots as snap
-    from flows.cli import main
+    from cli.main import main
     from flows.nightly import nightly_discovery
     from tasks import prefect_tasks as pt
 

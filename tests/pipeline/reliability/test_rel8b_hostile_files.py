@@ -39,7 +39,7 @@ def test_float32_overflow_is_refused_before_training(env, capsys, caplog):
     cast to the float32 training uses) break the contract: ``oral run`` exits 1 with one line and
     the report, which names the file, the rule and the example rows; nothing is trained or
     published."""
-    from flows.cli import main
+    from cli.main import main
 
     graph = "float32-overflow"
     good = _good_nodes()
@@ -172,7 +172,7 @@ def test_unreadable_files_break_the_contract_with_a_report(env, capsys, monkeypa
     which is kept under ``state/reports/<graph>/``; ``oral validate`` prints the finding (file
     and rule) and exits 1; nothing is trained or published. Before: exit 2 with a one-line
     ``SnapshotError``, no rule, no report."""
-    from flows.cli import main
+    from cli.main import main
     from tasks import prefect_tasks as pt
 
     monkeypatch.setattr(pt.ingest, "retry_delay_seconds", 0)
@@ -267,7 +267,7 @@ def test_encrypted_parquet_is_refused_without_aborting(env, footer):
     graph = f"encrypted-{footer}"
     folder = _write_snapshot_files(env.root / graph / f"snapshot={D1}",
                                    encrypted_nodes(footer == "plaintext-footer"), _good_edges())
-    cli = "import sys; from flows.cli import main; sys.exit(main(sys.argv[1:]))"
+    cli = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
     child_env = env.child_env()
 
     out = subprocess.run([sys.executable, "-c", cli, "validate", str(folder)], capture_output=True,
@@ -346,7 +346,7 @@ def test_labels_hidden_or_colliding_after_stripping_are_warned(tmp_path, capsys)
     warnings that name the rows (labels spelled visibly) and the colliding labels; ``oral
     validate`` exits 0 and prints them."""
     from data_contracts import validate_snapshot
-    from flows.cli import main
+    from cli.main import main
 
     good = _good_nodes()
     labels = good.column("label").to_pylist()

@@ -103,7 +103,7 @@ def register(sub) -> None:
 
 def _candidates(items: list[str] | None) -> dict[str, dict]:
     """``{name: overrides}`` of the ``--candidate`` options (one-line errors via parse_set)."""
-    from flows.options import OptionError, parse_set
+    from cli.options import OptionError, parse_set
 
     out = {}
     for item in items or DEFAULT_CANDIDATES:
@@ -117,7 +117,7 @@ def _candidates(items: list[str] | None) -> dict[str, dict]:
 
 def _check(args) -> tuple[dict, dict, dict]:
     """Every option checked before any work: (base overrides, candidates, configs by name)."""
-    from flows.options import OptionError, check_config, parse_set
+    from cli.options import OptionError, check_config, parse_set
 
     if args.graph is not None and args.snapshots is None:
         raise OptionError(f"--graph {args.graph}: needs --snapshots ROOT")
@@ -288,7 +288,7 @@ def _fit_in_processes(args, jobs: list[tuple[str, list[str]]]) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.jobs)))
-    base = [sys.executable, "-m", "flows.cli", *_child_argv(args.argv)]
+    base = [sys.executable, "-m", "cli.main", *_child_argv(args.argv)]
     print(f"  fitting {', '.join(what for what, _ in jobs)} in {min(args.jobs, len(jobs))} processes "
           f"({env['OMP_NUM_THREADS']} threads each)", flush=True)
     waiting, running = list(jobs), {}
@@ -386,7 +386,7 @@ def _guard(args, src, configs: dict, folders: list[Path]):
 
 
 def cmd_choose(args) -> int:
-    from flows.options import OptionError
+    from cli.options import OptionError
 
     try:
         base, candidates, configs = _check(args)

@@ -28,14 +28,12 @@ import uuid
 from dataclasses import fields
 from pathlib import Path
 
+from flows.settings import OptionError  # noqa: F401 - the error every check here raises
+
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 NONE_WORDS = ("none", "null")
 _INT = re.compile(r"^[+-]?\d+$")
-
-
-class OptionError(ValueError):
-    """A command-line option that cannot work; ``str(err)`` is the one-line message."""
 
 
 def _field_types() -> dict[str, tuple[type, bool]]:

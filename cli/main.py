@@ -9,15 +9,13 @@ import argparse
 import sys
 from pathlib import Path
 
+# each command module is light: its heavy imports happen inside the commands
+from cli import choose, label, logs, pipeline, report, snapshots, validate
+from cli.common import fanout_options, listed, start_pipeline
+
 
 #: the methods ``oral reproduce --method`` runs (one, a comma list, or the option repeated)
 METHODS = ("oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans", "gcd")
-
-
-def _listed(values: list[str] | None) -> list[str]:
-    """The items of a repeated, comma-separated option, in order, each once."""
-    items = [v.strip() for value in values or [] for v in value.split(",")]
-    return list(dict.fromkeys(v for v in items if v))
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -26,9 +24,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from oral_core.reproduction import markdown_path, sweep, update_csv, write_markdown
 
     from flows import fanout
-    from flows.options import OptionError, check_config, check_device, parse_set
+    from cli.options import OptionError, check_config, check_device, parse_set
 
-    datasets, methods = _listed(args.dataset), _listed(args.method) or ["oral"]
+    datasets, methods = listed(args.dataset), listed(args.method) or ["oral"]
     address = None
     try:  # every option checked before any work starts: one line naming it, exit 2
         unknown = [m for m in methods if m not in METHODS]
@@ -98,9 +96,7 @@ def _reproduce_fanout(args, datasets, methods, seeds, priors, base, results, add
     from oral_core.datasets import DatasetNotFound
 
     from flows import fanout
-    from flows.cli_pipeline import _start
-
-    _start(None)  # Prefect's home and the log file under ./state (or $ORAL_STATE_DIR)
+    start_pipeline(None)  # Prefect's home and the log file under ./state (or $ORAL_STATE_DIR)
     workers = args.workers or 2
     print(f"ORAL reproduction fan-out: {', '.join(methods)} on {', '.join(datasets)}, priors "
           f"{'/'.join('yes' if p else 'no' for p in priors)}, protocol {args.protocol}, known "
@@ -127,18 +123,6 @@ def _reproduce_fanout(args, datasets, methods, seeds, priors, base, results, add
     for s in out["summaries"]:
         _print_summary(s["method"], s["dataset"], s["prior"], s, s["classes_true"])
     return 1 if any(t.get("broken") for t in out["tasks"]) else None
-
-
-def _fanout_options(p: argparse.ArgumentParser, unit: str) -> None:
-    """``--workers`` / ``--scheduler``: one Prefect task per {unit} on a Dask cluster
-    (:mod:`flows.fanout`); without them (and without ``ORAL_DASK_ADDRESS``) nothing changes."""
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help=f"run one Prefect task per {unit} on a local Dask cluster of N worker "
-                        "processes (one thread each)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help=f"run one Prefect task per {unit} on the Dask cluster whose scheduler is "
-                        "at ADDRESS (tcp://host:8786; default $ORAL_DASK_ADDRESS); see the "
-                        "README's \"Scaling out\"")
 
 
 class StrictParser(argparse.ArgumentParser):
@@ -188,32 +172,24 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no per-epoch progress bar")
     rep.add_argument("--refresh", action="store_true",
                      help="run again finished seeds whose files lack a score this version records")
-    _fanout_options(rep, "seed")
+    fanout_options(rep, "seed")
     rep.set_defaults(func=cmd_reproduce)
-    from flows import cli_pipeline, cli_snapshots, cli_validate  # light: heavy imports inside commands
-    cli_pipeline.register(sub)
-    cli_snapshots.register(sub)
-    cli_validate.register(sub)
-    from flows import cli_choose, cli_label, cli_report
-    cli_choose.register(sub)
-    cli_label.register(sub)
-    cli_report.register(sub)
+    for commands in (pipeline, snapshots, validate, choose, label, report):
+        commands.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from flows import cli_logging
-
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that start children
     # one line per log record on the terminal, tracebacks only in the log file (or with -v)
-    cli_logging.setup_console(args.verbose)
+    logs.setup_console(args.verbose)
     try:
         return args.func(args)
     except Exception as err:  # noqa: BLE001 - unexpected: one line, the traceback in the log
-        return cli_logging.report_unexpected(err, args.command)
+        return logs.report_unexpected(err, args.command)
     finally:
-        cli_logging.close_log_file()
+        logs.close_log_file()
 
 
 if __name__ == "__main__":

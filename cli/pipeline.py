@@ -10,6 +10,9 @@ import logging
 import sys
 from pathlib import Path
 
+from cli import logs
+from cli.common import fanout_options, listed, start_pipeline
+
 
 def _common(p: argparse.ArgumentParser, snapshots: bool = True, several: bool = False) -> None:
     if snapshots:
@@ -44,9 +47,9 @@ def _common(p: argparse.ArgumentParser, snapshots: bool = True, several: bool = 
 
 
 def _checked(check, *args):
-    """Run an option check of :mod:`flows.options`; ``(result, None)``, or ``(None, 2)`` after
+    """Run an option check of :mod:`cli.options`; ``(result, None)``, or ``(None, 2)`` after
     printing the one-line ``error:`` message."""
-    from flows.options import OptionError
+    from cli.options import OptionError
 
     try:
         return check(*args), None
@@ -59,7 +62,7 @@ def _overrides(args) -> dict | None:
     """The checked ORALConfig overrides of ``oral run`` / ``oral backfill`` (``--set``, then
     ``--epochs``), or None after printing the error: every option is checked here, before the
     Prefect server starts or a snapshot is read."""
-    from flows.options import check_pipeline
+    from cli.options import check_pipeline
 
     values, code = _checked(check_pipeline, args)
     if code is not None:
@@ -101,36 +104,13 @@ class _NoTraceback(logging.Filter):
 _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 
 
-def _start(state_dir):
-    """After every option was checked: the environment (Prefect's home in the state folder), the
-    log file ``<state>/logs/oral.log`` (tracebacks go there, not to the terminal) and the
-    watchdog that stops Prefect's temporary server if this process is killed; first, free space
-    (:class:`tasks.diskspace.DiskFull` when a folder the night writes to is below
-    ``ORAL_MIN_FREE_MB``). Returns the settings."""
-    from flows import cli_logging
-    from flows.server_watchdog import guard_ephemeral_server
-    from flows.settings import Settings, configure_environment
-    from tasks import diskspace
-
-    # a (nearly) full disk is one line now, not a 130 s wait for Prefect's temporary server
-    wanted = Settings.from_env(state_dir)
-    diskspace.check_free_space(diskspace.folders(wanted.state_dir, wanted.warehouse_path,
-                                                 wanted.tracking_uri),
-                               "starting Prefect's temporary server", wanted.min_free_mb)
-    settings = configure_environment(state_dir)
-    cli_logging.open_log_file(settings.state_dir)
-    guard_ephemeral_server()
-    return settings
-
-
 def _run_flow(fn) -> int:
     """Run a flow-calling function (returning its exit status, None for 0), turning the
     pipeline's expected failures into one ``error:`` line: a broken contract exits 1 (the
     message names the report), an unusable snapshot 2, a warehouse or tracking store that fails
-    or a full disk 1. Anything else reaches :func:`flows.cli.main`, which prints one line too
-    (traceback in the log file; a full disk named as such, :func:`cli_logging.disk_full_line`)."""
+    or a full disk 1. Anything else reaches :func:`cli.main.main`, which prints one line too
+    (traceback in the log file; a full disk named as such, :func:`cli.logs.disk_full_line`)."""
     from data_contracts.snapshots import SnapshotError
-    from flows import cli_logging
     from tasks.steps import ContractFailed
     from tasks.registry import TrackingError
     from tasks.diskspace import DiskFull
@@ -148,13 +128,13 @@ def _run_flow(fn) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except (WarehouseError, TrackingError, DiskFull) as err:
-        path = cli_logging.log_path()
+        path = logs.log_path()
         if path is not None:
-            logging.getLogger(cli_logging.TRACE_LOGGER).error(
+            logging.getLogger(logs.TRACE_LOGGER).error(
                 "%s", type(err).__name__, exc_info=(type(err), err, err.__traceback__))
-        full = cli_logging.disk_full_line(err)  # a full disk: which folder, how much is free
+        full = logs.disk_full_line(err)  # a full disk: which folder, how much is free
         where = f" (traceback in {path})" if path is not None and not full else ""
-        print(f"error: {full or cli_logging.one_line(err)}{where}", file=sys.stderr)
+        print(f"error: {full or logs.one_line(err)}{where}", file=sys.stderr)
         return 1
     finally:
         for name in _RUN_LOGGERS:
@@ -165,8 +145,8 @@ def cmd_run(args) -> int:
     overrides = _overrides(args)
     if overrides is None:
         return 2
-    _start(args.state_dir)
-    from flows.nightly import nightly_discovery
+    start_pipeline(args.state_dir)
+    from flows.nightly import nightly_discovery, summary_line
 
     def go():
         out = nightly_discovery(args.graph, str(args.snapshots), args.date, overrides,
@@ -176,24 +156,9 @@ def cmd_run(args) -> int:
     return _run_flow(go)
 
 
-def summary_line(out: dict) -> str:
-    emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
-    score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
-             f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
-    start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
-             if out.get("start") else "")
-    return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
-            f"emerged {emerged or 'none'}, model version {out['model_version']}"
-            f"{' (champion)' if out.get('champion') else ''}{score}{start}"
-            + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
-               if out.get("degraded") else ""))
-
-
 def cmd_backfill(args) -> int:
     from flows import fanout
-    from flows.cli import _listed
-
-    graphs = _listed(args.graph if isinstance(args.graph, list) else [args.graph])
+    graphs = listed(args.graph if isinstance(args.graph, list) else [args.graph])
     address, code = _checked(lambda: (fanout.check_workers(getattr(args, "workers", None)),
                                       fanout.resolve_address(getattr(args, "scheduler", None)))[1])
     if code is not None:
@@ -204,11 +169,11 @@ def cmd_backfill(args) -> int:
         overrides = _overrides(args)
         if overrides is None:
             return 2
-    _start(args.state_dir)
+    start_pipeline(args.state_dir)
     state_dir = str(args.state_dir) if args.state_dir else None
     if getattr(args, "workers", None) is not None or address:
         return _run_flow(lambda: _backfill_fanout(args, graphs, overrides, state_dir, address))
-    from flows.nightly import backfill
+    from flows.nightly import backfill, summary_line
 
     def go():
         for graph in graphs:  # one after the other, in this process, as for one graph
@@ -226,6 +191,7 @@ def _backfill_fanout(args, graphs: list[str], overrides: dict, state_dir: str | 
     (:func:`flows.fanout.backfill`). A graph that failed is named on an ``error:`` line; the last
     one's error is raised again, so the exit status is the one-graph backfill's."""
     from flows import fanout
+    from flows.nightly import summary_line
 
     workers = args.workers or 2
     print(f"backfill of {', '.join(graphs)} in parallel on "
@@ -244,7 +210,7 @@ def _backfill_fanout(args, graphs: list[str], overrides: dict, state_dir: str | 
 
 
 def cmd_classes(args) -> int:
-    from flows.cli_label import show_classes  # names from labels, features as text (issue 19)
+    from cli.label import show_classes  # names from labels, features as text (issue 19)
 
     return show_classes(args)
 
@@ -329,7 +295,7 @@ def csv_ready(table):
 
 
 def cmd_demo(args) -> int:
-    from flows.options import check_demo
+    from cli.options import check_demo
 
     _, code = _checked(check_demo, args)
     if code is not None:
@@ -337,7 +303,7 @@ def cmd_demo(args) -> int:
     from flows.demo import run_demo
     from oral_core.datasets import DatasetNotFound
 
-    _start(args.state_dir or Path("state/demo"))
+    start_pipeline(args.state_dir or Path("state/demo"))
     try:
         return _run_flow(lambda: run_demo(args))
     except DatasetNotFound as err:
@@ -362,9 +328,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(bf, several=True)
     bf.add_argument("--start", default=None, help="first date (default: the first snapshot)")
     bf.add_argument("--end", default=None, help="last date (default: the last snapshot)")
-    from flows.cli import _fanout_options
-
-    _fanout_options(bf, "graph (its nights in date order)")
+    fanout_options(bf, "graph (its nights in date order)")
     bf.set_defaults(func=cmd_backfill)
 
     demo = sub.add_parser(
