@@ -1,7 +1,14 @@
-"""Every hyper-parameter of ORAL in one place (paper defaults where the paper gives them)."""
+"""Every hyper-parameter of ORAL in one place (paper defaults where the paper gives them).
+
+The fields of :class:`ORALConfig` come in five kinds (:data:`KINDS`), each field's
+``metadata`` naming its kind, a one-line ``doc`` and the ``evidence`` for its default (a path in
+this repository, or ''); :func:`config_fields` lists them, and ``python -m
+benchmarks.defaults_table`` turns them into ``docs/defaults.md``.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,169 +26,268 @@ LR_SCHEDULES = ("constant", "cosine")
 #: the ensemble groups whose confident nodes get pseudo-labels (``ORALConfig.pseudo_label_groups``)
 PSEUDO_LABEL_GROUPS = ("all", "novel")
 
+#: the kinds of ORALConfig fields, in the order of their sections:
+#: "paper": a value the paper gives, or fixes by its own formulas (Eq. 13's unit weights);
+#: "ablation": the module switches of the paper's Table 4;
+#: "open": a choice the paper leaves open, and the one we made;
+#: "deviation": a named switch that departs from the paper (its default may be the paper's);
+#: "execution": how a fit runs (device, batches, kernels, speed options), not the method itself
+KINDS = ("paper", "ablation", "open", "deviation", "execution")
+
+_RESULTS = "benchmarks/results/"
+
+
+def _setting(default: Any, kind: str, doc: str, evidence: str = ""):
+    """A field of :class:`ORALConfig`: ``dataclasses.field(default=...)`` whose ``metadata``
+    holds its kind (one of :data:`KINDS`), a one-line doc and the evidence for its default (a
+    path relative to the repository root, or '')."""
+    return field(default=default, metadata={"kind": kind, "doc": doc, "evidence": evidence})
+
 
 @dataclass
 class ORALConfig:
     """Configuration of :class:`oral_core.trainer.ORAL`.
 
     Paper defaults: ``num_prototypes`` (N_pro) = 40, ``gamma`` = 0.3, ``mu`` = 0.015. The other
-    values are our choices for what the paper leaves open (see the README's "Open choices").
+    values are our choices for what the paper leaves open (see docs/method.md, "Open choices"),
+    the named switches of every deviation from it, and execution options; each field's kind,
+    doc and evidence are in its ``metadata`` (:func:`config_fields`, docs/defaults.md).
     """
 
-    # architecture
-    num_layers: int = 3  # L stacked prototypical attention layers
-    hidden_dim: int = 64
-    num_prototypes: int = 40  # N_pro (paper)
-    temperature: float = 0.1  # Eq. 1: softmax over cos(h, c) / temperature
-    attention_temperature: float = 1.0  # Eq. 5: 1.0 is exactly the paper
-    dropout: float = 0.5
-    pan: bool = True  # False: GCN aggregation instead of group-aware attention (ablation)
-    # Eq. 5-6 as PyG message passing ("gather": [E, D] messages, scatter-added) or as sparse
-    # products on the edge pattern ("spmm": no [E, D] tensor); equal up to float summation order
-    # (oral_core.attention.GroupAwareAttention; benchmarks/results/attention_kernels/attention_kernels.md). "spmm"
-    # is 2x faster on graphs with many edges but stays an option: paired by seed it lost more than
-    # a point of All on AmazonPhoto (benchmarks/results/fast_defaults/fast_paths.md)
-    attention_kernel: str = "gather"
-    # the first layer's input as a sparse (CSR) matrix when the share of non-zero features is
-    # below this (full-batch training only; 0: always dense). Input dropout then draws one mask
-    # value per stored feature instead of one per matrix entry: the same dropout distribution
-    # (a zero feature stays zero whatever its mask), another random stream. Faster below about
-    # 18% non-zero (oral_core.features); an option: paired by seed at 0.1 it lost more than a
-    # point of All on BlogCatalog with the prior (benchmarks/results/sparse_input/sparse_input.md)
-    sparse_input_below: float = 0.0
-    # semi-supervised prototypical clustering (Eq. 3-4)
-    top_k: int = 2  # association size for the Jaccard prototype graph
-    resolution_min: float = 0.05
-    resolution_max: float = 20.0
-    resolution_steps: int = 30
-    granularity_rule: str = "plateau"  # "plateau" or "best", see clustering.select_granularity
-    granularity_tolerance: float = 0.01
-    prior_num_classes: int | None = None  # the "with prior" setting: total class number
-    cluster_warmup_epochs: int = 10  # singleton prototype groups before the first clustering
-    cluster_every: int = 1  # re-cluster every this many epochs ...
-    cluster_freeze_epoch: int | None = None  # ... and never again from this epoch on
-    # the evaluation pass (groups, ensemble, pseudo-labels, refinement) every this many epochs;
-    # 1 is the paper. The epochs between train on the last evaluated epoch's groups, pseudo-labels
-    # and refined structure; the first and the final epoch are always evaluated (speed option)
-    eval_every: int = 1
-    # pseudo-label guided open-world learning (POL)
-    pol: bool = True  # False: no pseudo-labels, refinement or consistency (ablation)
-    pol_start_epoch: int = 30  # warm-up before pseudo-labels are used
-    gamma: float = 0.3  # reliable pseudo-label ratio (paper)
-    # which ensemble groups give pseudo-labels: "all" (the paper: every kept group) or "novel"
-    # (only groups matched to no known class; known classes learn from their labels alone, so an
-    # unlabelled node predicted in a known group is never trained towards it)
-    pseudo_label_groups: str = "all"
-    mu: float = 0.015  # recovered edge ratio (paper)
-    # Eq. 11 removes E_-, the edges whose two ends carry different (pseudo-)labels (the paper).
-    # False keeps them and only adds E_+: a wrongly split group keeps its internal edges
-    remove_inter_edges: bool = True
-    eta: float = 0.02  # Eq. 9 suppression threshold on mean group mass
-    # Eq. 8 averages the layers ensemble_from_layer..L (1-based). 1, every layer, is the paper;
-    # 2 leaves out layer 1, whose groups are scored on a projection of the raw features (no edge)
-    ensemble_from_layer: int = 1
-    refine_candidates_per_node: int = 128  # pair-sampling budget of Eq. 10-11
-    pseudo_label_weight: float = 1.0  # weight of pseudo-labelled nodes in L_ce (Eq. 7)
-    # OpenNCD's losses, which the paper does not describe (oral_core.opennc_losses): a prototype
-    # similarity between positive pairs and a group similarity across two views from the first
-    # epoch, and OpenNCD's group-prior balance (x10) in place of Eq. 2. False is the paper
-    opennc_losses: bool = False
-    opennc_pair_pool: int = 512  # nodes searched for an unlabelled node's nearest neighbour
-    # which of OpenNCD's terms opennc_losses adds, "+"-joined from proto, group, balance (without
-    # balance, Eq. 2 stays); all three is OpenNCD
-    opennc_terms: str = "proto+group+balance"
-    # the known-split check (a deviation, oral_core.novelty; None: off, the paper): a novel
-    # group whose unlabelled nodes are, judged by the validation nodes it holds, at least this
-    # share known-class nodes is suppressed like an Eq. 9 group; reported classes only. 0.5 (the
-    # midpoint, not tuned) is the default since 2026-11-27, chosen by the proxies (README, "Open
-    # choices")
-    known_split_share: float | None = 0.5
-    # repeat the known-split check until no novel group is suppressed (a deviation,
-    # oral_core.novelty): the nodes of a suppressed group take their next most likely kept
-    # group, which can be another novel group that then holds too many validation nodes itself;
-    # False: one pass
-    known_split_repeat: bool = False
-    # the known-absorb check (a deviation, oral_core.novelty; None: off, the paper): a known
-    # group whose unlabelled nodes are, judged by its validation nodes, less than this share
-    # known-class nodes releases the excess (its least attached nodes) to the novel groups;
-    # reported classes only; 0.5 by default since 2026-11-27, as known_split_share
-    known_absorb_share: float | None = 0.5
-    # its guard (a deviation, oral_core.novelty): a known group releases nothing when the nodes
-    # it would release hold validation nodes standing for at least known_absorb_share of them
-    # (they look known themselves); False: unguarded. On by default since 2026-11-27
-    known_absorb_guard: bool = True
-    # known-class fidelity (a deviation, oral_core.known_head; "none": the paper): "sgc" fits a
-    # logistic regression on twice-propagated features to the labelled training nodes, and a
-    # node ORAL keeps in a known class takes the head's known class (novel classes untouched);
-    # "auto": the same head, used only when it scores higher on the validation nodes
-    known_head: str = "none"
-    # with a head: a node ORAL puts in a novel class or in none joins the head's class when the
-    # head's probability reaches this (None: off)
-    known_head_pull: float | None = None
-    edge_drop_rate: float = 0.3  # adaptive edge dropping (GCA) for Eq. 12
-    edge_drop_max: float = 0.7
-    # loss weights (Eq. 13: all 1 in the paper)
-    reg_weight: float = 1.0
-    consistency_weight: float = 1.0
-    # mini-batch training for graphs that do not fit full-batch (None: full batch, the default)
-    batch_size: int | None = None  # seed nodes per optimiser step
-    num_neighbors: int = 10  # neighbours sampled per node and layer (-1: all)
-    batches_per_epoch: int | None = None  # None: every node is a seed once per epoch
-    eval_chunk_edges: int = 1 << 21  # edges per chunk of the whole-graph evaluation pass
-    # automatic mini-batch training (resolve_minibatch): with batch_size None, a training graph of
-    # more than minibatch_above_edges edges (self loops included, as the full-batch forward
-    # propagates them) trains in mini-batches of auto_batch_size seeds; None: never switch.
-    # Full-batch memory grows about linearly with the edges (benchmarks/results/scale/scale.md, peak
-    # resident set of a whole `oral run`, one CPU thread): 1.26 GB at 104k edges (10k nodes +
-    # self loops), 5.42 GB at 1.07M (100k nodes), i.e. about 4.3 GB per million edges. 2M edges
-    # (about 180k nodes at mean degree 10) thus peak near 9.4 GB, leaving about 15 GiB of a
-    # 24 GiB host for the OS and other processes; 3M would need ~14 GB, a 1M-node graph (10.8M)
-    # ~47 GB. A GPU with 80 GB can take a larger budget (--set minibatch_above_edges=N).
-    minibatch_above_edges: int | None = 2_000_000
-    auto_batch_size: int = 2048  # the batch size of the measured 1M-node run (6.6 GB)
-    # on a CUDA device, a graph over minibatch_above_edges still trains full batch when the
-    # estimated full-batch need (full_batch_gpu_bytes) fits this share of the GPU's memory: the
-    # edge budget is sized for a 24 GiB host, and an 80-141 GB card fits a 1M-node graph
-    # (39.4 GB on an H200, benchmarks/results/core_night/core_night.csv), where mini-batches of 2048 seeds
-    # would take ~490 optimiser steps per epoch. None: the edge budget on GPUs too.
-    gpu_memory_share: float | None = 0.8
-    # optimisation
+    # ----------------------------------------------------------------------------- paper
+    # values the paper gives (its hyper-parameter study, Figure 5: N_pro, gamma, mu) or fixes by
+    # its own formulas (Eq. 13 sums its terms unweighted, Eq. 5 and 7 have no temperature or weight)
+    num_prototypes: int = _setting(
+        40, "paper", "N_pro, trainable prototypes per layer (Eq. 1-2); the paper's value",
+        _RESULTS + "sensitivity/README.md")
+    gamma: float = _setting(
+        0.3, "paper", "reliable pseudo-label ratio: the top gamma of each kept group's unlabelled "
+        "nodes by confidence get its label (Eq. 8-9)", _RESULTS + "sensitivity/README.md")
+    mu: float = _setting(
+        0.015, "paper", "recovered edge ratio: the mu share of sampled intra-group pairs with the "
+        "lowest Eq. 10 similarity become E_+ (Eq. 11)", _RESULTS + "sensitivity/README.md")
+    prior_num_classes: int | None = _setting(
+        None, "paper", "the paper's \"with prior\" setting: the total class number the "
+        "granularity search must reach; None: without the prior")
+    reg_weight: float = _setting(
+        1.0, "paper", "weight of L_reg (Eq. 2) in Eq. 13; 1 in the paper")
+    consistency_weight: float = _setting(
+        1.0, "paper", "weight of L_con (Eq. 12) in Eq. 13; 1 in the paper, 0 drops the term "
+        "(a POL lever)", _RESULTS + "lever_table/lever_table.md")
+    attention_temperature: float = _setting(
+        1.0, "paper", "Eq. 5's softmax over group-assignment cosines divided by this; 1.0 is "
+        "exactly the paper (0.3: a per-graph candidate of oral choose)",
+        _RESULTS + "choose_temperature/README.md")
+    pseudo_label_weight: float = _setting(
+        1.0, "paper", "weight of pseudo-labelled nodes in L_ce (Eq. 7); 1 is the paper's sum "
+        "over V", _RESULTS + "tuning/tuning_cora_pseudo_label_weight.md")
+
+    # -------------------------------------------------------------------------- ablation
+    pan: bool = _setting(
+        True, "ablation", "the prototypical attention network; False: GCN propagation instead of "
+        "group-aware attention, prototypes and groups kept (Table 4)",
+        _RESULTS + "paper_tables/README.md")
+    pol: bool = _setting(
+        True, "ablation", "pseudo-label guided open-world learning; False: no pseudo-labels, "
+        "structure refinement or consistency loss (Table 4)", _RESULTS + "paper_tables/README.md")
+
+    # ------------------------------------------------------------------------------ open
+    # what the paper leaves open, and what we chose (docs/method.md, "Open choices")
+    num_layers: int = _setting(
+        3, "open", "L, stacked prototypical attention layers",
+        _RESULTS + "tuning/tuning_cora_num_layers_epochs.md")
+    hidden_dim: int = _setting(64, "open", "width of every layer's projection")
+    temperature: float = _setting(
+        0.1, "open", "Eq. 1 as a softmax over cos(h, c) / temperature",
+        _RESULTS + "tuning/tuning_cora_attention_temperature_temperature.md")
+    dropout: float = _setting(0.5, "open", "dropout on each layer's input before its projection")
+    top_k: int = _setting(
+        2, "open", "association size k: each node counts for its top-k prototypes in the Jaccard "
+        "prototype graph", _RESULTS + "tuning/tuning_cora_granularity_rule_top_k.md")
+    resolution_min: float = _setting(
+        0.05, "open", "lowest Leiden resolution of Eq. 4's granularity sweep (geometric)")
+    resolution_max: float = _setting(
+        20.0, "open", "highest Leiden resolution of the sweep")
+    resolution_steps: int = _setting(30, "open", "resolutions in the sweep")
+    eta: float = _setting(
+        0.02, "open", "Eq. 9 suppression threshold on a group's mean mass (the paper names eta, "
+        "not its value)", _RESULTS + "tuning/tuning_cora_eta.md")
+    # untrained prototypes give an almost complete Jaccard graph, which Eq. 4 cuts into one group
+    cluster_warmup_epochs: int = _setting(
+        10, "open", "epochs of singleton prototype groups before the first clustering")
+    pol_start_epoch: int = _setting(30, "open", "warm-up epochs before pseudo-labels are used")
+    refine_candidates_per_node: int = _setting(
+        128, "open", "pair-sampling budget of Eq. 10-11 per group node (exactly the paper's rule "
+        "while n(n-1)/2 <= 128 n)")
+    edge_drop_rate: float = _setting(
+        0.3, "open", "adaptive edge dropping (GCA) for Eq. 12: the mean drop rate")
+    edge_drop_max: float = _setting(
+        0.7, "open", "adaptive edge dropping: the cap on an edge's rate")
     # 200, not 100: the held-out-class proxy (labelled nodes only) prefers the last epoch of 200
-    # over that of 100 or 150 (benchmarks/results/proxy/proxy_rules_*.md; the paper gives no number)
-    epochs: int = 200
-    lr: float = 0.005
-    weight_decay: float = 5e-4
-    # "constant": Adam at ``lr`` throughout (the paper names no schedule). "cosine" (a deviation):
-    # the rate falls from ``lr`` to 0 along a half cosine over the fit's epochs, so the last
-    # epochs barely move the parameters and the final model's groups settle instead of being one
-    # draw from epochs that re-cluster differently every time (benchmarks/epoch_vote.py)
-    lr_schedule: str = "constant"
-    # early stopping (a deviation; the paper trains a fixed number of epochs): with a share such
-    # as 0.02, the fit stops at the first epoch from pol_start_epoch + 10 on after which fewer
-    # than that share of the nodes changed class (novel ids aligned by overlap) in each of the
-    # last ``stop_patience`` epochs, and keeps that epoch as its last. No label is read. None:
-    # train every epoch (the default; benchmarks/results/stop_rules/stop_rules.md)
-    stop_when_stable: float | None = None
-    stop_patience: int = 10
-    # model selection: the epoch with the best accuracy on labelled validation nodes of known
-    # classes, among epochs >= select_from_epoch (None: every epoch, the default). Setting it to
+    # over that of 100 or 150
+    epochs: int = _setting(
+        200, "open", "training epochs (the paper gives no number); chosen by the held-out-class "
+        "proxy", _RESULTS + "proxy/README.md")
+    lr: float = _setting(
+        0.005, "open", "Adam's learning rate; 0.01 and 0.0025 both behind on the proxy",
+        _RESULTS + "choose_lr/README.md")
+    weight_decay: float = _setting(5e-4, "open", "Adam's weight decay")
+
+    # ------------------------------------------------------------------------- deviation
+    # every departure from the paper is a named switch (docs/method.md, "Every deviation
+    # switch"); "the paper" in a doc names the value that restores it
+    # the raw maximum of Eq. 4 merged novel prototypes into known groups
+    granularity_rule: str = _setting(
+        "plateau", "deviation", "Eq. 4's granularity: \"plateau\" keeps the median resolution "
+        "within granularity_tolerance of the best accuracy; \"best\" (the raw maximum) is the "
+        "paper", _RESULTS + "tuning/tuning_cora_granularity_rule_top_k.md")
+    granularity_tolerance: float = _setting(
+        0.01, "deviation", "the plateau rule's tolerance on Eq. 4's accuracy (1 point)")
+    cluster_every: int = _setting(
+        1, "deviation", "re-cluster every this many epochs; 1 is the paper's Algorithm 1")
+    cluster_freeze_epoch: int | None = _setting(
+        None, "deviation", "never re-cluster from this epoch on (OpenNCD's schedule: 100); None: "
+        "every epoch, the paper",
+        _RESULTS + "proxy/proxy_compare_cora-noprior-cluster_freeze_epoch=100.md")
+    # 2 leaves out layer 1, whose groups are scored on a projection of the raw features (no edge)
+    ensemble_from_layer: int = _setting(
+        1, "deviation", "Eq. 8 averages layers ensemble_from_layer..L (1-based); 1, every layer, "
+        "is the paper", _RESULTS + "proxy/proxy_compare_cora-noprior-ensemble_from_layer=2.md")
+    # "novel": known classes learn from their labels alone, so an unlabelled node predicted in a
+    # known group is never trained towards it
+    pseudo_label_groups: str = _setting(
+        "all", "deviation", "which ensemble groups give pseudo-labels: \"all\" kept groups (the "
+        "paper) or \"novel\" (only groups matched to no known class)",
+        _RESULTS + "lever_table/lever_table.md")
+    # False keeps E_-: a wrongly split group keeps its internal edges
+    remove_inter_edges: bool = _setting(
+        True, "deviation", "Eq. 11 removes E_-, the edges between different (pseudo-)labels "
+        "(the paper); False only adds E_+", _RESULTS + "lever_table/lever_table.md")
+    # OpenNCD's losses, which the paper builds on but does not describe (oral_core.opennc_losses):
+    # a prototype similarity between positive pairs and a group similarity across two views from
+    # the first epoch, and OpenNCD's group-prior balance (x10) in place of Eq. 2; they collapsed
+    # the known classes on the full task
+    opennc_losses: bool = _setting(
+        False, "deviation", "add OpenNCD's losses (oral_core.opennc_losses); False is the paper",
+        _RESULTS + "opennc_rows/README.md")
+    opennc_pair_pool: int = _setting(
+        512, "deviation", "OpenNCD's losses: nodes searched for an unlabelled node's nearest "
+        "neighbour")
+    opennc_terms: str = _setting(
+        "proto+group+balance", "deviation", "which of OpenNCD's terms opennc_losses adds, "
+        "\"+\"-joined (without balance, Eq. 2 stays); all three is OpenNCD")
+    # the known-group checks act on the reported classes only (oral_core.novelty); 0.5 (the
+    # midpoint, not tuned) and the guard are the defaults since 2026-11-27, chosen by the proxies
+    known_split_share: float | None = _setting(
+        0.5, "deviation", "the known-split check: suppress a novel group whose unlabelled nodes "
+        "are, judged by its validation nodes, at least this share known; None: off, the paper",
+        _RESULTS + "known_split/known_split.md")
+    known_split_repeat: bool = _setting(
+        False, "deviation", "repeat the known-split check until it suppresses no novel group; "
+        "False: one pass", _RESULTS + "known_head/README.md")
+    known_absorb_share: float | None = _setting(
+        0.5, "deviation", "the known-absorb check: a known group under this estimated known "
+        "share releases its least attached excess to the novel groups; None: off, the paper",
+        _RESULTS + "known_absorb/known_absorb.md")
+    known_absorb_guard: bool = _setting(
+        True, "deviation", "guard of the known-absorb check: no release when the released nodes "
+        "look known by their validation nodes; False: unguarded",
+        _RESULTS + "flip_guard/flip_guard.md")
+    # "sgc": a logistic regression on twice-propagated features, fitted to the labelled training
+    # nodes, relabels the nodes ORAL keeps in known classes (novel classes untouched); "auto": only
+    # when it scores higher on the validation nodes (the nightly pipeline's default)
+    known_head: str = _setting(
+        "none", "deviation", "known-class fidelity (oral_core.known_head): \"sgc\", \"auto\" or "
+        "\"none\" (the paper)", _RESULTS + "known_head/README.md")
+    known_head_pull: float | None = _setting(
+        None, "deviation", "with a known head: a node in a novel class or none joins the head's "
+        "class at this probability; None: off", _RESULTS + "known_head/README.md")
+    # "cosine": the last epochs barely move the parameters, so the final model's groups settle
+    # instead of being one draw from epochs that re-cluster differently every time
+    lr_schedule: str = _setting(
+        "constant", "deviation", "\"constant\" Adam at lr (the paper names no schedule) or "
+        "\"cosine\" (half cosine from lr to 0 over the fit)",
+        _RESULTS + "epoch_vote/"
+        "epoch_vote_compare_cora-noprior_vs_cora-noprior-lr_schedule=cosine.md")
+    # no label is read; novel ids are aligned by overlap between epochs
+    stop_when_stable: float | None = _setting(
+        None, "deviation", "early stopping: stop from epoch pol_start_epoch + 10 once fewer than "
+        "this share of the nodes changed class in each of the last stop_patience epochs; None: "
+        "train every epoch, the paper", _RESULTS + "stop_rules/stop_rules.md")
+    stop_patience: int = _setting(
+        10, "deviation", "early stopping: the epochs that must each be stable",
+        _RESULTS + "stop_rules/stop_rules.md")
     # pol_start_epoch + 1 keeps only epochs whose parameters and structure have been through
-    # pseudo-label learning (every module active; epoch e is evaluated after e optimiser steps).
-    select_from_epoch: int | None = None
-    # which epoch's model is kept: "last" (the final epoch, as the paper's Algorithm 1 predicts
-    # after its training loop; OpenNCD and ORCA also report their final model; chosen by the
-    # held-out-class proxy) or "best_val" (the epoch with the best validation accuracy, as above;
-    # our default up to algorithm revision 4, which rewarded merging novel into known classes)
-    selection: str = "last"
-    seed: int = 0
-    device: str = "auto"  # "auto": CUDA when present, else CPU
-    progress: bool = True
-    # warm start (not in the paper: see ORAL.fit's ``init``): a fit continued from a saved model
-    # of an earlier snapshot of the same graph trains min(warm_epochs, epochs) epochs instead of
-    # ``epochs``; cold fits ignore it. 10: the validation accuracy (labelled nodes of known
-    # classes only) of warm runs on simulated Cora nights peaked there (benchmarks/warm_start.py,
-    # its probe table in benchmarks/results/warm_start/warm_start.md)
-    warm_epochs: int = 10
+    # pseudo-label learning (epoch e is evaluated after e optimiser steps)
+    select_from_epoch: int | None = _setting(
+        None, "deviation", "selection=\"best_val\" considers epochs >= this only; None: every "
+        "epoch", _RESULTS + "tuning/tuning_cora_select_from_epoch_rotate.md")
+    # "best_val" was our default up to algorithm revision 4 and rewarded merging novel into known
+    # classes; "last" is also what OpenNCD and ORCA report
+    selection: str = _setting(
+        "last", "deviation", "the epoch kept: \"last\" (the paper's Algorithm 1) or \"best_val\" "
+        "(best accuracy on labelled validation nodes of known classes)",
+        _RESULTS + "proxy/README.md")
+    # 10: the validation accuracy (labelled nodes of known classes only) of warm runs on simulated
+    # Cora nights peaked there (benchmarks/warm_start.py)
+    warm_epochs: int = _setting(
+        10, "deviation", "warm start (ORAL.fit's init, not in the paper): a fit continued from an "
+        "earlier snapshot's model trains min(warm_epochs, epochs) epochs",
+        _RESULTS + "warm_start/warm_start.md")
+
+    # ------------------------------------------------------------------------- execution
+    # how a fit runs; the speed options here that change results (sparse_input_below, eval_every,
+    # mini-batches) are off by default and must lose at most a point of All (docs/large_graphs.md)
+    seed: int = _setting(
+        0, "execution", "random seed of a fit (initialisation, dropout, sampling, clustering)")
+    device: str = _setting(
+        "auto", "execution", "torch device; \"auto\": CUDA when present, else CPU")
+    progress: bool = _setting(True, "execution", "show a progress bar")
+    # equal up to float summation order (oral_core.attention.GroupAwareAttention); "spmm" is 2x
+    # faster on graphs with many edges but lost more than a point of All on AmazonPhoto, paired
+    # by seed (also benchmarks/results/attention_kernels/attention_kernels.md)
+    attention_kernel: str = _setting(
+        "gather", "execution", "Eq. 5-6 as PyG message passing (\"gather\") or as sparse "
+        "products without an [E, D] tensor (\"spmm\")", _RESULTS + "fast_defaults/fast_paths.md")
+    # input dropout then draws one mask value per stored feature: the same dropout distribution,
+    # another random stream; faster below about 18% non-zero (oral_core.features); at 0.1 it lost
+    # more than a point of All on BlogCatalog with the prior
+    sparse_input_below: float = _setting(
+        0.0, "execution", "the first layer's input as a sparse CSR matrix when the share of "
+        "non-zero features is below this (full batch only; 0: always dense)",
+        _RESULTS + "sparse_input/sparse_input.md")
+    # the epochs between train on the last evaluated epoch's groups, pseudo-labels and refined
+    # structure; the first and the final epoch are always evaluated
+    eval_every: int = _setting(
+        1, "execution", "speed option: the evaluation pass (groups, ensemble, pseudo-labels, "
+        "refinement) every this many epochs; 1 is the paper", _RESULTS + "eval_every/eval_every.md")
+    batch_size: int | None = _setting(
+        None, "execution", "mini-batch training: seed nodes per optimiser step; None: full batch "
+        "(or automatic, minibatch_above_edges)", _RESULTS + "minibatch/README.md")
+    num_neighbors: int = _setting(
+        10, "execution", "mini-batch: neighbours sampled per node and layer (-1: all)")
+    batches_per_epoch: int | None = _setting(
+        None, "execution", "mini-batch: optimiser steps per epoch; None: every node a seed once "
+        "per epoch", _RESULTS + "minibatch_one_step/README.md")
+    eval_chunk_edges: int = _setting(
+        1 << 21, "execution", "edges per chunk of the whole-graph evaluation pass")
+    # full-batch memory grows about linearly with the edges (peak resident set of a whole `oral
+    # run`, one CPU thread): 1.26 GB at 104k edges, 5.42 GB at 1.07M, about 4.3 GB per million;
+    # 2M edges peak near 9.4 GB, leaving about 15 GiB of a 24 GiB host. A GPU with 80 GB can take
+    # a larger budget (--set minibatch_above_edges=N)
+    minibatch_above_edges: int | None = _setting(
+        2_000_000, "execution", "with batch_size None, a training graph of more edges (self "
+        "loops included) trains in mini-batches of auto_batch_size; None: never switch",
+        _RESULTS + "scale/scale.md")
+    auto_batch_size: int = _setting(
+        2048, "execution", "the batch size of the automatic switch (that of the measured 1M-node "
+        "run, 6.6 GB)", _RESULTS + "scale/scale.md")
+    # the edge budget is sized for a 24 GiB host, and an 80-141 GB card fits a 1M-node graph
+    # (39.4 GB on an H200), where mini-batches of 2048 seeds would take ~490 steps per epoch
+    gpu_memory_share: float | None = _setting(
+        0.8, "execution", "on CUDA, a graph over minibatch_above_edges still trains full batch "
+        "when full_batch_gpu_bytes fits this share of the GPU; None: the edge budget on GPUs too",
+        _RESULTS + "core_night/core_night.csv")
 
     @property
     def minibatch(self) -> bool:
@@ -286,6 +392,25 @@ class ORALConfig:
         if bad:
             raise ValueError("invalid ORAL configuration: " + "; ".join(bad))
 
+
+
+class ConfigField(NamedTuple):
+    """One ORALConfig field as :func:`config_fields` lists it."""
+    name: str
+    default: Any
+    kind: str  # one of KINDS
+    doc: str  # one line
+    evidence: str  # a path relative to the repository root, or ''
+
+
+def config_fields(kind: str | None = None) -> list[ConfigField]:
+    """The fields of :class:`ORALConfig` with their metadata, in declaration order (grouped by
+    kind, as :data:`KINDS` orders them); only those of ``kind`` when given."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; one of {list(KINDS)}")
+    out = [ConfigField(f.name, f.default, f.metadata["kind"], f.metadata["doc"],
+                       f.metadata["evidence"]) for f in fields(ORALConfig)]
+    return [f for f in out if kind is None or f.kind == kind]
 
 #: GPU memory of a full-batch fit per edge (self loops included) at the default width (3 layers
 #: of 64 hidden units, 40 prototypes): 39.43 GiB peak over 10,795,998 edges of the 1M-node
