@@ -644,7 +644,7 @@ class ORAL:
 
     def _step(self, net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen,
               watch: Stopwatch) -> dict:
-        """One optimiser step on ``L = L_ce + L_reg + L_con`` (Eq. 13)."""
+        """One full-batch optimiser step on Eq. 13 (:meth:`_eq13_loss`) over every node."""
         cfg = self.config
         net.train()
         opt.zero_grad()
@@ -653,35 +653,83 @@ class ORAL:
             outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False)
             targets = self._targets(partitions, ens, labels, pseudo, num_known)
             weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
-            l_ce = sum(self._ce(o.p, t, weight) for o, t in zip(outs, targets))
-            l_reg = None if self._opennc_balance else sum(balance_regulariser(o.r) for o in outs)
+
+        def augmented():
+            """The layer outputs on an adaptively edge-dropped view (same input mask)."""
+            with watch.section("augmentation"):
+                view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate,
+                                          cfg.edge_drop_max, gen)
+            with watch.section("augmented_forward"):
+                return net(x_in, view, partitions=partitions, input_dropout=False)[0]
+
+        loss, terms = self._eq13_loss(outs, targets, weight, labels, partitions, pseudo,
+                                      augmented, gen, watch)
+        with watch.section("backward"):
+            loss.backward()
+            opt.step()
+        return {"loss": float(loss.detach())} | {k: float(v.detach()) for k, v in terms.items()}
+
+    def _eq13_loss(self, outs, targets, weight, labels, partitions, pseudo, augmented, gen,
+                   watch: Stopwatch, seeds: int | None = None) -> tuple[torch.Tensor, dict]:
+        """The training loss of one optimiser step, Eq. 13: ``L = L_ce + L_reg + L_con``.
+
+        Eq. 13 is the paper's "overall training loss" (end of its section on pseudo-label
+        guided open-world learning), an unweighted sum of three terms; here ``L = L_ce +
+        reg_weight * L_reg + consistency_weight * L_con`` (both weights 1 by default, the
+        paper). Every full-batch step and every mini-batch step is built here, and only here:
+
+        - ``L_ce`` (Eq. 7): per layer, the cross-entropy of the group assignment ``p`` against
+          the target group of each supervised node (a labelled node's class, an unlabelled
+          node's pseudo-label, weighted ``pseudo_label_weight``; :meth:`_ce`), summed over the
+          layers;
+        - ``L_reg`` (Eq. 2): the balance regulariser of every layer's representativeness ``r``,
+          summed over the layers; with ``opennc_losses`` and its ``balance`` term, OpenNCD's
+          group-prior balance replaces it (a deviation);
+        - ``L_con`` (Eq. 12): the consistency between the predictions on the graph and on an
+          adaptively edge-dropped view, only while pseudo-labels exist (``pol`` and
+          ``consistency_weight > 0``); 0 otherwise;
+        - with ``opennc_losses`` (a deviation, not in the paper): OpenNCD's cross-view terms
+          ``l_opennc`` are added.
+
+        ``outs``: the layer outputs of the step's forward pass; ``targets``, ``weight`` and
+        ``labels``: per node of the rows the loss covers (the seed nodes in a mini-batch);
+        ``seeds``: None for full batch, else the number of seed nodes, the first rows of
+        ``outs``; ``augmented()``: runs the forward pass on the augmented view (called only when
+        a term needs it). The terms are added in one fixed order (floating-point sums depend on
+        it). Returns ``(loss, {"l_ce", "l_reg", "l_con"[, "l_opennc"]})``.
+        """
+        cfg = self.train_config  # the fit's resolved configuration (mini-batch or not)
+
+        def rows(t: torch.Tensor) -> torch.Tensor:
+            return t if seeds is None else t[:seeds]
+
+        def seed_outputs(layer_outs: list[LayerOutput]) -> list[LayerOutput]:
+            return layer_outs if seeds is None else [
+                LayerOutput(o.r[:seeds], o.p[:seeds], o.h[:seeds]) for o in layer_outs]
+
+        with watch.section("train_forward"):
+            l_ce = sum(self._ce(rows(o.p), t, weight) for o, t in zip(outs, targets))
+            l_reg = (None if self._opennc_balance
+                     else sum(balance_regulariser(rows(o.r)) for o in outs))
             loss = l_ce if l_reg is None else l_ce + cfg.reg_weight * l_reg
         l_con = torch.zeros(())
         use_con = cfg.pol and pseudo is not None and cfg.consistency_weight > 0
-        outs_aug = None
+        outs_seeds, outs_aug = seed_outputs(outs), None
         if use_con or cfg.opennc_losses:
-            with watch.section("augmentation"):
-                view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate, cfg.edge_drop_max, gen)
-            with watch.section("augmented_forward"):
-                outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
+            outs_aug = seed_outputs(augmented())
         if use_con:
             with watch.section("augmented_forward"):
-                l_con = consistency_loss([o.p for o in outs], [o.p for o in outs_aug])
+                l_con = consistency_loss([o.p for o in outs_seeds], [o.p for o in outs_aug])
                 loss = loss + cfg.consistency_weight * l_con
         extra = {}
         if cfg.opennc_losses:
             with watch.section("train_forward"):
-                balance, extra = self._opennc(outs, outs_aug, partitions, labels, gen)
+                balance, extra = self._opennc(outs_seeds, outs_aug, partitions, labels, gen)
                 if balance is not None:
                     l_reg = balance
                     loss = loss + cfg.reg_weight * l_reg
                 loss = loss + extra["l_opennc"]
-        with watch.section("backward"):
-            loss.backward()
-            opt.step()
-        return {"loss": float(loss.detach()), "l_ce": float(l_ce.detach()),
-                "l_reg": float(l_reg.detach()), "l_con": float(l_con.detach())} | {
-                    k: float(v.detach()) for k, v in extra.items()}
+        return loss, {"l_ce": l_ce, "l_reg": l_reg, "l_con": l_con} | extra
 
     @property
     def _opennc_balance(self) -> bool:
@@ -724,7 +772,6 @@ class ORAL:
         targets = self._targets(partitions, ens, labels, pseudo, num_known)
         weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
         fanouts = [cfg.num_neighbors] * cfg.num_layers
-        use_con = cfg.pol and pseudo is not None and cfg.consistency_weight > 0
         totals = {"loss": 0.0, "l_ce": 0.0, "l_reg": 0.0, "l_con": 0.0}
         steps = 0
         for seeds in mini_batches(torch.arange(x.shape[0]), cfg.batch_size, gen):
@@ -739,37 +786,22 @@ class ORAL:
                 x_in = F.dropout(x_sub, cfg.dropout, training=True)
                 outs, _ = net(x_in, sub.edge_index, partitions=partitions, input_dropout=False)
                 seed_ids = sub.nodes[:k]
-                w = weight[seed_ids]
-                l_ce = sum(self._ce(o.p[:k], t[seed_ids], w) for o, t in zip(outs, targets))
-                l_reg = None if self._opennc_balance else sum(balance_regulariser(o.r[:k]) for o in outs)
-                loss = l_ce if l_reg is None else l_ce + cfg.reg_weight * l_reg
-            l_con = torch.zeros(())
-            seeds_out = [LayerOutput(o.r[:k], o.p[:k], o.h[:k]) for o in outs]
-            seeds_aug = None
-            if use_con or cfg.opennc_losses:
+
+            def augmented():
+                """The subgraph's layer outputs on a sampled edge-dropped view (same input mask)."""
                 with watch.section("augmentation"):
                     view = sampled_edge_drop(sub.edge_index, degrees[sub.nodes], cfg.edge_drop_rate,
                                              cfg.edge_drop_max, gen)
                 with watch.section("augmented_forward"):
-                    outs_aug, _ = net(x_in, view, partitions=partitions, input_dropout=False)
-                    seeds_aug = [LayerOutput(o.r[:k], o.p[:k], o.h[:k]) for o in outs_aug]
-            if use_con:
-                with watch.section("augmented_forward"):
-                    l_con = consistency_loss([o.p for o in seeds_out], [o.p for o in seeds_aug])
-                    loss = loss + cfg.consistency_weight * l_con
-            extra = {}
-            if cfg.opennc_losses:
-                with watch.section("train_forward"):
-                    balance, extra = self._opennc(seeds_out, seeds_aug, partitions, labels[seed_ids], gen)
-                    if balance is not None:
-                        l_reg = balance
-                        loss = loss + cfg.reg_weight * l_reg
-                    loss = loss + extra["l_opennc"]
+                    return net(x_in, view, partitions=partitions, input_dropout=False)[0]
+
+            loss, terms = self._eq13_loss(outs, [t[seed_ids] for t in targets], weight[seed_ids],
+                                          labels[seed_ids], partitions, pseudo, augmented, gen,
+                                          watch, seeds=k)
             with watch.section("backward"):
                 loss.backward()
                 opt.step()
-            for key, value in (("loss", loss), ("l_ce", l_ce), ("l_reg", l_reg), ("l_con", l_con),
-                               *extra.items()):
+            for key, value in (("loss", loss), *terms.items()):
                 totals[key] = totals.get(key, 0.0) + (
                     float(value.detach()) if torch.is_tensor(value) else float(value))
             steps += 1
