@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import prepare
-from oral_core.reproduction import mean_se
-from oral_core.proxy import epoch_mean, proxy_accuracy, proxy_config, training_key
+from harness.experiment import prepare
+from harness.reproduction import mean_se
+from harness.proxy import epoch_mean, proxy_accuracy, proxy_config, training_key
 from oral_core.trainer import ORAL, novel_id_map
 
 from .tune import HIDE_MODES, config_overrides, hide_tag, proxy_task
@@ -187,7 +187,7 @@ def stop_lines(rows: list[dict]) -> list[str]:
 
 def _same_run(saved: dict | None, key: dict) -> bool:
     """A seed file answers this run: the same horizon, votes and training (fields added later
-    at their old default ignored, :func:`oral_core.proxy.training_key`), and every rule
+    at their old default ignored, :func:`harness.proxy.training_key`), and every rule
     it has is still asked."""
     if not saved:
         return False

@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import prepare
-from oral_core.proxy import no_novel_task
-from oral_core.reproduction import mean_se
+from harness.experiment import prepare
+from harness.proxy import no_novel_task
+from harness.reproduction import mean_se
 from oral_core.splits import make_split
 from oral_core.trainer import ORAL
 
@@ -36,7 +36,7 @@ RESULTS = Path(__file__).parent / "results"
 def known_only_seed(prep, seed: int, config: ORALConfig, labelled_only: bool = False) -> dict:
     """Train on the known classes' subgraph of one seed's split; score its unlabelled nodes.
 
-    ``labelled_only``: the no-novel proxy instead (:func:`oral_core.proxy.no_novel_task`): the
+    ``labelled_only``: the no-novel proxy instead (:func:`harness.proxy.no_novel_task`): the
     labelled nodes alone, half of each class's training nodes unlabelled; no test label read."""
     from torch_geometric.utils import subgraph
 
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="ORALConfig override (e.g. known_split_share=0.5); suffixes the folder")
     ap.add_argument("--labelled-only", action="store_true",
-                    help="the no-novel proxy (oral_core.proxy.no_novel_task): the labelled nodes "
+                    help="the no-novel proxy (harness.proxy.no_novel_task): the labelled nodes "
                          "alone, half of each class's training nodes unlabelled; reads no test "
                          "label, so it may choose a default")
     ap.add_argument("--results", default=str(RESULTS))
@@ -151,7 +151,7 @@ def write_table(results: Path) -> None:
             ("No-novel proxy (labelled nodes only)",
              "The labelled nodes alone (training and validation nodes of the known classes) and "
              "the edges among them; half of each class's training nodes lose their label and are "
-             "scored (`oral_core.proxy.no_novel_task`). No test label is read.", True)):
+             "scored (`harness.proxy.no_novel_task`). No test label is read.", True)):
         mine = [p for p in subs if ("-labelled" in p.name) == labelled]
         if not mine:
             continue

@@ -56,7 +56,7 @@ def _signed_mean_std(values: list[float]) -> str:
 def table2(results: Path = RESULTS) -> Path:
     """Table 2 as bars: our All accuracy (mean ± std over seeds) beside the paper's, per method."""
     import csv
-    from oral_core.experiment import PAPER
+    from harness.experiment import PAPER
     with (results / "reproduction.csv").open() as fh:
         table = list(csv.DictReader(fh))
     if not table:
@@ -94,7 +94,7 @@ def _unchecked(seed: dict) -> dict:
 
 def layers(results: Path = RESULTS) -> None:
     """Figure 4: every layer's own prediction against the ensemble (Eq. 8-9), per dataset."""
-    from oral_core.reproduction import read_seed_files
+    from harness.reproduction import read_seed_files
     rows = []
     # both protocols: <dataset>-<prior> (strict) and <dataset>-<prior>-paper (the paper's)
     for folder in sorted((results / "runs" / "oral").glob("*-*prior*")):
@@ -156,7 +156,7 @@ def sensitivity(dataset: str, seeds: int, data_dir: str | None, results: Path = 
     configuration of every point, the paper's defaults included, which then run in their own
     folder ``sensitivity/<overrides>/default`` instead of reusing the main sweep. Returns the
     Markdown file written."""
-    from oral_core.reproduction import seed_rows
+    from harness.reproduction import seed_rows
     from oral_core.config import ORALConfig
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(ORALConfig().to_dict())

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import FEATURES, method_config
+from harness.experiment import FEATURES, method_config
 from oral_core.identity import config_hash
-from oral_core.reproduction import device_summary, read_seed_files, run_dir
+from harness.reproduction import device_summary, read_seed_files, run_dir
 
 #: the last flip, the three known-group settings (README, "Open choices"): the defaults since
 #: 2026-11-27; a lent GPU can still train the AmazonPhoto paper-protocol cells where their

@@ -73,9 +73,9 @@ def fragment_stats(class_id: torch.Tensor, y: torch.Tensor, known: list[int],
 
 def fit_answer(prep, seed: int, prior: bool, sets: dict) -> tuple[torch.Tensor, list[int]]:
     """ORAL's final answer for one strict-protocol seed on a prepared dataset
-    (:func:`oral_core.experiment.prepare`): class ids per node and the known classes."""
+    (:func:`harness.experiment.prepare`): class ids per node and the known classes."""
     from oral_core.config import ORALConfig
-    from oral_core.experiment import method_config, protocol_split
+    from harness.experiment import method_config, protocol_split
     from oral_core.trainer import ORAL
 
     g = prep.graph
@@ -89,7 +89,7 @@ def fit_answer(prep, seed: int, prior: bool, sets: dict) -> tuple[torch.Tensor, 
 def main(argv=None) -> int:
     from cli.options import OptionError, parse_set
     from oral_core.datasets import DatasetNotFound
-    from oral_core.experiment import prepare, protocol_split
+    from harness.experiment import prepare, protocol_split
 
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="amazonphoto")

@@ -24,7 +24,7 @@ def trajectory(dataset: str, data_dir: str | None, seed: int, prior: bool, overr
     """One full-task fit: final validation accuracy, classes, seconds and every tenth epoch's
     ``(epoch, validation accuracy %, classes)``."""
     from oral_core.config import ORALConfig
-    from oral_core.experiment import prepare, protocol_split
+    from harness.experiment import prepare, protocol_split
     from oral_core.trainer import ORAL
 
     prep = prepare(dataset, data_dir)

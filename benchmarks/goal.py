@@ -25,8 +25,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from oral_core.experiment import PAPER
-from oral_core.reproduction import mean_se, seed_class_balanced, seed_rows
+from harness.experiment import PAPER
+from harness.reproduction import mean_se, seed_class_balanced, seed_rows
 
 DATASETS = ["cora", "amazonphoto", "blogcatalog"]
 RIVALS = ["gcd", "opennc", "gcn"]

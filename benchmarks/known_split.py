@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from oral_core.reproduction import mean_se
+from harness.reproduction import mean_se
 
 CHECKS = {"known_split_share": "known-split", "known_absorb_share": "known-absorb"}
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 def read_choices(folders: list[Path], protocol: str = "ours") -> dict[str, dict[str, dict]]:
     """``{candidate: {graph: row}}`` from every ``<graph>.json`` of the folders whose protocol is
-    ``protocol`` ("both": any) (the row of :func:`oral_core.proxy.choose_setting`, plus the
+    ``protocol`` ("both": any) (the row of :func:`harness.proxy.choose_setting`, plus the
     folder it came from)."""
     table: dict[str, dict[str, dict]] = {}
     for folder in folders:

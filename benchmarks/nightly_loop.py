@@ -147,7 +147,7 @@ def reference_known(snapshot) -> dict:
     import numpy as np
     import torch
 
-    from oral_core.baselines import GCNBaseline
+    from harness.baselines import GCNBaseline
     from oral_core.datasets import auto_feature_mode, preprocess_features
     from oral_core.graph import canonical_edges
     from oral_core.reference import fit_logistic_regression, standardize

@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from oral_core.reproduction import mean_se, seed_rows
+from harness.reproduction import mean_se, seed_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 

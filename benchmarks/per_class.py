@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from oral_core.metrics import from_contingency, matched_correct
-from oral_core.reproduction import mean_se, read_seed_files, run_dir
+from harness.reproduction import mean_se, read_seed_files, run_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

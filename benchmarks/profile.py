@@ -53,7 +53,7 @@ def load_graph(spec: str, data_dir=None):
         edge_index = canonical_edges(torch.from_numpy(g.edges), n)
         return Graph(x=x, edge_index=edge_index, y=torch.from_numpy(g.y).long(),
                      name=f"synthetic-{n}"), x
-    from oral_core.experiment import prepare
+    from harness.experiment import prepare
     prep = prepare(spec, data_dir)
     return prep.graph, prep.x
 

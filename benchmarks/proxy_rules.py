@@ -22,9 +22,9 @@ import math
 import time
 from pathlib import Path
 
-from oral_core.experiment import prepare
-from oral_core.proxy import NOT_TRAINING, training_key  # noqa: F401 (re-exported)
-from oral_core.reproduction import mean_se
+from harness.experiment import prepare
+from harness.proxy import NOT_TRAINING, training_key  # noqa: F401 (re-exported)
+from harness.reproduction import mean_se
 
 from .tune import HIDE_MODES, config_overrides, hide_tag, proxy_rules
 

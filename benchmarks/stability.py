@@ -51,7 +51,7 @@ def spread(values: list[float]) -> tuple[float, float]:
 def seed_agreement(rows: list[dict]) -> list[float]:
     """The adjusted Rand index of every pair of seeds that recorded a partition, on the nodes
     both scored."""
-    from oral_core.experiment import partition_from_text
+    from harness.experiment import partition_from_text
     from oral_core.metrics import adjusted_rand_index
 
     parts = [partition_from_text(r["partition"]) for r in rows if r.get("partition")]

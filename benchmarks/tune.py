@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from oral_core.config import ORALConfig
-from oral_core.experiment import prepare
-from oral_core.proxy import (HIDE_MODES, ProxyTask, hidden_class, hidden_classes,  # noqa: F401
+from harness.experiment import prepare
+from harness.proxy import (HIDE_MODES, ProxyTask, hidden_class, hidden_classes,  # noqa: F401
                              proxy_accuracy, proxy_config, proxy_task)
 from oral_core.trainer import ORAL
 

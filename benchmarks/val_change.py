@@ -3,7 +3,7 @@
 For every results folder of ``oral reproduce`` whose ORAL rows ran a setting other than the
 defaults', the paired-by-seed change of the known-class validation accuracy (``val_acc``: the
 full task's validation nodes, the only labelled quantity a full-task run has) against the
-defaults' rows, and the guard's verdict on seeds 0-2 (``oral_core.proxy.keeps_known_classes``).
+defaults' rows, and the guard's verdict on seeds 0-2 (``harness.proxy.keeps_known_classes``).
 No test score is read. Rows that keep another epoch's model than the defaults' rows (older runs
 with 100 epochs or best-validation selection) are left out: their change is the selection rule's,
 not the setting's. Rows whose seeds ran on another device are marked: ``oral choose`` pairs fits
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from benchmarks.paired import side_rows
 from oral_core.identity import LATER_FIELDS
-from oral_core.proxy import GUARD_DROP, KEPT_EPOCH, keeps_known_classes, training_key
-from oral_core.reproduction import mean_se
+from harness.proxy import GUARD_DROP, KEPT_EPOCH, keeps_known_classes, training_key
+from harness.reproduction import mean_se
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CELLS = [(d, p, proto) for proto in ("ours", "paper") for d in ("cora", "amazonphoto", "blogcatalog")

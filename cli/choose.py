@@ -6,10 +6,10 @@ on the user's own graph without reading one unlabelled node's class: the largest
 known class are hidden (``--hide extremes``), ORAL trains on the rest once per seed and setting,
 and the proxy scores how well the hidden classes are discovered and the visible ones kept. A
 candidate replaces the defaults only when its gain over them, paired by seed, stays above 0 at
-one standard error below its mean (:func:`oral_core.proxy.choose_setting`), and when it passes the
+one standard error below its mean (:func:`harness.proxy.choose_setting`), and when it passes the
 known-class guard: on the full task (every known class labelled, seeds 0..G-1) its known-class
 validation accuracy may not be clearly more than 20 points below the defaults' (else the next
-candidate by bound is asked; :func:`oral_core.proxy.keeps_known_classes`).
+candidate by bound is asked; :func:`harness.proxy.keeps_known_classes`).
 
     oral choose --dataset cora [--prior] --seeds 5
     oral choose --graph papers --snapshots data/snapshots [--date 2026-11-20] --seeds 5
@@ -36,7 +36,7 @@ from pathlib import Path
 #: prior) but is left out: on the full task it collapsed the known classes (validation accuracy
 #: 35-57% against 95-97% at the defaults, README "Open choices"), which the proxy cannot see
 DEFAULT_CANDIDATES = ("gamma=0.1", "pseudo_label_groups=novel", "attention_temperature=0.3")
-#: :data:`oral_core.proxy.HIDE_MODES` (kept literal so building the parser imports no torch)
+#: :data:`harness.proxy.HIDE_MODES` (kept literal so building the parser imports no torch)
 HIDE_CHOICES = ("last", "rotate", "extremes")
 
 
@@ -181,7 +181,7 @@ class _Source:
 def _same_known(graph) -> bool:
     """Whether the paper protocol's known classes and labelled nodes are the strict protocol's
     (BlogCatalog: the first four classes either way)."""
-    from oral_core.experiment import protocol_split
+    from harness.experiment import protocol_split
 
     ours, paper = protocol_split(graph, 0, "ours")[0], protocol_split(graph, 0, "paper")[0]
     return (ours.known_classes.tolist() == paper.known_classes.tolist()
@@ -193,10 +193,10 @@ def _load(args) -> _Source:
     """The :class:`_Source` of a dataset or a snapshot."""
     import torch
 
-    from oral_core import proxy
+    from harness import proxy
 
     if args.dataset is not None:
-        from oral_core.experiment import prepare, protocol_split
+        from harness.experiment import prepare, protocol_split
 
         prep = prepare(args.dataset, args.data_dir)
         g = prep.graph
@@ -245,7 +245,7 @@ def _load(args) -> _Source:
 def _fit_rows(folder: Path, caches: list[Path], key: dict, seed: int, rule: str, fit) -> tuple[dict, bool]:
     """The ``rule`` row of one proxy fit: from a matching seed file under ``caches`` (``--out``
     and every ``--cache``), else trained and saved in ``folder``."""
-    from oral_core import proxy
+    from harness import proxy
 
     row = proxy.find_seed(caches, key, seed, rule)
     if row is not None:
@@ -330,7 +330,7 @@ def _device_name(key: dict) -> str:
 def _guard_accuracy(args, src, configs: dict, folders: list[Path], label: str, seed: int) -> float:
     """The known-class validation accuracy of ``label`` on ``seed``'s full task (printed): read
     from a saved fit, else fitted and saved as ``<out>/<name>/<setting>/guard_seed_<s>.json``."""
-    from oral_core import proxy
+    from harness import proxy
 
     key = proxy.guard_key(configs[label], args.protocol if args.dataset else "ours", src.data)
     acc = proxy.find_guard(folders, key, seed)
@@ -351,12 +351,12 @@ def _guard_accuracy(args, src, configs: dict, folders: list[Path], label: str, s
 
 
 def _guard(args, src, configs: dict, folders: list[Path]):
-    """The known-class guard of this run (:func:`oral_core.proxy.keeps_known_classes`): asked
+    """The known-class guard of this run (:func:`harness.proxy.keeps_known_classes`): asked
     about a candidate, it reads or fits the full task for it and the defaults on seeds 0..G-1
     (:func:`_guard_accuracy`; ``oral reproduce``'s ORAL rows under ``--cache`` answer too; with
     ``--jobs N`` the missing fits run N at a time in ``--fit-guard`` child processes) and returns
     its verdict; None when ``--guard-seeds 0``."""
-    from oral_core import proxy
+    from harness import proxy
 
     if args.guard_seeds == 0:
         return None
@@ -394,7 +394,7 @@ def cmd_choose(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     from data_contracts.snapshots import SnapshotError
-    from oral_core import proxy
+    from harness import proxy
     from oral_core.datasets import DatasetNotFound
 
     try:

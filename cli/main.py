@@ -21,7 +21,7 @@ METHODS = ("oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans",
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from oral_core.config import ORALConfig
     from oral_core.datasets import DatasetNotFound
-    from oral_core.reproduction import markdown_path, sweep, update_csv, write_markdown
+    from harness.reproduction import markdown_path, sweep, update_csv, write_markdown
 
     from flows import fanout
     from cli.options import OptionError, check_config, check_device, parse_set
@@ -75,7 +75,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                     s = update_csv(rows, results)
                     _print_summary(method, dataset, prior, s, rows[0]["classes_true"])
         write_markdown(results)
-    from oral_core.experiment import protocol_tag
+    from harness.experiment import protocol_tag
     md = markdown_path(results, protocol_tag(args.protocol, args.known))
     print(f"tables: {results / 'reproduction.csv'} and {md}")
     return 0

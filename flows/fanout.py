@@ -2,7 +2,7 @@
 Dask task runner (``prefect-dask``).
 
 - :func:`reproduction_fanout`: one Prefect task per (method, dataset, prior, seed), each running
-  the resumable harness :func:`oral_core.reproduction.sweep` for its one seed; once every task has
+  the resumable harness :func:`harness.reproduction.sweep` for its one seed; once every task has
   finished, the flow upserts one ``reproduction.csv`` row per (method, dataset, prior) and writes
   the Markdown tables once, as ``oral reproduce`` does. A seed that fails is reported as failed,
   never as a number.
@@ -147,7 +147,7 @@ def _reproduce_task():
         """One seed of one table row through the resumable harness (a finished seed file is
         reused). Returns the row (None when the seed failed, with the reason) and where it ran."""
         from oral_core.config import ORALConfig
-        from oral_core.reproduction import sweep
+        from harness.reproduction import sweep
 
         logger = get_run_logger()
         lines: list[str] = []
@@ -177,10 +177,10 @@ def _reproduction_flow():
                             protocol: str = "ours", known: str = "default",
                             refresh: bool = False) -> dict:
         """Every (method, dataset, prior, seed) as one task; then the tables, once."""
-        from oral_core.baselines import not_applicable_reason
-        from oral_core.experiment import prepare
+        from harness.baselines import not_applicable_reason
+        from harness.experiment import prepare
         from oral_core.datasets import canonical_name
-        from oral_core.reproduction import update_csv, write_markdown
+        from harness.reproduction import update_csv, write_markdown
 
         logger = get_run_logger()
         out = Path(results)

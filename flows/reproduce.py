@@ -1,6 +1,6 @@
 """The paper's reproduction sweep as a Prefect flow, for a manual deployment (``reproduce/sweep``).
 
-A thin wrapper around :mod:`oral_core.reproduction` (the code behind ``oral reproduce``): the
+A thin wrapper around :mod:`harness.reproduction` (the code behind ``oral reproduce``): the
 same resumable per-seed files under ``<out>/runs/``, the same ``reproduction.csv`` and
 ``reproduction.md``, plus the summary as a Prefect Markdown artifact. Run it by hand:
 
@@ -38,7 +38,7 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
     Returns one summary per prior setting (means and standard deviations over seeds).
     """
     from oral_core.config import ORALConfig
-    from oral_core.reproduction import markdown_path, sweep, update_csv, write_markdown
+    from harness.reproduction import markdown_path, sweep, update_csv, write_markdown
 
     logger = get_run_logger()
     values = ORALConfig().to_dict() | dict(config or {}) | {"progress": False}
@@ -63,7 +63,7 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
                     s["novel_std"], s["classes_est_mean"], rows[0]["classes_true"])
         summaries.append({"method": method, "dataset": dataset, "prior": with_prior,
                           "protocol": protocol, "known": known} | s)
-    from oral_core.experiment import protocol_tag
+    from harness.experiment import protocol_tag
     write_markdown(results)
     md = markdown_path(results, protocol_tag(protocol, known))
     create_markdown_artifact(md.read_text(), key="oral-reproduction",

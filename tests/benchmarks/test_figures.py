@@ -6,7 +6,7 @@ import json
 import pytest
 
 from benchmarks.figures import layers, sensitivity, table2
-from oral_core.reproduction import update_csv
+from harness.reproduction import update_csv
 
 
 def _row(method, dataset, prior, all_, seed=0):

@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks import flip_status
 from benchmarks.flip_status import FLIP, flip_hash, main
-from oral_core.reproduction import run_dir
+from harness.reproduction import run_dir
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks import goal
 from benchmarks.goal import main
-from oral_core.reproduction import run_dir
+from harness.reproduction import run_dir
 
 
 @pytest.fixture(autouse=True)

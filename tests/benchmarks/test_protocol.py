@@ -10,12 +10,12 @@ import torch
 
 from benchmarks.proxy_rules import main as proxy_main
 from benchmarks.tune import proxy_rules, proxy_task, rule_epochs
-from oral_core.baselines import GCNConfig
+from harness.baselines import GCNConfig
 from oral_core.config import ORALConfig
-from oral_core.experiment import (PAPER_KNOWN, FailedRun, Prepared, check_learnt, paper_known_classes,
+from harness.experiment import (PAPER_KNOWN, FailedRun, Prepared, check_learnt, paper_known_classes,
                                   protocol_split, protocol_tag, run_seed,
                                   run_seed_protocols, twin_protocols)
-from oral_core.reproduction import failed_seeds, read_csv, seed_rows, sweep, update_csv, write_markdown
+from harness.reproduction import failed_seeds, read_csv, seed_rows, sweep, update_csv, write_markdown
 from oral_core.synthetic import make_attributed_sbm
 from oral_core.trainer import ORAL
 
@@ -85,7 +85,7 @@ def test_random_known_classes_are_seeded_and_vary(planted):
 @pytest.mark.parametrize("dataset, f", [("cora", 0.584), ("amazonphoto", 0.607),
                                          ("blogcatalog", 0.370)])
 def test_paper_protocol_reproduces_the_papers_known_share(dataset, f):
-    from oral_core.experiment import prepare
+    from harness.experiment import prepare
     g = prepare(dataset, str(DATA)).graph
     assert dataset in PAPER_KNOWN
     for seed in (0, 1):
@@ -95,7 +95,7 @@ def test_paper_protocol_reproduces_the_papers_known_share(dataset, f):
 
 def test_sweep_keeps_protocols_apart(planted, tmp_path):
     prep = Prepared(planted, planted.x, "none")
-    import oral_core.reproduction as rep
+    import harness.reproduction as rep
     rep_prepare = rep.prepare
     rep.prepare = lambda dataset, data_dir=None: prep
     try:
@@ -119,7 +119,7 @@ def test_sweep_keeps_protocols_apart(planted, tmp_path):
 
 
 def _sweeping(prep, monkeypatch):
-    import oral_core.reproduction as rep
+    import harness.reproduction as rep
     monkeypatch.setattr(rep, "prepare", lambda dataset, data_dir=None: prep)
 
 
@@ -176,8 +176,8 @@ def test_a_twin_never_overwrites_a_seed_run_on_its_own(planted, tmp_path, monkey
 
 
 def test_a_twin_replaces_a_file_that_is_itself_a_twin_or_lacks_a_score(planted, tmp_path):
-    from oral_core.experiment import SCORES
-    from oral_core.reproduction import keep_twin
+    from harness.experiment import SCORES
+    from harness.reproduction import keep_twin
     path = tmp_path / "seed_0.json"
     row = {k: 1.0 for k in SCORES} | {"all": 50.0, "config_hash": "h"}
     path.write_text(json.dumps(row | {"all": 40.0, "trained_under": "paper"}))  # an older twin
@@ -196,7 +196,7 @@ def test_a_twin_replaces_a_file_that_is_itself_a_twin_or_lacks_a_score(planted, 
 
 
 def test_a_protocol_that_cannot_split_the_graph_is_no_twin(planted, monkeypatch):
-    import oral_core.experiment as ex
+    import harness.experiment as ex
     real = ex.protocol_split
 
     def split(graph, seed, protocol="ours", known="default"):
@@ -223,10 +223,10 @@ def test_a_gcn_that_cannot_learn_is_reported_failed_not_scored(planted, tmp_path
     prep = Prepared(planted, planted.x, "none")
     frozen = lambda method, seed, device, prior: GCNConfig(seed=seed, device="cpu", lr=0.0,
                                                            epochs=3)
-    monkeypatch.setattr("oral_core.experiment.baseline_config", frozen)
+    monkeypatch.setattr("harness.experiment.baseline_config", frozen)
     with pytest.raises(FailedRun, match="gcn failed to train"):
         run_seed(prep, "gcn", 0, False, ORALConfig(device="cpu"))
-    monkeypatch.setattr("oral_core.reproduction.prepare", lambda dataset, data_dir=None: prep)
+    monkeypatch.setattr("harness.reproduction.prepare", lambda dataset, data_dir=None: prep)
     said = []
     rows = sweep("sbm", "gcn", [0], False, ORALConfig(device="cpu"), results=tmp_path,
                  echo=said.append)
@@ -321,7 +321,7 @@ def _reads_test_labels(proxy, graph, seed) -> bool:
     clean = splits.make_split(graph.y, seed=seed)
     real = splits.make_split
     try:
-        from oral_core import proxy as tune  # where proxy_task builds its split
+        from harness import proxy as tune  # where proxy_task builds its split
         tune.make_split = lambda y, seed: clean
         a = proxy(Prepared(graph, graph.x, "none"), seed)
         b = proxy(Prepared(_scrambled_test_labels(graph, seed), graph.x, "none"), seed)
@@ -397,9 +397,9 @@ def test_proxy_compare_pairs_two_settings_by_seed_and_rule(tmp_path):
 
 
 def test_rows_not_at_todays_defaults_are_marked_in_the_tables(planted, tmp_path, monkeypatch):
-    from oral_core.reproduction import stale
+    from harness.reproduction import stale
     prep = Prepared(planted, planted.x, "none")
-    monkeypatch.setattr("oral_core.reproduction.prepare", lambda dataset, data_dir=None: prep)
+    monkeypatch.setattr("harness.reproduction.prepare", lambda dataset, data_dir=None: prep)
     rows = sweep("sbm", "oral", [0], False, SMALL, results=tmp_path, echo=lambda s: None)
     update_csv(rows, tmp_path)
     name = planted.name
@@ -407,7 +407,7 @@ def test_rows_not_at_todays_defaults_are_marked_in_the_tables(planted, tmp_path,
     assert "| oral (old defaults) | " in write_markdown(tmp_path).read_text()
     path = tmp_path / "runs" / "oral" / f"{name}-noprior" / "seed_0.json"
     row = json.loads(path.read_text())
-    from oral_core.experiment import method_config
+    from harness.experiment import method_config
     from oral_core.identity import config_hash
     row["config_hash"] = config_hash(method_config("oral", ORALConfig(), None, 0), row["features"])
     path.write_text(json.dumps(row))  # as if it had run at today's defaults

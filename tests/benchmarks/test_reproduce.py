@@ -9,8 +9,8 @@ import torch
 
 from cli.main import main
 from oral_core.config import ORALConfig
-from oral_core.experiment import METHODS, method_config, prepare, to_dataset_ids
-from oral_core.reproduction import CSV_COLUMNS, sweep, update_csv, write_markdown
+from harness.experiment import METHODS, method_config, prepare, to_dataset_ids
+from harness.reproduction import CSV_COLUMNS, sweep, update_csv, write_markdown
 from oral_core.splits import make_split
 
 TINY = ORALConfig(epochs=8, hidden_dim=8, num_prototypes=8, cluster_warmup_epochs=1,
@@ -236,7 +236,7 @@ def test_run_tables_script_sweeps_every_method_of_the_tables(tmp_path):
 
 
 def test_ablation_quotes_table_4_where_it_differs_from_table_2():
-    from oral_core.reproduction import ablation_lines
+    from harness.reproduction import ablation_lines
     row = {"method": "opennc", "dataset": "blogcatalog", "prior": "yes", "seeds": 1,
            "all_mean": 50.0, "all_std": 0.0, "novel_mean": 40.0, "novel_std": 0.0}
     line = next(x for x in ablation_lines([row]) if "| yes | × | × | opennc |" in x)

@@ -6,7 +6,7 @@ import json
 import torch
 
 from benchmarks.stability import main, seed_agreement
-from oral_core.experiment import partition_from_text, partition_text
+from harness.experiment import partition_from_text, partition_text
 
 
 def _seed(folder, seed, all_, partition=None):

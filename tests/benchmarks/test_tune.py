@@ -8,7 +8,7 @@ import torch
 
 from benchmarks.tune import _cast, hidden_class, hidden_classes, proxy_score
 from oral_core.config import ORALConfig
-from oral_core.experiment import Prepared
+from harness.experiment import Prepared
 from oral_core.splits import make_split
 from oral_core.synthetic import make_attributed_sbm
 
@@ -26,7 +26,7 @@ def test_proxy_ignores_test_labels(prep, one_thread, monkeypatch):
     score = proxy_score(prep, 0, TINY)
     split = make_split(prep.graph.y, seed=0)
     # the split protocol itself draws per class; hold it fixed, then make every test label wrong
-    monkeypatch.setattr("oral_core.proxy.make_split", lambda y, seed: split)
+    monkeypatch.setattr("harness.proxy.make_split", lambda y, seed: split)
     scrambled = prep.graph.y.clone()
     test = split.test_mask
     scrambled[test] = (scrambled[test] + 1) % prep.graph.num_classes

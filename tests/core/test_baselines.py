@@ -12,14 +12,14 @@ import pytest
 import torch
 
 from cli.main import main
-from oral_core.baselines import (BASELINES, GCDConfig, GCNBaseline, GraphGCD, NotApplicable,
+from harness.baselines import (BASELINES, GCDConfig, GCNBaseline, GraphGCD, NotApplicable,
                                  VGAEKMeans, clusters_to_classes, semi_supervised_kmeans)
 from oral_core.config import ORALConfig
-from oral_core.experiment import ALL_METHODS, Prepared, method_config, run_seed, to_dataset_ids
+from harness.experiment import ALL_METHODS, Prepared, method_config, run_seed, to_dataset_ids
 from oral_core.identity import config_hash
 from oral_core.graph import Graph
 from oral_core.metrics import cluster_accuracy, open_world_accuracy
-from oral_core.reproduction import sweep, update_csv, write_markdown
+from harness.reproduction import sweep, update_csv, write_markdown
 from oral_core.splits import make_split
 from oral_core.synthetic import make_attributed_sbm
 
@@ -129,7 +129,7 @@ def test_gcd_with_the_prior_beats_chance_on_known_and_novel(planted, gcd_prior):
 
 def test_gcd_chooses_k_on_validation_labels_only(planted, monkeypatch):
     g, split, train, val = planted
-    import oral_core.baselines as bl
+    import harness.baselines as bl
     scored = []
 
     def spy(y_true, y_pred):  # every clustering accuracy the selection computes
@@ -156,7 +156,7 @@ def test_gcd_chooses_k_on_validation_labels_only(planted, monkeypatch):
 
 def test_gcd_class_number_ignores_test_labels(planted, monkeypatch):
     """The whole harness run with garbage labels on every test node (same split): same k."""
-    import oral_core.experiment as experiment
+    import harness.experiment as experiment
     g, split, _, _ = planted
     small = {k: v for k, v in GCD_SMALL.items() if k != "device"}
     monkeypatch.setattr(GraphGCD, "Config", functools.partial(GCDConfig, **small))

@@ -98,7 +98,7 @@ def test_readme_is_short(path):
 def test_readme_first_screen_has_what_commands_and_folders():
     first = "\n".join(README.read_text().splitlines()[:40])
     assert "make run" in first and "make test" in first
-    for folder in ("flows/", "tasks/", "oral_core/", "data_contracts/", "deployments/",
+    for folder in ("flows/", "tasks/", "oral_core/", "harness/", "data_contracts/", "deployments/",
                    "benchmarks/", "tests/", "docs/"):
         assert f"`{folder}`" in first, folder
 

@@ -1,4 +1,4 @@
-"""The known-class guard of the per-graph choice (``oral_core.proxy``: :func:`keeps_known_classes`,
+"""The known-class guard of the per-graph choice (``harness.proxy``: :func:`keeps_known_classes`,
 :func:`find_guard`, :func:`full_task_accuracy`, the ``guard`` of :func:`choose_setting`)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from oral_core.config import ORALConfig
-from oral_core.proxy import (GUARD_DROP, choose_setting, find_guard, full_task_accuracy, guard_key,
+from harness.proxy import (GUARD_DROP, choose_setting, find_guard, full_task_accuracy, guard_key,
                              keeps_known_classes)
 
 

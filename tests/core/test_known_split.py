@@ -100,7 +100,7 @@ def test_a_checked_fit_keeps_the_unchecked_answer_of_the_same_training(one_threa
 
 
 def test_the_no_novel_proxy_reads_labelled_nodes_only_and_keeps_a_label_per_class():
-    from oral_core.proxy import no_novel_task
+    from harness.proxy import no_novel_task
     from oral_core.splits import make_split
     from oral_core.synthetic import make_attributed_sbm
 
@@ -130,7 +130,7 @@ def test_false_novelty_reports_the_checked_and_unchecked_answers(tmp_path, one_t
     """``benchmarks.false_novelty --labelled-only --set known_split_share=...``: one fit per seed
     gives both answers, and the table pairs them."""
     import benchmarks.false_novelty as fn
-    from oral_core.experiment import Prepared
+    from harness.experiment import Prepared
     from oral_core.synthetic import make_attributed_sbm
 
     g = make_attributed_sbm(num_nodes=200, num_classes=5, feature_dim=8, seed=3)

@@ -14,17 +14,23 @@ ROOT = Path(__file__).resolve().parents[2]
 ORCHESTRATION = {"prefect", "prefect_dask", "dask", "distributed", "mlflow", "duckdb",
                  "great_expectations"}
 #: every package of the product and its benchmarks, for the cycle and private-name rules
-PACKAGES = ("oral_core", "data_contracts", "tasks", "flows", "cli", "benchmarks")
+PACKAGES = ("oral_core", "harness", "data_contracts", "tasks", "flows", "cli", "benchmarks")
 
 # package -> the top-level modules it must never import
 FORBIDDEN: dict[str, set[str]] = {
     # the method: torch, torch_geometric, scipy, numpy, igraph, pyarrow; usable and testable alone
-    "oral_core": ORCHESTRATION | {"flows", "tasks", "data_contracts", "cli", "benchmarks"},
+    # and never its reproduction harness
+    "oral_core": ORCHESTRATION | {"harness", "flows", "tasks", "data_contracts", "cli",
+                                  "benchmarks"},
+    # the reproduction harness (oral reproduce, oral choose, the Table-2 baselines): the method
+    # and nothing of the pipeline, so it runs on a laptop without any server
+    "harness": ORCHESTRATION | {"flows", "tasks", "cli", "benchmarks"},
     # snapshot contracts: pyarrow and Great Expectations, no orchestration, no registry, no warehouse
     "data_contracts": {"prefect", "prefect_dask", "dask", "distributed", "mlflow", "duckdb",
-                       "flows", "tasks", "cli", "benchmarks"},
-    # Prefect tasks, the warehouse and the registry: never the flows or the CLI above them
-    "tasks": {"flows", "cli", "benchmarks"},
+                       "harness", "flows", "tasks", "cli", "benchmarks"},
+    # Prefect tasks, the warehouse and the registry: never the flows or the CLI above them, never
+    # the reproduction harness (the nightly pipeline trains and scores without it)
+    "tasks": {"harness", "flows", "cli", "benchmarks"},
     # the flows: never the command line above them, never the benchmarks
     "flows": {"cli", "benchmarks"},
     # the command line: the top of the product, which never imports its benchmarks
@@ -78,6 +84,18 @@ def test_every_ruled_package_is_read():
     ("flows", "from benchmarks.tune import main"),
     ("flows", "    from cli.options import OptionError"),
     ("tasks", "import cli.main"),
+    ("oral_core", "from harness.experiment import prepare"),
+    ("oral_core", "    from harness import proxy"),
+    ("data_contracts", "import harness.reproduction"),
+    ("tasks", "    from harness.proxy import training_key"),
+    ("harness", "import mlflow"),
+    ("harness", "    import duckdb"),
+    ("harness", "from prefect import task"),
+    ("harness", "    from dask.distributed import Client"),
+    ("harness", "from flows.fanout import reproduce"),
+    ("harness", "from tasks.steps import train"),
+    ("harness", "    from cli.choose import main"),
+    ("harness", "from benchmarks.tune import main"),
 ])
 def test_a_forbidden_import_is_caught(tmp_path, package, line):
     """Adding any one forbidden import to a copy of the package makes the rule fail."""
@@ -180,6 +198,51 @@ def test_no_import_cycle_anywhere_lazy_imports_included():
     graph, _ = module_imports(ROOT)
     assert len(graph) > 100  # the rule read the tree
     assert import_cycles(graph) == []
+
+
+#: the entry points of the nightly pipeline; with every ``tasks.*`` module they must never reach
+#: the reproduction harness, however many imports (lazy ones included) lie between
+NIGHTLY_ROOTS = ("flows.nightly", "flows.training")
+
+
+def reachable(graph: dict[str, set[str]], roots) -> set[str]:
+    """Every module that ``roots`` import, directly or through others (the roots included)."""
+    seen, todo = set(), [r for r in roots if r in graph]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += graph[module] - seen
+    return seen
+
+
+def test_the_nightly_pipeline_never_imports_the_harness():
+    """flows.nightly, flows.training and every task module reach no ``harness`` module, even
+    through a chain of lazy imports: the pipeline needs the method (oral_core), never the
+    reproduction harness. Only the reproduction fan-out (flows/fanout.py, flows/reproduce.py)
+    and the command line may import it."""
+    graph, _ = module_imports(ROOT)
+    roots = [*NIGHTLY_ROOTS, *(m for m in graph if m == "tasks" or m.startswith("tasks."))]
+    assert set(NIGHTLY_ROOTS) <= set(graph)
+    seen = reachable(graph, roots)
+    # the walk read the pipeline: it reaches the tasks and the method they train
+    assert {"tasks.steps", "oral_core.trainer", "oral_core.inference"} <= seen, sorted(seen)
+    assert any(m.startswith("harness.") for m in graph)  # the harness is in the graph
+    harness = sorted(m for m in seen if m == "harness" or m.startswith("harness."))
+    assert harness == [], harness
+
+
+def test_a_harness_import_reached_through_a_lazy_chain_is_caught(tmp_path):
+    """The reachability walk follows a lazy import two modules down."""
+    for package in ("flows", "tasks", "harness"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "flows" / "nightly.py").write_text("from tasks import steps\n")
+    (tmp_path / "tasks" / "steps.py").write_text("def f():\n    from tasks.helper import g\n")
+    (tmp_path / "tasks" / "helper.py").write_text("def g():\n    from harness.proxy import x\n")
+    (tmp_path / "harness" / "proxy.py").write_text("x = 1\n")
+    graph, _ = module_imports(tmp_path, ("flows", "tasks", "harness"))
+    assert "harness.proxy" in reachable(graph, ["flows.nightly"])
 
 
 def test_no_private_name_is_imported_from_another_module():

@@ -1,4 +1,4 @@
-"""The per-graph choice by the held-out-class proxy (``oral_core.proxy``; ``oral choose``)."""
+"""The per-graph choice by the held-out-class proxy (``harness.proxy``; ``oral choose``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from oral_core.config import ORALConfig
-from oral_core.proxy import (Choice, choose_setting, find_seed, lower_bound, proxy_task, run_key,
+from harness.proxy import (Choice, choose_setting, find_seed, lower_bound, proxy_task, run_key,
                              task_from_labels, window_rows)
 from oral_core.synthetic import make_attributed_sbm
 
@@ -101,7 +101,7 @@ def test_snapshot_task_reads_labelled_nodes_only():
 def test_window_score_never_reads_a_test_label(one_thread):
     """The mean-of-last-epochs score ``oral choose`` compares is the same with every test label
     scrambled (the split is held fixed)."""
-    from oral_core import proxy
+    from harness import proxy
 
     g = make_attributed_sbm(num_nodes=200, num_classes=6, feature_dim=8, seed=2)
     cfg = ORALConfig(epochs=4, hidden_dim=8, num_prototypes=8, progress=False)
@@ -123,7 +123,7 @@ def test_window_score_never_reads_a_test_label(one_thread):
 
 
 def test_the_paper_protocol_proxy_hides_among_the_papers_known_classes(monkeypatch):
-    from oral_core import experiment
+    from harness import experiment
 
     g = make_attributed_sbm(num_nodes=240, num_classes=6, feature_dim=8, seed=2)
     g = dataclasses.replace(g, name="cora-like")

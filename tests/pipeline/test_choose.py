@@ -166,7 +166,7 @@ def test_the_paper_protocol_with_the_strict_known_classes_reuses_the_strict_fits
 
 def test_the_cli_offers_every_hide_mode_of_the_proxy():
     from cli.choose import HIDE_CHOICES
-    from oral_core.proxy import HIDE_MODES
+    from harness.proxy import HIDE_MODES
 
     assert HIDE_CHOICES == HIDE_MODES
 
@@ -245,7 +245,7 @@ def _rigged(monkeypatch, proxy_all: dict, val_acc: dict):
     """Proxy scores and full-task validation accuracies by setting (keyed by the config's
     ``gamma``), so the test decides who wins and who keeps the known classes; returns the list
     of full-task fits made."""
-    from oral_core import proxy
+    from harness import proxy
 
     def rows(x, edges, labels, task, seed, config, window):
         value = proxy_all[config.gamma] + seed
@@ -339,7 +339,7 @@ def test_the_guard_trains_the_full_task_of_a_dataset_for_real(npz_graph, tmp_pat
     """Unrigged full-task fits on a dataset file (the proxy rigged so a candidate wins): they are
     saved with their key and validation accuracy, and only the split's labelled nodes are read."""
     from cli.main import main
-    from oral_core import proxy
+    from harness import proxy
 
     def rows(x, edges, labels, task, seed, config, window):
         value = 60.0 + seed + (5 if config.gamma == 0.1 else 0)
@@ -362,7 +362,7 @@ def test_jobs_fits_the_guard_in_child_processes(snapshot_root, tmp_path, capsys,
     children, one fit each, and the parent reads their files (the proxy's seed files are made
     first by a rigged run with the guard off, so that the candidate wins)."""
     from cli.main import main
-    from oral_core import proxy
+    from harness import proxy
 
     _rigged(monkeypatch, {0.3: 50.0, 0.1: 60.0}, {0.3: 95.0, 0.1: 45.0})
     out = tmp_path / "choose"

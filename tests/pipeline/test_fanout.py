@@ -47,7 +47,7 @@ def _task_run_names() -> set[str]:
 def test_reproduction_fanout_matches_a_sequential_run(prefect_env, npz_graph, tmp_path):
     from flows import fanout
     from oral_core.config import ORALConfig
-    from oral_core.reproduction import read_csv, sweep, update_csv
+    from harness.reproduction import read_csv, sweep, update_csv
 
     methods, seeds = ["oral", "gcd"], [0, 1]
     fanned = tmp_path / "fanned"

@@ -20,13 +20,14 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .baselines import not_applicable_reason
-from .config import ORALConfig
-from .experiment import (PAPER, SCORES, FailedRun, method_config, paper_classes, prepare,
-                         protocol_tag, run_seed_protocols, summarise, twin_protocols)
-from .datasets import canonical_name
-from .identity import config_hash
-from .metrics import class_balanced_accuracy, from_contingency
+from oral_core.config import ORALConfig
+from oral_core.datasets import canonical_name
+from oral_core.identity import config_hash
+from oral_core.metrics import class_balanced_accuracy, from_contingency
+
+from harness.baselines import not_applicable_reason
+from harness.experiment import (PAPER, SCORES, FailedRun, method_config, paper_classes, prepare,
+                                protocol_tag, run_seed_protocols, summarise, twin_protocols)
 
 CSV_COLUMNS = ["method", "dataset", "prior", "protocol", "seeds", "all_mean", "all_std", "known_mean",
                "known_std", "novel_mean", "novel_std", "classes_est_mean", "classes_true"]
@@ -72,7 +73,7 @@ def stale(results: Path, method: str, dataset: str, prior: str, protocol: str = 
 
 
 def failed_seeds(results: Path, method: str, dataset: str, prior: str, protocol: str = "ours") -> list[dict]:
-    """Seed files of runs that failed to train (:class:`~oral_core.experiment.FailedRun`)."""
+    """Seed files of runs that failed to train (:class:`~harness.experiment.FailedRun`)."""
     return [r for r in read_seed_files(run_dir(results, method, dataset, prior == "yes", protocol))
             if r.get("failed")]
 
@@ -80,7 +81,7 @@ def failed_seeds(results: Path, method: str, dataset: str, prior: str, protocol:
 def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALConfig,
           data_dir: str | None = None, *, results: Path, echo=print,
           refresh: bool = False, protocol: str = "ours", known: str = "default") -> list[dict]:
-    """Run (or reuse) every seed under ``protocol`` (:func:`oral_core.experiment.protocol_split`);
+    """Run (or reuse) every seed under ``protocol`` (:func:`harness.experiment.protocol_split`);
     returns the per-seed rows of the seeds that trained (none, with a message, for a method that
     does not apply in this prior setting). A seed that failed to train is recorded as failed (its
     file says why), echoed, and left out of the rows. With ``refresh``, a finished seed whose file
@@ -150,7 +151,7 @@ def write_seed_file(path: Path, row: dict) -> None:
 
 def keep_twin(path: Path, row: dict, expected: str, twin: str) -> str:
     """File ``row``, scored under protocol ``twin`` from a training run of another protocol with
-    the same split (:func:`~oral_core.experiment.twin_protocols`), unless ``path`` already holds
+    the same split (:func:`~harness.experiment.twin_protocols`), unless ``path`` already holds
     that seed at the same configuration from its own run (no ``trained_under``) with every score
     (:data:`SCORES`): then that run is kept, and a different score says that training is not
     deterministic. A file at another configuration, itself a twin, or lacking a score (or, for
@@ -230,7 +231,7 @@ PROTOCOL_TEXT = {
     "ours": ["Protocol `ours` (strict): the lowest class ids are known; only the unlabelled nodes",
              "V_U are scored, never the validation nodes that model selection may read."],
     "paper": ["Protocol `paper`: the known classes that reproduce the paper's known share f of its",
-              "test set (`oral_core.experiment.PAPER_KNOWN`), and every node outside the labelled",
+              "test set (`harness.experiment.PAPER_KNOWN`), and every node outside the labelled",
               "training set is scored, validation nodes included. A rule that reads validation",
               "nodes (model selection with `selection=best_val`) is partly scored on nodes it chose",
               "by, which inflates this protocol's numbers for that rule."],

@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .clustering import match_groups_to_classes
-from .metrics import cluster_accuracy
-from .trainer import Discovery, select_device
+from oral_core.clustering import match_groups_to_classes
+from oral_core.metrics import cluster_accuracy
+from oral_core.trainer import Discovery, select_device
 
 
 class NotApplicable(ValueError):

@@ -10,15 +10,16 @@ from dataclasses import dataclass
 
 import torch
 
-from .baselines import BASELINES, baseline_config
-from .config import ORALConfig
-from .datasets import canonical_name, load_dataset, preprocess_features
-from .identity import code_version, config_hash
-from .graph import Graph
-from .metrics import (class_number_error, contingency, fixed_id_accuracy, open_world_accuracy,
-                      orca_accuracy)
-from .splits import OpenWorldSplit, make_split
-from .trainer import ORAL
+from oral_core.config import ORALConfig
+from oral_core.datasets import canonical_name, load_dataset, preprocess_features
+from oral_core.graph import Graph
+from oral_core.identity import code_version, config_hash
+from oral_core.metrics import (class_number_error, contingency, fixed_id_accuracy,
+                               open_world_accuracy, orca_accuracy)
+from oral_core.splits import OpenWorldSplit, make_split
+from oral_core.trainer import ORAL
+
+from harness.baselines import BASELINES, baseline_config
 
 #: the ablation switches of the paper's Table 4; ``opennc`` is ORAL with both modules off, and
 #: without this product's post-hoc checks of the known groups (``known_split_share``,
@@ -36,7 +37,7 @@ METHODS: dict[str, dict] = {
 }
 
 #: every method ``oral reproduce --method`` runs: ORAL's variants, then the Table 2 baselines
-#: (:mod:`oral_core.baselines`, each with its own configuration dataclass)
+#: (:mod:`harness.baselines`, each with its own configuration dataclass)
 ALL_METHODS: list[str] = [*METHODS, *BASELINES]
 
 #: feature preprocessing per dataset (count features get log1p first)
@@ -88,7 +89,7 @@ def method_config(method: str, base: ORALConfig, prior: int | None, seed: int) -
     """The configuration of ``method`` (Table 4 switches) for one seed and prior setting.
 
     For a baseline, its own configuration dataclass with its defaults; only the seed, the device
-    and the prior come from the run (raises :class:`~oral_core.baselines.NotApplicable`
+    and the prior come from the run (raises :class:`~harness.baselines.NotApplicable`
     where it cannot run).
     """
     if method in BASELINES:
@@ -241,7 +242,7 @@ def run_seed(prep: Prepared, method: str, seed: int, prior: bool, base: ORALConf
     """Train ``method`` on one seed's split and score it under ``protocol`` (Eq. 14; see
     :func:`protocol_split`).
 
-    Raises :class:`~oral_core.baselines.NotApplicable` for a baseline that cannot run in this
+    Raises :class:`~harness.baselines.NotApplicable` for a baseline that cannot run in this
     prior setting, :class:`FailedRun` for a run that learnt nothing (:func:`check_learnt`).
     """
     return run_seed_protocols(prep, method, seed, prior, base, [protocol], known)[protocol]

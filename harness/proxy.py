@@ -30,11 +30,12 @@ from pathlib import Path
 
 import torch
 
-from .config import ORALConfig
-from .experiment import to_dataset_ids
-from .identity import LATER_FIELDS
-from .metrics import open_world_accuracy
-from .splits import make_split
+from oral_core.config import ORALConfig
+from oral_core.identity import LATER_FIELDS
+from oral_core.metrics import open_world_accuracy
+from oral_core.splits import make_split
+
+from harness.experiment import to_dataset_ids
 
 HIDE_MODES = ("last", "rotate", "extremes")
 
@@ -99,12 +100,12 @@ def proxy_task(graph, seed: int, hide: str = "last", disjoint_val: bool = False,
                protocol: str = "ours") -> ProxyTask:
     """Hide known classes' labels (one, or two with ``hide='extremes'``) of a benchmark graph
     under the protocol's split (``ours``: :func:`oral_core.splits.make_split`, the lowest class
-    ids known; ``paper``: the paper's known classes, :func:`oral_core.experiment.protocol_split`);
+    ids known; ``paper``: the paper's known classes, :func:`harness.experiment.protocol_split`);
     see :func:`task_from_labels`. Either way only labelled nodes are read."""
     if protocol == "ours":
         split = make_split(graph.y, seed=seed)
     else:
-        from .experiment import protocol_split
+        from harness.experiment import protocol_split
 
         split = protocol_split(graph, seed, protocol)[0]
     return task_from_labels(graph.y, split.train_mask, split.val_mask, split.known_classes,
@@ -197,7 +198,7 @@ def epoch_mean(scores: list[dict]) -> dict:
 def training_key(config: dict) -> dict:
     """The part of a saved run's configuration that decides its training: without
     :data:`NOT_TRAINING`, and without fields added later while they are at the default that
-    reproduces the earlier behaviour (:data:`oral_core.experiment.LATER_FIELDS`)."""
+    reproduces the earlier behaviour (:data:`oral_core.identity.LATER_FIELDS`)."""
     scheduled = config.get("lr_schedule", "constant") != "constant"  # epochs shape the rate
     return {k: v for k, v in config.items()
             if (k not in NOT_TRAINING or (scheduled and k == "epochs"))
@@ -211,7 +212,7 @@ def window_rows(x: torch.Tensor, edge_index: torch.Tensor, graph, task: ProxyTas
     ``mean@E:k`` (k = ``window``, the mean of the last k epochs' proxy scores). ``graph`` holds
     the labels the task scores (``y``, ``num_classes``); the prior, when set, is the config's own
     (every class of the graph, hidden ones included)."""
-    from .trainer import ORAL
+    from oral_core.trainer import ORAL
 
     horizon = config.epochs
     if not 1 <= window <= horizon:
@@ -331,7 +332,7 @@ def full_task_accuracy(x: torch.Tensor, edge_index: torch.Tensor, train: torch.T
     """The guard's reading: train ``config`` on the full task (``train``/``val``: every known
     class labelled, as ``oral run`` trains) and return the known-class validation accuracy, in %,
     of the model it keeps (its selection rule's epoch). Labelled nodes only."""
-    from .trainer import ORAL
+    from oral_core.trainer import ORAL
 
     model = ORAL(ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False}))
     model.fit(x, edge_index, train, val)
@@ -403,7 +404,7 @@ def keeps_known_classes(base: dict[int, float], mine: dict[int, float],
     seeds = sorted(set(base) & set(mine))
     if not seeds:
         raise ValueError("the known-class guard needs at least one seed both settings have")
-    from .reproduction import mean_se
+    from harness.reproduction import mean_se
 
     mean, se = mean_se([mine[s] - base[s] for s in seeds])
     se = 0.0 if len(seeds) < 2 else se  # one seed: no spread, the mean alone decides
