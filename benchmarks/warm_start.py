@@ -66,7 +66,7 @@ def make_snapshots(graph: str, root: Path, nights: int, data_dir: str | None) ->
 
 
 def config(overrides: dict | None = None):
-    from flows.nightly import resolve_config
+    from flows.configuration import resolve_config
     return resolve_config({"device": "cpu"} | dict(overrides or {}))
 
 

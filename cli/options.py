@@ -132,7 +132,7 @@ def _option_for(message: str, sources: dict[str, str]) -> str:
 def check_config(overrides: dict, sources: dict[str, str], base: dict | None = None):
     """The ORALConfig of ``base`` (default: ORALConfig's defaults) plus ``overrides``, checked:
     ORALConfig.validate, which holds every range (the same checks a run started from a
-    deployment or from Python gets in :func:`flows.nightly.resolve_config`).
+    deployment or from Python gets in :func:`flows.configuration.resolve_config`).
     Returns the config, or raises :class:`OptionError` naming the options at fault (every
     problem, on one line)."""
     from oral_core.config import ORALConfig
@@ -339,9 +339,12 @@ def check_snapshot_of(snapshots, root: Path, graph: str, date) -> None:
 
 
 def _pipeline_defaults() -> dict:
+    """ORALConfig's defaults with the pipeline's own (:data:`flows.configuration.PIPELINE_DEFAULTS`):
+    the configuration a night starts from."""
+    from flows.configuration import PIPELINE_DEFAULTS
     from oral_core.config import ORALConfig
 
-    return ORALConfig().to_dict() | {"progress": False}
+    return ORALConfig().to_dict() | PIPELINE_DEFAULTS
 
 
 def check_demo(args) -> None:

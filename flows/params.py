@@ -11,7 +11,7 @@ null is "the default", except for a field that may be None but defaults to a val
 ``minibatch_above_edges``, where null switches something off: its form entry starts at the
 default, and that default given back is no override);
 range checks (``gamma`` in (0, 1], ...) stay in :meth:`ORALConfig.validate`, run by
-:func:`flows.nightly.resolve_config`.
+:func:`flows.configuration.resolve_config`.
 
 The model is generated from the dataclass, so a new ORALConfig field needs no edit here.
 """

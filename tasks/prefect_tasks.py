@@ -85,6 +85,40 @@ def validate(files, report_dir: str, last_processed: dt.date | None):
     return report, str(json_path), str(html_path)
 
 
+@task(name="load-snapshot", cache_policy=NO_CACHE)
+def load_snapshot(files):
+    """The validated files as one in-memory snapshot, and its feature preprocessing
+    (:func:`oral_core.datasets.auto_feature_mode`). Arrow hands out read-only buffers; torch
+    wants writable memory: one copy, shared by every later step."""
+    from data_contracts.snapshots import snapshot_from_files
+    from oral_core.columns import writable
+    from oral_core.datasets import auto_feature_mode
+
+    snapshot = snapshot_from_files(files)
+    snapshot.x = writable(snapshot.x)
+    snapshot.edge_index = writable(snapshot.edge_index)
+    return snapshot, auto_feature_mode(snapshot.x)
+
+
+@task(name="plan-start", cache_policy=NO_CACHE)
+def plan_start(tracking_cfg, graph: str, files, snapshot, feature_mode: str, config,
+               dest_root: Path, cold: bool | None, warm_start: bool,
+               cold_every: int) -> steps.StartPlan:
+    """Warm (continue the previous night's champion) or cold, with the reason
+    (:func:`tasks.steps.plan_start`). ``cold`` None: warm starts only when ``warm_start``
+    (``ORAL_WARM_START``) is on."""
+    if cold is None and not warm_start:
+        plan = steps.StartPlan("cold", "warm starts are off (ORAL_WARM_START=1 or --warm turns "
+                                       "them on)")
+    else:
+        plan = steps.plan_start(tracking_cfg, graph, files.date, files.content_hash,
+                                int(snapshot.x.shape[1]), feature_mode, config,
+                                list(snapshot.class_names), dest_root, cold=bool(cold),
+                                cold_every=cold_every)
+    get_run_logger().info("%s start: %s", plan.start, plan.reason)
+    return plan
+
+
 @dataclass
 class TrainingKey(CachePolicy):
     """The training's identity as a Prefect cache policy: ``graph``, ``content_hash``,

@@ -40,7 +40,7 @@ CHUNK_ROWS = 1_000_000
 
 def run_config_hash(config, feature_mode: str) -> str:
     """The configuration's identity for a pipeline run: everything that can change a result,
-    the seed included (``oral_core.experiment.config_hash`` leaves the seed out because the
+    the seed included (``oral_core.identity.config_hash`` leaves the seed out because the
     reproduction keeps one file per seed)."""
     from oral_core.identity import config_hash
 
@@ -295,7 +295,7 @@ def start_problem(payload: dict, in_dim: int, feature_mode: str, config,
                   class_names: list[str]) -> str | None:
     """Why ``payload`` (a previous model) cannot start tonight's training, or None when it can:
     the feature space (width, preprocessing), the configuration (its hash, the seed included;
-    ``oral_core.experiment.config_hash``) or the known classes changed."""
+    ``oral_core.identity.config_hash``) or the known classes changed."""
     from oral_core.config import ORALConfig
 
     if int(payload.get("in_dim", -1)) != int(in_dim):
@@ -327,40 +327,6 @@ def refresh_due(payload: dict, cold_every: int) -> str | None:
         return (f"a cold start every {cold_every} nights (ORAL_COLD_EVERY): {nights - 1} warm "
                 f"nights since the last cold one")
     return None
-
-
-@dataclass
-class GraphChoice:
-    """The settings ``oral choose`` chose for a graph (``<state>/choose/<graph>.json``), as the
-    nightly run applies them: ``overrides`` (empty: the defaults, or nothing usable), where they
-    come from and, when the file could not be used, why."""
-
-    overrides: dict
-    source: str = ""
-    problem: str = ""
-
-    @property
-    def label(self) -> str:
-        """``gamma=0.1`` / ``defaults``: what a run records."""
-        return ",".join(f"{k}={v}" for k, v in self.overrides.items()) or "defaults"
-
-
-def read_choice(state_dir: str | Path, graph: str) -> GraphChoice | None:
-    """The graph's choice of ``oral choose``, or None when it has none. A file that cannot be
-    read, or whose overrides are not valid ORAL settings, gives no overrides and a ``problem``
-    (the night runs on its configuration and says why; a broken choice never stops a night)."""
-    from oral_core.config import ORALConfig
-
-    path = Path(state_dir) / "choose" / f"{graph}.json"
-    if not path.is_file():
-        return None
-    try:
-        saved = json.loads(path.read_text())
-        overrides = dict(saved["overrides"])
-        ORALConfig.from_dict(ORALConfig().to_dict() | overrides).validate()
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        return GraphChoice({}, str(path), f"{path}: not a usable choice ({' '.join(str(err).split())[:200]})")
-    return GraphChoice(overrides, str(path))
 
 
 def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: str, in_dim: int,

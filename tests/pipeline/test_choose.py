@@ -96,22 +96,22 @@ def test_a_night_applies_the_graphs_choice_under_its_own_overrides(tmp_path):
     own config wins key by key, and the night records what the choice contributed."""
     from types import SimpleNamespace
 
-    from flows.nightly import _with_choice
+    from flows.configuration import with_choice
 
     settings = SimpleNamespace(state_dir=tmp_path)
     log = _Log()
-    cfg, label = _with_choice({"epochs": 20}, None, settings, "papers", log)
+    cfg, label = with_choice({"epochs": 20}, None, settings, "papers", log)
     assert label == "none" and cfg.gamma == 0.3 and not log.lines  # no choice: the defaults
     _choice_file(tmp_path, "papers", {"overrides": {"gamma": 0.1, "pseudo_label_groups": "novel"}})
-    cfg, label = _with_choice({"epochs": 20}, None, settings, "papers", log)
+    cfg, label = with_choice({"epochs": 20}, None, settings, "papers", log)
     assert (cfg.gamma, cfg.pseudo_label_groups, cfg.epochs) == (0.1, "novel", 20)
     assert label == "gamma=0.1,pseudo_label_groups=novel"
-    cfg, label = _with_choice({"gamma": 0.2}, None, settings, "papers", log)
+    cfg, label = with_choice({"gamma": 0.2}, None, settings, "papers", log)
     assert cfg.gamma == 0.2 and label == "pseudo_label_groups=novel"
     assert "gamma overridden by the run's config" in log.lines[-1][1]
     _choice_file(tmp_path, "papers", {"overrides": {}})  # the choice kept the defaults
-    assert _with_choice(None, None, settings, "papers", log)[1] == "defaults"
-    assert _with_choice(None, None, settings, "other", log)[1] == "none"  # per graph
+    assert with_choice(None, None, settings, "papers", log)[1] == "defaults"
+    assert with_choice(None, None, settings, "other", log)[1] == "none"  # per graph
 
 
 @pytest.mark.parametrize("payload, says", [("{broken", "not a usable choice"),
@@ -121,20 +121,20 @@ def test_a_night_applies_the_graphs_choice_under_its_own_overrides(tmp_path):
 def test_a_broken_choice_is_named_and_never_stops_a_night(tmp_path, payload, says):
     from types import SimpleNamespace
 
-    from flows.nightly import _with_choice
-    from tasks.steps import read_choice
+    from flows.configuration import with_choice
+    from flows.configuration import read_choice
 
     _choice_file(tmp_path, "papers", payload)
     assert says in read_choice(tmp_path, "papers").problem
     log = _Log()
-    cfg, label = _with_choice(None, None, SimpleNamespace(state_dir=tmp_path), "papers", log)
+    cfg, label = with_choice(None, None, SimpleNamespace(state_dir=tmp_path), "papers", log)
     assert label == "none" and cfg.gamma == 0.3
     assert log.lines[0][0] == "warning" and "choose/papers.json" in log.lines[0][1]
 
 
 def test_the_choice_oral_choose_writes_is_the_one_a_night_reads(snapshot_root, tmp_path, one_thread):
     from cli.main import main
-    from tasks.steps import read_choice
+    from flows.configuration import read_choice
 
     state = tmp_path / "state"
     assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",

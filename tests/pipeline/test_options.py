@@ -72,7 +72,7 @@ def test_ranges_once_only_the_clis_are_checked_by_the_config_itself():
     for part in ("--set gamma=5: gamma must be in (0, 1]", "--set hidden_dim=0: hidden_dim must be >= 1",
                  "--set dropout=1.5: dropout must be in [0, 1)", "--set lr=0: lr must be > 0"):
         assert part in text
-    from flows.nightly import resolve_config
+    from flows.configuration import resolve_config
 
     for bad, field in (({"hidden_dim": 0}, "hidden_dim"), ({"dropout": 1.5}, "dropout"),
                        ({"lr": 0.0}, "lr must"), ({"cluster_every": 0}, "cluster_every")):

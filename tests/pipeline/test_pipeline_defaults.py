@@ -1,4 +1,4 @@
-"""The nightly pipeline's own defaults (flows.nightly.PIPELINE_DEFAULTS): where they differ from
+"""The nightly pipeline's own defaults (flows.configuration.PIPELINE_DEFAULTS): where they differ from
 ORALConfig's, and that a run's override still wins."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from oral_core.config import ORALConfig
 
 
 def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
-    from flows.nightly import PIPELINE_DEFAULTS, resolve_config
+    from flows.configuration import PIPELINE_DEFAULTS, resolve_config
 
     assert ORALConfig().known_head == "none"  # the method's default (the tables) is the paper's
     config = resolve_config({})

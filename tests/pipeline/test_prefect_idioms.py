@@ -27,7 +27,8 @@ def test_config_parameter_is_typed():
 
     import pydantic
 
-    from flows.nightly import backfill, nightly_discovery, resolve_config
+    from flows.configuration import resolve_config
+    from flows.nightly import backfill, nightly_discovery
     from flows.params import ORALOverrides, as_overrides
 
     for fl in (nightly_discovery, backfill):
@@ -137,28 +138,28 @@ def test_project_loggers_reach_prefect(tmp_path):
 
 def test_flow_run_names(monkeypatch):
     """``<graph>-<date>`` replaces the name Prefect generates; a name the caller chose stays."""
-    import flows.nightly as nightly
+    import flows.run_names as nightly
 
     params = {"graph": "papers", "date": "2026-11-20", "start": None, "end": "2026-11-30"}
     monkeypatch.setattr(nightly.flow_run, "get_parameters", lambda: params)
     for generated in ("crafty-okapi", "", None):
         monkeypatch.setattr(nightly.flow_run, "get_name", lambda g=generated: g)
-        assert nightly._night_name() == "papers-2026-11-20"
-        assert nightly._backfill_name() == "backfill-papers-first..2026-11-30"
+        assert nightly.night_name() == "papers-2026-11-20"
+        assert nightly.backfill_name() == "backfill-papers-first..2026-11-30"
     monkeypatch.setattr(nightly.flow_run, "get_name", lambda: "e2e-1234")
-    assert nightly._night_name() == "e2e-1234" == nightly._backfill_name()
+    assert nightly.night_name() == "e2e-1234" == nightly.backfill_name()
     # a chosen two-lower-case-word name stays (issue 19 review): only Prefect's own words go
     for chosen in ("papers-rerun", "nightly-fix", "crafty-papers"):
         monkeypatch.setattr(nightly.flow_run, "get_name", lambda c=chosen: c)
-        assert nightly._night_name() == chosen == nightly._backfill_name()
+        assert nightly.night_name() == chosen == nightly.backfill_name()
     from prefect.utilities.names import generate_slug
 
     for generated in {generate_slug(2) for _ in range(200)}:  # what Prefect's server names a run
         monkeypatch.setattr(nightly.flow_run, "get_name", lambda g=generated: g)
-        assert nightly._night_name() == "papers-2026-11-20", generated
+        assert nightly.night_name() == "papers-2026-11-20", generated
     params["date"] = None
     monkeypatch.setattr(nightly.flow_run, "get_name", lambda: "crafty-okapi")
-    assert nightly._night_name() == "papers-next"
+    assert nightly.night_name() == "papers-next"
 
 
 def test_class_events(monkeypatch):

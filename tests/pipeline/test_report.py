@@ -223,25 +223,23 @@ def test_cli_warehouse_that_is_not_duckdb(tmp_path, capsys) -> None:
 def test_nightly_flow_links_the_report(state, monkeypatch) -> None:
     """flows.nightly rewrites the report after a night and links it as an artifact; a report
     that fails is a warning, and no warehouse yet (a rejected first night) is silent."""
-    import prefect.artifacts
-
-    from flows import nightly
+    from flows import artifacts as nightly
     from flows.settings import Settings
 
     links, warnings = [], []
-    monkeypatch.setattr(prefect.artifacts, "create_link_artifact",
+    monkeypatch.setattr(nightly, "create_link_artifact",
                         lambda link, **kw: links.append((link, kw)))
     monkeypatch.setattr(nightly, "get_run_logger", lambda: type(
         "L", (), {"warning": staticmethod(lambda *a: warnings.append(a[0] % a[1:]))})())
     settings = Settings(state.resolve(), state.resolve() / "oral.duckdb", None)
-    nightly._artifact_report("g", settings, "sqlite:///x/mlflow.db")
+    nightly.graph_report("g", settings, "sqlite:///x/mlflow.db")
     page = state.resolve() / "reports" / "g" / "report.html"
     assert links == [(page.as_uri(), {"link_text": "g: classes over nights", "key": "oral-g-report",
                                       "description": "HTML report (oral report)"})]
     assert "mlflow ui --backend-store-uri sqlite:///x/mlflow.db" in page.read_text(encoding="utf-8")
-    nightly._artifact_report("nope", settings, None)
+    nightly.graph_report("nope", settings, None)
     assert len(links) == 1 and "no published run of graph 'nope'" in warnings[0]
-    nightly._artifact_report("g", Settings(state, state / "missing.duckdb", None), None)
+    nightly.graph_report("g", Settings(state, state / "missing.duckdb", None), None)
     assert len(links) == 1 and len(warnings) == 1
 
 

@@ -20,7 +20,7 @@ GRAPH = "warm"
 
 
 def _config(**extra):
-    from flows.nightly import resolve_config
+    from flows.configuration import resolve_config
     return resolve_config(CONFIG | extra)
 
 
