@@ -51,7 +51,11 @@ def night_summary(graph, day, classes, published, tracked, scores, settings, rep
     """A published night: a table artifact of its classes (key ``oral-<graph>``) and link
     artifacts to the MLflow run and the contract report."""
     lineage, statuses = published["lineage"], published["statuses"]
-    emerged = [c for c in classes if statuses.get(lineage[c["class_key"]]) == "emerged" and c["is_novel"]]
+    if summary and summary.get("new_tonight") is not None:  # the emerged_classes rule
+        emerged = list(summary["new_tonight"])
+    else:
+        emerged = [c for c in classes
+                   if statuses.get(lineage[c["class_key"]]) == "emerged" and c["is_novel"]]
     rows = []
     for c in sorted(classes, key=lambda c: -c["size"]):
         lid = lineage[c["class_key"]]
@@ -60,7 +64,7 @@ def night_summary(graph, day, classes, published, tracked, scores, settings, rep
                      "purity": None if c["purity"] is None else round(float(c["purity"]), 3),
                      "top_features": ", ".join(str(f["feature"]) for f in c["top_features"][:3])})
     parts = [f"{graph} on {day}: {len(classes)} classes, {sum(c['is_novel'] for c in classes)} "
-             f"novel, {len(emerged)} novel emerged tonight."]
+             f"novel, {len(emerged)} novel new tonight."]
     if summary:
         parts.append(f"Training: {summary['start']} start ({summary['start_reason']}), "
                      f"{summary['epochs']} epochs, {summary['train_seconds']:.1f} s"

@@ -309,12 +309,18 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
     ``oral run`` prints (:func:`summary_line`)."""
     from tasks import events
 
+    from tasks.warehouse.lineage import new_tonight
+
     graph, classes, settings = night.graph, found["classes"], night.settings
     trained, plan = training.result, training.plan
+    novel = {c["class_key"]: bool(c["is_novel"]) for c in classes}
+    new = [r.lineage_id for r in found["result"].rows
+           if new_tonight(novel.get(r.class_key), r.status, r.first_seen, snapshot_date)]
     events.class_events(graph, snapshot_date, published["run_id"], found["result"].rows, classes)
     summary = {"graph": graph, "snapshot_date": snapshot_date.isoformat(),
                "run_id": published["run_id"], "classes": len(classes),
                "novel": sum(c["is_novel"] for c in classes), "statuses": published["statuses"],
+               "new_tonight": new,
                "scores": scores, "mlflow_run_id": tracked["mlflow_run_id"],
                "model_version": tracked["model_version"], "champion": tracked.get("promoted"),
                "val_accuracy": trained["val_accuracy"], "train_seconds": trained["train_seconds"],
@@ -354,13 +360,15 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
 
 def summary_line(out: dict) -> str:
     """One line of a night's summary (what :func:`nightly_discovery` returns) for the terminal."""
-    emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
+    emerged = out.get("new_tonight")  # the emerged_classes rule (tasks.warehouse.new_tonight)
+    if emerged is None:  # a summary from before that field
+        emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
     score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
              f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
     start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
              if out.get("start") else "")
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
-            f"emerged {emerged or 'none'}, model version {out['model_version']}"
+            f"new tonight {', '.join(emerged) or 'none'}, model version {out['model_version']}"
             f"{' (champion)' if out.get('champion') else ''}{score}{start}"
             + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
                if out.get("degraded") else ""))

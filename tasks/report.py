@@ -28,7 +28,7 @@ A night is a snapshot date; when several configurations ran on one date, the lat
 run counts (the rule of the ``class_timeline`` view).
 
 Why here (``tasks/``): the module reads the warehouse (its own queries, over the views and tables
-of :mod:`tasks.warehouse`) and is a plain function that both the CLI (:mod:`flows.cli_report`)
+of :mod:`tasks.warehouse`) and is a plain function that both the CLI (:mod:`cli.report`)
 and the nightly flow call; ``tasks/`` holds the pipeline's plain functions and the warehouse.
 """
 from __future__ import annotations
@@ -43,6 +43,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tasks.warehouse.lineage import new_tonight
 
 log = logging.getLogger(__name__)
 
@@ -576,9 +578,11 @@ def _night_html(night: Night, data: ReportData, mlflow_base: str, prefect_base: 
                            "Prefect flow run", run["prefect_flow_run_id"]))
     other = (f" <span class='muted small'>({night.other_runs} other run(s) of this date, other "
              f"configurations; the latest published is shown)</span>") if night.other_runs else ""
-    emerged = [c for c in night.classes if c.get("status") == "emerged"]
+    emerged = [c for c in night.classes
+               if new_tonight(c.get("is_novel") is True or None, c.get("status"),
+                              c.get("first_seen"), night.date)]
     emerged_html = (_classes_table(emerged, with_status=False) if emerged else
-                    "<p class='muted'>No class emerged this night.</p>")
+                    "<p class='muted'>No novel class is new this night.</p>")
     return (f"<section class='night' id='night-{e(day)}'>"
             f"<h3>{e(day)}{other}</h3>"
             f"<p>{' · '.join(facts)}</p>"
@@ -587,7 +591,7 @@ def _night_html(night: Night, data: ReportData, mlflow_base: str, prefect_base: 
             + (f" · code <code>{e(run.get('code_version'))}</code>" if run.get("code_version") else "")
             + "</p>"
             f"{_contract_html(night, data)}"
-            f"<h4>Emerged ({len(emerged)})</h4>{emerged_html}"
+            f"<h4>New tonight ({len(emerged)})</h4>{emerged_html}"
             f"<h4>Merges, splits, vanished, resized</h4>{_events_html(night)}"
             f"<details><summary>All {len(night.classes)} classes of this night</summary>"
             f"{_classes_table(night.classes)}</details></section>")
@@ -660,11 +664,13 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
     latest = data.nights[-1] if data.nights else None
     summary = ""
     if latest is not None:
-        emerged_total = sum(r["status"] == "emerged" and r.get("is_novel") is True for r in data.timeline)
+        emerged_total = len({r["lineage_id"] for r in data.timeline
+                             if new_tonight(r.get("is_novel"), r["status"], r.get("first_seen"),
+                                            r["snapshot_date"])})
         summary = (f"<p>Latest night <a href='#night-{e(latest.date.isoformat())}'>"
                    f"{e(latest.date.isoformat())}</a>: {len(latest.classes)} classes "
                    f"({sum(bool(c['is_novel']) for c in latest.classes)} novel). "
-                   f"{emerged_total} novel class(es) emerged over all nights; "
+                   f"{emerged_total} novel class(es) new over all nights (the emerged_classes rule); "
                    f"{len(order)} lineage id(s) in all.</p>")
     mlflow_note = (f"MLflow tracking store <code>{e(safe_uri(data.tracking_uri))}</code>; links open "
                    f"the MLflow UI at <code>{e(mlflow_base)}</code>"

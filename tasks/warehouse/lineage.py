@@ -130,6 +130,19 @@ class LineageResult:
     max_novel_index: int  # the largest n used for the graph after this run
 
 
+def new_tonight(is_novel, status: str | None, first_seen, snapshot_date) -> bool:
+    """What is new on ``snapshot_date``: a novel class whose lineage id was first seen that night,
+    whatever its status (``emerged``, or ``merged`` / ``split`` when it grew out of earlier
+    classes); without a first-seen date, an ``emerged`` one. The rule of the
+    ``emerged_classes`` view (:mod:`tasks.warehouse.schema`), shared by the report, the night's
+    summary line and its Prefect artifact."""
+    if is_novel is not True:
+        return False
+    if first_seen is None:
+        return status == "emerged"
+    return first_seen == snapshot_date
+
+
 def novel_lineage_id(graph: str, n: int) -> str:
     return f"{graph}:novel:{n}"
 

@@ -124,7 +124,7 @@ def test_page_shows_classes_nights_chart_and_links(state, tmp_path) -> None:
     assert "Graph learning" in page and "known:A" in page
     # emerged classes with top features and exemplars
     night2 = page.split("id='night-2026-04-02'")[1].split("</section>")[0]
-    emerged = night2.split("<h4>Emerged (1)</h4>")[1].split("<h4>")[0]
+    emerged = night2.split("<h4>New tonight (1)</h4>")[1].split("<h4>")[0]
     assert "word4" in emerged and "×8.00" in emerged and "<code>n301</code>" in emerged
     # merges, splits, vanished and growth from class_lineage
     night3 = page.split("id='night-2026-04-03'")[1].split("</section>")[0]
