@@ -19,7 +19,6 @@ METHODS = ("oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans",
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from oral_core.config import ORALConfig
     from oral_core.datasets import DatasetNotFound
     from harness.reproduction import markdown_path, sweep, update_csv, write_markdown
 
@@ -42,14 +41,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if args.device:
             overrides["device"], sources["device"] = args.device, f"--device {args.device}"
             check_device(args.device, f"--device {args.device}")
-        check_config(overrides, sources)
+        base = check_config(overrides | {"progress": not args.quiet}, sources)
         if args.seeds < 1 or args.first_seed < 0:
             raise OptionError(f"--seeds {args.seeds} --first-seed {args.first_seed}: need at least "
                               "one seed and a first seed >= 0")
     except OptionError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    base = ORALConfig.from_dict(ORALConfig().to_dict() | overrides | {"progress": not args.quiet})
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results = args.out or Path("benchmarks") / "results"  # relative to the current directory
     priors = [False, True] if args.both_priors else [args.prior]

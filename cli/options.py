@@ -132,33 +132,22 @@ def _option_for(message: str, sources: dict[str, str]) -> str:
 def check_config(overrides: dict, sources: dict[str, str], base: dict | None = None):
     """The ORALConfig of ``base`` (default: ORALConfig's defaults) plus ``overrides``, checked:
     ORALConfig.validate, which holds every range (the same checks a run started from a
-    deployment or from Python gets in :func:`flows.configuration.resolve_config`).
+    deployment or from Python gets, :func:`flows.configuration.build_config`).
     Returns the config, or raises :class:`OptionError` naming the options at fault (every
     problem, on one line)."""
+    from flows.configuration import ConfigError, build_config
     from oral_core.config import ORALConfig
 
     values = (base if base is not None else ORALConfig().to_dict()) | dict(overrides)
     try:
-        config = ORALConfig.from_dict(values)
-    except (TypeError, ValueError) as err:
-        raise OptionError(f"invalid configuration: {err}") from None
-    problems: list[str] = []
-    try:
-        config.validate()
-    except ValueError as err:
-        text = str(err)
-        text = text.split(": ", 1)[1] if text.startswith("invalid ORAL configuration: ") else text
-        problems += [p.strip() for p in text.split("; ") if p.strip()]
-    except TypeError as err:  # a value of the wrong type (parse_set types them): one line too
-        raise OptionError(f"invalid configuration: {err}") from None
-    if problems:
+        return build_config(values)
+    except ConfigError as err:
         parts = []
-        for message in problems:
+        for message in err.problems:
             option = _option_for(message, sources)
             parts.append(f"{option}: {message}" if option else
                          f"invalid configuration: {message}")
-        raise OptionError("; ".join(parts))
-    return config
+        raise OptionError("; ".join(parts)) from None
 
 
 # ---------------------------------------------------------------------------------- the rest
@@ -311,7 +300,9 @@ def check_pipeline(args) -> dict:
     overrides, sources = parse_set(args.set)
     if args.epochs is not None:
         overrides["epochs"], sources["epochs"] = args.epochs, f"--epochs {args.epochs}"
-    base = _pipeline_defaults()
+    from flows.configuration import pipeline_defaults
+
+    base = pipeline_defaults()
     if args.device:
         overrides["device"], sources["device"] = args.device, f"--device {args.device}"
     config = check_config(overrides, sources, base)
@@ -338,13 +329,7 @@ def check_snapshot_of(snapshots, root: Path, graph: str, date) -> None:
             raise OptionError(str(err)) from None
 
 
-def _pipeline_defaults() -> dict:
-    """ORALConfig's defaults with the pipeline's own (:data:`flows.configuration.PIPELINE_DEFAULTS`):
-    the configuration a night starts from."""
-    from flows.configuration import PIPELINE_DEFAULTS
-    from oral_core.config import ORALConfig
 
-    return ORALConfig().to_dict() | PIPELINE_DEFAULTS
 
 
 def check_demo(args) -> None:
@@ -368,6 +353,8 @@ def check_demo(args) -> None:
         overrides["epochs"], sources["epochs"] = args.epochs, f"--epochs {args.epochs}"
     if args.device:
         overrides["device"], sources["device"] = args.device, f"--device {args.device}"
-    config = check_config(overrides, sources, _pipeline_defaults())
+    from flows.configuration import pipeline_defaults
+
+    config = check_config(overrides, sources, pipeline_defaults())
     check_device(config.device, sources.get("device", "--device"),
                  remote=settings.remote_training)

@@ -22,18 +22,50 @@ from flows.params import ORALOverrides, as_overrides
 PIPELINE_DEFAULTS = {"progress": False, "known_head": "auto"}
 
 
+class ConfigError(ValueError):
+    """A configuration ORAL cannot run: ``problems`` lists each broken rule as one phrase
+    (``gamma must be in (0, 1]``); ``str(err)`` joins them on one line."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("invalid ORAL configuration: " + "; ".join(self.problems))
+
+
+def build_config(values: dict):
+    """The one place an ``ORALConfig`` is built from settings and validated (its ranges and
+    combinations, :meth:`oral_core.config.ORALConfig.validate`); the flows, the backfill and the
+    command line's option checks all come here. Raises :class:`ConfigError`."""
+    from oral_core.config import ORALConfig
+
+    try:
+        config = ORALConfig.from_dict(values)
+    except (TypeError, ValueError) as err:  # an unknown key or a value of the wrong type
+        raise ConfigError([str(err)]) from None
+    try:
+        config.validate()
+    except (TypeError, ValueError) as err:
+        text = str(err)
+        text = text.split(": ", 1)[1] if text.startswith("invalid ORAL configuration: ") else text
+        raise ConfigError([p.strip() for p in text.split("; ") if p.strip()] or [text]) from None
+    return config
+
+
+def pipeline_defaults() -> dict:
+    """ORALConfig's defaults with the pipeline's own (:data:`PIPELINE_DEFAULTS`): the settings
+    a night starts from."""
+    from oral_core.config import ORALConfig
+
+    return ORALConfig().to_dict() | PIPELINE_DEFAULTS
+
+
 def resolve_config(overrides: ORALOverrides | dict | None, device: str | None = None):
     """Pipeline defaults for ORAL (ORALConfig's, the paper's where it gives them, then
     :data:`PIPELINE_DEFAULTS`) plus ``overrides`` (an :data:`flows.params.ORALOverrides` or a
     dict of its keys)."""
-    from oral_core.config import ORALConfig
-
-    values = ORALConfig().to_dict() | PIPELINE_DEFAULTS | as_overrides(overrides)
+    values = pipeline_defaults() | as_overrides(overrides)
     if device:
         values["device"] = device
-    config = ORALConfig.from_dict(values)
-    config.validate()
-    return config
+    return build_config(values)
 
 
 def with_choice(config, device, settings, graph: str, logger):

@@ -41,11 +41,12 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
     from harness.reproduction import markdown_path, sweep, update_csv, write_markdown
 
     logger = get_run_logger()
+    from flows.configuration import build_config
+
     values = ORALConfig().to_dict() | dict(config or {}) | {"progress": False}
     if device:
         values["device"] = device
-    base = ORALConfig.from_dict(values)
-    base.validate()
+    base = build_config(values)
     results = Path(out) if out else Path("benchmarks") / "results"  # relative to the cwd
     seed_list = list(range(first_seed, first_seed + seeds))
     summaries = []
