@@ -63,7 +63,7 @@ def npz_graph(tmp_path):
 def offline(monkeypatch, tmp_path):
     """No network and no writes to ``~/.cache``: dataset downloads fail as if offline and the
     dataset cache is a temporary folder (``pytestmark = pytest.mark.usefixtures("offline")``)."""
-    from oral_core.datasets import download  # the module whose _fetch calls download_file
+    from oral_core.datasets import download  # the module whose fetch_files calls download_file
 
     def refuse(url, dest, timeout=20.0):
         raise OSError("network disabled in tests")

@@ -25,14 +25,14 @@ from pathlib import Path
 
 from ..graph import Graph
 from .common import DatasetNotFound, PathLike, canonical_name
-from .download import (_ALIASES, DATASET_FILES, RemoteFile, _fetch, _find_files,
-                       _not_found_message, default_cache_dir, default_data_dir, sha256_of,
+from .download import (DATASET_ALIASES, DATASET_FILES, RemoteFile, default_cache_dir,
+                       default_data_dir, fetch_files, find_files, not_found_message, sha256_of,
                        verify_sha256)
 from .features import auto_feature_mode, preprocess_features
 from .linqs import load_linqs
 from .mat import load_mat
 from .npz import load_npz
-from .planetoid import _planetoid_dir, load_planetoid
+from .planetoid import find_planetoid_dir, load_planetoid
 from .unpickle import RestrictedUnpickler, restricted_load
 
 __all__ = ["DATASET_FILES", "DatasetNotFound", "PathLike", "canonical_name", "RemoteFile", "RestrictedUnpickler",
@@ -85,7 +85,7 @@ def load_dataset(name_or_path: PathLike, data_dir: PathLike | None = None,
     falls back to the Planetoid pickles. Missing files are downloaded into the cache directory
     (never into ``data_dir``); if that fails :class:`DatasetNotFound` says what to do.
     """
-    key = _ALIASES.get(str(name_or_path).strip().lower())
+    key = DATASET_ALIASES.get(str(name_or_path).strip().lower())
     if key is None:
         path = Path(name_or_path).expanduser()
         if path.exists() or path.suffix or len(path.parts) > 1:
@@ -96,15 +96,15 @@ def load_dataset(name_or_path: PathLike, data_dir: PathLike | None = None,
     cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     roots = list(dict.fromkeys([data_root, cache_root]))
     files = DATASET_FILES[key]
-    paths = _find_files(files, roots)
+    paths = find_files(files, roots)
     if paths is None and key == "cora":
-        planetoid = _planetoid_dir(roots, "cora")
+        planetoid = find_planetoid_dir(roots, "cora")
         if planetoid is not None:
             return load_planetoid(planetoid, "cora")
     if paths is None:
         if not download:
-            raise DatasetNotFound(_not_found_message(key, files, roots, None, None))
-        paths = _fetch(key, files, roots, cache_root, timeout)
+            raise DatasetNotFound(not_found_message(key, files, roots, None, None))
+        paths = fetch_files(key, files, roots, cache_root, timeout)
     graph = _load_path(paths[0])
     graph.name = key
     return graph

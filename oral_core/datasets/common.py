@@ -22,8 +22,8 @@ class DatasetNotFound(FileNotFoundError):
     """The files of a dataset are neither on disk nor downloadable."""
 
 
-def _make_graph(x: np.ndarray, rows: np.ndarray, cols: np.ndarray, y: np.ndarray, name: str,
-                class_names: list[str] | None = None) -> Graph:
+def make_graph(x: np.ndarray, rows: np.ndarray, cols: np.ndarray, y: np.ndarray, name: str,
+               class_names: list[str] | None = None) -> Graph:
     """Assemble a :class:`Graph` from numpy parts (edges are symmetrised and deduplicated)."""
     n = int(x.shape[0])
     edges = torch.from_numpy(np.stack([np.asarray(rows, dtype=np.int64),
@@ -34,14 +34,14 @@ def _make_graph(x: np.ndarray, rows: np.ndarray, cols: np.ndarray, y: np.ndarray
                  name=name, class_names=class_names)
 
 
-def _dense(matrix: Any) -> np.ndarray:
+def dense_float32(matrix: Any) -> np.ndarray:
     """A dense float32 array from a scipy sparse matrix or array-like."""
     if sp.issparse(matrix):
         return np.asarray(matrix.toarray(), dtype=np.float32)
     return np.asarray(matrix, dtype=np.float32)
 
 
-def _check_edges(rows: np.ndarray, cols: np.ndarray, n: int, source: Path) -> None:
+def check_edges(rows: np.ndarray, cols: np.ndarray, n: int, source: Path) -> None:
     """Raise ``ValueError`` naming ``source`` if an edge endpoint is outside ``0..n-1``."""
     bad = (rows < 0) | (rows >= n) | (cols < 0) | (cols >= n)
     if bad.any():
@@ -50,7 +50,7 @@ def _check_edges(rows: np.ndarray, cols: np.ndarray, n: int, source: Path) -> No
                          f"e.g. {examples}")
 
 
-def _check_labels(y: np.ndarray, n: int, source: Path) -> None:
+def check_labels(y: np.ndarray, n: int, source: Path) -> None:
     """Raise ``ValueError`` naming ``source`` unless ``y`` holds ``n`` non-negative ids."""
     if y.shape != (n,):
         raise ValueError(f"{source}: expected {n} labels, found shape {tuple(y.shape)}")

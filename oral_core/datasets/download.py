@@ -2,8 +2,8 @@
 directories, downloading into the cache (never into the data directory), digest checks, and the
 message that says what to do when a dataset can be neither found nor downloaded.
 
-:func:`download_file` is looked up here by :func:`_fetch`: tests that must stay offline patch
-``oral_core.datasets.download.download_file``.
+:func:`download_file` is looked up here by :func:`fetch_files`: tests that must stay offline
+patch ``oral_core.datasets.download.download_file``.
 """
 from __future__ import annotations
 
@@ -71,9 +71,12 @@ DATASET_FILES: dict[str, tuple[RemoteFile, ...]] = {
                    "886e1d8dec043588247ef7188fe6459f2ba657b6b9211d73f255d28b42f06b0c"),
     ),
 }
-_ALIASES = {"cora": "cora", "amazonphoto": "amazonphoto", "amazon_photo": "amazonphoto",
-            "amazon-photo": "amazonphoto", "photo": "amazonphoto", "blogcatalog": "blogcatalog",
-            "blog_catalog": "blogcatalog", "blog-catalog": "blogcatalog"}
+DATASET_ALIASES = {"cora": "cora", "amazonphoto": "amazonphoto", "amazon_photo": "amazonphoto",
+                   "amazon-photo": "amazonphoto", "photo": "amazonphoto",
+                   "blogcatalog": "blogcatalog", "blog_catalog": "blogcatalog",
+                   "blog-catalog": "blogcatalog"}
+"""The dataset names :func:`~oral_core.datasets.load_dataset` accepts, mapped to their keys in
+:data:`DATASET_FILES`."""
 
 
 def default_cache_dir() -> Path:
@@ -107,7 +110,7 @@ def download_file(url: str, dest: Path, timeout: float = 20.0) -> None:
         part.unlink(missing_ok=True)
 
 
-def _find_files(files: tuple[RemoteFile, ...], roots: list[Path]) -> list[Path] | None:
+def find_files(files: tuple[RemoteFile, ...], roots: list[Path]) -> list[Path] | None:
     """The files under the first root that holds all of them, or ``None``."""
     for root in roots:
         paths = [root / f.relpath for f in files]
@@ -116,8 +119,8 @@ def _find_files(files: tuple[RemoteFile, ...], roots: list[Path]) -> list[Path] 
     return None
 
 
-def _fetch(name: str, files: tuple[RemoteFile, ...], roots: list[Path], cache_dir: Path,
-           timeout: float) -> list[Path]:
+def fetch_files(name: str, files: tuple[RemoteFile, ...], roots: list[Path], cache_dir: Path,
+                timeout: float) -> list[Path]:
     """Download missing ``files`` into ``cache_dir`` and verify their digests, or raise
     :class:`DatasetNotFound` saying what was looked for where and how to provide it."""
     paths = []
@@ -131,13 +134,13 @@ def _fetch(name: str, files: tuple[RemoteFile, ...], roots: list[Path], cache_di
                 dest.unlink(missing_ok=True)
                 raise ValueError(f"SHA-256 {actual} of the download does not match {remote.sha256}")
         except (OSError, ValueError) as err:
-            raise DatasetNotFound(_not_found_message(name, files, roots, remote, err)) from err
+            raise DatasetNotFound(not_found_message(name, files, roots, remote, err)) from err
         paths.append(dest)
     return paths
 
 
-def _not_found_message(name: str, files: tuple[RemoteFile, ...], roots: list[Path],
-                       failed: RemoteFile | None, err: Exception | None) -> str:
+def not_found_message(name: str, files: tuple[RemoteFile, ...], roots: list[Path],
+                      failed: RemoteFile | None, err: Exception | None) -> str:
     """A message naming the files looked for, the directories searched and how to fix it."""
     wanted = ", ".join(f.relpath for f in files)
     where = ", ".join(str(r) for r in roots)

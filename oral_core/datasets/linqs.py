@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..graph import Graph
-from .common import PathLike, _make_graph
+from .common import PathLike, make_graph
 
 
 def _read_table(path: Path) -> np.ndarray:
@@ -77,7 +77,7 @@ def load_linqs(content_path: PathLike, cites_path: PathLike, name: str | None = 
         raise ValueError(f"{cites_path}: {int((~known).sum())} citations refer to paper ids not in "
                          f"{content_path.name}, e.g. {unknown[:5].tolist()}")
     index = index[known]
-    graph = _make_graph(x, index[:, 1], index[:, 0], y.reshape(-1),
-                        name or content_path.stem, [str(c) for c in class_names])
+    graph = make_graph(x, index[:, 1], index[:, 0], y.reshape(-1),
+                       name or content_path.stem, [str(c) for c in class_names])
     graph.node_ids = [str(i) for i in ids]
     return graph

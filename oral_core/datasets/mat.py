@@ -8,7 +8,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from ..graph import Graph
-from .common import PathLike, _check_edges, _check_labels, _dense, _make_graph
+from .common import PathLike, check_edges, check_labels, dense_float32, make_graph
 
 
 def load_mat(path: PathLike, name: str | None = None) -> Graph:
@@ -27,10 +27,10 @@ def load_mat(path: PathLike, name: str | None = None) -> Graph:
         found = sorted(k for k in data if not k.startswith("__"))
         raise ValueError(f"{path}: missing variables {missing} (found {found})")
     adj = sp.coo_matrix(data["Network"])
-    x = _dense(data["Attributes"])
+    x = dense_float32(data["Attributes"])
     y = np.asarray(data["Label"]).reshape(-1).astype(np.int64)
     if y.size and y.min() >= 1:
         y = y - 1
-    _check_labels(y, x.shape[0], path)
-    _check_edges(adj.row, adj.col, x.shape[0], path)
-    return _make_graph(x, adj.row, adj.col, y, name or path.stem)
+    check_labels(y, x.shape[0], path)
+    check_edges(adj.row, adj.col, x.shape[0], path)
+    return make_graph(x, adj.row, adj.col, y, name or path.stem)

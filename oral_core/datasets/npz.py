@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from .common import PathLike, _check_edges, _check_labels, _dense, _make_graph
+from .common import PathLike, check_edges, check_labels, dense_float32, make_graph
 
 
 def _npz_csr(data: Any, prefix: str) -> sp.csr_matrix:
@@ -46,10 +46,11 @@ def load_npz(path: PathLike, name: str | None = None) -> Graph:
             raise ValueError(f"{path}: missing arrays {missing or ['attr_data or attr_matrix']} "
                              f"(found {sorted(data.files)})")
         adj = _npz_csr(data, "adj").tocoo()
-        x = _dense(_npz_csr(data, "attr") if "attr_data" in data.files else data["attr_matrix"])
+        x = dense_float32(_npz_csr(data, "attr") if "attr_data" in data.files
+                          else data["attr_matrix"])
         labels = np.asarray(data["labels"])
         class_names = _npz_class_names(data)
     y = labels.argmax(axis=1) if labels.ndim == 2 else labels
-    _check_labels(y, x.shape[0], path)
-    _check_edges(adj.row, adj.col, x.shape[0], path)
-    return _make_graph(x, adj.row, adj.col, y, name or path.stem, class_names)
+    check_labels(y, x.shape[0], path)
+    check_edges(adj.row, adj.col, x.shape[0], path)
+    return make_graph(x, adj.row, adj.col, y, name or path.stem, class_names)

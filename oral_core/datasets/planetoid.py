@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph
-from .common import DatasetNotFound, PathLike, _check_edges, _dense, _make_graph
+from .common import DatasetNotFound, PathLike, check_edges, dense_float32, make_graph
 from .unpickle import restricted_load
 
 
@@ -45,7 +45,7 @@ def load_planetoid(directory: PathLike, name: str) -> Graph:
              for p in ("allx", "ally", "tx", "ty", "graph")}
     index_path = _planetoid_path(directory, name, "test.index")
     test_index = np.loadtxt(index_path, dtype=np.int64, ndmin=1)
-    allx, tx = _dense(parts["allx"]), _dense(parts["tx"])
+    allx, tx = dense_float32(parts["allx"]), dense_float32(parts["tx"])
     ally, ty = np.asarray(parts["ally"]), np.asarray(parts["ty"])
     if len(tx) != len(test_index) or len(ty) != len(test_index):
         raise ValueError(f"{index_path}: {len(test_index)} test ids but tx/ty have "
@@ -56,11 +56,11 @@ def load_planetoid(directory: PathLike, name: str) -> Graph:
     x[: len(allx)], onehot[: len(ally)] = allx, ally
     x[test_index], onehot[test_index] = tx, ty
     rows, cols = _graph_dict_edges(parts["graph"], directory / f"ind.{name}.graph")
-    _check_edges(rows, cols, n, directory / f"ind.{name}.graph")
-    return _make_graph(x, rows, cols, onehot.argmax(axis=1), name)
+    check_edges(rows, cols, n, directory / f"ind.{name}.graph")
+    return make_graph(x, rows, cols, onehot.argmax(axis=1), name)
 
 
-def _planetoid_dir(roots: list[Path], name: str) -> Path | None:
+def find_planetoid_dir(roots: list[Path], name: str) -> Path | None:
     """The first ``<root>/<name>/planetoid`` directory holding the Planetoid files."""
     parts = ("allx", "ally", "tx", "ty", "graph", "test.index")
     for root in roots:

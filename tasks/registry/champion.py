@@ -26,7 +26,7 @@ from mlflow.exceptions import MlflowException
 
 from tasks.registry import store
 from tasks.registry.config import CHAMPION, TrackingConfig, model_name
-from tasks.registry.retries import _retry
+from tasks.registry.retries import call_with_retries
 from tasks.registry.runs import log_training_run
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str,
     """
     name = model_name(graph)
     c = store.client(cfg)
-    run = _retry(cfg, lambda: c.get_run(run_id), f"reading run {run_id}")
+    run = call_with_retries(cfg, lambda: c.get_run(run_id), f"reading run {run_id}")
     if val_accuracy is None:
         val_accuracy = run.data.metrics.get("val_accuracy")
     if contracts_passed is None and "contracts_passed" in run.data.tags:
@@ -68,17 +68,17 @@ def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str,
         except MlflowException as err:
             if str(err.error_code) not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
                 raise
-    _retry(cfg, ensure_model, f"creating registered model {name!r}")
+    call_with_retries(cfg, ensure_model, f"creating registered model {name!r}")
 
     def existing():
         found = c.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
         return [v for v in found if v.source == model_uri]
-    prior = _retry(cfg, existing, f"searching versions of {name!r}")
+    prior = call_with_retries(cfg, existing, f"searching versions of {name!r}")
     if prior:
         version = max(prior, key=lambda v: int(v.version))
         for key, value in version_tags.items():
             if version.tags.get(key) != value:
-                _retry(cfg, lambda key=key, value=value: c.set_model_version_tag(
+                call_with_retries(cfg, lambda key=key, value=value: c.set_model_version_tag(
                     name, version.version, key, value), "tagging the model version")
         return int(version.version)
     model_id = _model_id(model_uri)
@@ -89,7 +89,7 @@ def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str,
         with store.using(cfg):
             return c.create_model_version(name, source=model_uri, run_id=run_id,
                                           tags=version_tags, model_id=model_id)
-    version = _retry(cfg, create, f"registering a version of {name!r}")
+    version = call_with_retries(cfg, create, f"registering a version of {name!r}")
     return int(version.version)
 
 
@@ -117,7 +117,7 @@ def _champion(cfg: TrackingConfig, graph: str, c):
             if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND", "INVALID_PARAMETER_VALUE"):
                 return None
             raise
-    return _retry(cfg, get, f"reading the {CHAMPION} alias of {name!r}")
+    return call_with_retries(cfg, get, f"reading the {CHAMPION} alias of {name!r}")
 
 
 def _version_accuracy(c, mv) -> float | None:
@@ -213,10 +213,11 @@ def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contra
             promoted, reason = False, (f"val_accuracy {float(val_accuracy):.4f} is more than "
                                        f"{tolerance} below champion v{current.version} {best:.4f}")
     if promoted and (current is None or current.version != version):
-        _retry(cfg, lambda: c.set_registered_model_alias(name, CHAMPION, version),
-               f"moving the {CHAMPION} alias of {name!r}")
-    _retry(cfg, lambda: c.set_model_version_tag(name, version, "champion_decision", reason),
-           "tagging the model version")
+        call_with_retries(cfg, lambda: c.set_registered_model_alias(name, CHAMPION, version),
+                          f"moving the {CHAMPION} alias of {name!r}")
+    call_with_retries(cfg, lambda: c.set_model_version_tag(name, version, "champion_decision",
+                                                           reason),
+                      "tagging the model version")
     log.info("%s v%s: %s (%s)", name, version, "promoted" if promoted else "not promoted", reason)
     return promoted, reason
 
@@ -251,7 +252,8 @@ def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
         except Exception:  # noqa: BLE001 - no or a malformed date: not a candidate
             return None
 
-    found = [mv for mv in _retry(tracking_cfg, search, f"searching champions of {name!r}")
+    found = [mv for mv in call_with_retries(tracking_cfg, search,
+                                            f"searching champions of {name!r}")
              if (d := dated(mv)) is not None and d < day]
     if not found:
         alias = _champion(tracking_cfg, graph, client)
@@ -385,14 +387,14 @@ def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float,
     points at ``version`` now) and ``reason``."""
     name = model_name(graph)
     client = store.client(tracking_cfg)
-    mv = _retry(tracking_cfg, lambda: client.get_model_version(name, str(int(version))),
-                f"reading version {version} of {name!r}")
+    mv = call_with_retries(tracking_cfg, lambda: client.get_model_version(name, str(int(version))),
+                           f"reading version {version} of {name!r}")
     reason = (mv.tags or {}).get("champion_decision")
     if reason is None:
         promoted, reason = promote_champion(tracking_cfg, graph, version, True,
                                             float(val_accuracy), degraded=degraded)
         # what the gate decided, for the warm start of a later night (previous_champion)
-        _retry(tracking_cfg, lambda: client.set_model_version_tag(
+        call_with_retries(tracking_cfg, lambda: client.set_model_version_tag(
             name, str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower()),
             "tagging the model version")
     return {"promoted": champion_version(tracking_cfg, graph) == int(version),
@@ -413,17 +415,17 @@ def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int |
     now = champion_version(tracking_cfg, graph)
     if now == version and champion_before != version:
         if champion_before is None:
-            _retry(tracking_cfg, lambda: client.delete_registered_model_alias(
+            call_with_retries(tracking_cfg, lambda: client.delete_registered_model_alias(
                 name, CHAMPION), f"removing the {CHAMPION} alias of {name!r}")
             done.append(f"removed the {CHAMPION} alias (there was none before)")
         else:
-            _retry(tracking_cfg, lambda: client.set_registered_model_alias(
+            call_with_retries(tracking_cfg, lambda: client.set_registered_model_alias(
                 name, CHAMPION, str(champion_before)),
                 f"moving the {CHAMPION} alias of {name!r} back")
             done.append(f"moved the {CHAMPION} alias back to version {champion_before}")
     if champion_before != version:
-        mv = _retry(tracking_cfg, lambda: client.get_model_version(name, str(version)),
-                    f"reading version {version} of {name!r}")
+        mv = call_with_retries(tracking_cfg, lambda: client.get_model_version(name, str(version)),
+                               f"reading version {version} of {name!r}")
         for tag in ("champion_decision", PROMOTED_TAG):
             if tag not in (mv.tags or {}):
                 continue
@@ -434,7 +436,7 @@ def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int |
                 except MlflowException as err:  # gone meanwhile: nothing to undo
                     if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                         raise
-            _retry(tracking_cfg, drop, f"dropping tag {tag} of version {version}")
+            call_with_retries(tracking_cfg, drop, f"dropping tag {tag} of version {version}")
             done.append(f"dropped the gate's {tag} tag of version {version}")
     return "; ".join(done) or "the champion alias had not moved"
 
@@ -454,8 +456,8 @@ def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
             if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                 return []
             raise
-    return list(_retry(tracking_cfg, search,
-                       f"searching versions of {name!r} for run {oral_run_id}"))
+    return list(call_with_retries(tracking_cfg, search,
+                                  f"searching versions of {name!r} for run {oral_run_id}"))
 
 
 def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict,
@@ -480,7 +482,8 @@ def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: di
             except MlflowException as err:  # the other process dropped it already
                 if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                     raise
-        _retry(tracking_cfg, drop, f"deleting duplicate version {extra.version} of {name!r}")
+        call_with_retries(tracking_cfg, drop,
+                          f"deleting duplicate version {extra.version} of {name!r}")
         if extra.run_id and extra.run_id != keeper.run_id:
             try:  # best effort: the duplicate's MLflow run goes to the bin (mlflow gc purges it)
                 client.set_tag(extra.run_id, "oral_duplicate_of", keeper.run_id)

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from tasks.registry.values import _is_number
+from tasks.registry.values import is_number
 
 LOSS_KEYS = ("loss", "l_ce", "l_reg", "l_con")
 
@@ -36,7 +36,7 @@ def class_sizes(predictions: pa.Table | None, summary=None) -> list[tuple[str, i
     rows = summary.get("classes") if isinstance(summary, dict) else summary
     out = []
     for row in rows or []:
-        if isinstance(row, Mapping) and _is_number(row.get("size")):
+        if isinstance(row, Mapping) and is_number(row.get("size")):
             label = row.get("class_name") or row.get("class_id") or row.get("class_key") or len(out)
             out.append((str(label), int(row["size"]), bool(row.get("is_novel", False))))
     return out
@@ -56,7 +56,7 @@ def plot_loss_curves(history: Sequence[Mapping[str, Any]], path: Path) -> Path:
     fig = _figure(10, 4)
     ax_loss, ax_val = fig.subplots(1, 2)
     for key in LOSS_KEYS:
-        pts = [(r.get("epoch", i), r[key]) for i, r in enumerate(history) if _is_number(r.get(key))]
+        pts = [(r.get("epoch", i), r[key]) for i, r in enumerate(history) if is_number(r.get(key))]
         if pts:
             ax_loss.plot(*zip(*pts), label=key)
     ax_loss.set_xlabel("epoch")
@@ -64,14 +64,14 @@ def plot_loss_curves(history: Sequence[Mapping[str, Any]], path: Path) -> Path:
     if ax_loss.lines:
         ax_loss.legend()
     pts = [(r.get("epoch", i), r["val_acc"]) for i, r in enumerate(history)
-           if _is_number(r.get("val_acc"))]
+           if is_number(r.get("val_acc"))]
     if pts:
         ax_val.plot(*zip(*pts), color="tab:blue", label="val_acc")
     ax_val.set_xlabel("epoch")
     ax_val.set_ylabel("validation accuracy (known classes)")
     ax_val.set_title("model selection")
     pts = [(r.get("epoch", i), r["classes"]) for i, r in enumerate(history)
-           if _is_number(r.get("classes"))]
+           if is_number(r.get("classes"))]
     if pts:
         twin = ax_val.twinx()
         twin.step(*zip(*pts), where="post", color="tab:orange", label="classes")

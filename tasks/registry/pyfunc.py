@@ -1,4 +1,4 @@
-"""The pipeline's side of the pyfunc: how the model is logged (:func:`_log_pyfunc`: the code
+"""The pipeline's side of the pyfunc: how the model is logged (:func:`log_pyfunc`: the code
 file :mod:`tasks.registry.oral_pyfunc` as ``python_model``, ``oral_core`` as ``code_paths``, pinned
 :func:`pip_requirements`) and used in-process (:func:`assign_snapshot`, :func:`load_champion`).
 
@@ -20,7 +20,7 @@ from tasks.registry import oral_pyfunc as _pyfunc_module
 from tasks.registry.config import TrackingConfig, champion_uri
 from tasks.registry.oral_pyfunc import (
     MODEL_ARTIFACT, assign_graph, input_example, lineage_map, model_signature)
-from tasks.registry.retries import _retry
+from tasks.registry.retries import call_with_retries
 from tasks.registry.store import using
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,8 @@ PINNED_PACKAGES = ("torch", "torch-geometric", "numpy", "scipy", "igraph", "pand
 PYFUNC_CODE_FILE = Path(_pyfunc_module.__file__)
 
 
-def _log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Path,
-                model_config: Mapping[str, Any] | None = None) -> None:
+def log_pyfunc(cfg: TrackingConfig, run_id: str, model_id: str, model_path: Path,
+               model_config: Mapping[str, Any] | None = None) -> None:
     """Write ``model_path`` as an :class:`ORALPyfunc` into the logged model ``model_id`` with
     ``mlflow.pyfunc.log_model``: the code file :data:`PYFUNC_CODE_FILE` as ``python_model``
     ("models from code": nothing is pickled), the ``oral_core`` package as ``code_paths``, the
@@ -103,5 +103,5 @@ def assign_snapshot(model, snapshot_path: str | Path, run_id: str | None = None,
 def load_champion(cfg: TrackingConfig, graph: str):
     """The champion of ``graph`` as a pyfunc (``mlflow.pyfunc.load_model``)."""
     with using(cfg):
-        return _retry(cfg, lambda: mlflow.pyfunc.load_model(champion_uri(graph)),
-                      f"loading {champion_uri(graph)}")
+        return call_with_retries(cfg, lambda: mlflow.pyfunc.load_model(champion_uri(graph)),
+                                 f"loading {champion_uri(graph)}")

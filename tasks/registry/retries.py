@@ -67,19 +67,22 @@ def with_retries(fn: Callable[[], T], attempts: int = 3, base_delay: float = 1.0
             if attempt == attempts:
                 raise TrackingError(
                     f"{label} failed after {attempts} attempt(s) against tracking URI {where}: "
-                    f"{type(err).__name__}: {_short(err)}") from err
+                    f"{type(err).__name__}: {short_message(err)}") from err
             delay = min(max_delay, base_delay * 2 ** (attempt - 1))
             log.warning("%s failed (attempt %d/%d) against tracking URI %s: %s: %s; retrying in "
-                        "%.2f s", label, attempt, attempts, where, type(err).__name__, _short(err),
-                        delay)
+                        "%.2f s", label, attempt, attempts, where, type(err).__name__,
+                        short_message(err), delay)
             sleep(delay)
     raise AssertionError("unreachable")
 
 
-def _short(err: BaseException, limit: int = 500) -> str:
+def short_message(err: BaseException, limit: int = 500) -> str:
+    """The error's message on one line, cut to ``limit`` characters."""
     text = " ".join(str(err).split())
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _retry(cfg: TrackingConfig, fn: Callable[[], T], what: str) -> T:
+def call_with_retries(cfg: TrackingConfig, fn: Callable[[], T], what: str) -> T:
+    """:func:`with_retries` with the attempts, delays and tracking URI of ``cfg``; ``what``
+    names the operation in the log and in the error."""
     return with_retries(fn, cfg.attempts, cfg.base_delay, cfg.max_delay, uri=cfg.uri, what=what)

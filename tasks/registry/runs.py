@@ -19,11 +19,11 @@ from mlflow.exceptions import MlflowException
 
 from tasks.registry.config import TrackingConfig, experiment_name
 from tasks.registry.plots import class_sizes, plot_class_sizes, plot_loss_curves
-from tasks.registry.pyfunc import MODEL_NAME_IN_RUN, _log_pyfunc
-from tasks.registry.retries import TrackingError, _retry, _short
+from tasks.registry.pyfunc import MODEL_NAME_IN_RUN, log_pyfunc
+from tasks.registry.retries import TrackingError, call_with_retries, short_message
 from tasks.registry.store import client
-from tasks.registry.values import (_chunks, _flatten, _is_number, _json, _key, _now_ms,
-                                   _param_value, _tag_value)
+from tasks.registry.values import (chunked, flatten_mapping, is_number, mlflow_key, now_ms,
+                                   param_value, tag_value, to_json)
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def experiment_for(cfg: TrackingConfig, graph: str, mlflow_client=None) -> str:
                 raise
             return exp.experiment_id
 
-    return _retry(cfg, get_or_create, f"getting or creating experiment {name!r}")
+    return call_with_retries(cfg, get_or_create, f"getting or creating experiment {name!r}")
 
 
 # ----------------------------------------------------------------------------- training runs
@@ -93,7 +93,7 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
     - ``model``: an :class:`~oral_core.inference.ORALModel` or the path of a saved one; logged as
       an MLflow pyfunc (:class:`ORALPyfunc`, as code, with ``oral_core`` as ``code_paths``) with
       the ORAL model file as its artifact, an explicit signature, an input example and complete
-      pinned ``pip_requirements`` (no inference runs); see :func:`_log_pyfunc`.
+      pinned ``pip_requirements`` (no inference runs); see :func:`log_pyfunc`.
     - ``lineage``: ``{class_key: lineage_id}`` of the classes this training found (the nightly
       flow computes lineage before it registers), stored in the model's ``model_config`` as
       ``oral_lineage`` so the pyfunc outputs each node's ``lineage_id``; without it (a model
@@ -107,9 +107,9 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
     """
     from oral_core.inference import ORALModel
 
-    flat_params = _flatten(params or {})
+    flat_params = flatten_mapping(params or {})
     epoch_metrics = history_metrics(history or [])
-    final = {k: v for k, v in _flatten(metrics or {}).items() if _is_number(v)}
+    final = {k: v for k, v in flatten_mapping(metrics or {}).items() if is_number(v)}
     run_tags = {str(k): v for k, v in (tags or {}).items() if v is not None}
     run_tags.setdefault("graph", graph)
     _check_artifacts(artifacts or {})
@@ -120,25 +120,27 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
 
     c = client(cfg)
     experiment_id = experiment_for(cfg, graph, c)
-    tags_dict = {_key(k): _tag_value(k, v) for k, v in run_tags.items()}
-    run = _retry(cfg, lambda: c.create_run(experiment_id, run_name=run_name, tags=tags_dict),
-                 f"creating a run in experiment oral-{graph}")
+    tags_dict = {mlflow_key(k): tag_value(k, v) for k, v in run_tags.items()}
+    run = call_with_retries(cfg, lambda: c.create_run(experiment_id, run_name=run_name,
+                                                      tags=tags_dict),
+                            f"creating a run in experiment oral-{graph}")
     run_id = run.info.run_id
     try:
-        now = _now_ms()
-        params_list = [Param(_key(k), _param_value(k, v)) for k, v in flat_params.items()]
-        for chunk in _chunks(params_list, _MAX_PARAMS_TAGS_PER_BATCH):
-            _retry(cfg, lambda chunk=chunk: c.log_batch(run_id, params=chunk), "logging params")
+        now = now_ms()
+        params_list = [Param(mlflow_key(k), param_value(k, v)) for k, v in flat_params.items()]
+        for chunk in chunked(params_list, _MAX_PARAMS_TAGS_PER_BATCH):
+            call_with_retries(cfg, lambda chunk=chunk: c.log_batch(run_id, params=chunk),
+                              "logging params")
         with tempfile.TemporaryDirectory(prefix="oral-mlflow-") as tmp:
             tmp = Path(tmp)
             tree = tmp / "artifacts"
             write_artifacts(tree, artifacts or {}, history or [])
-            _retry(cfg, lambda: c.log_artifacts(run_id, str(tree)), "logging artifacts")
+            call_with_retries(cfg, lambda: c.log_artifacts(run_id, str(tree)), "logging artifacts")
             if isinstance(model, ORALModel):
                 model_path = model.save(tmp / "oral_model.pt")
             else:
                 model_path = Path(model)
-            logged = _retry(cfg, lambda: c.create_logged_model(
+            logged = call_with_retries(cfg, lambda: c.create_logged_model(
                 experiment_id, name=MODEL_NAME_IN_RUN, source_run_id=run_id,
                 params={p.key: p.value for p in params_list}), "creating the logged model")
             model_id = logged.model_id
@@ -148,26 +150,29 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
             if lineage:  # tonight's class_key -> lineage_id: the pyfunc outputs it per node
                 model_config["oral_lineage"] = {str(int(k)): str(v)
                                                 for k, v in lineage.items() if v is not None}
-            _retry(cfg, lambda: _log_pyfunc(cfg, run_id, model_id, model_path, model_config),
-                   "logging the pyfunc model")
+            call_with_retries(cfg, lambda: log_pyfunc(cfg, run_id, model_id, model_path,
+                                                      model_config),
+                              "logging the pyfunc model")
 
         # metrics after the model: MLflow links a run's step-0 metrics to a model logged after
         # them by logging them again, which would duplicate the first epoch in the history.
         # Final metrics carry the model id, so they show on the logged model too.
-        all_metrics = [Metric(_key(k), float(v), now, int(step)) for k, v, step in epoch_metrics]
-        all_metrics += [Metric(_key(k), float(v), now, 0, model_id=model_id)
+        all_metrics = [Metric(mlflow_key(k), float(v), now, int(step))
+                       for k, v, step in epoch_metrics]
+        all_metrics += [Metric(mlflow_key(k), float(v), now, 0, model_id=model_id)
                         for k, v in final.items()]
-        for chunk in _chunks(all_metrics, _MAX_METRICS_PER_BATCH):
-            _retry(cfg, lambda chunk=chunk: c.log_batch(run_id, metrics=chunk), "logging metrics")
-        _retry(cfg, lambda: c.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED)),
-               "finishing the run")
+        for chunk in chunked(all_metrics, _MAX_METRICS_PER_BATCH):
+            call_with_retries(cfg, lambda chunk=chunk: c.log_batch(run_id, metrics=chunk),
+                              "logging metrics")
+        finished = RunStatus.to_string(RunStatus.FINISHED)
+        call_with_retries(cfg, lambda: c.set_terminated(run_id, finished), "finishing the run")
     except BaseException as err:
         with contextlib.suppress(Exception):
             c.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
         if isinstance(err, (TrackingError, KeyboardInterrupt)) or not isinstance(err, Exception):
             raise
         raise TrackingError(f"logging run {run_id} against tracking URI {cfg.safe_uri()} failed: "
-                            f"{type(err).__name__}: {_short(err)}") from err
+                            f"{type(err).__name__}: {short_message(err)}") from err
     return run_id, f"models:/{model_id}"
 
 
@@ -178,7 +183,7 @@ def history_metrics(history: Iterable[Mapping[str, Any]]) -> list[tuple[str, flo
     for i, row in enumerate(history):
         step = int(row.get("epoch", i))
         for key, value in row.items():
-            if key == "epoch" or not _is_number(value):
+            if key == "epoch" or not is_number(value):
                 continue
             out.append((str(key), float(value), step))
     return out
@@ -225,7 +230,7 @@ def write_artifacts(root: Path, artifacts: Mapping[str, Any], history: Sequence[
         pq.write_table(predictions, root / "predictions" / "predictions.parquet")
     if summary is not None:
         (root / "summary").mkdir(exist_ok=True)
-        (root / "summary" / "class_summary.json").write_text(_json(summary))
+        (root / "summary" / "class_summary.json").write_text(to_json(summary))
         (root / "summary" / "class_summary.md").write_text(summary_markdown(summary))
     report = artifacts.get("validation_report")
     if report is not None:
@@ -241,10 +246,10 @@ def write_artifacts(root: Path, artifacts: Mapping[str, Any], history: Sequence[
                 and all(isinstance(v, (str, os.PathLike)) for v in value)):
             _copy_paths(_as_paths(value), root / "files")
         else:
-            (root / f"{safe}.json").write_text(_json(value))
+            (root / f"{safe}.json").write_text(to_json(value))
     if history:
         (root / "history").mkdir(exist_ok=True)
-        (root / "history" / "history.json").write_text(_json(list(history)))
+        (root / "history" / "history.json").write_text(to_json(list(history)))
         (root / "plots").mkdir(exist_ok=True)
         plot_loss_curves(history, root / "plots" / "loss_curves.png")
     sizes = class_sizes(predictions, summary)

@@ -18,7 +18,7 @@ from pathlib import Path
 import mlflow
 
 from tasks.registry.config import TrackingConfig
-from tasks.registry.retries import TrackingError, _retry, _short
+from tasks.registry.retries import TrackingError, call_with_retries, short_message
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def _set_aside_unused_store(cfg: TrackingConfig, err: BaseException) -> bool:
         _STORES_READY.discard(str(path))
         _dispose_cached_engines(cfg.uri)
     log.warning("the MLflow store %s could not be opened (%s) and held no runs or models: "
-                "moved it to %s; a new store is created", path, _short(err, 200), aside)
+                "moved it to %s; a new store is created", path, short_message(err, 200), aside)
     return True
 
 
@@ -194,7 +194,7 @@ def client(cfg: TrackingConfig) -> "mlflow.MlflowClient":
             c = mlflow.MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.registry)
             _open_store(c, cfg)
         return c
-    return _retry(cfg, make, "opening the MLflow store")
+    return call_with_retries(cfg, make, "opening the MLflow store")
 
 
 _URI_LOCK = threading.RLock()

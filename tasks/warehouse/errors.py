@@ -27,7 +27,7 @@ class UnknownLineage(LabelRefused, LookupError):
     """A lineage id that no published run of the graph has (``Warehouse.label_class``)."""
 
 
-def _rollback(con, err: BaseException, what: str) -> bool:
+def rollback_after_error(con, err: BaseException, what: str) -> bool:
     """Roll back after ``err`` broke a transaction; True when the rollback went through.
 
     A rollback that fails too (DuckDB already aborted the transaction after an I/O error such as

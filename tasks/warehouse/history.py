@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from .errors import WarehouseError
 from .lineage import PreviousClasses
-from .publish import _AssignmentSource
+from .publish import AssignmentSource
 from .schema import ANSWER_RUN
-from .values import _date
+from .values import as_date
 
 #: ``Warehouse.node_pairs``: the class key of a node absent from one of the two runs.
 NO_CLASS = np.iinfo(np.int64).min
@@ -62,7 +62,7 @@ class History:
                 "FROM class_lineage WHERE graph = ? AND starts_with(lineage_id, ?) "
                 "AND (CAST(? AS DATE) IS NULL OR snapshot_date < ?) "
                 "AND (CAST(? AS VARCHAR) IS NULL OR run_id <> ?)",
-                [prefix, graph, prefix, _date(before_date), _date(before_date),
+                [prefix, graph, prefix, as_date(before_date), as_date(before_date),
                  exclude_run_id, exclude_run_id]).fetchall()
             return int(found[0][0] or 0)
 
@@ -79,7 +79,7 @@ class History:
         The member lists hold one Python string per node: for small graphs and inspection.
         ``with_members=False`` leaves ``members`` empty (``{}``, to be filled before lineage);
         :func:`tasks.steps.publish` does so and takes the members from :meth:`node_pairs`."""
-        day = _date(before_date)
+        day = as_date(before_date)
         with self._reader() as con:
             if con is None:
                 return None
@@ -127,7 +127,7 @@ class History:
         arrays ``(previous_key, current_key)``: the node's class key in the published run and
         in ``assignments``, :data:`NO_CLASS` where the node is not in that run (or has a null
         class key). Row ``i`` of both arrays is one node, so ``i`` can stand for its id."""
-        source = _AssignmentSource.of(assignments, columns=("node_id", "class_key"))
+        source = AssignmentSource.of(assignments, columns=("node_id", "class_key"))
         with contextlib.ExitStack() as stack:
             con = stack.enter_context(self._connection(read_only=True))
             if not self._has_schema(con):

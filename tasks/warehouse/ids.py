@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from .errors import WarehouseError
-from .values import _date
+from .values import as_date
 
 
 def make_run_id(graph: str, snapshot_date: dt.date | str, content_hash: str,
@@ -14,7 +14,7 @@ def make_run_id(graph: str, snapshot_date: dt.date | str, content_hash: str,
     """The run id: a hash of what makes a published run (graph, snapshot date, snapshot content,
     configuration), so publishing the same run twice replaces it, while the same bytes published
     under another date (a graph that did not change overnight) are another night's run."""
-    day = _date(snapshot_date)
+    day = as_date(snapshot_date)
     if day is None:
         raise WarehouseError("a run id needs the snapshot date")
     payload = json.dumps(["run", graph, day.isoformat(), content_hash, config_hash],

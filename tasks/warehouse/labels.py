@@ -8,8 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from .errors import LabelRefused, UnknownLineage, WarehouseError, _rollback
-from .values import _timestamp
+from .errors import LabelRefused, UnknownLineage, WarehouseError, rollback_after_error
+from .values import as_timestamp
 
 
 class Labels:
@@ -36,7 +36,7 @@ class Labels:
             raise LabelRefused("a label needs who gave it (labelled_by): got an empty one")
         if self._held is None and not Path(self.path).exists():
             raise WarehouseError(f"no warehouse at {self.path}: nothing has been published yet")
-        at = _timestamp(at) or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        at = as_timestamp(at) or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         with self._connection() as con:
             self._ensure_schema(con)
             con.execute("BEGIN TRANSACTION")
@@ -60,6 +60,6 @@ class Labels:
                 self._insert_row(con, "class_labels", row)
                 con.execute("COMMIT")
             except BaseException as err:
-                _rollback(con, err, f"labelling {lineage_id!r}")
+                rollback_after_error(con, err, f"labelling {lineage_id!r}")
                 raise
         return row | {"previous": previous[0][0] if previous else None}

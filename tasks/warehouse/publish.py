@@ -34,11 +34,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import WarehouseError, _rollback
+from .errors import WarehouseError, rollback_after_error
 from .ids import make_run_id, make_training_id
 from .schema import (ASSIGNMENT_COLUMNS, CLASS_SCHEMA, LINEAGE_SCHEMA, RUN_COLUMNS,
                      SNAPSHOT_COLUMNS)
-from .values import _date, _scores, _string_list, _timestamp, _top_features, _utcnow, _value
+from .values import (as_date, as_scalar, as_scores, as_string_list, as_timestamp, as_top_features,
+                     utc_now)
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class Publishing:
         run_id = run_row["run_id"]
         snap_row = self._snapshot_row(run_row, snapshot) if snapshot is not None else None
         class_table = self._class_table(classes)
-        source = _AssignmentSource.of(assignments)
+        source = AssignmentSource.of(assignments)
         lineage_table = self._lineage_table(lineage_rows)
         self._check_lineage(class_table, lineage_table)
         with self._connection() as con, contextlib.ExitStack() as registered:
@@ -107,7 +108,7 @@ class Publishing:
                 self._insert_lineage(con, run_row)
                 con.execute("COMMIT")
             except BaseException as err:
-                if _rollback(con, err, f"publishing run {run_id}"):
+                if rollback_after_error(con, err, f"publishing run {run_id}"):
                     log.error("publishing run %s of %r failed; rolled back", run_id, run_row["graph"])
                 raise
         log.info("published run %s of %r (%s): %d nodes, %d classes, %d lineage rows", run_id,
@@ -123,26 +124,26 @@ class Publishing:
         for key in ("graph", "snapshot_date", "content_hash", "config_hash"):
             if run.get(key) in (None, ""):
                 raise WarehouseError(f"run field {key!r} is required")
-        row = {key: _value(run.get(key)) for key in RUN_COLUMNS}
+        row = {key: as_scalar(run.get(key)) for key in RUN_COLUMNS}
         for key in ("graph", "content_hash", "config_hash", "code_version", "prefect_flow_run_id",
                     "mlflow_run_id", "model_name", "model_version", "device", "run_id",
                     "start_mode", "start_reason", "warm_from_run_id", "warm_from_version",
                     "gate_status", "gate_reason"):
             row[key] = None if row[key] is None else str(row[key])
-        row["snapshot_date"] = _date(run["snapshot_date"])
+        row["snapshot_date"] = as_date(run["snapshot_date"])
         expected = make_run_id(row["graph"], row["snapshot_date"], row["content_hash"],
                                row["config_hash"])
         if row["run_id"] is not None and row["run_id"] != expected:
             raise WarehouseError(f"run_id {row['run_id']!r} is not the hash of graph, snapshot "
                                  f"date, content hash and configuration hash ({expected!r})")
         row["run_id"] = expected
-        row["published_at"] = _timestamp(run.get("published_at")) or _utcnow()
+        row["published_at"] = as_timestamp(run.get("published_at")) or utc_now()
         scores = run.get("scores")
         if isinstance(scores, Mapping):
             for part in ("all", "known", "novel"):
                 if row[f"acc_{part}"] is None and scores.get(part) is not None:
-                    row[f"acc_{part}"] = _value(scores[part])
-        row["scores"] = _scores(scores)
+                    row[f"acc_{part}"] = as_scalar(scores[part])
+        row["scores"] = as_scores(scores)
         return row
 
     @staticmethod
@@ -151,14 +152,14 @@ class Publishing:
         if extra:
             raise WarehouseError(f"unknown snapshot fields {sorted(extra)}; the snapshots table "
                                  f"has {SNAPSHOT_COLUMNS}")
-        row = {key: _value(snapshot.get(key)) for key in SNAPSHOT_COLUMNS}
+        row = {key: as_scalar(snapshot.get(key)) for key in SNAPSHOT_COLUMNS}
         for key in ("graph", "snapshot_date", "content_hash"):
-            given = _date(row[key]) if key == "snapshot_date" else row[key]
+            given = as_date(row[key]) if key == "snapshot_date" else row[key]
             if given is not None and given != run_row[key]:
                 raise WarehouseError(f"snapshot {key} {given!r} differs from the run's {run_row[key]!r}")
             row[key] = run_row[key]
         row["path"] = None if row["path"] is None else str(row["path"])
-        row["validated_at"] = _timestamp(snapshot.get("validated_at"))
+        row["validated_at"] = as_timestamp(snapshot.get("validated_at"))
         return row
 
     @staticmethod
@@ -180,11 +181,11 @@ class Publishing:
             for name in CLASS_SCHEMA.names:
                 value = row.get(name)
                 if name == "top_features":
-                    value = _top_features(value, f"class {row.get('class_key')} top_features")
+                    value = as_top_features(value, f"class {row.get('class_key')} top_features")
                 elif name == "exemplars":
-                    value = _string_list(value, f"class {row.get('class_key')} exemplars")
+                    value = as_string_list(value, f"class {row.get('class_key')} exemplars")
                 else:
-                    value = _value(value)
+                    value = as_scalar(value)
                 cols[name].append(value)
         table = pa.table(cols, schema=CLASS_SCHEMA)
         if pc.count_distinct(table["class_key"]).as_py() != table.num_rows:
@@ -201,11 +202,12 @@ class Publishing:
             for name in LINEAGE_SCHEMA.names:
                 value = row.get(name)
                 if name == "parents":
-                    value = _string_list(value or [], f"lineage row {row.get('lineage_id')} parents")
+                    value = as_string_list(value or [],
+                                           f"lineage row {row.get('lineage_id')} parents")
                 elif name in ("first_seen", "last_seen"):
-                    value = _date(value)
+                    value = as_date(value)
                 else:
-                    value = _value(value)
+                    value = as_scalar(value)
                 cols[name].append(value)
         return pa.table(cols, schema=LINEAGE_SCHEMA)
 
@@ -248,7 +250,7 @@ class Publishing:
                     f"SELECT ?, {', '.join(CLASS_SCHEMA.names)} FROM _oral_classes", [run_id])
 
     @staticmethod
-    def _insert_assignments(con, run_id: str, source: "_AssignmentSource") -> int:
+    def _insert_assignments(con, run_id: str, source: "AssignmentSource") -> int:
         """One streaming ``INSERT ... SELECT`` from the source, joined to this run's classes (in
         the open transaction), then the checks in SQL: a row lost to the join (null node id, or
         a class key without a classes row) or a node id inserted twice raises
@@ -286,7 +288,7 @@ class Publishing:
                     [run_row["graph"], run_row["run_id"], run_row["snapshot_date"]])
 
 
-class _AssignmentSource:
+class AssignmentSource:
     """Per-node assignment rows for DuckDB to stream, registered on a connection as the
     temporary view ``_oral_assignments``: a Parquet file as DuckDB's own ``read_parquet``
     relation (row group by row group; the path is passed as a value, never inside SQL text),
@@ -300,7 +302,7 @@ class _AssignmentSource:
         self.table, self.path, self.num_rows = table, path, num_rows
 
     @classmethod
-    def of(cls, assignments, columns: Iterable[str] = ASSIGNMENT_COLUMNS) -> "_AssignmentSource":
+    def of(cls, assignments, columns: Iterable[str] = ASSIGNMENT_COLUMNS) -> "AssignmentSource":
         """Check the columns (from the Parquet footer alone for a file) and count the rows."""
         if isinstance(assignments, (pa.Table, pa.RecordBatch)):
             table = pa.Table.from_batches([assignments]) if isinstance(

@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from .analyst import Analyst
-from .errors import WarehouseError, WarehouseLocked, _rollback
+from .errors import WarehouseError, WarehouseLocked, rollback_after_error
 from .history import History
 from .labels import Labels
 from .publish import Publishing
@@ -209,7 +209,7 @@ class Warehouse(Publishing, History, Labels, Analyst):
                 con.execute(ddl)
             con.execute("COMMIT")
         except BaseException as err:
-            _rollback(con, err, f"setting up the schema of {self.path}")
+            rollback_after_error(con, err, f"setting up the schema of {self.path}")
             raise
         return SCHEMA_VERSION
 

@@ -17,7 +17,8 @@ import numpy as np
 from .errors import WarehouseError
 
 
-def _date(value) -> dt.date | None:
+def as_date(value) -> dt.date | None:
+    """A date from a date, a datetime (its date) or ISO text; None stays None."""
     if value is None:
         return None
     if isinstance(value, dt.datetime):
@@ -27,7 +28,7 @@ def _date(value) -> dt.date | None:
     return dt.date.fromisoformat(str(value))
 
 
-def _timestamp(value) -> dt.datetime | None:
+def as_timestamp(value) -> dt.datetime | None:
     """A naive UTC timestamp (aware values are converted to UTC)."""
     if value is None:
         return None
@@ -40,7 +41,8 @@ def _timestamp(value) -> dt.datetime | None:
     return value
 
 
-def _utcnow() -> dt.datetime:
+def utc_now() -> dt.datetime:
+    """The current time as a naive UTC timestamp, to the second."""
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
@@ -56,7 +58,7 @@ def _parsed(value, what: str):
 
 def _number(value, what: str) -> float | None:
     """A float (NaN and infinities as None); anything but a number is refused."""
-    value = _value(value)
+    value = as_scalar(value)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -64,7 +66,7 @@ def _number(value, what: str) -> float | None:
     return float(value)
 
 
-def _string_list(value, what: str) -> list[str] | None:
+def as_string_list(value, what: str) -> list[str] | None:
     """A list of strings (``VARCHAR[]``): node ids, lineage ids; None stays None."""
     value = _parsed(value, what)
     if value is None:
@@ -75,7 +77,7 @@ def _string_list(value, what: str) -> list[str] | None:
         raise WarehouseError(f"{what}: expected a list, got {type(value).__name__}")
     out = []
     for item in value:
-        item = _value(item)
+        item = as_scalar(item)
         if item is None or isinstance(item, (Mapping, list, tuple)):
             raise WarehouseError(f"{what}: expected plain values, got {item!r}")
         out.append(str(item))
@@ -88,7 +90,7 @@ def _string_list(value, what: str) -> list[str] | None:
 _FEATURE_KEYS = {"name", "feature", "lift", "class_mean", "index"}
 
 
-def _top_features(value, what: str) -> list[dict] | None:
+def as_top_features(value, what: str) -> list[dict] | None:
     """``top_features`` as a list of ``{name, lift, class_mean}`` (``TOP_FEATURE``)."""
     value = _parsed(value, what)
     if value is None:
@@ -112,7 +114,7 @@ def _top_features(value, what: str) -> list[dict] | None:
     return out
 
 
-def _scores(value) -> dict[str, float | None] | None:
+def as_scores(value) -> dict[str, float | None] | None:
     """``scores`` as a ``MAP(VARCHAR, DOUBLE)``: a mapping of names to numbers."""
     value = _parsed(value, "run field 'scores'")
     if value is None:
@@ -123,7 +125,7 @@ def _scores(value) -> dict[str, float | None] | None:
     return {str(k): _number(v, f"run field 'scores' entry {k!r}") for k, v in value.items()}
 
 
-def _value(value):
+def as_scalar(value):
     """A scalar for a bound parameter: numpy scalars as Python ones, NaN and infinities as NULL."""
     if isinstance(value, np.generic):
         value = value.item()

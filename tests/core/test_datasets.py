@@ -14,7 +14,7 @@ import scipy.io
 import scipy.sparse as sp
 import torch
 
-from oral_core.datasets import download  # the module whose _fetch calls download_file
+from oral_core.datasets import download  # the module whose fetch_files calls download_file
 from oral_core.datasets import (DatasetNotFound, load_dataset, load_linqs, load_mat, load_npz,
                                 load_planetoid, preprocess_features, restricted_load,
                                 verify_sha256)
