@@ -17,7 +17,6 @@ import datetime as dt
 import json
 import re
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from data_contracts.measures import (as_float32, bad_feature_rows, comparable_ids, hidden_labels,
+                                     id_kind, plain_column, visible_label)
 from data_contracts.report import Finding, ValidationReport
 from data_contracts.snapshots import (EDGES, FEATURE_NAMES_KEY, NODES, PARTITION, TRUTH,
                                       SnapshotError, SnapshotFiles, parse_date, parse_parquet,
@@ -46,25 +47,9 @@ class ContractViolation(SnapshotError):
 
 
 # ---------------------------------------------------------------------------------- types
-def _kind(t: pa.DataType) -> str | None:
-    """``"string"`` or ``"integer"`` for an id-like type (dictionaries by their values)."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t):
-        return "string"
-    if pa.types.is_integer(t):
-        return "integer"
-    return None
-
-
-def _is_string_view(t: pa.DataType) -> bool:
-    check = getattr(pa.types, "is_string_view", None)
-    return bool(check and check(t))
-
-
 def _is_text(t: pa.DataType) -> bool:
     """A label type: strings (or dictionaries of strings), or all-null."""
-    return pa.types.is_null(t) or _kind(t) == "string"
+    return pa.types.is_null(t) or id_kind(t) == "string"
 
 
 def _is_numeric_type(t: pa.DataType) -> bool:
@@ -74,27 +59,6 @@ def _is_numeric_type(t: pa.DataType) -> bool:
 def _is_feature_list(t: pa.DataType) -> bool:
     return ((pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t))
             and _is_numeric_type(t.value_type))
-
-
-def _plain(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Dictionary-encoded columns decoded to their value type; null-typed columns as strings."""
-    if pa.types.is_dictionary(col.type):
-        return col.cast(col.type.value_type)
-    if pa.types.is_null(col.type) or _is_string_view(col.type):
-        return col.cast(pa.string())
-    return col
-
-
-def _common(a: pa.ChunkedArray, b: pa.ChunkedArray) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-    """Two id columns of one kind cast to one type (int64 for integers, else string)."""
-    if a.type == b.type:
-        return a, b
-    if _kind(a.type) == "integer" and _kind(b.type) == "integer":
-        try:
-            return a.cast(pa.int64()), b.cast(pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # uint64 beyond int64
-            pass
-    return a.cast(pa.string()), b.cast(pa.string())
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -235,7 +199,7 @@ class _Checker:
 
     def ids(self, file: str, table: pa.Table, column: str = "node_id") -> pa.ChunkedArray:
         """Null and uniqueness checks of an id column; returns the decoded column."""
-        ids = _plain(table.column(column))
+        ids = plain_column(table.column(column))
         nulls = ids.null_count
         self.observe(file, "node_id_not_null", nulls, f"{nulls} row(s) have a null {column}",
                      nulls, [{"row": r} for r in _first_rows(pc.is_null(ids), self.k)]
@@ -261,7 +225,7 @@ class _Checker:
         """Checks of nodes.parquet; returns what the other files' checks need."""
         cols = self.required(NODES, nodes, NODE_COLUMNS)
         problems = []
-        if "node_id" in cols and _kind(nodes.schema.field("node_id").type) is None:
+        if "node_id" in cols and id_kind(nodes.schema.field("node_id").type) is None:
             problems.append(_type_problem("node_id", nodes.schema.field("node_id").type,
                                           "string or integer"))
         if "features" in cols and not _is_feature_list(nodes.schema.field("features").type):
@@ -327,7 +291,7 @@ class _Checker:
         found = {"nonfinite": [0, []], "float32_overflow": [0, []]}
         offset = 0
         for chunk in col.chunks:
-            for problem, (n_bad, rows) in _bad_value_rows(chunk, k).items():
+            for problem, (n_bad, rows) in bad_feature_rows(chunk, k).items():
                 found[problem][0] += n_bad
                 room = k - len(found[problem][1])
                 found[problem][1].extend({"row": row + offset, "position": position,
@@ -370,7 +334,7 @@ class _Checker:
                          [{"metadata": FEATURE_NAMES_KEY.decode(), "problem": problem}])
 
     def labels(self, nodes: pa.Table) -> pa.ChunkedArray:
-        labels = _plain(nodes.column("label"))
+        labels = plain_column(nodes.column("label"))
         k = self.k
         ident = ["node_id", "label"]
         n = len(labels)
@@ -406,59 +370,29 @@ class _Checker:
         label once those are removed (``"a"`` and ``"a "``: two known classes). Warnings: the
         data may mean them, but a reader cannot see the difference."""
         k = self.k
-        hidden = pc.or_(pc.not_equal(pc.utf8_trim_whitespace(labels), labels),
-                        pc.match_substring_regex(labels, _HIDDEN_RE2))
-        n_hidden = _sum(hidden)
+        found = hidden_labels(labels, k)
+        n_hidden = found.rows
         examples = []
         if n_hidden:
-            examples = [{**r, "visible": _visible(r["label"])}
-                        for r in _rows(nodes, _first_rows(hidden, k), ["node_id", "label"])]
+            examples = [{**r, "visible": visible_label(r["label"])}
+                        for r in _rows(nodes, _first_rows(found.mask, k), ["node_id", "label"])]
         self.observe(NODES, "label_hidden_characters", n_hidden,
                      f"{n_hidden} row(s) have a label with leading or trailing whitespace or an "
                      "invisible character (zero-width, control, format or unusual space "
                      "characters; spelled out under 'visible')", n_hidden, examples)
-        # collisions: only a label that changes when cleaned can collide with another, so the
-        # Python work is over the distinct hidden-character labels, not the rows
-        groups: dict[str, list[str]] = {}
-        if n_hidden:
-            odd = pc.unique(labels.filter(hidden.fill_null(False))).to_pylist()
-            cleaned = {label: _clean_label(label) for label in odd}
-            distinct = pc.unique(labels.drop_null())
-            present = pc.is_in(pa.array(list(cleaned.values()), pa.string()),
-                               value_set=distinct.cast(pa.string())).to_pylist()
-            for (label, key), known in zip(cleaned.items(), present):
-                members = groups.setdefault(key, [key] if known else [])
-                members.append(label)
-            groups = {key: sorted(m) for key, m in groups.items() if len(m) > 1}
-        n_rows, examples = 0, []
-        if groups:
-            members = pa.array([m for key in sorted(groups) for m in groups[key]], pa.string())
-            where = pc.index_in(labels, value_set=members.cast(labels.type)).fill_null(-1)
-            where = where.to_numpy(zero_copy_only=False) if isinstance(where, pa.Array) else \
-                np.concatenate([c.to_numpy(zero_copy_only=False) for c in where.chunks] or
-                               [np.zeros(0, np.int64)])
-            n_rows = int((where >= 0).sum())
-            sizes = np.bincount(where[where >= 0], minlength=len(members))
-            seen, first = np.unique(where, return_index=True)
-            first_row = dict(zip(seen.tolist(), first.tolist()))
-            index = {m: i for i, m in enumerate(members.to_pylist())}
-            for key in sorted(groups)[:k]:
-                shown = groups[key][:k]
-                examples.append({"stripped": key, "labels": [_visible(m) for m in shown],
-                                 "labelled_nodes": [int(sizes[index[m]]) for m in shown],
-                                 "first_rows": [first_row[index[m]] for m in shown]})
+        groups, n_rows = found.groups, found.colliding_rows
         n_labels = sum(len(m) for m in groups.values())
         self.observe(NODES, "labels_distinct_after_stripping", n_rows,
                      f"{n_labels} labels are {len(groups)} class(es) once surrounding whitespace "
                      f"and invisible characters are removed, yet count as {n_labels} known "
-                     f"classes ({n_rows} labelled row(s))", n_rows, examples)
+                     f"classes ({n_rows} labelled row(s))", n_rows, found.collisions)
 
     # ------------------------------------------------------------------------------ edges
     def edges(self, edges: pa.Table, node_ids: pa.ChunkedArray | None) -> None:
         cols = self.required(EDGES, edges, EDGE_COLUMNS)
         problems = [_type_problem(c, edges.schema.field(c).type, "string or integer")
                     for c in EDGE_COLUMNS
-                    if c in cols and _kind(edges.schema.field(c).type) is None]
+                    if c in cols and id_kind(edges.schema.field(c).type) is None]
         has_weight = "weight" in cols
         if has_weight and not _is_numeric_type(edges.schema.field("weight").type):
             problems.append(_type_problem("weight", edges.schema.field("weight").type,
@@ -479,7 +413,7 @@ class _Checker:
             if pa.types.is_floating(w.type) and w.type.bit_width > 32:
                 # as the float32 training holds: 1e300 becomes inf, 1e-50 becomes 0
                 as32 = pa.chunked_array(
-                    [pa.array(_as_float32(c.to_numpy(zero_copy_only=False))) for c in w.chunks],
+                    [pa.array(as_float32(c.to_numpy(zero_copy_only=False))) for c in w.chunks],
                     pa.float32())
                 wrong = pc.or_(wrong, pc.or_(pc.invert(pc.is_finite(as32)),
                                              pc.less_equal(as32, 0)))
@@ -490,15 +424,15 @@ class _Checker:
                          n_wrong, _rows(edges, _first_rows(wrong, k), show) if n_wrong else [])
         if not all(c in cols and c not in bad for c in EDGE_COLUMNS) or m == 0:
             return
-        src, dst = _plain(edges.column("src")), _plain(edges.column("dst"))
+        src, dst = plain_column(edges.column("src")), plain_column(edges.column("dst"))
         nulls = pc.or_(pc.is_null(src), pc.is_null(dst))
         n_null = _sum(nulls) if (src.null_count or dst.null_count) else 0
         self.observe(EDGES, "edge_endpoints_not_null", n_null,
                      f"{n_null} edge(s) have a null src or dst", n_null,
                      _rows(edges, _first_rows(nulls, k), show) if n_null else [])
-        same_kind = _kind(src.type) == _kind(dst.type)
+        same_kind = id_kind(src.type) == id_kind(dst.type)
         if same_kind:
-            a, b = _common(src, dst)
+            a, b = comparable_ids(src, dst)
             loops = pc.equal(a, b)
             n_loops = _sum(loops)
             self.observe(EDGES, "no_self_loops", n_loops,
@@ -516,10 +450,10 @@ class _Checker:
                          f"{n_dup} edge row(s) repeat an earlier (src, dst) pair", n_dup, examples)
         if node_ids is None:
             return
-        node_kind = _kind(node_ids.type)
+        node_kind = id_kind(node_ids.type)
         mismatch = [_type_problem(c, col.type, f"{node_kind} ids like nodes.parquet node_id "
                                   f"({node_ids.type})")
-                    for c, col in (("src", src), ("dst", dst)) if _kind(col.type) != node_kind]
+                    for c, col in (("src", src), ("dst", dst)) if id_kind(col.type) != node_kind]
         self.observe(EDGES, "endpoint_type_matches_node_id", len(mismatch),
                      "; ".join(f"column {p['column']} is {p['type']}, expected {p['expected']}"
                                for p in mismatch), len(mismatch), mismatch)
@@ -528,7 +462,7 @@ class _Checker:
         known = node_ids.drop_null()
         unknown, value_sets = None, {}
         for col in (src, dst):
-            c, ref = _common(col, known)
+            c, ref = comparable_ids(col, known)
             if ref.type not in value_sets:
                 value_sets[ref.type] = ref.combine_chunks()
             miss = pc.and_(pc.invert(pc.is_in(c, value_set=value_sets[ref.type])), pc.is_valid(c))
@@ -545,8 +479,8 @@ class _Checker:
         problems = []
         if "node_id" in cols:
             t = truth.schema.field("node_id").type
-            want = _kind(node_ids.type) if node_ids is not None else None
-            if _kind(t) is None or (want is not None and _kind(t) != want):
+            want = id_kind(node_ids.type) if node_ids is not None else None
+            if id_kind(t) is None or (want is not None and id_kind(t) != want):
                 problems.append(_type_problem("node_id", t, f"{want or 'string or integer'} ids "
                                               "like nodes.parquet node_id"))
         if "true_label" in cols and not _is_text(truth.schema.field("true_label").type):
@@ -559,7 +493,7 @@ class _Checker:
         ok = lambda c: c in cols and c not in bad  # noqa: E731
         ids = self.ids(TRUTH, truth) if ok("node_id") else None
         if ok("true_label"):
-            true = _plain(truth.column("true_label"))
+            true = plain_column(truth.column("true_label"))
             n_null = true.null_count
             self.observe(TRUTH, "true_label_not_null", n_null,
                          f"{n_null} truth row(s) have no true label", n_null,
@@ -567,7 +501,7 @@ class _Checker:
                          if n_null else [])
         if ids is None or node_ids is None:
             return
-        t_ids, n_ids = _common(ids, node_ids)
+        t_ids, n_ids = comparable_ids(ids, node_ids)
         unknown = pc.and_(pc.invert(pc.is_in(t_ids, value_set=n_ids.drop_null().combine_chunks())),
                           pc.is_valid(t_ids))
         n_unknown = _sum(unknown)
@@ -589,7 +523,8 @@ class _Checker:
         if labels is None or not ok("true_label"):
             return
         labelled = pa.table({"node_id": n_ids, "label": labels}).filter(pc.is_valid(labels))
-        scored = pa.table({"node_id": t_ids, "true_label": _plain(truth.column("true_label"))})
+        scored = pa.table({"node_id": t_ids,
+                           "true_label": plain_column(truth.column("true_label"))})
         joined = labelled.join(scored, "node_id", join_type="inner")
         differ = pc.not_equal(joined.column("label"), joined.column("true_label"))
         n_differ = _sum(differ)
@@ -601,93 +536,9 @@ class _Checker:
                      n_differ, examples)
 
 
-#: Characters a reader cannot see in a label, as an RE2 class: format characters (zero-width
-#: space and joiners, byte-order mark, direction marks), control characters (tab, newline...),
-#: line and paragraph separators, every space but U+0020 (no-break, ideographic...), and letters
-#: that render blank (Hangul fillers, the blank Braille pattern).
-_HIDDEN_RE2 = (r"[\p{Cf}\p{Cc}\p{Zl}\p{Zp}\x{115F}\x{1160}\x{3164}\x{FFA0}\x{2800}]"
-               r"|[^\PZ ]")
-_BLANK_LETTERS = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
-
-
-def _hidden(c: str) -> bool:
-    """Whether one character is one of :data:`_HIDDEN_RE2`'s (unusual spaces included)."""
-    cat = unicodedata.category(c)
-    return (cat in ("Cf", "Cc", "Zl", "Zp") or (cat == "Zs" and c != " ")
-            or c in _BLANK_LETTERS)
-
-
-def _visible(label: str | None) -> str | None:
-    """A label quoted, its hidden characters spelled ``\\uXXXX``: ``'a\\u200b'``, ``'a '``."""
-    if label is None:
-        return None
-    return "'" + "".join(f"\\u{ord(c):04x}" if _hidden(c) else c for c in label) + "'"
-
-
-def _clean_label(label: str) -> str:
-    """A label without its invisible characters, any white space (tab, no-break space...) as a
-    plain space, stripped."""
-    return "".join(" " if c.isspace() else c for c in label
-                   if c.isspace() or not _hidden(c)).strip()
-
-
 #: The largest finite float32: features (and edge weights) are trained as float32, and a wider
 #: value beyond it (a float64 1e300) becomes infinite in the cast.
 F32_MAX = float(np.finfo(np.float32).max)
-
-
-def _as_float32(values: np.ndarray) -> np.ndarray:
-    """``values`` as the float32 training will hold (overflow to +-inf, no warning)."""
-    if values.dtype == np.float32:
-        return values
-    with np.errstate(over="ignore", invalid="ignore"):
-        return values.astype(np.float32)
-
-
-def _bad_value_rows(chunk: pa.Array, k: int) -> dict[str, tuple[int, list[tuple]]]:
-    """Rows of one feature chunk holding a bad value, per problem: ``"nonfinite"`` (a NaN,
-    infinite or null value) and ``"float32_overflow"`` (finite as stored, infinite as float32).
-    Each gives the number of rows and up to ``k`` of them as ``(row, position in the list,
-    value)``. One vectorised pass over the values; row numbers come from cumulative list
-    lengths, never from a Python loop over rows."""
-    out: dict = {"nonfinite": (0, []), "float32_overflow": (0, [])}
-    if chunk.null_count:  # null lists are reported by features_not_null; check the others
-        valid = np.flatnonzero(chunk.is_valid().to_numpy(zero_copy_only=False))
-        chunk = chunk.filter(chunk.is_valid())
-    else:
-        valid = None
-    values = chunk.flatten()
-    if pa.types.is_integer(values.type) and not values.null_count:
-        return out  # every integer a list can hold (int64 < 1e19) is finite as float32
-    v = values.to_numpy(zero_copy_only=False)  # nulls become NaN
-    finite = np.isfinite(v)
-    masks = {"nonfinite": ~finite}
-    if v.dtype.itemsize > 4 and pa.types.is_floating(values.type):
-        masks["float32_overflow"] = finite & ~np.isfinite(_as_float32(v))
-    lengths = offsets = None
-    for problem, bad in masks.items():
-        if not bad.any():
-            continue
-        if lengths is None:
-            lengths = pc.list_value_length(chunk).to_numpy(zero_copy_only=False).astype(np.int64)
-            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-        width = int(lengths[0]) if len(lengths) else 0
-        if width and (lengths == width).all():
-            per_row = bad.reshape(len(lengths), width).any(axis=1)
-        else:
-            running = np.zeros(len(bad) + 1, dtype=np.int64)
-            np.cumsum(bad, out=running[1:])
-            per_row = (running[offsets[1:]] - running[offsets[:-1]]) > 0
-        rows = np.flatnonzero(per_row)
-        examples = []
-        for r in rows[:k].tolist():
-            start = int(offsets[r])
-            pos = int(np.argmax(bad[start:int(offsets[r + 1])]))
-            value = values[start + pos].as_py()
-            examples.append((int(valid[r]) if valid is not None else r, pos, value))
-        out[problem] = (int(len(rows)), examples)
-    return out
 
 
 # ---------------------------------------------------------------------------------- entry
@@ -793,15 +644,15 @@ def _evaluate(check: _Checker, folder: Path, date, last_processed, tables: dict,
         counts[{NODES: "nodes", EDGES: "edges", TRUTH: "truth_rows"}[name]] = table.num_rows
         if name == NODES:
             if "node_id" in facts["present"]:
-                refs[NODES_REF] = _plain(table.column("node_id"))
-                kind = _kind(table.schema.field("node_id").type)
+                refs[NODES_REF] = plain_column(table.column("node_id"))
+                kind = id_kind(table.schema.field("node_id").type)
                 node_kinds = [kind] if kind else node_kinds
             if "label" in facts["present"]:
                 refs[LABELS_REF] = table.column("label")
                 facts["nonempty_labels"] = table.column("label").null_count < table.num_rows
         if name == EDGES and {"src", "dst"} <= facts["present"]:
-            facts["same_kind"] = (_kind(table.schema.field("src").type)
-                                  == _kind(table.schema.field("dst").type))
+            facts["same_kind"] = (id_kind(table.schema.field("src").type)
+                                  == id_kind(table.schema.field("dst").type))
     parameters = {"min_labels_per_class": config.min_labels_per_class,
                   "min_known_classes": config.min_known_classes,
                   "max_feature_width": config.max_feature_width,
@@ -837,7 +688,7 @@ def _evaluate(check: _Checker, folder: Path, date, last_processed, tables: dict,
                 if names.value > 0:
                     failed[(NODES, "feature_names_match")] = []
         if "label" in usable:
-            labels = _plain(nodes.column("label"))
+            labels = plain_column(nodes.column("label"))
             unlabelled = labels.null_count
             counts.update(labelled=nodes.num_rows - unlabelled, unlabelled=unlabelled,
                           classes=int(pc.count_distinct(labels, mode="only_valid").as_py()))
@@ -845,8 +696,8 @@ def _evaluate(check: _Checker, folder: Path, date, last_processed, tables: dict,
     explained: set = set()
     node_ids = labels = None
     if nodes is not None and gates[NODES].get("rows") and "node_id" in usable:
-        node_ids = _plain(nodes.column("node_id"))
-        labels = _plain(nodes.column("label")) if "label" in usable else None
+        node_ids = plain_column(nodes.column("node_id"))
+        labels = plain_column(nodes.column("label")) if "label" in usable else None
     for file, rule in list(failed):
         if file in explained or file == FOLDER or tables.get(file) is None:
             continue

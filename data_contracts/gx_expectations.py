@@ -52,6 +52,8 @@ from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 
+from data_contracts.measures import bad_feature_rows, comparable_ids, hidden_labels, plain_column
+
 _REFERENCES: contextvars.ContextVar[dict] = contextvars.ContextVar("oral_gx_references",
                                                                    default={})
 
@@ -131,9 +133,7 @@ def _column(df: pd.DataFrame, name: str) -> pa.ChunkedArray:
 
 
 def _common(a: pa.ChunkedArray, b: pa.ChunkedArray):
-    from data_contracts.contracts import _common as common, _plain
-
-    return common(_plain(a), _plain(b))
+    return comparable_ids(plain_column(a), plain_column(b))
 
 
 # ---------------------------------------------------------------------------------- metrics
@@ -168,8 +168,6 @@ class FeatureListStats(_Metric):
 
     @classmethod
     def compute(cls, df, column):
-        from data_contracts.contracts import _bad_value_rows
-
         col = _column(df, column)
         lengths = pc.list_value_length(col)
         empty = int(pc.sum(pc.equal(lengths, 0)).as_py() or 0)
@@ -182,7 +180,7 @@ class FeatureListStats(_Metric):
                                     pc.not_equal(lengths, width))).as_py() or 0)
         bad = {"nonfinite": 0, "float32_overflow": 0}
         for chunk in col.chunks:
-            for problem, (n, _) in _bad_value_rows(chunk, 0).items():
+            for problem, (n, _) in bad_feature_rows(chunk, 0).items():
                 bad[problem] += n
         return {"rows": len(col), "null": col.null_count, "empty": empty, "width": width,
                 "ragged": ragged, **bad}
@@ -190,23 +188,18 @@ class FeatureListStats(_Metric):
 
 class LabelHygiene(_Metric):
     """Rows whose label is empty or blank, rows whose label has hidden characters, and labelled
-    rows whose label equals another once stripped (the same measures as
-    :meth:`data_contracts.contracts._Checker.labels`)."""
+    rows whose label equals another once stripped (the same measures as the contract checker's:
+    :func:`data_contracts.measures.hidden_labels`)."""
     metric_name = "table.oral.label_hygiene"
     value_keys = ("column",)
 
     @classmethod
     def compute(cls, df, column):
-        from data_contracts.contracts import _Checker, _plain
-        from data_contracts.suites import ContractConfig
-
-        labels = _plain(_column(df, column))
-        check = _Checker(ContractConfig(max_examples=0))
-        check.hidden_label_characters(pa.table({"label": labels}), labels)
-        obs = check.obs["nodes.parquet"]
+        labels = plain_column(_column(df, column))
+        found = hidden_labels(labels, 0)
         blank = pc.sum(pc.equal(pc.utf8_trim_whitespace(labels), "")).as_py()
-        return {"blank": int(blank or 0), "hidden": int(obs["label_hidden_characters"].value),
-                "colliding": int(obs["labels_distinct_after_stripping"].value)}
+        return {"blank": int(blank or 0), "hidden": found.rows,
+                "colliding": found.colliding_rows}
 
 
 class SmallestValueCount(_Metric):
@@ -215,9 +208,7 @@ class SmallestValueCount(_Metric):
 
     @classmethod
     def compute(cls, df, column):
-        from data_contracts.contracts import _plain
-
-        counts = pc.value_counts(_plain(_column(df, column)).drop_null())
+        counts = pc.value_counts(plain_column(_column(df, column)).drop_null())
         if not len(counts):
             return None
         return int(pc.min(counts.field("counts")).as_py())
@@ -263,12 +254,11 @@ class ReferenceLabelMismatches(_Metric):
 
     @classmethod
     def compute(cls, df, id_column, label_column, reference_ids, reference_labels):
-        from data_contracts.contracts import _plain
-
         ids, ref_ids = _common(_column(df, id_column), _reference(reference_ids))
-        labels = _plain(_reference(reference_labels))
+        labels = plain_column(_reference(reference_labels))
         labelled = pa.table({"node_id": ref_ids, "label": labels}).filter(pc.is_valid(labels))
-        scored = pa.table({"node_id": ids, "true_label": _plain(_column(df, label_column))})
+        scored = pa.table({"node_id": ids,
+                           "true_label": plain_column(_column(df, label_column))})
         joined = labelled.join(scored, "node_id", join_type="inner")
         return int(pc.sum(pc.not_equal(joined.column("label"),
                                        joined.column("true_label"))).as_py() or 0)
