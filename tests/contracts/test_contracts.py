@@ -356,6 +356,7 @@ def test_corpus_is_broad():
     assert len({(v[1], v[2]) for v in BAD.values()}) >= 22
 
 
+@pytest.mark.slow
 def test_missing_folder_is_a_finding(tmp_path, capsys):
     path = tmp_path / "g" / f"snapshot={DATE}"
     report = validate_snapshot(path)
@@ -365,6 +366,7 @@ def test_missing_folder_is_a_finding(tmp_path, capsys):
     assert "snapshot_folder_exists" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_good_snapshot_passes(tmp_path, capsys):
     path = write(tmp_path, good_tables())
     report = validate_snapshot(path, last_processed_date="2026-01-31")
@@ -432,6 +434,7 @@ def test_examples_limited_and_counted(tmp_path):
     assert [e["row"] for e in finding.examples] == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_float32_overflow_names_rows_and_values(tmp_path):
     """Issue 21.5: values beyond float32's range are refused as float32 will hold them, with the
     rows, positions and values; NaN stays a features_finite error and float64 values inside the
@@ -607,6 +610,7 @@ def test_gx_errors_are_not_swallowed(monkeypatch):
                                                 "node_id_kinds": ["string"]}, {}, gates)
 
 
+@pytest.mark.slow
 def test_file_backed_context_and_data_docs(tmp_path, capsys):
     """With a state folder: suites, validation definitions and checkpoints saved under
     <state>/gx, a Data Docs page per table built by the checkpoints' action and its path in the
@@ -649,6 +653,7 @@ def test_empty_truth_warns_that_nodes_are_uncovered(tmp_path):
     assert report.findings[0].count == N
 
 
+@pytest.mark.slow
 def test_state_folder_removed_while_the_process_lives(tmp_path):
     """The per-process context cache notices a removed <state>/gx and builds it again."""
     import shutil

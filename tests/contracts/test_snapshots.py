@@ -299,6 +299,7 @@ def cora_snapshot(tmp_path_factory) -> Path:
 
 
 @needs_cora
+@pytest.mark.slow
 def test_import_cora(cora_snapshot: Path) -> None:
     s = snap.load_snapshot(cora_snapshot)
     assert cora_snapshot.parent.name == "cora"
@@ -323,6 +324,7 @@ def test_import_cora(cora_snapshot: Path) -> None:
 
 
 @needs_cora
+@pytest.mark.slow
 def test_cli_import_cora(tmp_path: Path, capsys) -> None:
     rc = main(["snapshots", "import", "--dataset", "cora", "--out", str(tmp_path),
                "--date", "2026-03-02", "--known-classes", "0,1,2", "--seed", "3",

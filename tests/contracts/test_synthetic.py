@@ -112,6 +112,7 @@ def test_same_seed_same_files(default, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("chunk_size", [1, 997, N])
+@pytest.mark.slow
 def test_chunk_sizes_give_valid_graphs(default, tmp_path: Path, chunk_size: int) -> None:
     _, s = default
     n = 2000 if chunk_size == 1 else N

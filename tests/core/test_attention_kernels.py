@@ -151,6 +151,7 @@ def fit(graph, kernel: str, **overrides):
 
 @pytest.mark.parametrize("overrides", [{}, {"batch_size": 120, "eval_chunk_edges": 500}],
                          ids=["full-batch", "mini-batch"])
+@pytest.mark.slow
 def test_fit_discovers_the_same_classes_with_either_kernel(graph, overrides) -> None:
     gather, spmm = fit(graph, "gather", **overrides), fit(graph, "spmm", **overrides)
     agreement = float((gather == spmm).float().mean())

@@ -154,6 +154,7 @@ def test_gcd_chooses_k_on_validation_labels_only(planted, monkeypatch):
     assert [a for _, a in again.k_sweep] != [a for _, a in model.k_sweep]
 
 
+@pytest.mark.slow
 def test_gcd_class_number_ignores_test_labels(planted, monkeypatch):
     """The whole harness run with garbage labels on every test node (same split): same k."""
     import harness.experiment as experiment
@@ -242,6 +243,7 @@ def test_table2_marks_the_papers_cells_not_run_yet(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_cli_runs_a_baseline_and_skips_vgae_without_prior(npz_graph, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["reproduce", "--dataset", str(npz_graph), "--method", "gcn", "--seeds", "1",
@@ -260,6 +262,7 @@ def test_cli_runs_a_baseline_and_skips_vgae_without_prior(npz_graph, tmp_path, c
 
 
 @pytest.mark.parametrize("method", ["opennc", "oral_no_pan", "oral_no_pol"])
+@pytest.mark.slow
 def test_ablations_share_oral_and_find_the_planted_novel_class(planted, method):
     """OpenNCD (neither module) and the two one-module ablations run through the same harness
     and score above chance. On this graph predicting the majority (novel) class for every test

@@ -615,6 +615,7 @@ def test_bad_config_values_raise_naming_the_field(field: str, value) -> None:
 
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine"])
+@pytest.mark.slow
 def test_lr_schedule_over_the_fit(schedule: str) -> None:
     """``constant`` trains every epoch at ``lr`` (the paper); ``cosine`` starts at ``lr`` and
     anneals along a half cosine to 0 at the end of the fit, monotonically."""
@@ -643,6 +644,7 @@ def test_novel_groups_only_drops_pseudo_labels_of_known_groups() -> None:
     assert pseudo.tolist() == [-1, 0, 1, 2, 3, 2, 0, -1]  # input untouched
 
 
+@pytest.mark.slow
 def test_fit_wires_pseudo_label_groups() -> None:
     """At the first POL epoch (parameters identical until then) ``novel`` keeps only the
     pseudo-labels of novel groups: fewer than the paper's ``all``, and none in a known group."""
@@ -662,6 +664,7 @@ def test_fit_wires_pseudo_label_groups() -> None:
 
 
 @pytest.mark.parametrize("remove", [True, False])
+@pytest.mark.slow
 def test_fit_wires_remove_inter_edges(remove: bool) -> None:
     """With ``remove_inter_edges`` False the refined graph of every POL epoch holds the whole
     original graph; with the paper's True some epoch propagates over fewer original edges."""
@@ -681,6 +684,7 @@ def test_fit_wires_remove_inter_edges(remove: bool) -> None:
         assert all(r["edges"] == original for r in rows)  # mu = 0: nothing added either
 
 
+@pytest.mark.slow
 def test_stop_when_stable_stops_where_the_offline_rule_says() -> None:
     """Early stopping reads only how many nodes changed class (no label); the online stop is the
     epoch that ``benchmarks.epoch_vote.stable_epoch`` finds on the full run's change curve, the
@@ -796,6 +800,7 @@ def test_granularity_rule_sets_aside_partitions_coarser_than_the_known_classes()
     assert select_granularity([(0.1, 1, 0.4)], "plateau", 0.01, min_groups=3) == 0.1  # nothing finer
 
 
+@pytest.mark.slow
 def test_fit_merges_refined_edges_only_into_a_canonical_graph() -> None:
     """The trainer checks once per fit whether its graph is canonical: a canonical graph takes
     the merge path, a one-direction edge list the re-sort path, and both fits train."""

@@ -235,6 +235,7 @@ def test_download_goes_to_cache_and_is_checked(tmp_path: Path,
     assert not (cache / "amazon_photo" / "amazon_electronics_photo.npz").exists()
 
 
+@pytest.mark.slow
 def test_download_success_lands_in_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = shared_datasets_dir() / "blogcatalog" / "BlogCatalog.mat"
     if not real.is_file():
@@ -331,6 +332,7 @@ def test_real_amazon_photo(real_dir: Path, tmp_path: Path) -> None:
     assert int((torch.bincount(g.edge_index[0], minlength=g.num_nodes) == 0).sum()) == 115
 
 
+@pytest.mark.slow
 def test_real_blogcatalog(real_dir: Path, tmp_path: Path) -> None:
     g = load_dataset("blogcatalog", data_dir=real_dir, cache_dir=tmp_path, download=False)
     assert (g.num_nodes, g.num_edges, g.x.shape[1], g.num_classes) == (5196, 343486, 8189, 6)

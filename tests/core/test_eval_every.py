@@ -31,6 +31,7 @@ def test_evaluated_epochs_are_the_first_the_final_and_every_kth() -> None:
     assert [e for e in range(6) if evaluated_epoch(e, 5, 200 + e, 3)] == [0, 1, 4, 5]
 
 
+@pytest.mark.slow
 def test_skipped_epochs_train_on_the_last_evaluated_structure() -> None:
     model = _fit(eval_every=3)
     rows = model.history
@@ -50,6 +51,7 @@ def test_skipped_epochs_train_on_the_last_evaluated_structure() -> None:
     assert found.epoch == 14 and found.class_id.shape[0] == 150
 
 
+@pytest.mark.slow
 def test_eval_every_one_is_the_paper_loop() -> None:
     rows = _fit(eval_every=1).history
     assert all("val_acc" in r and "evaluated" not in r for r in rows)

@@ -27,6 +27,7 @@ def fitted(request):
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_roundtrip_assigns_the_selected_classes(fitted, tmp_path):
     graph, model = fitted
     found = model.predict()
@@ -95,6 +96,7 @@ def test_assign_in_node_chunks_is_the_same_as_at_once():
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_a_saved_checked_model_assigns_what_the_fit_reported(tmp_path, one_thread):
     """With the known-split check (``known_split_share``), the saved ensemble mask carries the
     suppressed groups, so a loaded model assigns the checked classes, not the unchecked ones."""

@@ -168,6 +168,7 @@ def _planted_fit():
     return g, train, val_cut, base
 
 
+@pytest.mark.slow
 def test_the_guard_stops_a_release_that_cuts_through_a_known_class(one_thread):
     """Unguarded, the planted fit releases class-0 nodes (validation nodes among them: its
     validation accuracy falls); guarded, the validation nodes under the margin show the release
@@ -194,6 +195,7 @@ def test_the_guard_stops_a_release_that_cuts_through_a_known_class(one_thread):
     assert unguarded.val_accuracy == pytest.approx(results[False][2])
 
 
+@pytest.mark.slow
 def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_the_checked_one(
         tmp_path, one_thread):
     """The check changes the reported classes only (the unchecked answer is a plain fit's), and

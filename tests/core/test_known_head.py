@@ -76,6 +76,7 @@ def headed_fit(one_thread):
     return graph, val, model
 
 
+@pytest.mark.slow
 def test_a_fit_with_the_head_reports_the_relabelled_answer(headed_fit):
     graph, val, model = headed_fit
     found, plain = model.predict(), model.discoveries["last_no_head"]
@@ -89,6 +90,7 @@ def test_a_fit_with_the_head_reports_the_relabelled_answer(headed_fit):
     assert found.val_accuracy == pytest.approx(float((found.class_id[seen] == val[seen]).float().mean()))
 
 
+@pytest.mark.slow
 def test_a_saved_model_relabels_with_its_head(headed_fit, tmp_path):
     graph, _, model = headed_fit
     loaded = ORALModel.load(ORALModel.from_fit(model).save(tmp_path / "headed.pt"))
@@ -114,6 +116,7 @@ def test_without_the_head_nothing_changes_and_no_head_is_saved():
 
 
 @pytest.mark.parametrize("noise", [0.5, 3.0])
+@pytest.mark.slow
 def test_auto_uses_the_head_only_where_validation_nodes_favour_it(noise):
     graph = make_attributed_sbm(num_nodes=300, num_classes=4, feature_dim=16, avg_degree=8.0,
                                 homophily=0.85, feature_noise=noise, seed=5)

@@ -77,6 +77,7 @@ def test_known_split_share_must_be_positive():
         ORALConfig(known_split_share=0.0).validate()
 
 
+@pytest.mark.slow
 def test_a_checked_fit_keeps_the_unchecked_answer_of_the_same_training(one_thread):
     """The check changes the reported classes only: the training, and so the unchecked answer,
     is that of a fit without it."""

@@ -6,6 +6,7 @@ inside functions, so a forbidden import cannot hide behind a function body.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,7 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.lru_cache(maxsize=8)
 def module_imports(root: Path, packages=PACKAGES) -> tuple[dict[str, set[str]], list[str]]:
     """The import graph of the modules of ``packages`` below ``root`` (lazy imports inside
     functions included; relative imports resolved; ``from package import module`` names the

@@ -83,6 +83,7 @@ def test_sampled_edge_drop_keeps_a_subset_and_spares_central_edges() -> None:
     assert sampled_edge_drop(empty, degrees, 0.3, 0.7, gen).shape == (2, 0)
 
 
+@pytest.mark.slow
 def test_minibatch_training_discovers_the_planted_novel_class() -> None:
     graph = make_attributed_sbm(num_nodes=800, num_classes=4, feature_dim=32, avg_degree=8.0,
                                 homophily=0.8, feature_noise=3.0, seed=0)

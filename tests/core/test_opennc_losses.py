@@ -115,6 +115,7 @@ def _fit(**settings):
 
 
 @pytest.mark.parametrize("batch", [None, 64])
+@pytest.mark.slow
 def test_a_fit_with_the_switch_trains_on_the_opennc_terms(batch) -> None:
     """Full batch and mini-batch: every epoch's row carries the OpenNCD term (from epoch 0, before
     pseudo-labels start), the balance differs from Eq. 2's and the fit differs from the paper's."""
