@@ -1,5 +1,5 @@
 """Node feature preprocessing: row normalisation, log then row, standardisation, or the choice
-``"auto"`` makes from the features' signs (per dataset: ``oral_core.experiment.FEATURES``)."""
+``"auto"`` makes from the features' signs (per dataset: ``harness.experiment.FEATURES``)."""
 from __future__ import annotations
 
 import torch
