@@ -1,7 +1,7 @@
 """``oral choose``: settings for one graph, chosen by the held-out-class proxy (labelled nodes only).
 
 The paper fixes its settings for every graph; how strongly pseudo-label learning should reinforce
-itself turned out to depend on the graph (the README's lever table). ``oral choose`` measures that
+itself turned out to depend on the graph (the lever table, docs/method.md). ``oral choose`` measures that
 on the user's own graph without reading one unlabelled node's class: the largest and the smallest
 known class are hidden (``--hide extremes``), ORAL trains on the rest once per seed and setting,
 and the proxy scores how well the hidden classes are discovered and the visible ones kept. A
@@ -34,7 +34,7 @@ from pathlib import Path
 #: pseudo-label learning (Eq. 7-11) reinforces itself and a sharper group-aware attention (Eq. 5
 #: over a temperature of 0.3). opennc_losses=true also has such a bound (AmazonPhoto with the
 #: prior) but is left out: on the full task it collapsed the known classes (validation accuracy
-#: 35-57% against 95-97% at the defaults, README "Open choices"), which the proxy cannot see
+#: 35-57% against 95-97% at the defaults, docs/method.md "Open choices"), which the proxy cannot see
 DEFAULT_CANDIDATES = ("gamma=0.1", "pseudo_label_groups=novel", "attention_temperature=0.3")
 #: :data:`harness.proxy.HIDE_MODES` (kept literal so building the parser imports no torch)
 HIDE_CHOICES = ("last", "rotate", "extremes")
@@ -317,7 +317,7 @@ def _fit_in_processes(args, jobs: list[tuple[str, list[str]]]) -> None:
 
 def _device_name(key: dict) -> str:
     """Where a fit ran ("cpu" or the CUDA card's name), recorded beside its seconds: the device
-    changes which basin a seed lands in (README, BlogCatalog), so fits from two devices should
+    changes which basin a seed lands in (benchmarks/results/stability/README.md), so fits from two devices should
     not be paired: keep them in separate ``--out`` folders."""
     import torch
 

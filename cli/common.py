@@ -21,8 +21,8 @@ def fanout_options(p: argparse.ArgumentParser, unit: str) -> None:
                         "processes (one thread each)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help=f"run one Prefect task per {unit} on the Dask cluster whose scheduler is "
-                        "at ADDRESS (tcp://host:8786; default $ORAL_DASK_ADDRESS); see the "
-                        "README's \"Scaling out\"")
+                        "at ADDRESS (tcp://host:8786; default $ORAL_DASK_ADDRESS); see "
+                        "docs/operators.md, \"Scaling out\"")
 
 
 def start_pipeline(state_dir):

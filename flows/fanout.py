@@ -99,7 +99,7 @@ def shared_api(remote: bool = False):
         logging.getLogger(__name__).warning(
             "no PREFECT_API_URL: the temporary Prefect server listens on 127.0.0.1, which the "
             "workers of a cluster on other hosts cannot reach; set PREFECT_API_URL to a Prefect "
-            "server they share (README, \"Scaling out\")")
+            "server they share (docs/operators.md, \"Scaling out\")")
     if not url:
         from prefect.server.api.server import SubprocessASGIServer
 

@@ -29,7 +29,7 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
             baselines).
         config: ORALConfig overrides (e.g. ``{"gamma": 0.4}``).
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
-        data_dir: dataset folder (else ``ORAL_DATA_DIR``, see the README's "Data").
+        data_dir: dataset folder (else ``ORAL_DATA_DIR``, see docs/reproducing.md).
         out: results folder (default ``benchmarks/results`` relative to the worker's current
             directory, as for ``oral reproduce --out``).
         protocol: ``ours`` (strict) or ``paper`` (see ``oral reproduce --protocol``).

@@ -9,7 +9,7 @@
 
 Each event is related to the graph (``oral.graph.<graph>``); Prefect adds the flow run and
 its flow as related resources. Emitting never fails a night: an events client that cannot send
-logs a warning. README (operators) shows an automation on these events.
+logs a warning. docs/operators.md ("Automations on the pipeline's events") shows one on these events.
 """
 from __future__ import annotations
 

@@ -332,7 +332,7 @@ def refresh_due(payload: dict, cold_every: int) -> str | None:
 def plan_start(tracking_cfg, graph: str, snapshot_date: dt.date, content_hash: str, in_dim: int,
                feature_mode: str, config, class_names: list[str], dest_root: Path,
                cold: bool = False, cold_every: int = 0) -> StartPlan:
-    """Warm or cold (see the README's "Warm starts"). Warm when the champion of the night
+    """Warm or cold (docs/operators.md, "Warm starts"). Warm when the champion of the night
     before (:func:`tasks.registry.champion.previous_champion`) loads and was trained on the same feature space and
     configuration (:func:`start_problem`) and no periodic cold night is due
     (:func:`refresh_due`); cold, with the reason, otherwise or when ``cold``.
