@@ -81,7 +81,7 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
     ``planted``: ``{novel class name: index of the night it starts}``. Returns the per-night rows
     and the per-class and per-loop figures of the module docstring."""
     rows, surfaced, carriers, first_ids = [], {}, defaultdict(list), {}
-    false_events = 0
+    false_events, false_by_status = 0, Counter()
     for k, night in enumerate(nights):
         truth, assign, names = night["truth"], night["assign"], night["names"]
         known_nodes = [n for n, c in truth.items() if c in night["known"]]
@@ -111,6 +111,7 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
                 continue
             if status in FALSE_STATUSES:
                 false_events += 1
+                false_by_status[status] += 1
             elif status == "emerged":
                 top = members[lid].most_common(1)
                 c = top[0][0] if top else None
@@ -118,6 +119,7 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
                     first_ids[c] = lid
                 else:
                     false_events += 1
+                    false_by_status["emerged"] += 1
         agreement = None
         if k:  # label-free: the lineage ids of the nodes both nights hold, unlabelled in both
             before = nights[k - 1]["assign"]
@@ -137,6 +139,7 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
                      "lineage_ids": len(set(carriers[c]))} for c, s in planted.items()}
     quiet = [r for r in rows if r["novel_present"] == 0]
     return {"nights": rows, "planted": per_class, "false_lineage_events": false_events,
+            "false_events_by_status": dict(false_by_status),
             "invented_on_quiet_nights": sum(r["novel_published"] for r in quiet)}
 
 
@@ -240,6 +243,7 @@ def scored_loop(state: Path, graph: str, paths: list[Path], planted: dict[str, i
         row["model_known_by_name"] = mrow["known_by_name"]
         row["model_novel_published"] = mrow["novel_published"]
     scored["model"] = {k: model[k] for k in ("planted", "false_lineage_events",
+                                             "false_events_by_status",
                                              "invented_on_quiet_nights")}
     return scored
 
@@ -304,6 +308,17 @@ def _planted(planted: dict) -> str:
     """``class: nights late / lineage ids`` for each planted class."""
     return ", ".join(f"{c}: {'never' if v['late'] is None else v['late']} / {v['lineage_ids']}"
                      for c, v in planted.items())
+
+
+def _events(loop: dict) -> str:
+    """A loop's false lineage events, with their kinds when the loop recorded them:
+    ``12 (4 merged, 2 split, 2 vanished, 4 emerged)``."""
+    kinds = loop.get("false_events_by_status")
+    if not kinds:
+        return str(loop["false_lineage_events"])
+    parts = ", ".join(f"{kinds[k]} {k}" for k in ("merged", "split", "vanished", "emerged")
+                      if kinds.get(k))
+    return f"{loop['false_lineage_events']} ({parts})"
 
 
 def _mean_agreement(nights: list[dict]) -> float | None:
@@ -391,7 +406,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
             f"| {lp['graph']} | {lp['sim']} | {_percents(n, 'known_by_name')} | "
             f"{' '.join(_fmt(r['lr']) for r in n)} | {' '.join(_fmt(r['gcn']) for r in n)} | "
             f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {_planted(lp['planted'])} | "
-            f"{lp['false_lineage_events']} | {_fmt(_mean_agreement(n), 3)} | "
+            f"{_events(lp)} | {_fmt(_mean_agreement(n), 3)} | "
             f"{lp['seconds_per_night']:.0f} |")
     lines += ["", "Each night's own model (degraded nights included): known by name, novel classes "
               "published per night, and the loop's figures.", "",

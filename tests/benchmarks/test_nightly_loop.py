@@ -65,6 +65,9 @@ def test_a_split_carries_the_class_under_several_ids_and_false_events():
     got = score_loop(_loop(splits), PLANTED)
     assert got["planted"]["p"]["lineage_ids"] == 2
     assert got["false_lineage_events"] >= 2  # a vanished id and an emergence not of a new class
+    kinds = got["false_events_by_status"]
+    assert sum(kinds.values()) == got["false_lineage_events"] and set(kinds) <= {
+        "merged", "split", "vanished", "emerged"}
     # renamed ids group the nodes the same way: the agreement reads groupings, the id count
     # above reads identities
     assert got["nights"][3]["agreement_previous"] == 1.0
@@ -85,3 +88,11 @@ def test_a_loop_that_regroups_nodes_overnight_agrees_less():
 
     got = score_loop(_loop(shuffles), PLANTED)
     assert got["nights"][1]["agreement_previous"] < 0.9
+
+
+def test_false_events_are_shown_with_their_kinds_when_recorded():
+    from benchmarks.nightly_loop import _events
+
+    assert _events({"false_lineage_events": 5}) == "5"  # a loop scored before the breakdown
+    assert _events({"false_lineage_events": 5, "false_events_by_status": {
+        "emerged": 1, "merged": 3, "vanished": 1}}) == "5 (3 merged, 1 vanished, 1 emerged)"
