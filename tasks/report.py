@@ -579,7 +579,7 @@ def _night_html(night: Night, data: ReportData, mlflow_base: str, prefect_base: 
     other = (f" <span class='muted small'>({night.other_runs} other run(s) of this date, other "
              f"configurations; the latest published is shown)</span>") if night.other_runs else ""
     emerged = [c for c in night.classes
-               if new_tonight(c.get("is_novel") is True or None, c.get("status"),
+               if new_tonight(c.get("is_novel"), c.get("status"),
                               c.get("first_seen"), night.date)]
     emerged_html = (_classes_table(emerged, with_status=False) if emerged else
                     "<p class='muted'>No novel class is new this night.</p>")
