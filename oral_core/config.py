@@ -199,6 +199,10 @@ class ORALConfig:
     known_head: str = _setting(
         "none", "deviation", "known-class fidelity (oral_core.known_head): \"sgc\", \"auto\" or "
         "\"none\" (the paper)", _RESULTS + "known_head/README.md")
+    known_head_hops: int | None = _setting(
+        2, "deviation", "propagation steps of the known head's features (S^hops X); None: chosen "
+        "per fit among 0, 1, 2 by cross-validation on the labelled training nodes",
+        _RESULTS + "known_head_hops/README.md")
     known_head_pull: float | None = _setting(
         None, "deviation", "with a known head: a node in a novel class or none joins the head's "
         "class at this probability; None: off", _RESULTS + "known_head/README.md")
@@ -354,6 +358,8 @@ class ORALConfig:
             (self.known_absorb_share is None or 0 < self.known_absorb_share <= 1,
              "known_absorb_share must be in (0, 1] or none"),
             (self.known_head in KNOWN_HEADS, f"known_head must be one of {list(KNOWN_HEADS)}"),
+            (self.known_head_hops is None or 0 <= self.known_head_hops <= 4,
+             "known_head_hops must be in 0..4 or none"),
             (self.known_head_pull is None or 0 < self.known_head_pull <= 1,
              "known_head_pull must be in (0, 1] or none"),
             (self.known_head_pull is None or self.known_head != "none",

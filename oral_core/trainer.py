@@ -401,7 +401,8 @@ class ORAL:
         nodes, per fit; :attr:`known_head_used` says which). Both answers stay in
         :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
         cfg = self.config
-        head = fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed)
+        head = fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed,
+                              hops=cfg.known_head_hops)
         probs = head_probabilities(head, x, edge_index)
         old = self._best["discovery"]
         class_id = keep_known_fidelity(old.class_id, probs, num_known, cfg.known_head_pull)

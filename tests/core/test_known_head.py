@@ -8,7 +8,8 @@ import torch
 
 from oral_core.config import ORALConfig
 from oral_core.inference import ORALModel
-from oral_core.known_head import (fit_known_head, head_probabilities, keep_known_fidelity,
+from oral_core.known_head import (SGC_HOPS, choose_hops, cross_validated_accuracy,
+                                  fit_known_head, head_probabilities, keep_known_fidelity,
                                   normalised_adjacency, propagated_features)
 from oral_core.splits import make_split
 from oral_core.synthetic import make_attributed_sbm
@@ -55,6 +56,55 @@ def test_head_learns_a_graph_signal_the_features_lack():
     assert float((pred[held] == graph.y[held]).float().mean()) > 0.8
 
 
+def _labelled(graph, every: int = 3) -> torch.Tensor:
+    labels = torch.full_like(graph.y, -1)
+    labels[::every] = graph.y[::every]
+    return labels
+
+
+def test_hops_chosen_by_cross_validation_follow_the_graph():
+    """``known_head_hops=None``: on a graph whose edges join different classes (homophily 0.05)
+    with informative features the features alone win; on a homophilous graph with noisy
+    features the propagated ones. Only the labelled training nodes are read."""
+    across = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, avg_degree=10.0,
+                                 homophily=0.05, feature_noise=1.0, seed=1)
+    hops, scores = choose_hops(across.x, across.edge_index, _labelled(across), num_known=4)
+    assert hops == 0 and set(scores) == {0, 1, 2}
+    assert scores[0] > scores[2] + 0.1
+    within = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, avg_degree=10.0,
+                                 homophily=0.95, feature_noise=4.0, seed=1)
+    hops, scores = choose_hops(within.x, within.edge_index, _labelled(within), num_known=4)
+    assert hops >= 1 and scores[hops] > scores[0] + 0.1
+
+
+def test_cross_validation_reads_training_labels_only():
+    """The choice depends on the labelled training nodes alone: changing what the unlabelled
+    nodes' true classes are (they are never passed) or adding validation labels elsewhere cannot
+    move it; too few labelled nodes keep the default steps."""
+    graph = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
+                                homophily=0.9, feature_noise=2.0, seed=2)
+    labels = _labelled(graph)
+    z = propagated_features(graph.x, graph.edge_index, 1)
+    a = cross_validated_accuracy(z, labels, 3, seed=0)
+    assert 0.0 <= a <= 1.0 and a == cross_validated_accuracy(z, labels, 3, seed=0)
+    few = torch.full_like(graph.y, -1)
+    few[:6] = graph.y[:6]
+    assert choose_hops(graph.x, graph.edge_index, few, 3) == (SGC_HOPS, {})
+
+
+def test_a_head_with_chosen_hops_keeps_them_for_the_model_file():
+    graph = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
+                                homophily=0.05, feature_noise=1.0, seed=4)
+    head = fit_known_head(graph.x, graph.edge_index, _labelled(graph), num_known=3, hops=None)
+    assert head["hops"] == 0 and set(head["cv"]) == {0, 1, 2}
+    fixed = fit_known_head(graph.x, graph.edge_index, _labelled(graph), num_known=3)
+    assert fixed["hops"] == SGC_HOPS and fixed["cv"] == {}
+    # the relabelling reads the stored steps: a head of 0 steps ignores the edges
+    no_edges = torch.empty(2, 0, dtype=torch.long)
+    assert torch.allclose(head_probabilities(head, graph.x, graph.edge_index),
+                          head_probabilities(head, graph.x, no_edges))
+
+
 def test_config_refuses_unknown_heads_and_a_pull_without_head():
     with pytest.raises(ValueError, match="known_head must be one of"):
         ORALConfig(known_head="gcn").validate()
@@ -62,6 +112,9 @@ def test_config_refuses_unknown_heads_and_a_pull_without_head():
         ORALConfig(known_head_pull=0.9).validate()
     with pytest.raises(ValueError, match="known_head_pull must be in"):
         ORALConfig(known_head="sgc", known_head_pull=1.5).validate()
+    with pytest.raises(ValueError, match="known_head_hops must be in"):
+        ORALConfig(known_head="sgc", known_head_hops=7).validate()
+    ORALConfig(known_head="sgc", known_head_hops=None).validate()
 
 
 @pytest.fixture(scope="module")
