@@ -8,18 +8,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from flows.params import ORALOverrides, as_overrides
+from flows.params import PIPELINE_DEFAULTS, ORALOverrides, as_overrides
 
 
-#: Where the nightly pipeline's defaults differ from ORALConfig's (the method's, which the
-#: reproduction tables use): no progress bar (the flow logs a progress line instead), and the
-#: known head where the validation nodes favour it (``known_head="auto"``, docs/method.md,
-#: "Known-class fidelity"): on the nightly loop's young Cora graphs it named the known classes
-#: +3.4 points better on validation nodes (s.e. 1.0, 24 nights, chosen and scored on separate
-#: halves), +0.1 (0.2, 24 nights) on the 15-class generator, and it never acted on the static Table-2
-#: graphs (14 seeds), whose rows therefore stay at ORALConfig's defaults
-#: (benchmarks/results/known_head/README.md)
-PIPELINE_DEFAULTS = {"progress": False, "known_head": "auto"}
 
 
 class ConfigError(ValueError):

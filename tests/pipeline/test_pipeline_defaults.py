@@ -1,4 +1,4 @@
-"""The nightly pipeline's own defaults (flows.configuration.PIPELINE_DEFAULTS): where they differ from
+"""The nightly pipeline's own defaults (flows.params.PIPELINE_DEFAULTS): where they differ from
 ORALConfig's, and that a run's override still wins."""
 from __future__ import annotations
 
@@ -11,7 +11,27 @@ def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
     assert ORALConfig().known_head == "none"  # the method's default (the tables) is the paper's
     config = resolve_config({})
     assert config.known_head == "auto" and config.progress is False
+    assert ORALConfig().known_head_hops == 2 and config.known_head_hops is None
     assert resolve_config({"known_head": "none"}).known_head == "none"
+    assert resolve_config({"known_head_hops": 2}).known_head_hops == 2
     # nothing else differs from the method's defaults
     differs = {k for k, v in ORALConfig().to_dict().items() if getattr(config, k) != v}
     assert differs == set(PIPELINE_DEFAULTS)
+
+
+def test_a_pipeline_default_of_none_can_be_overridden_by_the_method_default():
+    """``known_head_hops`` may be None and ORALConfig's default is 2; the pipeline's is None. A
+    form that sends the pipeline's default back, or no value, keeps None; 2 given is an
+    override, as ``--set known_head_hops=2`` means."""
+    from flows.configuration import resolve_config
+    from flows.params import NULL_IS_A_VALUE, ORALOverrides
+
+    assert NULL_IS_A_VALUE["known_head_hops"] is None
+    assert ORALOverrides().overrides() == {}
+    assert ORALOverrides(known_head_hops=None).overrides() == {}
+    assert ORALOverrides(known_head_hops=2).overrides() == {"known_head_hops": 2}
+    assert resolve_config({"known_head_hops": 2}).known_head_hops == 2
+    assert resolve_config({"known_head_hops": None}).known_head_hops is None
+    # a field whose pipeline default is ORALConfig's keeps the old rule: its default is no override
+    assert ORALOverrides(minibatch_above_edges=NULL_IS_A_VALUE["minibatch_above_edges"]
+                         ).overrides() == {}
