@@ -1,0 +1,63 @@
+"""benchmarks/known_head_hops.py and benchmarks/split_repeat_proxy.py: their measures on a toy
+graph whose answer is known, and their summaries."""
+from __future__ import annotations
+
+import torch
+
+from benchmarks import known_head_hops as hops_bench
+from benchmarks import split_repeat_proxy as repeat_bench
+from oral_core.synthetic import make_attributed_sbm
+
+
+def test_the_hops_measure_finds_the_features_alone_on_a_graph_that_joins_classes():
+    g = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
+                            homophily=0.05, feature_noise=1.0, seed=5)
+    train = torch.full_like(g.y, -1)
+    val = torch.full_like(g.y, -1)
+    train[::3], val[1::6] = g.y[::3], g.y[1::6]
+    row = hops_bench.measure(g.x, g.edge_index, train, val, 3)
+    assert row["chosen"] == 0 and row["val_chosen"] == row["val_h0"]
+    assert row["val_h0"] > row["val_h2"] + 10
+    assert row["train"] == int((train >= 0).sum()) and row["val"] == int((val >= 0).sum())
+
+
+def test_the_hops_summary_pairs_the_choice_with_two_steps():
+    rows = [{"kind": "static", "graph": "g", "case": f"seed {i}", "val_h0": "90", "val_h1": "80",
+             "val_h2": "70", "chosen": "0", "val_chosen": "90", "val_reference": "89"}
+            for i in range(2)]
+    table = hops_bench.summary(rows)
+    assert "| static | g | 2 | 90.0 / 80.0 / 70.0 | 90.0 | +20.0 (+20.0) | 89.0 | 2 / 0 / 0 |" in table
+
+
+class _Found:
+    def __init__(self, ids):
+        self.class_id = torch.tensor(ids)
+
+
+class _Fit:
+    def __init__(self, discoveries):
+        self.discoveries = discoveries
+
+
+def test_the_repeat_proxy_reads_both_settings_from_one_fit():
+    once, repeat, final = _Found([0, 2]), _Found([0, 0]), _Found([1, 0])
+    got = repeat_bench.answers(_Fit({"last_split_once": once, "last_no_head": repeat,
+                                     "last": final}), 2)
+    assert got["once"] is once and got["repeat"] is repeat and got["final"] is final
+    # no second pass acted and no head: all three are the fit's answer
+    got = repeat_bench.answers(_Fit({"last": final}), 2)
+    assert got["once"] is got["repeat"] is got["final"] is final
+
+
+def test_the_repeat_summary_shows_the_paired_gain_and_the_invented_classes():
+    held = [{"task": "heldout", "graph": "g", "seed": s, "scores": {
+        "once": {"all": 80.0, "known": 90.0, "novel": 60.0, "classes": 5},
+        "repeat": {"all": 70.0 + s, "known": 95.0, "novel": 30.0, "classes": 4},
+        "final": {"all": 71.0, "known": 96.0, "novel": 30.0, "classes": 4}}} for s in (0, 2)]
+    quiet = [{"task": "nonovel", "graph": "g", "seed": 0, "scores": {
+        "once": {"accuracy": 70.0, "novel_share": 15.0, "novel_classes": 1},
+        "repeat": {"accuracy": 80.0, "novel_share": 0.0, "novel_classes": 0},
+        "final": {"accuracy": 81.0, "novel_share": 0.0, "novel_classes": 0}}}]
+    table = repeat_bench.summary(held + quiet)
+    assert "| g | 2 | 80.0 / 71.0 / 71.0 | 60.0 / 30.0 | -9.0 (1.0; -10.0) | 5.0 / 4.0 |" in table
+    assert "| g | 1 | 70.0 / 80.0 / 81.0 | 15.0 / 0.0 | 1.0 / 0.0 |" in table
