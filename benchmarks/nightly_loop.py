@@ -272,6 +272,26 @@ def rescore_loop(previous: dict, args) -> dict:
     return keep | scored
 
 
+def recover_loop(graph: str, sim: int, args) -> dict | None:
+    """A loop whose backfill finished but whose scoring was cut off (the process stopped): scored
+    from its kept state like :func:`rescore_loop`. Its wall time was never measured, so the
+    night's cost is recorded as unknown (None). None when the state holds no finished loop."""
+    from data_contracts import snapshots as snap
+
+    base = Path(args.state) / f"{graph}-sim{sim}"
+    if not (base / "state" / "oral.duckdb").exists() or not (base / "snapshots" / graph).is_dir():
+        return None
+    paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
+    if len(paths) != args.periods:
+        return None
+    try:
+        scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
+    except RuntimeError:  # a night without a published run: the backfill did not finish
+        return None
+    return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
+            "wall_seconds": None, "seconds_per_night": None, **scored}
+
+
 def run_loop(graph: str, sim: int, args) -> dict:
     base = Path(args.state) / f"{graph}-sim{sim}"
     if base.exists():
@@ -407,7 +427,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
             f"{' '.join(_fmt(r['lr']) for r in n)} | {' '.join(_fmt(r['gcn']) for r in n)} | "
             f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {_planted(lp['planted'])} | "
             f"{_events(lp)} | {_fmt(_mean_agreement(n), 3)} | "
-            f"{lp['seconds_per_night']:.0f} |")
+            f"{_fmt(lp['seconds_per_night'])} |")
     lines += ["", "Each night's own model (degraded nights included): known by name, novel classes "
               "published per night, and the loop's figures.", "",
               "| graph | sim | known by name, each night | novel published, each night | "
@@ -462,7 +482,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="an ORALConfig override passed to oral backfill")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--rescore", action="store_true",
-                    help="score the finished loops again from their kept state (no training)")
+                    help="score the finished loops again from their kept state (no training); "
+                    "a loop whose backfill finished but was never scored is scored, its cost "
+                    "unknown")
     args = ap.parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
     graphs = [g for g in args.graphs.split(",") if g]
@@ -482,10 +504,16 @@ def main(argv: list[str] | None = None) -> int:
                                                               args), indent=1, default=str))
                     print(f"[{graph} sim {sim}] scored again from its state", flush=True)
                     continue
-                if target.exists() or args.rescore:
-                    print(f"[{graph} sim {sim}] " + ("done before, kept" if target.exists()
-                                                     else "not run yet: nothing to score"),
-                          flush=True)
+                if args.rescore and not target.exists():
+                    recovered = recover_loop(graph, sim, args)
+                    if recovered is not None:
+                        target.write_text(json.dumps(recovered, indent=1, default=str))
+                    print(f"[{graph} sim {sim}] " + (
+                        "scored from its finished state (its cost unknown)" if recovered
+                        else "not run yet: nothing to score"), flush=True)
+                    continue
+                if target.exists():
+                    print(f"[{graph} sim {sim}] done before, kept", flush=True)
                     continue
                 result = run_loop(graph, sim, args)
                 target.write_text(json.dumps(result, indent=1, default=str))

@@ -96,3 +96,19 @@ def test_false_events_are_shown_with_their_kinds_when_recorded():
     assert _events({"false_lineage_events": 5}) == "5"  # a loop scored before the breakdown
     assert _events({"false_lineage_events": 5, "false_events_by_status": {
         "emerged": 1, "merged": 3, "vanished": 1}}) == "5 (3 merged, 1 vanished, 1 emerged)"
+
+
+def test_a_loop_without_a_finished_backfill_is_not_recovered(tmp_path):
+    """``--rescore`` scores a loop whose backfill finished but was never scored; a state with no
+    warehouse, or fewer snapshots than nights, is not one (nothing is written for it)."""
+    from types import SimpleNamespace
+
+    from benchmarks.nightly_loop import recover_loop
+
+    args = SimpleNamespace(state=str(tmp_path), periods=8, set=[], data_dir=None)
+    assert recover_loop("cora", 0, args) is None  # nothing there at all
+    (tmp_path / "cora-sim0" / "state").mkdir(parents=True)
+    (tmp_path / "cora-sim0" / "state" / "oral.duckdb").write_bytes(b"")
+    assert recover_loop("cora", 0, args) is None  # no snapshot: the loop never ran its nights
+    (tmp_path / "cora-sim0" / "snapshots" / "cora").mkdir(parents=True)
+    assert recover_loop("cora", 0, args) is None  # none of its 8 nights simulated
