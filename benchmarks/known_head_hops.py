@@ -60,7 +60,7 @@ def measure(x, edge_index, train, val, known: int) -> dict:
     seen = val >= 0
     row = {"train": int((train >= 0).sum()), "val": int(seen.sum()), "known": known}
     for hops in HOP_CHOICES:
-        head = fit_known_head(x, edge_index, train, known, hops=hops)
+        head = fit_known_head(x, edge_index, train, known, hops=hops, labelled=(train >= 0) | seen)
         guess = head_probabilities(head, x, edge_index).argmax(1)
         row[f"val_h{hops}"] = round(100 * float((guess[seen] == val[seen]).float().mean()), 2)
     chosen, cv = choose_hops(x, edge_index, train, known)

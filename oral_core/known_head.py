@@ -119,16 +119,22 @@ def choose_hops(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.T
 
 
 def fit_known_head(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
-                   num_known: int, seed: int = 0, hops: int | None = SGC_HOPS) -> dict:
+                   num_known: int, seed: int = 0, hops: int | None = SGC_HOPS,
+                   labelled: torch.Tensor | None = None) -> dict:
     """The ``sgc`` head fitted on the nodes with ``train_labels >= 0``: a dict of tensors (it
     is saved in the model file). ``hops``: propagation steps, None: :func:`choose_hops` (the
-    cross-validation's accuracies are kept under ``"cv"``)."""
+    cross-validation's accuracies are kept under ``"cv"``). ``labelled`` (bool ``[N]``, the
+    training and validation nodes; their features only are read): the rows whose mean and
+    spread standardise the inputs, as the reference classifier standardises them, so that at 0
+    steps the head *is* the champion gate's reference logistic regression
+    (:func:`oral_core.reference.reference_accuracy`); None: every node's."""
     scores = {}
     if hops is None:
         hops, scores = choose_hops(x, edge_index, train_labels, num_known, seed=seed)
     z = propagated_features(x, edge_index, hops)
-    mean = z.mean(0)
-    std = z.std(0, unbiased=False)
+    rows = z if labelled is None else z[labelled.cpu()]
+    mean = rows.mean(0)
+    std = rows.std(0, unbiased=False)
     std = torch.where(std > 0, std, torch.ones_like(std))
     with torch.enable_grad():
         lin = fit_logistic_regression((z - mean) / std, train_labels.long().cpu(), num_known,

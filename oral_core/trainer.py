@@ -402,7 +402,7 @@ class ORAL:
         :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
         cfg = self.config
         head = fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed,
-                              hops=cfg.known_head_hops)
+                              hops=cfg.known_head_hops, labelled=(labels >= 0) | (val >= 0))
         probs = head_probabilities(head, x, edge_index)
         old = self._best["discovery"]
         class_id = keep_known_fidelity(old.class_id, probs, num_known, cfg.known_head_pull)

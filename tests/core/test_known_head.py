@@ -105,6 +105,24 @@ def test_a_head_with_chosen_hops_keeps_them_for_the_model_file():
                           head_probabilities(head, graph.x, no_edges))
 
 
+def test_at_zero_steps_the_head_is_the_reference_classifier():
+    """Standardised on the labelled rows, as the champion gate's reference logistic regression
+    is, a 0-step head names the validation nodes exactly as the reference does: a model whose
+    known classes the head names is never below the gate's floor because of the head."""
+    from oral_core.reference import reference_accuracy
+
+    graph = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
+                                homophily=0.3, feature_noise=2.5, seed=7)
+    train, val = torch.full_like(graph.y, -1), torch.full_like(graph.y, -1)
+    train[::3], val[1::5] = graph.y[::3], graph.y[1::5]
+    val[::3] = -1
+    head = fit_known_head(graph.x, graph.edge_index, train, 3, hops=0,
+                          labelled=(train >= 0) | (val >= 0))
+    guess = head_probabilities(head, graph.x, graph.edge_index).argmax(1)
+    seen = val >= 0
+    assert float((guess[seen] == val[seen]).float().mean()) == reference_accuracy(graph.x, train, val)
+
+
 def test_config_refuses_unknown_heads_and_a_pull_without_head():
     with pytest.raises(ValueError, match="known_head must be one of"):
         ORALConfig(known_head="gcn").validate()
