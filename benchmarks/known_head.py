@@ -283,8 +283,11 @@ def write_readme(rows: list[dict], argv: list[str]) -> str:
         "resumable, one row per night in `nights.csv`)."
         + (f" Last invocation: `{' '.join(argv)}`." if argv else ""), "",
         answer(rows), "",
-        "Current: yes: cold fits at the defaults of 2026-11-27; both switches act after training "
-        "and change nothing before it.", "",
+        "Current: no: cold fits at the defaults of 2026-11-27, with the head of that day (two "
+        "steps, standardised over every node); since 2026-11-28 the head standardises on the "
+        "labelled rows and the pipeline chooses its steps per fit (`known_head_hops/`: 2 steps on "
+        "Cora and the generator, as here), so a rerun would move these rows by the "
+        "standardisation alone.", "",
         "Choosing measures: validation accuracy (labelled known-class nodes ORAL never trains "
         "on; `auto` chooses on them itself, so its figure is two-fold: chosen on one half, scored "
         "on the other) and, label-free, the novel classes an answer holds. Diagnostics (test "
