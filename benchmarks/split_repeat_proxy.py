@@ -60,23 +60,29 @@ def answers(model, num_known: int) -> dict:
     return {"once": d.get("last_split_once", repeat), "repeat": repeat, "final": d["last"]}
 
 
+def proxy_scores(g, task, model) -> dict:
+    """The held-out-class proxy (All / Known / Novel, classes) of each of the fit's answers."""
+    from harness.proxy import proxy_accuracy
+
+    out = {}
+    for name, found in answers(model, int(task.visible.numel())).items():
+        acc = proxy_accuracy(g, task, found.class_id)
+        out[name] = {key: acc[key] for key in ("all", "known", "novel", "classes")}
+    return out
+
+
 def heldout_fit(g, x, seed: int, config) -> dict:
-    from harness.proxy import proxy_accuracy, proxy_config, proxy_task
+    from harness.proxy import proxy_config, proxy_task
     from oral_core.trainer import ORAL
 
     task = proxy_task(g, seed, "last")
     model = ORAL(proxy_config(config, seed, g.num_classes)).fit(x, g.edge_index, task.train,
                                                                 task.val)
-    out = {}
-    for name, found in answers(model, int(task.visible.numel())).items():
-        acc = proxy_accuracy(g, task, found.class_id)
-        out[name] = {"all": acc["all"], "known": acc["known"], "novel": acc["novel"],
-                     "classes": acc["classes"]}
-    return out
+    return proxy_scores(g, task, model)
 
 
 def night_task(path: str):
-    """``(graph, x, edges, train, val, num_known)`` of a nightly snapshot, split as the
+    """``(graph, x, train, val, num_known)`` of a nightly snapshot (its edges in ``graph``), split as the
     pipeline splits its labelled nodes (``tasks.steps.split_labelled``); ``graph.y`` holds the
     snapshot's labels (-1 where unlabelled), all the proxy reads."""
     from types import SimpleNamespace
@@ -106,7 +112,7 @@ def night_heldout_fit(path: str, seed: int, config) -> dict:
     acts (young graphs), unlike the static graphs."""
     import torch
 
-    from harness.proxy import proxy_accuracy, task_from_labels
+    from harness.proxy import task_from_labels
     from oral_core.config import ORALConfig
     from oral_core.trainer import ORAL
 
@@ -114,12 +120,7 @@ def night_heldout_fit(path: str, seed: int, config) -> dict:
     task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "last")
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     model = ORAL(cfg).fit(x, g.edge_index, task.train, task.val)
-    out = {}
-    for name, found in answers(model, int(task.visible.numel())).items():
-        acc = proxy_accuracy(g, task, found.class_id)
-        out[name] = {"all": acc["all"], "known": acc["known"], "novel": acc["novel"],
-                     "classes": acc["classes"]}
-    return out
+    return proxy_scores(g, task, model)
 
 
 def nonovel_fit(g, x, seed: int, config) -> dict:
