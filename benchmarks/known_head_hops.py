@@ -154,7 +154,7 @@ def summary(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--loops", default=str(LOOPS),
