@@ -58,6 +58,8 @@ def test_the_repeat_summary_shows_the_paired_gain_and_the_invented_classes():
         "once": {"accuracy": 70.0, "novel_share": 15.0, "novel_classes": 1},
         "repeat": {"accuracy": 80.0, "novel_share": 0.0, "novel_classes": 0},
         "final": {"accuracy": 81.0, "novel_share": 0.0, "novel_classes": 0}}}]
-    table = repeat_bench.summary(held + quiet)
+    nights = [dict(held[0], task="night-heldout", graph=f"g-sim{k} night 2") for k in (0, 1)]
+    table = repeat_bench.summary(held + quiet + nights)
+    assert "| g nights | 2 | 2 | 80.0 / 70.0 / 71.0 |" in table
     assert "| g | 2 | 2 | 80.0 / 71.0 / 71.0 | 60.0 / 30.0 | -9.0 (1.0; -10.0) | 5.0 / 4.0 |" in table
     assert "| g | 1 | 70.0 / 80.0 / 81.0 | 15.0 / 0.0 | 1.0 / 0.0 |" in table
