@@ -68,11 +68,16 @@ def propagated_features(x: torch.Tensor, edge_index: torch.Tensor,
     return z
 
 
+def column_scale(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per column of ``rows``, the mean and the spread that standardise it (a constant column
+    keeps spread 1)."""
+    std = rows.std(0, unbiased=False)
+    return rows.mean(0), torch.where(std > 0, std, torch.ones_like(std))
+
+
 def standardised(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(z - mean) / std`` per column (a constant column keeps std 1), with mean and std."""
-    mean = z.mean(0)
-    std = z.std(0, unbiased=False)
-    std = torch.where(std > 0, std, torch.ones_like(std))
+    """``(z - mean) / std`` per column (:func:`column_scale`), with mean and std."""
+    mean, std = column_scale(z)
     return (z - mean) / std, mean, std
 
 
@@ -108,11 +113,9 @@ def choose_hops(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.T
     train_labels = train_labels.long().cpu()
     if int((train_labels >= 0).sum()) < 2 * CV_FOLDS:
         return SGC_HOPS, {}
-    scores, z, done = {}, None, 0
-    for hops in sorted(HOP_CHOICES):
-        z = propagated_features(x, edge_index, hops - done) if z is None else \
-            propagated_features(z, edge_index, hops - done)
-        done = hops
+    scores, z, done = {}, propagated_features(x, edge_index, 0), 0
+    for hops in sorted(HOP_CHOICES):  # each step count one more propagation of the last
+        z, done = propagated_features(z, edge_index, hops - done), hops
         scores[hops] = cross_validated_accuracy(z, train_labels, num_known, seed=seed)
     best = max(scores, key=lambda h: (round(scores[h], 9), h == SGC_HOPS, h))
     return best, scores
@@ -132,10 +135,7 @@ def fit_known_head(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torc
     if hops is None:
         hops, scores = choose_hops(x, edge_index, train_labels, num_known, seed=seed)
     z = propagated_features(x, edge_index, hops)
-    rows = z if labelled is None else z[labelled.cpu()]
-    mean = rows.mean(0)
-    std = rows.std(0, unbiased=False)
-    std = torch.where(std > 0, std, torch.ones_like(std))
+    mean, std = column_scale(z if labelled is None else z[labelled.cpu()])
     with torch.enable_grad():
         lin = fit_logistic_regression((z - mean) / std, train_labels.long().cpu(), num_known,
                                       seed=seed)
