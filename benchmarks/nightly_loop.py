@@ -26,7 +26,9 @@ the DuckDB file against the snapshots' truth:
   seconds).
 
 Resumable: one JSON file per finished loop under ``<out>/loops/<graph>-sim<seed>.json``; a rerun
-skips finished loops and rewrites ``<out>/README.md`` and ``<out>/nights.csv``. Nothing here
+skips finished loops and rewrites ``<out>/README.md`` and ``<out>/nights.csv``. A loop stopped
+part-way goes on from its first night without a published run when its kept state
+(``<state>/<graph>-sim<seed>/progress.json``) was made with the same ``--set``. Nothing here
 reads a test label to choose anything: it only scores.
 """
 from __future__ import annotations
@@ -268,7 +270,7 @@ def rescore_loop(previous: dict, args) -> dict:
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
     scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
     keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
-                                     "seconds_per_night")}
+                                     "nights_timed", "seconds_per_night") if k in previous}
     return keep | scored
 
 
@@ -292,27 +294,81 @@ def recover_loop(graph: str, sim: int, args) -> dict | None:
             "wall_seconds": None, "seconds_per_night": None, **scored}
 
 
+def published_dates(state: Path, graph: str) -> set[str]:
+    """The snapshot dates of ``graph`` whose night has a published run in the loop's DuckDB file
+    (a run row is written last, so a night stopped half-way has none)."""
+    import duckdb
+
+    db = state / "oral.duckdb"
+    if not db.exists():
+        return set()
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT DISTINCT snapshot_date FROM runs WHERE graph = ?",
+                           [graph]).fetchall()
+    except duckdb.Error:  # a warehouse without its runs table yet
+        return set()
+    finally:
+        con.close()
+    return {str(d) for (d,) in rows}
+
+
+def resumable(base: Path, graph: str, args) -> list[Path] | None:
+    """The kept snapshots of a loop stopped part-way at the same ``--set`` (its
+    ``progress.json`` says so), to go on from its first unpublished night; None otherwise."""
+    from data_contracts import snapshots as snap
+
+    progress = base / "progress.json"
+    if not progress.exists() or json.loads(progress.read_text()).get("settings") != args.set:
+        return None
+    if not (base / "snapshots" / graph).is_dir():
+        return None
+    paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
+    return paths if len(paths) == args.periods else None
+
+
 def run_loop(graph: str, sim: int, args) -> dict:
+    """One loop: simulate its snapshots and run ``oral backfill`` over them. A loop stopped
+    part-way at the same settings goes on from its first night without a published run; its
+    cost per night is measured over the nights this and earlier invocations timed."""
+    from data_contracts import snapshots as snap
+
     base = Path(args.state) / f"{graph}-sim{sim}"
-    if base.exists():
-        import shutil
-        shutil.rmtree(base)
     root, state = base / "snapshots", base / "state"
-    paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
     planted = planted_classes(graph, sim, args)
-    cmd = [sys.executable, "-m", "cli.main", "backfill", "--graph", graph, "--snapshots",
-           str(root), "--state-dir", str(state)] + [a for kv in args.set for a in ("--set", kv)]
-    env = os.environ | {"ORAL_STATE_DIR": str(state)}
-    print(f"[{graph} sim {sim}] {len(paths)} nights: {' '.join(cmd[2:])}", flush=True)
-    started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"{graph} sim {sim}: backfill failed (rc {done.returncode}): "
-                           f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    paths = resumable(base, graph, args)
+    if paths is None:
+        if base.exists():
+            import shutil
+            shutil.rmtree(base)
+        paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
+        progress = {"settings": args.set, "seconds": 0.0, "nights_timed": 0}
+    else:
+        progress = json.loads((base / "progress.json").read_text())
+    (base / "progress.json").write_text(json.dumps(progress))
+    done = published_dates(state, graph)
+    todo = [p for p in paths if snap.snapshot_date(p).isoformat() not in done]
+    if todo:
+        first = snap.snapshot_date(todo[0]).isoformat()
+        cmd = [sys.executable, "-m", "cli.main", "backfill", "--graph", graph, "--snapshots",
+               str(root), "--state-dir", str(state), "--start", first] + [
+                   a for kv in args.set for a in ("--set", kv)]
+        env = os.environ | {"ORAL_STATE_DIR": str(state)}
+        print(f"[{graph} sim {sim}] nights {len(paths) - len(todo) + 1}-{len(paths)} of "
+              f"{len(paths)}: {' '.join(cmd[2:])}", flush=True)
+        started = time.perf_counter()
+        done_run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        if done_run.returncode != 0:
+            raise RuntimeError(f"{graph} sim {sim}: backfill failed (rc {done_run.returncode}): "
+                               f"{(done_run.stderr or done_run.stdout).strip().splitlines()[-1:]}")
+        progress["seconds"] += time.perf_counter() - started
+        progress["nights_timed"] += len(todo)
+        (base / "progress.json").write_text(json.dumps(progress))
     scored = scored_loop(state, graph, paths, planted)
+    timed = progress["nights_timed"]
     return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
-            "wall_seconds": wall, "seconds_per_night": wall / len(paths), **scored}
+            "wall_seconds": progress["seconds"] if timed else None, "nights_timed": timed,
+            "seconds_per_night": progress["seconds"] / timed if timed else None, **scored}
 
 
 def _fmt(v, digits=0):
@@ -517,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 result = run_loop(graph, sim, args)
                 target.write_text(json.dumps(result, indent=1, default=str))
-                print(f"[{graph} sim {sim}] {result['seconds_per_night']:.0f} s/night, "
+                print(f"[{graph} sim {sim}] {_fmt(result['seconds_per_night'])} s/night, "
                       f"invented {result['invented_on_quiet_nights']}, false events "
                       f"{result['false_lineage_events']}", flush=True)
                 report(args.out, _command(argv), Path(args.state))

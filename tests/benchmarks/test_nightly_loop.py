@@ -112,3 +112,46 @@ def test_a_loop_without_a_finished_backfill_is_not_recovered(tmp_path):
     assert recover_loop("cora", 0, args) is None  # no snapshot: the loop never ran its nights
     (tmp_path / "cora-sim0" / "snapshots" / "cora").mkdir(parents=True)
     assert recover_loop("cora", 0, args) is None  # none of its 8 nights simulated
+
+
+def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path):
+    """A loop stopped part-way goes on from its kept snapshots when its ``progress.json`` was
+    written with the same ``--set`` and every night was simulated; otherwise it starts again."""
+    import json
+    from types import SimpleNamespace
+
+    from benchmarks.nightly_loop import resumable
+
+    base = tmp_path / "cora-sim0"
+    args = SimpleNamespace(state=str(tmp_path), periods=2, set=["known_head=auto"])
+    assert resumable(base, "cora", args) is None  # nothing kept
+    (base / "snapshots" / "cora").mkdir(parents=True)
+    for day in ("2026-01-01", "2026-01-02"):
+        (base / "snapshots" / "cora" / f"snapshot={day}").mkdir()
+    (base / "progress.json").write_text(json.dumps({"settings": ["known_head=sgc"]}))
+    assert resumable(base, "cora", args) is None  # made at other settings
+    (base / "progress.json").write_text(json.dumps({"settings": ["known_head=auto"]}))
+    paths = resumable(base, "cora", args)
+    assert paths is not None and [p.name for p in paths] == ["snapshot=2026-01-01",
+                                                             "snapshot=2026-01-02"]
+    assert resumable(base, "cora", SimpleNamespace(**{**vars(args), "periods": 3})) is None
+
+
+def test_published_dates_reads_the_nights_with_a_run_row(tmp_path):
+    import datetime as dt
+
+    import duckdb
+
+    from benchmarks.nightly_loop import published_dates
+
+    assert published_dates(tmp_path, "cora") == set()  # no warehouse yet
+    con = duckdb.connect(str(tmp_path / "oral.duckdb"))
+    con.execute("CREATE TABLE other (x INT)")
+    con.close()
+    assert published_dates(tmp_path, "cora") == set()  # no runs table yet
+    con = duckdb.connect(str(tmp_path / "oral.duckdb"))
+    con.execute("CREATE TABLE runs (graph VARCHAR, snapshot_date DATE)")
+    con.execute("INSERT INTO runs VALUES ('cora', ?), ('cora', ?), ('amazonphoto', ?)",
+                [dt.date(2026, 1, 1), dt.date(2026, 1, 1), dt.date(2026, 1, 2)])
+    con.close()
+    assert published_dates(tmp_path, "cora") == {"2026-01-01"}
