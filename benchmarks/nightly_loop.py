@@ -78,7 +78,9 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
     - ``known``: the known class names;
     - ``assign``: ``{node_id: lineage_id}`` published for the night's nodes;
     - ``names``: ``{lineage_id: class name or None}`` (None: a novel class);
-    - ``statuses``: ``{lineage_id: status}`` of the night's lineage rows.
+    - ``statuses``: ``{lineage_id: status}`` of the night's lineage rows;
+    - ``candidates`` (optional): the novel lineage ids of the published answer that are
+      candidates (first night, not yet confirmed: not published as a class).
 
     ``planted``: ``{novel class name: index of the night it starts}``. Returns the per-night rows
     and the per-class and per-loop figures of the module docstring."""
@@ -90,7 +92,8 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
         by_name = (sum(names.get(assign.get(n)) == truth[n] for n in known_nodes)
                    / len(known_nodes) if known_nodes else None)
         present_novel = {c for c, s in planted.items() if s <= k}
-        novel_ids = {lid for lid, name in names.items() if name is None}
+        candidates = set(night.get("candidates", ()))
+        novel_ids = {lid for lid, name in names.items() if name is None} - candidates
         members = defaultdict(Counter)
         for n, lid in assign.items():
             if n in truth:
@@ -133,7 +136,8 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
                 agreement = adjusted_rand_index([ids[before[n]] for n in shared],
                                                 [ids[assign[n]] for n in shared])
         rows.append({"night": k, "known_by_name": by_name, "agreement_previous": agreement,
-                     "novel_published": len(novel_ids), "novel_present": len(present_novel),
+                     "novel_published": len(novel_ids), "candidates": len(candidates),
+                     "novel_present": len(present_novel),
                      "classes_published": len(names),
                      "classes_present": len(set(truth.values()) | set(night["known"]))})
     per_class = {c: {"starts": s, "surfaced": surfaced.get(c),
@@ -142,7 +146,8 @@ def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
     quiet = [r for r in rows if r["novel_present"] == 0]
     return {"nights": rows, "planted": per_class, "false_lineage_events": false_events,
             "false_events_by_status": dict(false_by_status),
-            "invented_on_quiet_nights": sum(r["novel_published"] for r in quiet)}
+            "invented_on_quiet_nights": sum(r["novel_published"] for r in quiet),
+            "candidates_on_quiet_nights": sum(r["candidates"] for r in quiet)}
 
 
 # --------------------------------------------------------------------- reading one loop
@@ -200,9 +205,10 @@ def read_loop(state: Path, graph: str, paths: list[Path]
         names = dict(con.execute("SELECT lineage_id, class_name FROM classes WHERE run_id = ?",
                                  [run_id]).fetchall())
         statuses = dict(con.execute("SELECT lineage_id, status FROM class_lineage "
-                                    "WHERE run_id = ?", [run_id]).fetchall()) if own_night else {}
+                                    "WHERE run_id = ?", [run_id]).fetchall())
         return {"assign": {str(k): v for k, v in assign.items()}, "names": names,
-                "statuses": statuses}
+                "statuses": statuses if own_night else {},
+                "candidates": {k for k, v in statuses.items() if v == "candidate"}}
 
     try:
         for path in paths:
@@ -224,7 +230,8 @@ def read_loop(state: Path, graph: str, paths: list[Path]
                               if t >= 0 and s.labels[i] < 0}, "known": set(s.class_names)}
             modelled.append(base | published(run_id, True))
             answered.append(base | (published(answer[0][0], answer[0][0] == run_id) if answer
-                                    else {"assign": {}, "names": {}, "statuses": {}}))
+                                    else {"assign": {}, "names": {}, "statuses": {},
+                                          "candidates": set()}))
             pipeline.append({"date": day.isoformat(), "all": a, "known": kn, "novel": nv,
                              "train_seconds": secs, "val_accuracy": val, "gate": gate,
                              "answered_by": "tonight" if answer and answer[0][0] == run_id
@@ -246,7 +253,8 @@ def scored_loop(state: Path, graph: str, paths: list[Path], planted: dict[str, i
         row["model_novel_published"] = mrow["novel_published"]
     scored["model"] = {k: model[k] for k in ("planted", "false_lineage_events",
                                              "false_events_by_status",
-                                             "invented_on_quiet_nights")}
+                                             "invented_on_quiet_nights",
+                                             "candidates_on_quiet_nights")}
     return scored
 
 
@@ -269,8 +277,9 @@ def rescore_loop(previous: dict, args) -> dict:
     base = Path(args.state) / f"{graph}-sim{sim}"
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
     scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
-    keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
-                                     "nights_timed", "seconds_per_night") if k in previous}
+    keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "confirm_novel",
+                                     "wall_seconds", "nights_timed", "seconds_per_night")
+            if k in previous}
     return keep | scored
 
 
@@ -313,13 +322,24 @@ def published_dates(state: Path, graph: str) -> set[str]:
     return {str(d) for (d,) in rows}
 
 
+def confirm_novel() -> bool:
+    """The lineage's confirmation rule the pipeline applies here (``ORAL_CONFIRM_NOVEL``)."""
+    from flows.settings import Settings
+
+    return Settings.from_env().confirm_novel
+
+
 def resumable(base: Path, graph: str, args) -> list[Path] | None:
-    """The kept snapshots of a loop stopped part-way at the same ``--set`` (its
-    ``progress.json`` says so), to go on from its first unpublished night; None otherwise."""
+    """The kept snapshots of a loop stopped part-way at the same ``--set`` and lineage rule
+    (its ``progress.json`` says so), to go on from its first unpublished night; None
+    otherwise."""
     from data_contracts import snapshots as snap
 
     progress = base / "progress.json"
-    if not progress.exists() or json.loads(progress.read_text()).get("settings") != args.set:
+    if not progress.exists():
+        return None
+    kept = json.loads(progress.read_text())
+    if kept.get("settings") != args.set or kept.get("confirm_novel", False) != confirm_novel():
         return None
     if not (base / "snapshots" / graph).is_dir():
         return None
@@ -342,7 +362,8 @@ def run_loop(graph: str, sim: int, args) -> dict:
             import shutil
             shutil.rmtree(base)
         paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
-        progress = {"settings": args.set, "seconds": 0.0, "nights_timed": 0}
+        progress = {"settings": args.set, "confirm_novel": confirm_novel(), "seconds": 0.0,
+                    "nights_timed": 0}
     else:
         progress = json.loads((base / "progress.json").read_text())
     (base / "progress.json").write_text(json.dumps(progress))
@@ -367,6 +388,7 @@ def run_loop(graph: str, sim: int, args) -> dict:
     scored = scored_loop(state, graph, paths, planted)
     timed = progress["nights_timed"]
     return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
+            "confirm_novel": progress.get("confirm_novel", False),
             "wall_seconds": progress["seconds"] if timed else None, "nights_timed": timed,
             "seconds_per_night": progress["seconds"] / timed if timed else None, **scored}
 
@@ -395,6 +417,14 @@ def _events(loop: dict) -> str:
     parts = ", ".join(f"{kinds[k]} {k}" for k in ("merged", "split", "vanished", "emerged")
                       if kinds.get(k))
     return f"{loop['false_lineage_events']} ({parts})"
+
+
+def _invented(loop: dict) -> str:
+    """Novel classes published on quiet nights, with the candidates (first-night novel classes
+    under the lineage's confirmation, never published as classes) when there were any:
+    ``0 (+3 candidates)``."""
+    extra = loop.get("candidates_on_quiet_nights")
+    return f"{loop['invented_on_quiet_nights']}" + (f" (+{extra} candidates)" if extra else "")
 
 
 def _mean_agreement(nights: list[dict]) -> float | None:
@@ -432,9 +462,16 @@ def answer_line(loops: list[dict]) -> str:
 
 def current_line(loops: list[dict]) -> str:
     settings = sorted({kv for lp in loops for kv in lp.get("settings") or []})
+    confirmed = [f"{lp['graph']} {lp['sim']}" for lp in loops if lp.get("confirm_novel")]
+    rule = ("; every loop's lineage confirms novel classes on their second night"
+            if len(confirmed) == len(loops) else
+            "; the lineage confirms novel classes on their second night in "
+            + ", ".join(confirmed) if confirmed else
+            "; the lineage published novel classes the night they appeared (before confirmation, "
+            "2026-11-28)")
     return ("yes: the loops ran through `oral backfill` at the pipeline's defaults of their day"
             + (f", with {', '.join(f'`{kv}`' for kv in settings)}" if settings else "")
-            + " (a changed default needs the loops run again into a fresh `--out`).")
+            + rule + " (a changed default needs the loops run again into a fresh `--out`).")
 
 
 def report(out: Path, argv: list[str], state: Path | None = None) -> str:
@@ -461,7 +498,9 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
              "Known by name: share (%) of the night's unlabelled known-class nodes published "
              "under their true class name; LR / GCN: the reference logistic regression and "
              "known-class GCN on the same labelled nodes and the same scored nodes. Invented: "
-             "novel classes published on the nights before any planted class starts. Surfaced: "
+             "novel classes published on the nights before any planted class starts (with "
+             "the lineage's confirmation, a novel class is a candidate on its first night, "
+             "not published as a class; candidates on those nights are shown apart). Surfaced: "
              f"nights late (a published novel class with precision >= {PRECISION:.0%} and recall "
              f">= {RECALL:.0%}; `never` if not), and lineage ids carrying it afterwards.", "",
              "Night to night: adjusted Rand index between consecutive nights' lineage ids on the "
@@ -481,7 +520,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
         lines.append(
             f"| {lp['graph']} | {lp['sim']} | {_percents(n, 'known_by_name')} | "
             f"{' '.join(_fmt(r['lr']) for r in n)} | {' '.join(_fmt(r['gcn']) for r in n)} | "
-            f"{below}/{len(n)} | {lp['invented_on_quiet_nights']} | {_planted(lp['planted'])} | "
+            f"{below}/{len(n)} | {_invented(lp)} | {_planted(lp['planted'])} | "
             f"{_events(lp)} | {_fmt(_mean_agreement(n), 3)} | "
             f"{_fmt(lp['seconds_per_night'])} |")
     lines += ["", "Each night's own model (degraded nights included): known by name, novel classes "
@@ -497,7 +536,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
             f"| {lp['graph']} | {lp['sim']} | {_percents(n, 'model_known_by_name')} | "
             f"{' '.join(str(r['model_novel_published']) for r in n)} | "
             f"{sum(r.get('gate') == 'degraded' for r in n)}/{len(n)} | "
-            f"{m['invented_on_quiet_nights']} | {_planted(m['planted'])} | "
+            f"{_invented(m)} | {_planted(m['planted'])} | "
             f"{m['false_lineage_events']} |")
     lines += ["", "Per night, the pipeline's own scores (All / Known / Novel, one Hungarian "
               "matching over the scored nodes) and its gate: `nights.csv`."]
@@ -506,7 +545,8 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
     with (out / "nights.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["graph", "sim", "night", "date", "all", "known", "novel", "known_by_name",
-                    "lr", "gcn", "novel_published", "novel_present", "classes_published",
+                    "lr", "gcn", "novel_published", "candidates", "novel_present",
+                    "classes_published",
                     "classes_present", "val_accuracy", "gate", "answered_by",
                     "model_known_by_name", "model_novel_published", "agreement_previous",
                     "train_seconds"])
@@ -514,7 +554,8 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
             for r in lp["nights"]:
                 w.writerow([lp["graph"], lp["sim"], r["night"], r["date"], r["all"], r["known"],
                             r["novel"], r["known_by_name"], r["lr"], r["gcn"],
-                            r["novel_published"], r["novel_present"], r["classes_published"],
+                            r["novel_published"], r.get("candidates"), r["novel_present"],
+                            r["classes_published"],
                             r["classes_present"], r["val_accuracy"], r["gate"],
                             r.get("answered_by"), r.get("model_known_by_name"),
                             r.get("model_novel_published"), r.get("agreement_previous"),

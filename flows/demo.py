@@ -70,12 +70,14 @@ def degraded_nights(warehouse, graph: str) -> list[dict]:
 
 def emergence(rows: list[dict], plan, class_names: list[str], min_purity: float = 0.5) -> list[dict]:
     """Per planted novel class: its true start night and the first night a novel discovered class
-    whose majority true label is that class (purity >= ``min_purity``) was published."""
+    whose majority true label is that class (purity >= ``min_purity``) was published (a
+    ``candidate``, a novel class on its first night, is not published as a class yet)."""
     out = []
     for cls, period in sorted(plan.novel_start.items()):
         name = class_names[cls]
         hits = [r for r in rows if r["is_novel"] and r["majority_true_label"] == name
-                and r["purity"] is not None and r["purity"] >= min_purity and r["size"] > 0]
+                and r["purity"] is not None and r["purity"] >= min_purity and r["size"] > 0
+                and r.get("status") != "candidate"]
         first = min(hits, key=lambda r: r["snapshot_date"]) if hits else None
         found = None
         if first is not None:

@@ -133,7 +133,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         # the operating system drops with its holder (tasks.warehouse.writer_lock)
         with writer_lock(settings.warehouse_path, graph, settings.writer_lock_timeout):
             found = pt.lineage(warehouse_path, run, trained["predictions_path"], classes, graph,
-                               files.date)
+                               files.date, settings.confirm_novel)
             lineage_ids = {str(k): v for k, v in found["result"].lineage_of.items()}
             tracked = pt.register(night.tracking, graph, run | {"run_id": training.run_id}, trained,
                                   (report_json, report_html), classes, scores, tags,
@@ -367,8 +367,10 @@ def summary_line(out: dict) -> str:
              f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
     start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
              if out.get("start") else "")
+    candidates = [k for k, v in (out.get("statuses") or {}).items() if v == "candidate"]
+    pending = f" (candidates: {', '.join(candidates)})" if candidates else ""
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
-            f"new tonight {', '.join(emerged) or 'none'}, model version {out['model_version']}"
+            f"new tonight {', '.join(emerged) or 'none'}{pending}, model version {out['model_version']}"
             f"{' (champion)' if out.get('champion') else ''}{score}{start}"
             + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
                if out.get("degraded") else ""))

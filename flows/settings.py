@@ -14,6 +14,7 @@
 | ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
 | ``ORAL_GATE_REFERENCE_MARGIN`` | ``0`` | the champion gate finds a model degraded when its known-class validation accuracy is below the reference logistic regression's by more than this (``off``: no reference check) |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
+| ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
 
@@ -45,6 +46,7 @@ QUIET = {
 
 
 TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off")
 
 
 def _writer_lock_timeout() -> float:
@@ -99,6 +101,9 @@ class Settings:
     #: whose known-class validation accuracy is below the reference logistic regression's by
     #: more than this is degraded: registered, never champion, never the latest answer
     gate_reference_margin: float | None = 0.0
+    #: a novel class is a candidate on its first night and published (``emerged``) when it is
+    #: there again the next (``ORAL_CONFIRM_NOVEL``; :mod:`tasks.warehouse.lineage`)
+    confirm_novel: bool = True
 
     @property
     def reports_dir(self) -> Path:
@@ -142,8 +147,11 @@ class Settings:
         if margin is not None and not 0.0 <= margin <= 1.0:
             raise ValueError(f"ORAL_GATE_REFERENCE_MARGIN must be a number in [0, 1] or 'off', "
                              f"got {raw_margin!r}")
+        raw_confirm = os.environ.get("ORAL_CONFIRM_NOVEL", "").strip().lower() or "1"
+        if raw_confirm not in TRUE + FALSE:
+            raise ValueError(f"ORAL_CONFIRM_NOVEL must be 1 or 0 (on or off), got {raw_confirm!r}")
         return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
-                   margin)
+                   margin, confirm_novel=raw_confirm in TRUE)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

@@ -2,7 +2,7 @@
 
 | event | when | resource id | labels / payload |
 |---|---|---|---|
-| ``oral.class.emerged`` | a class appears (a novel class, or every class on a graph's first night) | ``oral.class.<lineage id>`` | ``oral.graph``, ``oral.novel``; payload: run id, date, size, name |
+| ``oral.class.emerged`` | a class is published: a novel class the night it is confirmed (its second night, ``ORAL_CONFIRM_NOVEL``), every known class on a graph's first night | ``oral.class.<lineage id>`` | ``oral.graph``, ``oral.novel``; payload: run id, date, size, name |
 | ``oral.class.merged`` | a class was absorbed by another (``merged_into``) | same | same |
 | ``oral.class.vanished`` | a class of the previous night has no successor | same | same |
 | ``oral.contract.failed`` | a snapshot broke its data contract (nothing was trained) | ``oral.snapshot.<graph>.<date>`` | ``oral.graph``; payload: errors, rules, report path |
@@ -19,7 +19,8 @@ import logging
 log = logging.getLogger(__name__)
 
 #: the lineage statuses that are events (the size statuses, ``grown``, ``shrunk``,
-#: ``persisting``, and ``split`` are not)
+#: ``persisting``, ``split``, and a novel class's ``candidate`` night and ``dismissed`` end
+#: are not)
 CLASS_EVENTS = ("emerged", "merged", "vanished")
 
 

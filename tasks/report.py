@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MLFLOW_UI = "http://127.0.0.1:5000"
 DEFAULT_PREFECT_UI = "http://127.0.0.1:4200"
 #: statuses of a lineage row whose class no longer exists on that night (``class_key`` NULL)
-ENDINGS = ("merged", "split", "vanished")
+ENDINGS = ("merged", "split", "vanished", "dismissed")
 #: categorical colours for the chart's lines (cycled, with dash patterns after the first round)
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#d62728"]
@@ -533,6 +533,13 @@ def _events_html(night: Night) -> str:
         elif status == "vanished":
             items.append(f"<li><span class='badge bad'>vanished</span>{who} "
                          f"(last seen {e(r.get('last_seen'))})</li>")
+        elif status == "candidate":
+            items.append(f"<li><span class='badge muted'>candidate</span>{who} appeared "
+                         f"({_num(r['size'])} nodes); it is published as a new class if it is "
+                         f"there again the next night</li>")
+        elif status == "dismissed":
+            items.append(f"<li><span class='badge muted'>dismissed</span>{who}, a candidate, "
+                         f"did not come back</li>")
         elif status in ("grown", "shrunk"):
             items.append(f"<li><span class='badge warn'>{e(status)}</span>{who} "
                          f"{_num(r.get('previous_size'))} → {_num(r['size'])} nodes</li>")
@@ -540,7 +547,7 @@ def _events_html(night: Night) -> str:
             items.append(f"<li>{who} absorbed {parents}</li>")
     persisting = sum(r["status"] == "persisting" for r in night.lineage)
     if not items:
-        return (f"<p class='muted'>No merges, splits, vanished or resized classes"
+        return (f"<p class='muted'>No candidates, merges, splits, vanished or resized classes"
                 f"{f'; {persisting} persisting' if persisting else ''}.</p>")
     tail = f"<li class='muted'>{persisting} class(es) persisting</li>" if persisting else ""
     return f"<ul class='events'>{''.join(items)}{tail}</ul>"
@@ -592,7 +599,7 @@ def _night_html(night: Night, data: ReportData, mlflow_base: str, prefect_base: 
             + "</p>"
             f"{_contract_html(night, data)}"
             f"<h4>New tonight ({len(emerged)})</h4>{emerged_html}"
-            f"<h4>Merges, splits, vanished, resized</h4>{_events_html(night)}"
+            f"<h4>Candidates, merges, splits, vanished, resized</h4>{_events_html(night)}"
             f"<details><summary>All {len(night.classes)} classes of this night</summary>"
             f"{_classes_table(night.classes)}</details></section>")
 

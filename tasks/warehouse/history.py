@@ -92,14 +92,17 @@ class History:
                 return None
             run_id, prev_date = found[0]
             classes = con.execute(
-                "SELECT c.class_key, c.lineage_id, c.class_name, l.first_seen FROM classes c "
+                "SELECT c.class_key, c.lineage_id, c.class_name, l.first_seen, l.status "
+                "FROM classes c "
                 "LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id "
                 "WHERE c.run_id = ? ORDER BY c.class_key", [run_id]).fetchall()
             if not with_members:
                 return PreviousClasses(
                     members={}, lineage={int(k): lin for k, lin, *_ in classes},
-                    names={int(k): name for k, _, name, _ in classes},
-                    first_seen={int(k): first for k, _, _, first in classes if first is not None},
+                    names={int(k): name for k, _, name, *_ in classes},
+                    first_seen={int(k): first for k, _, _, first, _ in classes
+                                if first is not None},
+                    statuses={int(k): status for k, *_, status in classes if status is not None},
                     snapshot_date=prev_date, run_id=run_id)
             members = con.sql(
                 "SELECT class_key, node_id FROM node_assignments WHERE run_id = ? "
@@ -112,8 +115,9 @@ class History:
         return PreviousClasses(
             members={int(k): grouped.get(int(k), []) for k, *_ in classes},
             lineage={int(k): lin for k, lin, *_ in classes},
-            names={int(k): name for k, _, name, _ in classes},
-            first_seen={int(k): first for k, _, _, first in classes if first is not None},
+            names={int(k): name for k, _, name, *_ in classes},
+            first_seen={int(k): first for k, _, _, first, _ in classes if first is not None},
+            statuses={int(k): status for k, *_, status in classes if status is not None},
             snapshot_date=prev_date, run_id=run_id)
 
     def node_pairs(self, run_id: str, assignments: pa.Table | str | os.PathLike

@@ -43,6 +43,16 @@ Rows of a current class (``class_key`` set, ``size`` its member count):
   It gets a new id and ``parents = [the split class's lineage id]``. (The part that is the
   Hungarian match of the split class keeps its id and a size status, usually ``shrunk``.)
 
+Confirmation (``LineageConfig.confirm_novel``, on by default; not in the paper, a product rule
+of issue 47: evidence before a novel class is published). A novel class is a ``candidate`` on
+the first night its lineage id exists, whatever the status above would be (``emerged``,
+``merged`` into a new id, ``split``), and ``emerged`` on the next night its id goes on: the
+night it is confirmed, and the night ``emerged_classes`` shows it. A candidate that does not go
+on (the status above would be ``merged``, ``split`` or ``vanished``) is ``dismissed``: it was
+never published as a class, so its end is not an event. On the simulated nightly loops most
+novel ids of a first night are gone the next (``benchmarks/results/candidate_state``). Without
+confirmation a novel class emerges the night it appears, as before.
+
 Rows of a previous class that does not go on (``class_key`` None, ``size`` 0, ``last_seen`` the
 previous run's date):
 
@@ -63,13 +73,15 @@ one ``bincount`` over (previous class, current class) pairs; loops run over clas
 from __future__ import annotations
 
 import datetime as dt
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-STATUSES = ("emerged", "persisting", "grown", "shrunk", "merged", "split", "vanished")
+STATUSES = ("emerged", "persisting", "grown", "shrunk", "merged", "split", "vanished",
+            "candidate", "dismissed")
 KNOWN_PREFIX = "known:"
 
 
@@ -81,6 +93,8 @@ class LineageConfig:
     threshold: float = 0.3
     size_tolerance: float = 0.2
     share: float = 0.5
+    #: a novel class is a ``candidate`` on its first night and ``emerged`` when its id goes on
+    confirm_novel: bool = True
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -98,12 +112,14 @@ class PreviousClasses:
 
     ``members``: class key -> node ids (strings); ``lineage``: class key -> lineage id;
     ``names``: class key -> known class name (None or absent: novel); ``first_seen``: lineage
-    first-seen date per class key (absent: the previous run's date)."""
+    first-seen date per class key (absent: the previous run's date); ``statuses``: each
+    class's lineage status on that run (absent: unknown, never a candidate)."""
 
     members: Mapping[Hashable, Sequence]
     lineage: Mapping[Hashable, str]
     names: Mapping[Hashable, str | None] = field(default_factory=dict)
     first_seen: Mapping[Hashable, dt.date] = field(default_factory=dict)
+    statuses: Mapping[Hashable, str] = field(default_factory=dict)
     snapshot_date: dt.date | None = None
     run_id: str | None = None
 
@@ -131,16 +147,16 @@ class LineageResult:
 
 
 def new_tonight(is_novel, status: str | None, first_seen, snapshot_date) -> bool:
-    """What is new on ``snapshot_date``: a novel class whose lineage id was first seen that night,
-    whatever its status (``emerged``, or ``merged`` / ``split`` when it grew out of earlier
-    classes); without a first-seen date, an ``emerged`` one. The rule of the
-    ``emerged_classes`` view (:mod:`tasks.warehouse.schema`), shared by the report, the night's
-    summary line and its Prefect artifact."""
+    """What is new on ``snapshot_date``: a novel class ``emerged`` that night (with confirmation,
+    its second night); without confirmation also a novel id first seen that night under the
+    status ``merged`` or ``split`` (it grew out of earlier classes). A ``candidate`` is not new
+    yet. The rule of the ``emerged_classes`` view (:mod:`tasks.warehouse.schema`), shared by
+    the report, the night's summary line and its Prefect artifact."""
     if is_novel is not True:
         return False
-    if first_seen is None:
-        return status == "emerged"
-    return first_seen == snapshot_date
+    if status == "emerged":
+        return True
+    return status in ("merged", "split") and first_seen is not None and first_seen == snapshot_date
 
 
 def novel_lineage_id(graph: str, n: int) -> str:
@@ -316,4 +332,23 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
             lineage_id=p_lin[i], class_key=None, status=status, size=0,
             previous_size=int(p_size[i]), parents=[], first_seen=p_first[i],
             last_seen=prev_date, merged_into=merged_into))
+    if cfg.confirm_novel:
+        was_candidate = {p_lin[i] for i, key in enumerate(prev_keys)
+                         if prev.statuses.get(key) == "candidate"}
+        rows = [confirmed(row, was_candidate) for row in rows]
     return LineageResult(rows=rows, lineage_of=lineage_of, max_novel_index=next_n)
+
+
+def confirmed(row: LineageRow, was_candidate: set[str]) -> LineageRow:
+    """``row`` under the confirmation rule (module docstring): a novel id's first night is
+    ``candidate``; a candidate that goes on is ``emerged``, one that ends ``dismissed``. Known
+    classes and confirmed novel ones keep their status."""
+    if row.lineage_id.startswith(KNOWN_PREFIX):
+        return row
+    if row.lineage_id in was_candidate:
+        status = "emerged" if row.class_key is not None else "dismissed"
+    elif row.class_key is not None and row.previous_size is None:
+        status = "candidate"  # a new id: emerged, a split part or a merge under a new id
+    else:
+        return row
+    return dataclasses.replace(row, status=status)

@@ -32,9 +32,11 @@ Views: ``latest_runs`` (each graph's latest run that the champion gate did not f
 ``gate_status``: latest snapshot date, then latest published),
 ``latest_labels`` (the current label of each graph's lineage id), ``latest_classes`` (the
 classes of each graph's latest run with their lineage status and ``label``),
-``emerged_classes`` (what is new tonight: those of them that are novel and whose lineage id
-was first seen on that run's snapshot date, whatever their status, ``emerged``, ``merged`` or
-``split``), ``class_timeline`` (one row per
+``emerged_classes`` (what is new tonight: those of them that are novel and ``emerged``, i.e.
+confirmed on their second night; without confirmation, novel ones whose lineage id was first
+seen on that run's snapshot date, whatever their status, ``emerged``, ``merged`` or
+``split``), ``candidate_classes`` (novel classes on their first night, not yet confirmed),
+``class_timeline`` (one row per
 graph, lineage id and snapshot date: size, status and ``label``; when several configurations
 ran on one date, the latest published run of that date counts).
 
@@ -48,9 +50,26 @@ import pyarrow as pa
 
 from .lineage import STATUSES
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _STATUS_LIST = ", ".join(f"'{s}'" for s in STATUSES)  # constants of this module, not user values
+
+#: the ``class_lineage`` table's columns and rules (its ``status`` takes :data:`STATUSES`)
+_LINEAGE_COLUMNS = f"""(
+        graph VARCHAR NOT NULL,
+        lineage_id VARCHAR NOT NULL,
+        run_id VARCHAR NOT NULL,
+        snapshot_date DATE NOT NULL,
+        class_key INTEGER,
+        status VARCHAR NOT NULL CHECK (status IN ({_STATUS_LIST})),
+        size BIGINT NOT NULL,
+        previous_size BIGINT,
+        parents VARCHAR[] NOT NULL,
+        merged_into VARCHAR,
+        first_seen DATE,
+        last_seen DATE,
+        PRIMARY KEY (run_id, lineage_id))"""
+LINEAGE_TABLE = f"CREATE TABLE IF NOT EXISTS class_lineage {_LINEAGE_COLUMNS}"
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS meta (
@@ -119,20 +138,7 @@ TABLES = [
         class_name VARCHAR,
         is_novel BOOLEAN NOT NULL,
         confidence DOUBLE)""",
-    f"""CREATE TABLE IF NOT EXISTS class_lineage (
-        graph VARCHAR NOT NULL,
-        lineage_id VARCHAR NOT NULL,
-        run_id VARCHAR NOT NULL,
-        snapshot_date DATE NOT NULL,
-        class_key INTEGER,
-        status VARCHAR NOT NULL CHECK (status IN ({_STATUS_LIST})),
-        size BIGINT NOT NULL,
-        previous_size BIGINT,
-        parents VARCHAR[] NOT NULL,
-        merged_into VARCHAR,
-        first_seen DATE,
-        last_seen DATE,
-        PRIMARY KEY (run_id, lineage_id))""",
+    LINEAGE_TABLE,
     """CREATE TABLE IF NOT EXISTS class_labels (
         graph VARCHAR NOT NULL,
         lineage_id VARCHAR NOT NULL,
@@ -174,6 +180,14 @@ MIGRATIONS = {
         "ALTER TABLE runs ADD COLUMN gate_status VARCHAR",
         "ALTER TABLE runs ADD COLUMN gate_reason VARCHAR",
     ],
+    # 4 -> 5: the lineage statuses ``candidate`` and ``dismissed`` (a novel class confirmed on
+    # its second night, issue 47): the table is rebuilt with the wider status rule, rows kept
+    4: [
+        f"CREATE TABLE class_lineage_v5 {_LINEAGE_COLUMNS}",
+        "INSERT INTO class_lineage_v5 SELECT * FROM class_lineage",
+        "DROP TABLE class_lineage",
+        "ALTER TABLE class_lineage_v5 RENAME TO class_lineage",
+    ],
 }
 
 #: a run the champion gate found degraded (``runs.gate_status``): left out of every "latest"
@@ -201,13 +215,17 @@ VIEWS = [
         JOIN classes c ON c.run_id = r.run_id
         LEFT JOIN class_lineage l ON l.run_id = c.run_id AND l.lineage_id = c.lineage_id
         LEFT JOIN latest_labels lb ON lb.graph = r.graph AND lb.lineage_id = c.lineage_id""",
-    # "what is new tonight": a novel class whose lineage id was first seen on the latest run's
-    # date, whatever its status word (a new class formed from parts of others is ``merged``
-    # or ``split`` on the night it appears); rows without first_seen fall back to ``emerged``
+    # "what is new tonight" (tasks.warehouse.lineage.new_tonight): a novel class confirmed on
+    # the latest run (``emerged``, its second night); without confirmation (older runs, or
+    # LineageConfig.confirm_novel off) a novel id first seen that night, whatever its status
+    # word (a new class formed from parts of others is ``merged`` or ``split``)
     """CREATE OR REPLACE VIEW emerged_classes AS
         SELECT * FROM latest_classes
-        WHERE is_novel AND (first_seen = snapshot_date
-                            OR (first_seen IS NULL AND status = 'emerged'))""",
+        WHERE is_novel AND (status = 'emerged'
+                            OR (status IN ('merged', 'split') AND first_seen = snapshot_date))""",
+    # novel classes on their first night, not yet published as classes (confirmation)
+    """CREATE OR REPLACE VIEW candidate_classes AS
+        SELECT * FROM latest_classes WHERE is_novel AND status = 'candidate'""",
     f"""CREATE OR REPLACE VIEW class_timeline AS
         WITH day_runs AS (
             SELECT run_id FROM runs WHERE {ANSWER_RUN}

@@ -28,3 +28,40 @@ def test_label_free_counts_follow_the_answered_nights():
     got = label_free(nights)
     assert got == {"appeared": 1, "gone_next_night": 1, "answered_nights": 2, "stored": 2,
                    "replayed": 0}
+
+
+def test_the_replay_is_the_pipelines_rule():
+    """Replaying stored rows made without confirmation gives the statuses the pipeline's lineage
+    writes with it (``tasks.warehouse.lineage``), night after night."""
+    import datetime as dt
+
+    from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
+
+    nights = [{0: ["a1", "a2"], 1: ["n1", "n2", "n3"], 2: ["m1"]},
+              {0: ["a1", "a2", "m1"], 1: ["n1", "n2", "n3", "n4"], 3: ["p1", "p2"]},
+              {0: ["a1", "a2", "m1"], 1: ["n1", "n2", "n3", "n4", "p1", "p2"]}]
+    names = {0: "A"}
+    state = {rule: None for rule in ("plain", "confirmed")}
+    max_n = {rule: 0 for rule in state}
+    candidates: set[str] = set()
+    for k, members in enumerate(nights):
+        day = dt.date(2026, 1, 1 + k)
+        got = {}
+        for rule, confirm in (("plain", False), ("confirmed", True)):
+            res = track_lineage(state[rule], members, graph="g", snapshot_date=day,
+                                current_names=names, max_novel_index=max_n[rule],
+                                config=LineageConfig(confirm_novel=confirm))
+            got[rule] = res.rows
+            statuses = {res.lineage_of[key]: row.status for key in members
+                        for row in res.rows if row.lineage_id == res.lineage_of[key]}
+            state[rule] = PreviousClasses(members=members, lineage=res.lineage_of, names=names,
+                                          statuses={key: statuses[res.lineage_of[key]]
+                                                    for key in members},
+                                          snapshot_date=day)
+            max_n[rule] = res.max_novel_index
+        replay = replayed([(r.lineage_id, r.status, r.class_key, r.previous_size)
+                           for r in got["plain"]], candidates, day)
+        assert replay == {r.lineage_id: r.status for r in got["confirmed"]}, k
+        candidates = {lid for lid, st in replay.items() if st == "candidate"}
+    # the last night: the confirmed class absorbs the candidate, which is dismissed
+    assert replay == {"known:A": "persisting", "g:novel:1": "merged", "g:novel:3": "dismissed"}

@@ -15,19 +15,31 @@ def _truth(k: int) -> dict:
     return truth
 
 
-def _loop(answer) -> list[dict]:
-    """Four nights; ``answer(k, node, true class)`` gives a node's published lineage id."""
-    nights, seen = [], set()
+def _loop(answer, confirm: bool = False) -> list[dict]:
+    """Four nights; ``answer(k, node, true class)`` gives a node's published lineage id.
+    ``confirm``: the lineage's confirmation rule (a novel id is a candidate on its first night,
+    emerged on its second, dismissed when a candidate ends)."""
+    nights, seen, last, candidates = [], set(), set(), set()
     for k in range(4):
         truth = _truth(k)
         assign = {n: answer(k, n, c) for n, c in truth.items()}
         ids = set(assign.values())
         names = {lid: (lid.split(":")[1] if lid.startswith("known:") else None) for lid in ids}
         statuses = {lid: ("persisting" if lid in seen else "emerged") for lid in ids}
-        statuses |= {lid: "vanished" for lid in seen - ids}
+        statuses |= {lid: "vanished" for lid in last - ids}  # last night's ids that ended
+        if confirm:
+            for lid in statuses:
+                if lid.startswith("known:"):
+                    continue
+                if lid in candidates:
+                    statuses[lid] = "emerged" if lid in ids else "dismissed"
+                elif lid not in seen:
+                    statuses[lid] = "candidate"
+            candidates = {lid for lid, st in statuses.items() if st == "candidate"}
         seen |= ids
+        last = ids
         nights.append({"truth": truth, "known": KNOWN, "assign": assign, "names": names,
-                       "statuses": statuses})
+                       "statuses": statuses, "candidates": candidates if confirm else set()})
     return nights
 
 
@@ -114,7 +126,7 @@ def test_a_loop_without_a_finished_backfill_is_not_recovered(tmp_path):
     assert recover_loop("cora", 0, args) is None  # none of its 8 nights simulated
 
 
-def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path):
+def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path, monkeypatch):
     """A loop stopped part-way goes on from its kept snapshots when its ``progress.json`` was
     written with the same ``--set`` and every night was simulated; otherwise it starts again."""
     import json
@@ -128,13 +140,20 @@ def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path):
     (base / "snapshots" / "cora").mkdir(parents=True)
     for day in ("2026-01-01", "2026-01-02"):
         (base / "snapshots" / "cora" / f"snapshot={day}").mkdir()
-    (base / "progress.json").write_text(json.dumps({"settings": ["known_head=sgc"]}))
+    monkeypatch.delenv("ORAL_CONFIRM_NOVEL", raising=False)
+    (base / "progress.json").write_text(json.dumps({"settings": ["known_head=sgc"],
+                                                    "confirm_novel": True}))
     assert resumable(base, "cora", args) is None  # made at other settings
     (base / "progress.json").write_text(json.dumps({"settings": ["known_head=auto"]}))
+    assert resumable(base, "cora", args) is None  # made before the lineage's confirmation
+    (base / "progress.json").write_text(json.dumps({"settings": ["known_head=auto"],
+                                                    "confirm_novel": True}))
     paths = resumable(base, "cora", args)
     assert paths is not None and [p.name for p in paths] == ["snapshot=2026-01-01",
                                                              "snapshot=2026-01-02"]
     assert resumable(base, "cora", SimpleNamespace(**{**vars(args), "periods": 3})) is None
+    monkeypatch.setenv("ORAL_CONFIRM_NOVEL", "0")  # the pipeline's lineage rule changed
+    assert resumable(base, "cora", args) is None
 
 
 def test_published_dates_reads_the_nights_with_a_run_row(tmp_path):
@@ -155,3 +174,20 @@ def test_published_dates_reads_the_nights_with_a_run_row(tmp_path):
                 [dt.date(2026, 1, 1), dt.date(2026, 1, 1), dt.date(2026, 1, 2)])
     con.close()
     assert published_dates(tmp_path, "cora") == {"2026-01-01"}
+
+
+def test_confirmation_turns_a_one_night_invention_into_a_candidate_not_an_event():
+    """A novel class carved out of a known class on one quiet night only: without confirmation
+    it is an invented class and two false events (its emergence, its end); with it, a candidate
+    (counted apart) that is dismissed, and no event. The planted class surfaces a night later."""
+    def once(k, n, c):
+        return "g:novel:9" if k == 1 and c == "b" and n.endswith("1") else right(k, n, c)
+
+    plain, confirmed = score_loop(_loop(once), PLANTED), score_loop(_loop(once, True), PLANTED)
+    assert plain["invented_on_quiet_nights"] == 1 and plain["false_lineage_events"] == 2
+    assert confirmed["invented_on_quiet_nights"] == 0 and confirmed["false_lineage_events"] == 0
+    assert confirmed["candidates_on_quiet_nights"] == 1
+    assert plain["planted"]["p"]["late"] == 0 and confirmed["planted"]["p"]["late"] == 1
+    assert confirmed["planted"]["p"]["lineage_ids"] == 1
+    # a stub that renames the planted class every night is never confirmed: never surfaced
+    assert score_loop(_loop(splits, True), PLANTED)["planted"]["p"]["surfaced"] is None

@@ -223,8 +223,8 @@ def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
               for t in ("snapshots", "runs", "classes", "node_assignments", "class_lineage")}
     wh = Warehouse(path, threads=1)
     assert wh.schema_version() == 1
-    assert wh.ensure_schema() == SCHEMA_VERSION == 4
-    assert wh.schema_version() == 4
+    assert wh.ensure_schema() == SCHEMA_VERSION == 5
+    assert wh.schema_version() == 5
     after = {t: raw(path, f"SELECT count(*) FROM {t}")[0][0] for t in before}
     assert after == before  # every row kept
     # schema 3: how a run's training started; unknown (NULL) for the runs from before
@@ -263,7 +263,13 @@ def test_version_1_warehouse_is_migrated_in_place(tmp_path) -> None:
         {"lineage_id": "g:novel:1", "snapshot_date": D2, "status": "persisting",
          "label": "Graph learning"}]
     assert wh.query("SELECT count(*) AS n FROM classes WHERE run_id = ?", [run2]).to_pylist() == [{"n": 3}]
-    assert wh.ensure_schema() == 4  # a second time: nothing to do
+    # schema 5: the rebuilt lineage table takes the confirmation statuses (a new class is a
+    # candidate on its first night)
+    members[3] = ["n6", "n7"]
+    wh.publish_run(**night(wh, "g", dt.date(2026, 4, 3), members, {0: "A", 1: "B"}))
+    assert wh.query("SELECT lineage_id FROM candidate_classes").to_pylist() == [
+        {"lineage_id": "g:novel:2"}]
+    assert wh.ensure_schema() == 5  # a second time: nothing to do
 
 
 def test_analyst_reads_migrate_an_old_warehouse_first(tmp_path) -> None:
@@ -416,9 +422,12 @@ def test_labels_show_in_every_view_and_survive_later_nights(wh: Warehouse) -> No
     timeline = wh.query("SELECT snapshot_date, label FROM class_timeline WHERE lineage_id = ? "
                         "ORDER BY snapshot_date", ["g:novel:1"]).to_pylist()
     assert [r["label"] for r in timeline] == ["Graph learning", "Graph learning"]
-    # the emerged class of the second night, labelled: emerged_classes shows it
+    # the classes confirmed on the second night, and its candidate, labelled: the views show it
     wh.label_class("g:novel:3", "Late bloomers", by="bob")
-    assert wh.query("SELECT lineage_id, label FROM emerged_classes").to_pylist() == \
+    assert wh.query("SELECT lineage_id, label FROM emerged_classes ORDER BY 1").to_pylist() == \
+        [{"lineage_id": "g:novel:1", "label": "Graph learning"},
+         {"lineage_id": "g:novel:2", "label": None}]
+    assert wh.query("SELECT lineage_id, label FROM candidate_classes").to_pylist() == \
         [{"lineage_id": "g:novel:3", "label": "Late bloomers"}]
     # labelled again: the latest wins, the history is kept
     again = wh.label_class("g:novel:1", "GNNs", by="bob", at=dt.datetime(2026, 4, 2, 9, 0))

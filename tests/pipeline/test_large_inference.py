@@ -317,9 +317,16 @@ def test_paths_with_pattern_characters_are_read_literally(tmp_path):
     steps.publish(wh, run_of(0), None, path, classes, "g", run_of(0)["snapshot_date"])
     steps.publish(wh, run_of(1), None, path, classes, "g", run_of(1)["snapshot_date"])
     assert wh.query("SELECT count(*) AS n FROM node_assignments").to_pylist() == [{"n": 800}]
+    # the same classes on the second night: the known ones persist, the novel one (a
+    # candidate the first night) is confirmed
     assert {r["status"] for r in wh.query("SELECT status FROM class_lineage WHERE "
-                                          "snapshot_date = ?", [run_of(1)["snapshot_date"]])
-            .to_pylist()} == {"persisting"}
+                                          "snapshot_date = ? AND lineage_id LIKE 'known:%'",
+                                          [run_of(1)["snapshot_date"]]).to_pylist()} == {
+        "persisting"}
+    assert {r["status"] for r in wh.query("SELECT status FROM class_lineage WHERE "
+                                          "snapshot_date = ? AND lineage_id LIKE '%:novel:%'",
+                                          [run_of(1)["snapshot_date"]]).to_pylist()} == {
+        "emerged"}
 
 
 # --------------------------------------------------------------------------------- memory

@@ -1,4 +1,8 @@
-"""Class lineage across nights, on hand-made consecutive runs."""
+"""Class lineage across nights, on hand-made consecutive runs.
+
+The matching rules (continuation, absorption, split) are tested without the confirmation rule
+(``LineageConfig(confirm_novel=False)``), which only renames statuses; the confirmation rule
+has its own tests at the end, at the default configuration."""
 from __future__ import annotations
 
 import datetime as dt
@@ -6,8 +10,15 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from tasks.warehouse.lineage import (LineageConfig, PreviousClasses, overlap_matrix,
-                                     track_lineage)
+from tasks.warehouse.lineage import LineageConfig, PreviousClasses, overlap_matrix
+from tasks.warehouse.lineage import track_lineage as tracked
+
+#: the matching rules alone: a novel id emerges the night it appears
+MATCHING = LineageConfig(confirm_novel=False)
+
+
+def track_lineage(*args, config: LineageConfig = MATCHING, **kwargs):
+    return tracked(*args, config=config, **kwargs)
 
 D1, D2 = dt.date(2026, 3, 1), dt.date(2026, 3, 2)
 
@@ -17,9 +28,10 @@ def ids(lo: int, hi: int) -> list[str]:
 
 
 def previous(classes: dict, lineage: dict, names: dict | None = None,
-             first_seen: dict | None = None) -> PreviousClasses:
+             first_seen: dict | None = None, statuses: dict | None = None) -> PreviousClasses:
     return PreviousClasses(members=classes, lineage=lineage, names=names or {},
-                           first_seen=first_seen or {}, snapshot_date=D1, run_id="r1")
+                           first_seen=first_seen or {}, statuses=statuses or {},
+                           snapshot_date=D1, run_id="r1")
 
 
 def by_lineage(result) -> dict:
@@ -87,7 +99,7 @@ def test_grown_and_shrunk_by_size_tolerance() -> None:
     assert res["g:novel:2"].status == "shrunk"
     assert res["g:novel:3"].status == "persisting"
     loose = by_lineage(track_lineage(prev, cur, graph="g", snapshot_date=D2, max_novel_index=3,
-                                     config=LineageConfig(size_tolerance=0.6)))
+                                     config=LineageConfig(size_tolerance=0.6, confirm_novel=False)))
     assert {r.status for r in loose.values()} == {"persisting"}
 
 
@@ -162,7 +174,7 @@ def test_below_threshold_overlap_does_not_match() -> None:
     assert rows["g:novel:1"].status == "vanished"
     # with a lower threshold the same pair matches (and shrinks/grows by size only)
     low = track_lineage(prev, {1: ids(80, 180)}, graph="g", snapshot_date=D2, max_novel_index=1,
-                        config=LineageConfig(threshold=0.1))
+                        config=LineageConfig(threshold=0.1, confirm_novel=False))
     assert low.lineage_of == {1: "g:novel:1"}
     assert by_lineage(low)["g:novel:1"].status == "persisting"
 
@@ -214,3 +226,51 @@ def test_config_is_validated() -> None:
     with pytest.raises(ValueError, match="lineage id"):
         track_lineage(PreviousClasses(members={1: ["a"]}, lineage={}), {}, graph="g",
                       snapshot_date=D1)
+
+
+# ------------------------------------------------------------ confirmation (the default)
+def test_a_novel_class_is_a_candidate_first_and_emerges_when_its_id_goes_on() -> None:
+    first = tracked(None, {0: ids(0, 10), 1: ids(10, 20)}, graph="g", snapshot_date=D1,
+                    current_names={0: "A"})
+    rows = by_lineage(first)
+    assert rows["known:A"].status == "emerged"  # known classes are never candidates
+    assert rows["g:novel:1"].status == "candidate"
+    prev = previous({0: ids(0, 10), 1: ids(10, 20)}, first.lineage_of, {0: "A"},
+                    statuses={0: "emerged", 1: "candidate"})
+    second = by_lineage(tracked(prev, {0: ids(0, 10), 1: ids(10, 22)}, graph="g",
+                                snapshot_date=D2, current_names={0: "A"}, max_novel_index=1))
+    assert second["g:novel:1"].status == "emerged"  # confirmed: its second night
+    assert second["known:A"].status == "persisting"
+    prev = previous({0: ids(0, 10), 1: ids(10, 22)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"},
+                    statuses={0: "persisting", 1: "emerged"})
+    third = by_lineage(tracked(prev, {0: ids(0, 10), 1: ids(10, 23)}, graph="g",
+                               snapshot_date=D2, current_names={0: "A"}, max_novel_index=1))
+    assert third["g:novel:1"].status == "persisting"  # confirmed once, then the size statuses
+
+
+def test_a_candidate_that_ends_is_dismissed_not_an_event() -> None:
+    """A candidate that vanishes, or is absorbed, is ``dismissed``; a confirmed class that ends
+    keeps its event (``vanished``, ``merged``); a split part or a merge under a new id is a
+    candidate on its first night."""
+    prev = previous({0: ids(0, 10), 1: ids(10, 20), 2: ids(20, 30), 3: ids(30, 40),
+                     4: ids(40, 50)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2", 3: "g:novel:3",
+                     4: "g:novel:4"}, {0: "A"},
+                    statuses={0: "persisting", 1: "candidate", 2: "emerged", 3: "candidate",
+                              4: "grown"})
+    # novel:1's nodes go to A (absorbed); novel:2 and novel:3 vanish; novel:4 goes on in one
+    # part and a new class takes the other part
+    tonight = {0: ids(0, 20), 5: ids(40, 45), 6: ids(45, 50)}
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                             current_names={0: "A"}, max_novel_index=4))
+    assert got["g:novel:1"].status == "dismissed" and got["g:novel:1"].merged_into == "known:A"
+    assert got["g:novel:2"].status == "vanished"  # it had been published: its end is an event
+    assert got["g:novel:3"].status == "dismissed"
+    assert got["g:novel:4"].status == "shrunk"
+    assert got["g:novel:5"].status == "candidate"  # the new part: its first night
+    assert got["g:novel:5"].parents == ["g:novel:4"]  # the split's parent is still recorded
+    # without confirmation the same nights read as before
+    plain = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                     current_names={0: "A"}, max_novel_index=4))
+    assert [plain[k].status for k in ("g:novel:1", "g:novel:3", "g:novel:5")] == [
+        "merged", "vanished", "split"]

@@ -1,6 +1,7 @@
 """What is new tonight, one rule everywhere (issue 48): the emerged_classes view, the report's
 "New tonight" list, the night's summary line and its Prefect artifact all count a novel class
-whose lineage id was first seen that night, whatever its status."""
+that emerged that night (with confirmation, its second night) and, without confirmation, one
+whose lineage id was first seen that night, whatever its status. A candidate is not new yet."""
 from __future__ import annotations
 
 import datetime as dt
@@ -24,6 +25,9 @@ TONIGHT, BEFORE = dt.date(2026, 5, 2), dt.date(2026, 5, 1)
     (None, "emerged", TONIGHT, False),
     (True, "emerged", None, True),        # no first-seen date recorded: its status decides
     (True, "persisting", None, False),
+    (True, "emerged", BEFORE, True),      # confirmed tonight, first seen the night before
+    (True, "candidate", TONIGHT, False),  # its first night: not published as a class yet
+    (True, "dismissed", BEFORE, False),
 ])
 def test_new_tonight(is_novel, status, first_seen, new):
     assert new_tonight(is_novel, status, first_seen, TONIGHT) is new
@@ -41,3 +45,7 @@ def test_the_summary_line_names_what_is_new_tonight():
     old = {k: v for k, v in out.items() if k != "new_tonight"}
     assert "new tonight none," in summary_line(old)
     assert "new tonight g:novel:3," in summary_line(old | {"statuses": {"g:novel:3": "emerged"}})
+    # candidates are named apart: news if they are there again the next night
+    line = summary_line(out | {"new_tonight": [], "statuses": {"g:novel:4": "candidate",
+                                                              "known:a": "persisting"}})
+    assert "new tonight none (candidates: g:novel:4)," in line

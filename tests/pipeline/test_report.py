@@ -19,12 +19,14 @@ from test_warehouse import ids, night
 from cli.main import main
 from tasks.report import NoWarehouse, UnknownGraph, report
 from tasks.warehouse import Warehouse
+from tasks.warehouse.lineage import LineageConfig
 
 D = [dt.date(2026, 4, 1), dt.date(2026, 4, 2), dt.date(2026, 4, 3), dt.date(2026, 4, 4)]
 REJECTED = dt.date(2026, 4, 5)
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_NODE = '"><img src=x onerror=alert(2)>'
 NAMES = {0: "A", 1: "B"}
+PLAIN = LineageConfig(confirm_novel=False)  # a novel class emerges the night it appears
 
 
 def nights() -> list[dict]:
@@ -64,12 +66,13 @@ def state(tmp_path) -> Path:
 
 def build_state(tmp_path: Path) -> Path:
     """A state folder: oral.duckdb with four nights of graph g (and one night of graph h), the
-    contract reports of g under reports/g, one of them a rejected fifth snapshot."""
+    contract reports of g under reports/g, one of them a rejected fifth snapshot. Lineage
+    without confirmation, so that every status word shows (``test_candidates_...`` for it)."""
     state = tmp_path / "state"
     wh = Warehouse(state / "oral.duckdb", lock_timeout=2.0, threads=1)
     contracts = state / "reports" / "g"
     for i, (day, members) in enumerate(zip(D, nights())):
-        parts = night(wh, "g", day, members, NAMES)
+        parts = night(wh, "g", day, members, NAMES, lineage_config=PLAIN)
         parts["run"]["mlflow_run_id"] = f"mlrun{i}abcdef0123456789"
         parts["run"]["model_name"], parts["run"]["model_version"] = "oral-g", str(i + 1)
         parts["run"]["prefect_flow_run_id"] = f"00000000-0000-0000-0000-00000000000{i}"
@@ -85,7 +88,8 @@ def build_state(tmp_path: Path) -> Path:
     write_contract(contracts, REJECTED, "hash-rejected", passed=False, findings=[
         {"file": "nodes.parquet", "rule": "unique_node_id", "severity": "error", "count": 3,
          "message": "3 repeated node ids", "examples": []}])
-    wh.publish_run(**night(wh, "h", D[0], {0: ids(0, 30, "h"), 1: ids(30, 50, "h")}, {0: "A"}))
+    wh.publish_run(**night(wh, "h", D[0], {0: ids(0, 30, "h"), 1: ids(30, 50, "h")}, {0: "A"},
+                           lineage_config=PLAIN))
     wh.label_class("g:novel:1", HOSTILE, by="ana")
     wh.label_class("g:novel:3", "Graph learning", by="ana")
     return state
@@ -105,6 +109,27 @@ def test_lineage_scenario_is_what_the_page_is_meant_to_show(state) -> None:
     got = {(r["snapshot_date"], r["status"]) for r in rows}
     assert {(D[1], "emerged"), (D[2], "merged"), (D[2], "grown"), (D[3], "split"),
             (D[3], "vanished"), (D[3], "emerged")} <= got
+
+
+def test_candidates_show_and_become_new_the_next_night(tmp_path) -> None:
+    """At the default lineage rules a novel class is a candidate on its first night (listed
+    with the night's events, not as new) and new tonight the night it is confirmed; a candidate
+    that does not come back is dismissed."""
+    state = tmp_path / "state"
+    wh = Warehouse(state / "oral.duckdb", lock_timeout=2.0, threads=1)
+    first, second = nights()[:2]
+    third = {0: ids(0, 100), 1: ids(100, 180), 2: ids(180, 250), 3: ids(250, 300)}
+    for day, members in zip(D, (first, second, third)):
+        wh.publish_run(**night(wh, "g", day, members, NAMES))
+    page = report(state / "oral.duckdb", "g", tmp_path / "out" / "report.html",
+                  tracking_uri="sqlite:///x/mlflow.db").read_text(encoding="utf-8")
+    night1 = page.split("id='night-2026-04-01'")[1].split("</section>")[0]
+    assert "<h4>New tonight (0)</h4>" in night1
+    assert night1.count("badge muted'>candidate") == 2
+    night2 = page.split("id='night-2026-04-02'")[1].split("</section>")[0]
+    assert "<h4>New tonight (2)</h4>" in night2 and "badge muted'>candidate" in night2
+    night3 = page.split("id='night-2026-04-03'")[1].split("</section>")[0]
+    assert "<h4>New tonight (0)</h4>" in night3 and "badge muted'>dismissed" in night3
 
 
 def test_page_shows_classes_nights_chart_and_links(state, tmp_path) -> None:

@@ -37,13 +37,15 @@ def ids(lo: int, hi: int, prefix: str = "n") -> list[str]:
 
 
 def night(wh: Warehouse, graph: str, date: dt.date, members: dict, names: dict,
-          content_hash: str | None = None, config_hash: str = "cfg1") -> dict:
-    """Everything one nightly run publishes, with lineage against the warehouse's previous run."""
+          content_hash: str | None = None, config_hash: str = "cfg1",
+          lineage_config: LineageConfig | None = None) -> dict:
+    """Everything one nightly run publishes, with lineage against the warehouse's previous run
+    (at the default lineage rules, confirmation included, unless ``lineage_config``)."""
     content_hash = content_hash or f"hash-{date.isoformat()}"
     prev = wh.previous_run(graph, date)
     lineage = track_lineage(prev, members, graph=graph, snapshot_date=date, current_names=names,
                             max_novel_index=wh.max_novel_index(graph, before_date=date),
-                            config=LineageConfig())
+                            config=lineage_config or LineageConfig())
     node_ids, keys, conf = [], [], []
     for key, nodes in members.items():
         node_ids += nodes
@@ -212,22 +214,28 @@ def test_views_over_two_nights(wh: Warehouse) -> None:
     latest = wh.latest_classes("g").to_pylist()
     assert {r["run_id"] for r in latest} == {run2} and len(latest) == 5
     status = {r["lineage_id"]: (r["class_key"], r["status"]) for r in latest}
+    # the first night's novel classes were candidates; going on tonight confirms them, and
+    # tonight's new class is a candidate
     assert status == {"known:A": (0, "persisting"), "known:B": (1, "persisting"),
-                      "g:novel:1": (3, "persisting"), "g:novel:2": (2, "persisting"),
-                      "g:novel:3": (4, "emerged")}
+                      "g:novel:1": (3, "emerged"), "g:novel:2": (2, "emerged"),
+                      "g:novel:3": (4, "candidate")}
     assert {r["graph"] for r in wh.latest_classes().to_pylist()} == {"g", "h"}
 
     emerged = wh.query("SELECT graph, lineage_id, size, snapshot_date FROM emerged_classes "
                        "ORDER BY graph, lineage_id").to_pylist()
-    assert emerged == [{"graph": "g", "lineage_id": "g:novel:3", "size": 40, "snapshot_date": D2},
-                       {"graph": "h", "lineage_id": "h:novel:1", "size": 20, "snapshot_date": D1}]
+    assert emerged == [{"graph": "g", "lineage_id": "g:novel:1", "size": 70, "snapshot_date": D2},
+                       {"graph": "g", "lineage_id": "g:novel:2", "size": 50, "snapshot_date": D2}]
+    candidates = wh.query("SELECT graph, lineage_id FROM candidate_classes "
+                          "ORDER BY graph, lineage_id").to_pylist()
+    assert candidates == [{"graph": "g", "lineage_id": "g:novel:3"},
+                          {"graph": "h", "lineage_id": "h:novel:1"}]
 
     timeline = wh.query("SELECT lineage_id, snapshot_date, size, status FROM class_timeline "
                         "WHERE graph = ? ORDER BY lineage_id, snapshot_date", ["g"]).to_pylist()
     assert [(r["lineage_id"], r["snapshot_date"], r["status"]) for r in timeline] == [
-        ("g:novel:1", D1, "emerged"), ("g:novel:1", D2, "persisting"),
-        ("g:novel:2", D1, "emerged"), ("g:novel:2", D2, "persisting"),
-        ("g:novel:3", D2, "emerged"),
+        ("g:novel:1", D1, "candidate"), ("g:novel:1", D2, "emerged"),
+        ("g:novel:2", D1, "candidate"), ("g:novel:2", D2, "emerged"),
+        ("g:novel:3", D2, "candidate"),
         ("known:A", D1, "emerged"), ("known:A", D2, "persisting"),
         ("known:B", D1, "emerged"), ("known:B", D2, "persisting")]
 
@@ -236,14 +244,16 @@ def test_emerged_classes_is_what_is_new_tonight_whatever_its_status(wh: Warehous
     """Issue 48.6: a novel class new tonight whose lineage status is ``merged`` (a new class
     formed from parts of others, here grown to 150 nodes) or ``split`` was left out of
     ``emerged_classes`` (status = 'emerged' only), so "what is new" came back empty. The view is
-    the latest run's novel classes whose lineage id was first seen on that run's date."""
+    the latest run's novel classes whose lineage id was first seen on that run's date (without
+    confirmation, ``LineageConfig.confirm_novel`` off: with it, new ids are candidates)."""
     import dataclasses
 
+    plain = LineageConfig(confirm_novel=False)
     m1, n1 = first_night()
-    wh.publish_run(**night(wh, "g", D1, m1, n1))
+    wh.publish_run(**night(wh, "g", D1, m1, n1, lineage_config=plain))
     members = {0: ids(0, 100), 1: ids(100, 180), 2: ids(180, 250), 3: ids(250, 300),
                4: ids(300, 450), 5: ids(450, 480)}
-    tonight = night(wh, "g", D2, members, {0: "A", 1: "B"})
+    tonight = night(wh, "g", D2, members, {0: "A", 1: "B"}, lineage_config=plain)
     by_id = {r.lineage_id: r for r in tonight["lineage_rows"]}
     assert by_id["g:novel:3"].status == by_id["g:novel:4"].status == "emerged"
     assert by_id["g:novel:3"].first_seen == D2 and by_id["g:novel:1"].first_seen == D1
@@ -303,7 +313,8 @@ def test_degraded_run_is_kept_but_never_the_latest_answer(wh: Warehouse) -> None
 def test_unchanged_snapshot_on_the_next_date_keeps_both_nights(wh: Warehouse) -> None:
     """Issue 21.1: the same snapshot bytes (same content hash) and configuration on two dates are
     two nights, not one run published twice: the second publish adds its own runs, classes,
-    node_assignments and class_lineage rows (everything ``persisting``) instead of replacing the
+    node_assignments and class_lineage rows (the known classes ``persisting``, the novel ones
+    confirmed) instead of replacing the
     first night's; republishing the second night leaves the same rows."""
     members, names = first_night()
     run1 = wh.publish_run(**night(wh, "g", D1, members, names, content_hash="same"))
@@ -321,7 +332,8 @@ def test_unchanged_snapshot_on_the_next_date_keeps_both_nights(wh: Warehouse) ->
     timeline = wh.query("SELECT lineage_id, snapshot_date, status FROM class_timeline "
                         "WHERE graph = ? ORDER BY lineage_id, snapshot_date", ["g"]).to_pylist()
     assert [(r["lineage_id"], r["snapshot_date"], r["status"]) for r in timeline] == [
-        (lin, day, "emerged" if day == D1 else "persisting")
+        (lin, day, ("candidate" if day == D1 else "emerged") if "novel" in lin
+         else "emerged" if day == D1 else "persisting")  # novel: confirmed on the second night
         for lin in ("g:novel:1", "g:novel:2", "known:A", "known:B") for day in (D1, D2)]
     assert wh.last_processed_date("g") == D2 and wh.previous_run("g", D2).run_id == run1
     # a rerun of the second night replaces its own rows only

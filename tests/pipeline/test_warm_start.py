@@ -399,6 +399,19 @@ def test_warm_start_settings_default_turn_off_and_refuse_nonsense(monkeypatch, v
             Settings.from_env()
 
 
+def test_confirmation_setting_defaults_on_turns_off_and_refuses_nonsense(monkeypatch):
+    from flows.settings import Settings
+
+    monkeypatch.delenv("ORAL_CONFIRM_NOVEL", raising=False)
+    assert Settings.from_env().confirm_novel is True
+    for off in ("0", "off", "FALSE"):
+        monkeypatch.setenv("ORAL_CONFIRM_NOVEL", off)
+        assert Settings.from_env().confirm_novel is False
+    monkeypatch.setenv("ORAL_CONFIRM_NOVEL", "sometimes")
+    with pytest.raises(ValueError, match="ORAL_CONFIRM_NOVEL must be 1 or 0 .* got 'sometimes'"):
+        Settings.from_env()
+
+
 @pytest.mark.slow
 def test_the_flow_starts_cold_when_a_cold_night_is_due(env, nights, monkeypatch):
     # the champion before 2026-05-03 is night 2, itself one warm night after the cold night 1

@@ -143,8 +143,14 @@ def test_unchanged_graph_on_the_next_date_keeps_the_previous_night(env, monkeypa
         assert any(r["run_id"] == out["run_id"] for r in rows["classes"])
     lineage = {out["run_id"]: {r["lineage_id"]: r["status"] for r in rows["class_lineage"]
                                if r["run_id"] == out["run_id"]} for out in (first, second)}
-    assert lineage[first["run_id"]] and set(lineage[first["run_id"]].values()) == {"emerged"}
-    assert lineage[second["run_id"]] == dict.fromkeys(lineage[first["run_id"]], "persisting")
+    # the first night: every known class emerged, every novel one a candidate (confirmation);
+    # the second: the same classes go on, the candidates confirmed
+    first_rows = lineage[first["run_id"]]
+    assert first_rows and all(status == ("candidate" if ":novel:" in lid else "emerged")
+                              for lid, status in first_rows.items())
+    assert lineage[second["run_id"]] == {
+        lid: "emerged" if status == "candidate" else "persisting"
+        for lid, status in first_rows.items()}
     assert second["statuses"] == lineage[second["run_id"]]
     with env.con() as con:
         timeline = con.execute("SELECT DISTINCT CAST(snapshot_date AS VARCHAR), run_id FROM "
