@@ -268,6 +268,20 @@ def planted_classes(graph: str, sim: int, args) -> dict[str, int]:
     return {str(static.class_names[c]): s for c, s in plan.novel_start.items()}
 
 
+def confirmed_in(state: Path) -> bool:
+    """Whether a kept loop's lineage confirmed novel classes on their second night, read from
+    its DuckDB file (a novel id was ever a ``candidate`` or ``dismissed``; a loop in which no
+    novel id ever appeared reads the same under both rules)."""
+    import duckdb
+
+    con = duckdb.connect(str(state / "oral.duckdb"), read_only=True)
+    try:
+        return bool(con.execute("SELECT count(*) FROM class_lineage WHERE status IN "
+                                "('candidate', 'dismissed')").fetchone()[0])
+    finally:
+        con.close()
+
+
 def rescore_loop(previous: dict, args) -> dict:
     """A finished loop scored again from its kept state (snapshots and DuckDB file under
     ``--state``), without training: for a change of the scoring, not of the pipeline."""
@@ -277,10 +291,9 @@ def rescore_loop(previous: dict, args) -> dict:
     base = Path(args.state) / f"{graph}-sim{sim}"
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
     scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
-    keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "confirm_novel",
-                                     "wall_seconds", "nights_timed", "seconds_per_night")
-            if k in previous}
-    return keep | scored
+    keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
+                                     "nights_timed", "seconds_per_night") if k in previous}
+    return keep | {"confirm_novel": confirmed_in(base / "state")} | scored
 
 
 def recover_loop(graph: str, sim: int, args) -> dict | None:
@@ -300,7 +313,8 @@ def recover_loop(graph: str, sim: int, args) -> dict | None:
     except RuntimeError:  # a night without a published run: the backfill did not finish
         return None
     return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
-            "wall_seconds": None, "seconds_per_night": None, **scored}
+            "confirm_novel": confirmed_in(base / "state"), "wall_seconds": None,
+            "seconds_per_night": None, **scored}
 
 
 def published_dates(state: Path, graph: str) -> set[str]:

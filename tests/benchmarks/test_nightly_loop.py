@@ -191,3 +191,19 @@ def test_confirmation_turns_a_one_night_invention_into_a_candidate_not_an_event(
     assert confirmed["planted"]["p"]["lineage_ids"] == 1
     # a stub that renames the planted class every night is never confirmed: never surfaced
     assert score_loop(_loop(splits, True), PLANTED)["planted"]["p"]["surfaced"] is None
+
+
+def test_the_lineage_rule_of_a_kept_loop_is_read_from_its_statuses(tmp_path):
+    import duckdb
+
+    from benchmarks.nightly_loop import confirmed_in
+
+    con = duckdb.connect(str(tmp_path / "oral.duckdb"))
+    con.execute("CREATE TABLE class_lineage (lineage_id VARCHAR, status VARCHAR)")
+    con.execute("INSERT INTO class_lineage VALUES ('known:a', 'emerged'), ('g:novel:1', 'emerged')")
+    con.close()
+    assert confirmed_in(tmp_path) is False
+    con = duckdb.connect(str(tmp_path / "oral.duckdb"))
+    con.execute("INSERT INTO class_lineage VALUES ('g:novel:2', 'candidate')")
+    con.close()
+    assert confirmed_in(tmp_path) is True
