@@ -123,7 +123,10 @@ def night_heldout_fit(path: str, seed: int, config) -> dict:
     return proxy_scores(g, task, model)
 
 
-def nonovel_fit(g, x, seed: int, config) -> dict:
+def nonovel_fit(g, x, seed: int, config, split=None) -> dict:
+    """The no-novel proxy (``harness.proxy.no_novel_task``): the labelled nodes alone, half of
+    each class's training nodes unlabelled, nothing new; ``split``: ``(train_mask, val_mask,
+    known_classes)``, by default :func:`oral_core.splits.make_split` of ``g.y``."""
     import torch
     from torch_geometric.utils import subgraph
 
@@ -132,13 +135,16 @@ def nonovel_fit(g, x, seed: int, config) -> dict:
     from oral_core.splits import make_split
     from oral_core.trainer import ORAL
 
-    split = make_split(g.y, seed=seed)
-    task = no_novel_task(g.y, split.train_mask, split.val_mask, split.known_classes, seed)
+    if split is None:
+        made = make_split(g.y, seed=seed)
+        split = (made.train_mask, made.val_mask, made.known_classes)
+    train_mask, val_mask, known = split
+    task = no_novel_task(g.y, train_mask, val_mask, known, seed)
     keep, train, val, scored, y = (task[k] for k in ("keep", "train", "val", "scored", "y"))
     edges, _ = subgraph(keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     model = ORAL(cfg).fit(x[keep], edges, train, val)
-    k = int(split.known_classes.numel())
+    k = int(known.numel())
     out = {}
     for name, found in answers(model, k).items():
         ids = found.class_id
@@ -146,6 +152,15 @@ def nonovel_fit(g, x, seed: int, config) -> dict:
                      "novel_share": 100 * float((ids[scored] >= k).float().mean()),
                      "novel_classes": int(torch.unique(ids[ids >= k]).numel())}
     return out
+
+
+def night_nonovel_fit(path: str, seed: int, config) -> dict:
+    """The no-novel proxy on a nightly snapshot: its labelled nodes alone (the pipeline's
+    training / validation split), half of each known class's training nodes unlabelled."""
+    import torch
+
+    g, x, train, val, k = night_task(path)
+    return nonovel_fit(g, x, seed, config, (train >= 0, val >= 0, torch.arange(k)))
 
 
 def _mean(rs: list[dict], setting: str, key: str) -> float:
@@ -192,7 +207,13 @@ def summary(rows: list[dict]) -> str:
     lines += ["", "No-novel proxy (labelled nodes only, nothing is new; the stand-in unlabelled "
               "nodes):", "", "| graph | fits | accuracy: once / repeat / final | called novel %: "
               "once / repeat | novel classes invented: once / repeat |", "|---|---|---|---|---|"]
-    for (task, graph), rs in sorted(by.items()):
+    night_nonovel: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["task"] == "night-nonovel":
+            night_nonovel.setdefault(r["graph"].rsplit("-sim", 1)[0] + " nights", []).append(r)
+    nonovel_rows = sorted(by.items()) + [(("nonovel", g), rs)
+                                         for g, rs in sorted(night_nonovel.items())]
+    for (task, graph), rs in nonovel_rows:
         if task == "nonovel":
             lines.append(f"| {graph} | {len(rs)} | {_mean(rs, 'once', 'accuracy'):.1f} / "
                          f"{_mean(rs, 'repeat', 'accuracy'):.1f} / "
@@ -214,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--loops", default="",
-                    help="a nightly-loop --state folder: the held-out-class proxy on nights "
-                    "--nights of its Cora loops instead of the static graphs")
+                    help="a nightly-loop --state folder: the proxies (--tasks) on nights "
+                    "--nights of its loops of --graphs instead of the static graphs")
     ap.add_argument("--nights", default="2,5,8")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -237,19 +258,22 @@ def main(argv: list[str] | None = None) -> int:
                 if graph not in args.graphs.split(",") or not (base / "snapshots").is_dir():
                     continue
                 paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
-                for night in [int(n) for n in args.nights.split(",") if n]:
-                    name = f"{base.name} night {night}"
-                    if ("night-heldout", name, 0) in done or night > len(paths):
+                for night, task in [(int(n), t) for n in args.nights.split(",") if n
+                                    for t in args.tasks.split(",") if t]:
+                    name, kind = f"{base.name} night {night}", f"night-{task}"
+                    if (kind, name, 0) in done or night > len(paths):
                         continue
                     started = time.perf_counter()
-                    scores = night_heldout_fit(str(paths[night - 1]), 0, config)
-                    row = {"task": "night-heldout", "graph": name, "seed": 0, "scores": scores,
+                    fit = night_heldout_fit if task == "heldout" else night_nonovel_fit
+                    scores = fit(str(paths[night - 1]), 0, config)
+                    row = {"task": kind, "graph": name, "seed": 0, "scores": scores,
                            "settings": args.set, "seconds": time.perf_counter() - started}
                     rows.append(row)
                     with path.open("a") as f:
                         f.write(json.dumps(row) + "\n")
-                    print(f"[{name}] " + json.dumps({k: {a: round(b, 1) for a, b in v.items()}
-                                                     for k, v in scores.items()}), flush=True)
+                    print(f"[{kind} {name}] " + json.dumps(
+                        {k: {a: round(b, 1) for a, b in v.items()} for k, v in scores.items()}),
+                        flush=True)
             print(summary(rows))
             return 0
         for graph in [g for g in args.graphs.split(",") if g]:

@@ -59,7 +59,27 @@ def test_the_repeat_summary_shows_the_paired_gain_and_the_invented_classes():
         "repeat": {"accuracy": 80.0, "novel_share": 0.0, "novel_classes": 0},
         "final": {"accuracy": 81.0, "novel_share": 0.0, "novel_classes": 0}}}]
     nights = [dict(held[0], task="night-heldout", graph=f"g-sim{k} night 2") for k in (0, 1)]
-    table = repeat_bench.summary(held + quiet + nights)
+    quiet_nights = [dict(quiet[0], task="night-nonovel", graph="g-sim0 night 5")]
+    table = repeat_bench.summary(held + quiet + nights + quiet_nights)
+    assert "| g nights | 1 | 70.0 / 80.0 / 81.0 | 15.0 / 0.0 | 1.0 / 0.0 |" in table
     assert "| g nights | 2 | 2 | 80.0 / 70.0 / 71.0 |" in table
     assert "| g | 2 | 2 | 80.0 / 71.0 / 71.0 | 60.0 / 30.0 | -9.0 (1.0; -10.0) | 5.0 / 4.0 |" in table
     assert "| g | 1 | 70.0 / 80.0 / 81.0 | 15.0 / 0.0 | 1.0 / 0.0 |" in table
+
+
+def test_the_no_novel_proxy_runs_on_a_nightly_snapshot(tmp_path):
+    """``night_nonovel_fit`` fits the labelled nodes of a simulated night alone (nothing new)
+    and scores its stand-in unlabelled nodes under each setting."""
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+    from oral_core.config import ORALConfig
+
+    static = make_static_graph(num_nodes=240, num_classes=3, num_features=8, seed=1)
+    [path] = simulate(static, 1, tmp_path, "toy", start_date="2026-01-01", known_classes=[0, 1],
+                      novel_start={2: 0}, seed=0)
+    config = ORALConfig(epochs=4, pol_start_epoch=2, cluster_warmup_epochs=1, progress=False)
+    got = repeat_bench.night_nonovel_fit(str(path), 0, config)
+    assert set(got) == {"once", "repeat", "final"}
+    for scores in got.values():
+        assert 0.0 <= scores["accuracy"] <= 100.0 and 0.0 <= scores["novel_share"] <= 100.0
+        assert scores["novel_classes"] >= 0
