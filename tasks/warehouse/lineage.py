@@ -95,6 +95,10 @@ class LineageConfig:
     share: float = 0.5
     #: a novel class is a ``candidate`` on its first night and ``emerged`` when its id goes on
     confirm_novel: bool = True
+    #: the nodes the overlap measures count: ``all`` members, or only the ``shared`` nodes both
+    #: runs hold (tonight's new nodes and the nodes gone since are left out of ``J``,
+    #: ``share_of_P`` and ``share_of_C``; sizes and the size statuses still count every member)
+    match_on: str = "all"
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -103,6 +107,8 @@ class LineageConfig:
                 raise ValueError(f"lineage {name} must be in (0, 1], got {value}")
         if self.size_tolerance < 0:
             raise ValueError(f"lineage size_tolerance must be >= 0, got {self.size_tolerance}")
+        if self.match_on not in ("all", "shared"):
+            raise ValueError(f"lineage match_on must be 'all' or 'shared', got {self.match_on!r}")
         return self
 
 
@@ -246,7 +252,12 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
             cont_of_prev[prev_known[name]] = j
     p_novel = np.array([i for i in range(n_p) if p_name[i] is None], dtype=np.int64)
     c_novel = np.array([j for j in range(n_c) if c_name[j] is None], dtype=np.int64)
-    union = p_size[:, None] + c_size[None, :] - ov
+    # the sizes the overlap measures divide by: every member, or (match_on="shared") the
+    # members the other run holds too (classes partition the nodes, so a row / column sum of
+    # the overlap counts a class's nodes present in the other run)
+    p_base, c_base = ((ov.sum(axis=1), ov.sum(axis=0)) if cfg.match_on == "shared"
+                      else (p_size, c_size))
+    union = p_base[:, None] + c_base[None, :] - ov
     jac = np.where(union > 0, ov / np.maximum(union, 1), 0.0)
     if p_novel.size and c_novel.size:
         sub = jac[np.ix_(p_novel, c_novel)]
@@ -257,8 +268,8 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
                 cont[c_novel[c]] = p_novel[r]
                 cont_of_prev[p_novel[r]] = c_novel[c]
 
-    share_p = ov / np.maximum(p_size, 1)[:, None]
-    share_c = ov / np.maximum(c_size, 1)[None, :]
+    share_p = ov / np.maximum(p_base, 1)[:, None]
+    share_c = ov / np.maximum(c_base, 1)[None, :]
 
     # 2. absorption of previous classes without continuation
     candidate = np.full(n_p, -1, dtype=np.int64)

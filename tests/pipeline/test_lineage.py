@@ -274,3 +274,21 @@ def test_a_candidate_that_ends_is_dismissed_not_an_event() -> None:
                                      current_names={0: "A"}, max_novel_index=4))
     assert [plain[k].status for k in ("g:novel:1", "g:novel:3", "g:novel:5")] == [
         "merged", "vanished", "split"]
+
+
+def test_shared_matching_keeps_a_fast_growing_class_on_its_past() -> None:
+    """``match_on="shared"`` counts only the nodes both nights hold: a novel class that
+    doubles with new nodes overnight keeps its id, where counting every member (the default)
+    puts its Jaccard index under the threshold and gives it a new one."""
+    prev = previous({0: ids(0, 50), 1: ids(50, 60)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"})
+    tonight = {0: ids(0, 50), 1: ids(50, 60) + ids(100, 140)}  # 10 old nodes, 30 new ones
+    plain = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                     current_names={0: "A"}, max_novel_index=1))
+    assert plain["g:novel:2"].status == "emerged" and plain["g:novel:1"].status == "vanished"
+    shared = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                      current_names={0: "A"}, max_novel_index=1,
+                                      config=LineageConfig(match_on="shared",
+                                                           confirm_novel=False)))
+    assert shared["g:novel:1"].status == "grown" and "g:novel:2" not in shared
+    with pytest.raises(ValueError, match="match_on"):
+        LineageConfig(match_on="some").validate()

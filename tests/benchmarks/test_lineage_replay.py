@@ -1,0 +1,27 @@
+"""benchmarks/lineage_replay.py: the lineage run again over a loop's answered runs."""
+from __future__ import annotations
+
+import datetime as dt
+
+from benchmarks.lineage_replay import label_free, replay
+
+
+def _run(k, members, degraded=False):
+    return {"date": dt.date(2026, 1, 1 + k), "run_id": f"r{k}", "degraded": degraded,
+            "members": members, "names": {0: "A"}, "stored": {}}
+
+
+def test_replay_follows_the_answered_runs_and_counts_what_goes_on():
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1"], 1: ["a2", "n1", "n2"]}, degraded=True),  # skipped
+            _run(2, {0: ["a1", "a2"], 1: ["n1", "n2", "n3"], 2: ["m1"]})]
+    got = replay(runs, "g", "all", True)
+    assert set(got) == {"r0", "r2"}
+    assert got["r0"]["statuses"] == {"known:A": "emerged", "g:novel:1": "candidate"}
+    assert got["r2"]["statuses"] == {"known:A": "persisting", "g:novel:1": "emerged",
+                                     "g:novel:2": "candidate"}
+    free = label_free(runs, got)
+    assert free == {"answered": 2, "events": 1, "appeared": 2, "goes_on": 1}
+    plain = replay(runs, "g", "all", False)
+    assert plain["r2"]["statuses"]["g:novel:1"] == "grown"  # 2 -> 3 nodes
+    assert label_free(runs, plain)["events"] == 2  # novel:1 and novel:2 emerged
