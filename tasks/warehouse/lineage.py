@@ -50,7 +50,7 @@ the first night its lineage id exists, whatever the status above would be (``eme
 night it is confirmed, and the night ``emerged_classes`` shows it. A candidate that does not go
 on (the status above would be ``merged``, ``split`` or ``vanished``) is ``dismissed``: it was
 never published as a class, so its end is not an event. On the simulated nightly loops most
-novel ids of a first night are gone the next (``benchmarks/results/candidate_state``). Without
+novel ids of a first night are gone the next (``benchmarks/results/lineage_replay``). Without
 confirmation a novel class emerges the night it appears, as before.
 
 Rows of a previous class that does not go on (``class_key`` None, ``size`` 0, ``last_seen`` the
