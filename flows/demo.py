@@ -79,13 +79,16 @@ def emergence(rows: list[dict], plan, class_names: list[str], min_purity: float 
                 and r["purity"] is not None and r["purity"] >= min_purity and r["size"] > 0
                 and r.get("status") != "candidate"]
         first = min(hits, key=lambda r: r["snapshot_date"]) if hits else None
+        seen = [r for r in rows if first is not None and r["lineage_id"] == first["lineage_id"]
+                and r.get("status") == "candidate"]
         found = None
         if first is not None:
             found = plan.dates.index(first["snapshot_date"])
         out.append({"class": name, "true_start": plan.dates[period], "found": first["snapshot_date"] if first else None,
                     "periods_late": None if found is None else found - period,
                     "lineage_id": first["lineage_id"] if first else None,
-                    "purity": first["purity"] if first else None, "size": first["size"] if first else None})
+                    "purity": first["purity"] if first else None, "size": first["size"] if first else None,
+                    "candidate": min(r["snapshot_date"] for r in seen) if seen else None})
     return out
 
 
@@ -110,7 +113,9 @@ def render(graph: str, rows: list[dict], found: list[dict], seconds: float,
         else:
             lines.append(f"- {f['class']} starts {f['true_start']}; discovered {f['found']} "
                          f"({f['periods_late']} period(s) after its start) as {f['lineage_id']}, "
-                         f"{f['size']} nodes, purity {f['purity']:.2f}")
+                         f"{f['size']} nodes, purity {f['purity']:.2f}"
+                         + (f" (a candidate since {f['candidate']}, published when it was "
+                            f"there again)" if f.get("candidate") else ""))
     lines += ["", f"Backfill wall time: {seconds:.0f} s."]
     return "\n".join(lines)
 

@@ -259,6 +259,10 @@ def test_demo_reports_emergence_from_the_timeline():
     # a candidate (first night, not yet confirmed) is not yet published: not discovered then
     early = [dict(rows[1], snapshot_date=d[1], status="candidate")]
     assert emergence(early, plan, names)[0]["found"] is None
+    [confirmed] = emergence(early + rows[1:], plan, names)
+    assert confirmed["found"] == d[2] and confirmed["candidate"] == d[1]
+    assert "(a candidate since 2026-01-02, published when it was there again)" in render(
+        "g", rows, [confirmed], 1.0)
     assert "discovered 2026-01-03 (1 period(s) after its start)" in render("g", rows, [found], 1.0)
     [missing] = emergence(rows[:1], plan, names)
     assert missing["found"] is None
