@@ -74,13 +74,15 @@ def read_readme(path: Path) -> tuple[str, dict[str, str]]:
     return title, fields
 
 
-def survey(results: Path) -> tuple[list[Study], list[str], bool]:
+def survey(results: Path, skip: tuple[str, ...] = ()) -> tuple[list[Study], list[str], bool]:
     """The studies in ``results``, one line per problem (loose file, README, field), and whether
-    every study folder could be read (else the index would be incomplete)."""
+    every study folder could be read (else the index would be incomplete). ``skip``: study
+    folders left out (a sweep still writing into one, not yet committed)."""
     studies, problems, complete = [], [], True
     for entry in sorted(results.iterdir(), key=lambda p: p.name):
         name = entry.name
-        if name.startswith(".") or name in (INDEX, GOAL) or name in REPRODUCE_DEFAULT:
+        if (name.startswith(".") or name in (INDEX, GOAL) or name in REPRODUCE_DEFAULT
+                or name in skip):
             continue
         if not entry.is_dir():
             problems.append(f"{shown(entry)} is a loose file at the top of {shown(results)}: move "
@@ -153,12 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="the results folder (default benchmarks/results)")
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 naming what is stale or out of place")
+    ap.add_argument("--skip", action="append", default=[], metavar="FOLDER",
+                    help="a study folder to leave out (a sweep still writing into it)")
     args = ap.parse_args(argv)
     results: Path = args.results
     if not results.is_dir():
         print(f"index: {results} is not a folder", file=sys.stderr)
         return 2
-    studies, problems, complete = survey(results)
+    studies, problems, complete = survey(results, tuple(args.skip))
     index = results / INDEX
     if args.check:
         if complete and (not index.is_file() or index.read_text() != render(results, studies)):

@@ -58,6 +58,16 @@ def test_a_generated_index_has_a_row_per_study_and_a_line_for_the_goal(tmp_path,
     assert _check(results, capsys) == (0, [])
 
 
+def test_a_skipped_folder_is_left_out_of_the_index(tmp_path, capsys):
+    """``--skip``: a sweep still writing into its folder (not committed yet) stays out."""
+    results = _results(tmp_path)
+    (results / "gamma").mkdir()  # no README yet: would fail the survey
+    assert index.main(["--results", str(results), "--skip", "gamma"]) == 0
+    assert "gamma" not in (results / "INDEX.md").read_text()
+    assert index.main(["--results", str(results), "--check", "--skip", "gamma"]) == 0
+    assert _check(results, capsys)[0] == 1  # without --skip the folder is a problem
+
+
 def test_a_loose_file_fails_naming_it(tmp_path, capsys):
     results = _results(tmp_path)
     (results / "speed.csv").write_text("graph,ratio\n")
