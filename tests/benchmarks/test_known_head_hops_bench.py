@@ -83,3 +83,32 @@ def test_the_no_novel_proxy_runs_on_a_nightly_snapshot(tmp_path):
     for scores in got.values():
         assert 0.0 <= scores["accuracy"] <= 100.0 and 0.0 <= scores["novel_share"] <= 100.0
         assert scores["novel_classes"] >= 0
+
+
+def test_the_pull_moves_only_confident_nodes_outside_the_known_classes():
+    from benchmarks.pull_proxy import pulled, summary
+
+    class_id = torch.tensor([0, 1, 2, 2, -1])  # two known classes; 2 is novel, -1 none
+    probs = torch.tensor([[0.2, 0.8], [0.99, 0.01], [0.95, 0.05], [0.6, 0.4], [0.1, 0.9]])
+    assert pulled(class_id, probs, 2, 0.9).tolist() == [0, 1, 0, 2, 1]
+    assert pulled(class_id, probs, 2, 0.99).tolist() == [0, 1, 2, 2, -1]
+    row = {"graph": "g-sim0 night 2", "scores": {
+        "none": {"all": 80.0, "known": 70.0, "novel": 90.0, "val": 75.0, "moved": 0},
+        "0.9": {"all": 82.0, "known": 80.0, "novel": 85.0, "val": 85.0, "moved": 12}}}
+    table = summary([row, dict(row, graph="g-sim1 night 2")], ["0.9"])
+    assert "| g nights | 2 | 0.9 | 82.0 | 80.0 | 85.0 | 85.0 | 12 | +2.0 (0.0; +2.0) |" in table
+
+
+def test_the_pull_proxy_runs_on_a_nightly_snapshot(tmp_path):
+    from benchmarks.pull_proxy import night_fit
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+    from oral_core.config import ORALConfig
+
+    static = make_static_graph(num_nodes=300, num_classes=4, num_features=8, seed=2)
+    [path] = simulate(static, 1, tmp_path, "toy", start_date="2026-01-01",
+                      known_classes=[0, 1, 2], novel_start={3: 0}, seed=0)
+    config = ORALConfig(epochs=4, pol_start_epoch=2, cluster_warmup_epochs=1, progress=False)
+    got = night_fit(str(path), 0, config, [0.9])
+    assert set(got) == {"none", "0.9", "hops"} and got["none"]["moved"] == 0
+    assert got["0.9"]["moved"] >= 0 and 0.0 <= got["0.9"]["val"] <= 100.0
