@@ -390,6 +390,7 @@ FILTER = re.compile(r"\b(name|run_id|tags\.\w+|params\.\w+|attributes\.\w+)\s*(=
 ALLOWED = {
     "table": "a table name from a fixed tuple in tasks/warehouse/publish.py",
     "_STATUS_LIST": "a module constant (lineage statuses)",
+    "_LINEAGE_COLUMNS": "a module constant (the class_lineage table's column definitions)",
     "ANSWER_RUN": "a module constant (the champion gate's filter of degraded runs)",
     "', '.join(names)": "column names: the keys of rows built from RUN_COLUMNS/SNAPSHOT_COLUMNS",
     "', '.join(('?' for _ in names))": "placeholders",
