@@ -163,6 +163,58 @@ def night_nonovel_fit(path: str, seed: int, config) -> dict:
     return nonovel_fit(g, x, seed, config, (train >= 0, val >= 0, torch.arange(k)))
 
 
+def gate_share(nights_csv: Path, loops: Path) -> list[dict]:
+    """Per Cora night of ``benchmarks/results/known_head/nights.csv`` (cold fits at the
+    pipeline's defaults of their day, labelled-only validation accuracies of each answer):
+    whether the champion gate would pass the pipeline's answer (``known_head=auto``: the better
+    of the groups and the head on the validation nodes) with one pass of the known-split check
+    and with the repeated check, against the reference logistic regression the gate computes
+    on the same snapshot (``oral_core.reference.reference_accuracy``, read from the kept
+    loops' snapshots under ``loops``)."""
+    import csv
+
+    import numpy as np
+    import torch
+
+    from data_contracts import snapshots as snap
+    from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.reference import reference_accuracy
+    from tasks.steps import split_labelled
+
+    out = []
+    for r in csv.DictReader(nights_csv.open()):
+        base = loops / f"{r['graph']}-sim{r['sim']}"
+        if not (base / "snapshots").is_dir():
+            continue
+        paths = [p for _, p in snap.list_snapshots(base / "snapshots", r["graph"])]
+        s = snap.load_snapshot(paths[int(r["night"])])
+        if s.date.isoformat() != r["date"]:
+            raise ValueError(f"{base}: night {r['night']} is {s.date}, not {r['date']}")
+        raw = torch.from_numpy(np.array(s.x, dtype=np.float32))
+        x = preprocess_features(raw, auto_feature_mode(raw))
+        train, val = split_labelled(s.labels, 0)
+        ref = 100 * reference_accuracy(x, torch.from_numpy(train), torch.from_numpy(val))
+        once = max(float(r["val_once"]), float(r["val_once_head"]))
+        repeat = max(float(r["val_repeat"]), float(r["val_repeat_head"]))
+        out.append({"graph": r["graph"], "sim": int(r["sim"]), "night": int(r["night"]) + 1,
+                    "reference": ref, "once": once, "repeat": repeat,
+                    "pass_once": once >= ref, "pass_repeat": repeat >= ref})
+    return out
+
+
+def gate_table(rows: list[dict]) -> str:
+    lines = ["| graph | sim | nights | the gate passes: one pass / repeated | validation "
+             "accuracy: one pass / repeated / reference LR (means) |", "|---|---|---|---|---|"]
+    for key in sorted({(r["graph"], r["sim"]) for r in rows}):
+        rs = [r for r in rows if (r["graph"], r["sim"]) == key]
+        lines.append(f"| {key[0]} | {key[1]} | {len(rs)} | {sum(r['pass_once'] for r in rs)} / "
+                     f"{sum(r['pass_repeat'] for r in rs)} | "
+                     f"{statistics.mean(r['once'] for r in rs):.1f} / "
+                     f"{statistics.mean(r['repeat'] for r in rs):.1f} / "
+                     f"{statistics.mean(r['reference'] for r in rs):.1f} |")
+    return "\n".join(lines)
+
+
 def _mean(rs: list[dict], setting: str, key: str) -> float:
     return statistics.mean(r["scores"][setting][key] for r in rs)
 
@@ -238,9 +290,24 @@ def main(argv: list[str] | None = None) -> int:
                     help="a nightly-loop --state folder: the proxies (--tasks) on nights "
                     "--nights of its loops of --graphs instead of the static graphs")
     ap.add_argument("--nights", default="2,5,8")
+    ap.add_argument("--gate-share", default="", metavar="LOOPS",
+                    help="a nightly-loop --state folder: the share of nights the champion gate "
+                    "passes with one pass and with the repeated check, from the per-night fits "
+                    "of benchmarks/results/known_head/nights.csv; writes gate_share.csv")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.gate_share:
+        import csv
+
+        rows = gate_share(ROOT / "benchmarks" / "results" / "known_head" / "nights.csv",
+                          Path(args.gate_share))
+        with (out / "gate_share.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["graph"])
+            w.writeheader()
+            w.writerows(rows)
+        print(gate_table(rows))
+        return 0
     path = out / "fits.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     if not args.report_only:

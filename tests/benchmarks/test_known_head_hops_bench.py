@@ -112,3 +112,11 @@ def test_the_pull_proxy_runs_on_a_nightly_snapshot(tmp_path):
     got = night_fit(str(path), 0, config, [0.9])
     assert set(got) == {"none", "0.9", "hops"} and got["none"]["moved"] == 0
     assert got["0.9"]["moved"] >= 0 and 0.0 <= got["0.9"]["val"] <= 100.0
+
+
+def test_the_gate_share_table_counts_the_nights_each_setting_passes():
+    rows = [{"graph": "g", "sim": 0, "night": n, "reference": 70.0, "once": once,
+             "repeat": 80.0, "pass_once": once >= 70.0, "pass_repeat": True}
+            for n, once in ((1, 60.0), (2, 75.0))]
+    table = repeat_bench.gate_table(rows)
+    assert "| g | 0 | 2 | 1 / 2 | 67.5 / 80.0 / 70.0 |" in table
