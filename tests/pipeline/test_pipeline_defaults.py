@@ -14,6 +14,9 @@ def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
     assert ORALConfig().known_head_hops == 2 and config.known_head_hops is None
     assert resolve_config({"known_head": "none"}).known_head == "none"
     assert resolve_config({"known_head_hops": 2}).known_head_hops == 2
+    # the repeated known-split check (split_repeat_proxy/: its rule for a default was met)
+    assert ORALConfig().known_split_repeat is False and config.known_split_repeat is True
+    assert resolve_config({"known_split_repeat": False}).known_split_repeat is False
     # nothing else differs from the method's defaults
     differs = {k for k, v in ORALConfig().to_dict().items() if getattr(config, k) != v}
     assert differs == set(PIPELINE_DEFAULTS)
