@@ -167,7 +167,8 @@ def _rewrite(src: Path, root: Path, graph: str, date: str, rename: int = 0, drop
 
 def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_thread):
     """A warm run continuing the previous night's model on the same graph publishes the same
-    classes: same class ids, every lineage ``persisting``."""
+    classes: same class ids, every lineage going on (known classes ``persisting``, novel
+    candidates of the first night confirmed)."""
     from data_contracts import snapshots as snap
     from data_contracts.simulate import simulate
     from tasks import steps
@@ -197,8 +198,10 @@ def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_threa
     assert warm.epochs == CONFIG["warm_epochs"] and warm.trained_epochs == 12 + 4
     # the run records the batch size trained with and why (a tiny graph: full batch)
     assert cold.batch_size is None and cold.batch_reason.startswith("full batch (")
-    assert set(pub1["statuses"].values()) == {"emerged"}
-    assert set(pub2["statuses"].values()) == {"persisting"}
+    assert all(status == ("candidate" if ":novel:" in lid else "emerged")
+               for lid, status in pub1["statuses"].items())
+    assert pub2["statuses"] == {lid: "emerged" if status == "candidate" else "persisting"
+                                for lid, status in pub1["statuses"].items()}
     assert pub2["lineage"] == pub1["lineage"]  # class key -> lineage id, unchanged
     same = np.mean(p2.column("class_key").to_numpy() == p1.column("class_key").to_numpy())
     assert same > 0.95  # the same class ids on (almost) every node
