@@ -357,7 +357,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     sql = sub.add_parser("sql", help="a read-only SQL query against the DuckDB warehouse",
                          description="Tables: snapshots, runs, node_assignments, classes, class_lineage, "
                                      "class_labels; views: latest_classes, emerged_classes, "
-                                     "class_timeline, latest_labels, latest_runs.")
+                                     "candidate_classes, class_timeline, latest_labels, "
+                                     "latest_runs.")
     sql.add_argument("query", help='e.g. "SELECT * FROM emerged_classes"')
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
     sql.add_argument("--limit", type=int, default=200, help="rows shown in table format")
