@@ -198,6 +198,7 @@ def semi_supervised_prototypical_clustering(
     bisection_steps: int = 8,
     selection: str = "plateau",
     tolerance: float = 0.01,
+    position: float = 0.5,
 ) -> Partition:
     """Granularity search of Eq. 4 over Leiden resolutions on the Jaccard prototype graph.
 
@@ -210,7 +211,7 @@ def semi_supervised_prototypical_clustering(
         prior_num_classes: with the prior, only partitions with this many groups are kept; if the
             sweep hits none, the resolution is bisected between the neighbouring counts.
         prototypes: the prototype vectors (to place prototypes that no node is associated with).
-        selection, tolerance: the rule of :func:`select_granularity` (no prior).
+        selection, tolerance, position: the rule of :func:`select_granularity` (no prior).
     Returns:
         The selected :class:`Partition`. With the prior: the best Eq. 4 accuracy among partitions
         with the prior's group count.
@@ -257,14 +258,16 @@ def semi_supervised_prototypical_clustering(
             n, g2c, acc = _evaluate(r_l, groups, y_l, num_known)
     else:
         rows = [(k, v[1], v[3]) for k, v in tried.items()]
-        res = select_granularity(rows, selection, tolerance, min_groups=num_known)
+        res = select_granularity(rows, selection, tolerance, min_groups=num_known,
+                                 position=position)
         groups, n, g2c, acc = tried[res]
     sweep = sorted((k, v[1], v[3]) for k, v in tried.items())
     return Partition(groups, n, g2c, acc, res, sweep)
 
 
 def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plateau",
-                       tolerance: float = 0.01, min_groups: int = 1) -> float:
+                       tolerance: float = 0.01, min_groups: int = 1,
+                       position: float = 0.5) -> float:
     """Pick a resolution from ``(resolution, num_groups, accuracy)`` rows (Eq. 4).
 
     ``"best"``: the highest accuracy, ties to the fewest groups. ``"plateau"``: once trained, the
@@ -272,6 +275,9 @@ def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plate
     one that splits them, so accuracies differ by noise along a plateau; this rule takes every
     resolution within ``tolerance`` of the best accuracy and returns their median (the geometric
     centre of the plateau for a geometric sweep), the granularity most robust to the resolution.
+    ``position`` (not in the paper, ``granularity_position``) moves that choice along the
+    plateau: 0 its coarsest resolution, 1 its finest, 0.5 the median (the ``(n-1)//2``-th of
+    its ``n`` resolutions, as before the switch existed).
 
     Partitions with fewer than ``min_groups`` groups (the number of known classes, which they
     cannot fit) are set aside whenever a finer one exists: early in training they can tie with it.
@@ -283,7 +289,7 @@ def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plate
         raise ValueError(f"unknown granularity rule {rule!r}: use 'plateau' or 'best'")
     top = max(row[2] for row in rows)
     plateau = [row for row in rows if row[2] >= top - tolerance]
-    return plateau[(len(plateau) - 1) // 2][0]
+    return plateau[int((len(plateau) - 1) * position)][0]
 
 
 def _nearest_above(candidates: list, target: int) -> tuple[float, torch.Tensor]:

@@ -203,7 +203,8 @@ class ORAL:
                 return semi_supervised_prototypical_clustering(
                     r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
                     prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
-                    selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance)
+                    selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance,
+                    position=cfg.granularity_position)
         return cluster
 
     def _targets(self, partitions: list[Partition], ens: Ensemble | None, labels: torch.Tensor,

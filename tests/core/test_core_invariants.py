@@ -171,6 +171,22 @@ def test_select_granularity_rules() -> None:
         select_granularity(sweep, "largest")
 
 
+def test_granularity_position_moves_along_the_plateau() -> None:
+    # plateau within 0.05 of 0.995: 0.2, 0.4, 0.8, 1.6 (coarsest to finest)
+    sweep = [(3.2, 9, 0.70), (0.1, 1, 0.50), (0.2, 2, 0.95), (0.4, 3, 0.990),
+             (0.8, 4, 0.988), (1.6, 6, 0.995)]
+    assert select_granularity(sweep, "plateau", 0.05, position=0.0) == 0.2
+    assert select_granularity(sweep, "plateau", 0.05, position=1.0) == 1.6
+    assert select_granularity(sweep, "plateau", 0.05, position=0.75) == 0.8
+    # 0.5 is the rule before the switch: the lower median
+    assert select_granularity(sweep, "plateau", 0.05, position=0.5) == \
+        select_granularity(sweep, "plateau", 0.05) == 0.4
+    # "best" ignores the position
+    assert select_granularity(sweep, "best", position=1.0) == 1.6
+    with pytest.raises(ValueError, match="granularity_position"):
+        ORALConfig(granularity_position=1.5).validate()
+
+
 def planted_blocks(seed: int = 0):
     """3 blocks of 4 prototypes; 30 nodes per block with their mass on their block's prototypes;
     labelled nodes (every other one) from blocks 0 and 1, which are known classes 1 and 0."""
