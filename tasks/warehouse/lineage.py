@@ -56,7 +56,10 @@ night it is confirmed, and the night ``emerged_classes`` shows it. A candidate t
 on (the status above would be ``merged``, ``split`` or ``vanished``) is ``dismissed``: it was
 never published as a class, so its end is not an event. On the simulated nightly loops most
 novel ids of a first night are gone the next (``benchmarks/results/lineage_replay``). Without
-confirmation a novel class emerges the night it appears, as before.
+confirmation a novel class emerges the night it appears, as before. With
+``LineageConfig.confirm_size`` set (off by default), a new novel class holding at least that
+share of the median known class's size is published the night it appears (its status is not
+turned into ``candidate``); smaller ones still wait a night.
 
 Rows of a previous class that does not go on (``class_key`` None, ``size`` 0, ``last_seen`` the
 previous run's date):
@@ -100,6 +103,12 @@ class LineageConfig:
     share: float = 0.5
     #: a novel class is a ``candidate`` on its first night and ``emerged`` when its id goes on
     confirm_novel: bool = True
+    #: with ``confirm_novel``: a new novel class of at least this share of the median known
+    #: class's size (tonight's classes) is published the night it appears; None: every new novel
+    #: class waits a night (on the kept loops, new novel classes of half the median known size
+    #: or more went on to the next night 15 times in 20, smaller ones once in 31,
+    #: ``benchmarks/results/lineage_replay``)
+    confirm_size: float | None = None
     #: the nodes the overlap measures count: ``all`` members, or only the ``shared`` nodes both
     #: runs hold (tonight's new nodes and the nodes gone since are left out of ``J``,
     #: ``share_of_P`` and ``share_of_C``; sizes and the size statuses still count every member)
@@ -112,6 +121,8 @@ class LineageConfig:
                 raise ValueError(f"lineage {name} must be in (0, 1], got {value}")
         if self.size_tolerance < 0:
             raise ValueError(f"lineage size_tolerance must be >= 0, got {self.size_tolerance}")
+        if self.confirm_size is not None and not self.confirm_size > 0:
+            raise ValueError(f"lineage confirm_size must be > 0 or None, got {self.confirm_size}")
         if self.match_on not in ("all", "shared"):
             raise ValueError(f"lineage match_on must be 'all' or 'shared', got {self.match_on!r}")
         return self
@@ -351,18 +362,33 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
     if cfg.confirm_novel:
         was_candidate = {p_lin[i] for i, key in enumerate(prev_keys)
                          if prev.statuses.get(key) == "candidate"}
-        rows = [confirmed(row, was_candidate) for row in rows]
+        publish_at = publish_size(c_size[[j for j in range(n_c) if c_name[j] is not None]],
+                                  cfg.confirm_size)
+        rows = [confirmed(row, was_candidate, publish_at) for row in rows]
     return LineageResult(rows=rows, lineage_of=lineage_of, max_novel_index=next_n)
 
 
-def confirmed(row: LineageRow, was_candidate: set[str]) -> LineageRow:
+def publish_size(known_sizes: np.ndarray, share: float | None) -> float:
+    """The size from which a new novel class is published the night it appears
+    (``confirm_size`` times the median of ``known_sizes``, tonight's known classes' sizes); inf
+    when ``share`` is None or there is no known class."""
+    if share is None or len(known_sizes) == 0:
+        return float("inf")
+    return share * float(np.median(known_sizes))
+
+
+def confirmed(row: LineageRow, was_candidate: set[str],
+              publish_at: float = float("inf")) -> LineageRow:
     """``row`` under the confirmation rule (module docstring): a novel id's first night is
-    ``candidate``; a candidate that goes on is ``emerged``, one that ends ``dismissed``. Known
-    classes and confirmed novel ones keep their status."""
+    ``candidate`` unless it holds ``publish_at`` nodes or more; a candidate that goes on is
+    ``emerged``, one that ends ``dismissed``. Known classes and confirmed novel ones keep their
+    status."""
     if row.lineage_id.startswith(KNOWN_PREFIX):
         return row
     if row.lineage_id in was_candidate:
         status = "emerged" if row.class_key is not None else "dismissed"
+    elif row.class_key is not None and row.previous_size is None and row.size >= publish_at:
+        return row  # large enough to be published the night it appears
     elif row.class_key is not None and row.previous_size is None:
         status = "candidate"  # a new id: emerged, a split part or a merge under a new id
     else:

@@ -21,7 +21,21 @@ def test_replay_follows_the_answered_runs_and_counts_what_goes_on():
     assert got["r2"]["statuses"] == {"known:A": "persisting", "g:novel:1": "emerged",
                                      "g:novel:2": "candidate"}
     free = label_free(runs, got)
-    assert free == {"answered": 2, "events": 1, "appeared": 2, "goes_on": 1}
+    assert free == {"answered": 2, "events": 1, "appeared": 2, "goes_on": 1,
+                    "appeared_before_last": 1, "appeared_large": 1, "goes_on_large": 1}
     plain = replay(runs, "g", "all", False)
     assert plain["r2"]["statuses"]["g:novel:1"] == "grown"  # 2 -> 3 nodes
     assert label_free(runs, plain)["events"] == 2  # novel:1 and novel:2 emerged
+
+
+def test_replay_under_the_size_rule_publishes_large_new_classes_the_first_night():
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2", "n3"], 2: ["m1"]})]
+    # confirm_size=1.0: a new novel class of the median known size (2) or more is published
+    got = replay(runs, "g", "all", True, 1.0)
+    assert got["r0"]["statuses"]["g:novel:1"] == "emerged"
+    assert got["r1"]["statuses"] == {"known:A": "persisting", "g:novel:1": "grown",
+                                     "g:novel:2": "candidate"}  # 1 node < 2
+    free = label_free(runs, got, large=1.0)
+    assert (free["appeared_large"], free["goes_on_large"]) == (1, 1)
+    assert free["events"] == 1  # novel:1 emerged on its first night; novel:2 is a candidate

@@ -248,6 +248,23 @@ def test_a_novel_class_is_a_candidate_first_and_emerges_when_its_id_goes_on() ->
     assert third["g:novel:1"].status == "persisting"  # confirmed once, then the size statuses
 
 
+def test_confirm_size_publishes_a_large_new_class_the_night_it_appears() -> None:
+    """``confirm_size``: a new novel class of at least that share of the median known class's
+    size is published on its first night; smaller ones are candidates; off by default."""
+    tonight = {0: ids(0, 10), 1: ids(10, 30), 2: ids(30, 40), 3: ids(40, 44)}
+    names = {0: "A", 1: "B"}  # known sizes 10 and 20: median 15
+    got = by_lineage(track_lineage(None, tonight, graph="g", snapshot_date=D1,
+                                   current_names=names,
+                                   config=LineageConfig(confirm_size=0.5)))
+    assert got["g:novel:1"].status == "emerged"  # 10 nodes >= 7.5
+    assert got["g:novel:2"].status == "candidate"  # 4 nodes
+    plain = by_lineage(tracked(None, tonight, graph="g", snapshot_date=D1, current_names=names))
+    assert plain["g:novel:1"].status == plain["g:novel:2"].status == "candidate"
+    assert LineageConfig().confirm_size is None
+    with pytest.raises(ValueError, match="confirm_size"):
+        LineageConfig(confirm_size=0).validate()
+
+
 def test_a_candidate_that_ends_is_dismissed_not_an_event() -> None:
     """A candidate that vanishes, or is absorbed, is ``dismissed``; a confirmed class that ends
     keeps its event (``vanished``, ``merged``); a split part or a merge under a new id is a
