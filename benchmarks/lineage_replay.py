@@ -248,7 +248,7 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
         "Decision (2026-11-28, on the label-free columns): `match_on` stays `all`; counting only "
         "the shared nodes moved the events by less than one per ten nights and let 3 more of "
         "about 45 new ids go on, too little to change the rule. Confirmation is the pipeline's "
-        "default since 2026-11-28 (`ORAL_CONFIRM_NOVEL`): it takes the novel classes' lineage "
+        "default since 2026-11-28 (`ORAL_CONFIRM_NOVEL`): on the 15 loops kept then it took the novel classes' lineage "
         "events from 8.4 to 1.4 per ten answered nights, because only 9 of 48 new novel ids "
         "went on to the next night; its price is a night, a new class is news on its second "
         "night (planted classes on time 6 -> 2 of 33 in the diagnostic). `confirm_size` "
