@@ -199,6 +199,7 @@ def semi_supervised_prototypical_clustering(
     selection: str = "plateau",
     tolerance: float = 0.01,
     position: float = 0.5,
+    novel_wholeness: float | None = None,
 ) -> Partition:
     """Granularity search of Eq. 4 over Leiden resolutions on the Jaccard prototype graph.
 
@@ -212,6 +213,8 @@ def semi_supervised_prototypical_clustering(
             sweep hits none, the resolution is bisected between the neighbouring counts.
         prototypes: the prototype vectors (to place prototypes that no node is associated with).
         selection, tolerance, position: the rule of :func:`select_granularity` (no prior).
+        novel_wholeness: None (the paper), or split the selected partition's novel groups as
+            finely as the known groups stay whole (:func:`refine_novel_groups`; no prior).
     Returns:
         The selected :class:`Partition`. With the prior: the best Eq. 4 accuracy among partitions
         with the prior's group count.
@@ -261,8 +264,60 @@ def semi_supervised_prototypical_clustering(
         res = select_granularity(rows, selection, tolerance, min_groups=num_known,
                                  position=position)
         groups, n, g2c, acc = tried[res]
+        if novel_wholeness is not None:
+            finer = [(k, v[0]) for k, v in sorted(tried.items()) if k > res]
+            refined = refine_novel_groups(r, groups, g2c, finer, novel_wholeness)
+            if refined is not groups:
+                groups = refined
+                n, g2c, acc = _evaluate(r_l, groups, y_l, num_known)
     sweep = sorted((k, v[1], v[3]) for k, v in tried.items())
     return Partition(groups, n, g2c, acc, res, sweep)
+
+
+def node_groups(r: torch.Tensor, prototype_group: torch.Tensor) -> torch.Tensor:
+    """long ``[N]``: each node's group under a prototype partition (argmax of Eq. 3)."""
+    groups = prototype_group.to(r.device)
+    return group_assignment(r, groups, int(groups.max()) + 1).argmax(dim=1)
+
+
+def refine_novel_groups(r: torch.Tensor, prototype_group: torch.Tensor,
+                        group_to_class: torch.Tensor, finer: list[tuple[float, torch.Tensor]],
+                        wholeness: float) -> torch.Tensor:
+    """Split the novel groups of a selected partition as finely as the known groups allow
+    (``novel_wholeness``; not in the paper, which takes one resolution for every group).
+
+    Eq. 4 scores a partition on labelled nodes of known classes only, so along its plateau it
+    cannot tell one novel class from several merged ones. The known groups are the yardstick:
+    walking up the sweep's finer partitions (``finer``: ``(resolution, prototype groups)``,
+    ascending), a resolution is admissible while every known group of the selection keeps at
+    least ``wholeness`` of its nodes in one group there. At the finest admissible resolution
+    (the walk stops at the first that is not) the novel groups' prototypes take their finer
+    groups; the known groups stay as selected. No label of an unlabelled node is read. Returns
+    ``prototype_group`` itself when nothing changes."""
+    r = r.detach()
+    selected = node_groups(r, prototype_group)
+    known = (group_to_class >= 0).nonzero().flatten().tolist()
+    members = [selected == k for k in known]
+    members = [m for m in members if bool(m.any())]
+    chosen = None
+    for _res, groups in finer:
+        finer_nodes = node_groups(r, groups)
+        whole = all(float(torch.bincount(finer_nodes[m]).max()) >= wholeness * float(m.sum())
+                    for m in members)
+        if not whole:
+            break
+        chosen = groups
+    if chosen is None:
+        return prototype_group
+    novel = group_to_class[prototype_group] < 0
+    if not bool(novel.any()):
+        return prototype_group
+    out = prototype_group.clone()
+    out[novel] = int(prototype_group.max()) + 1 + chosen.to(out.device)[novel]
+    out = torch.unique(out, return_inverse=True)[1]
+    if int(out.max()) == int(prototype_group.max()):
+        return prototype_group
+    return out
 
 
 def select_granularity(sweep: list[tuple[float, int, float]], rule: str = "plateau",

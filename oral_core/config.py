@@ -148,6 +148,10 @@ class ORALConfig:
     granularity_position: float = _setting(
         0.5, "deviation", "where on the plateau the plateau rule takes its resolution: 0 the "
         "coarsest, 1 the finest, 0.5 the median", "benchmarks/results/granularity_proxy/README.md")
+    novel_wholeness: float | None = _setting(
+        None, "deviation", "split the plateau partition's novel groups at the finest swept "
+        "resolution where every known group keeps at least this share of its nodes together; "
+        "None: one resolution for every group, the paper")
     cluster_every: int = _setting(
         1, "deviation", "re-cluster every this many epochs; 1 is the paper's Algorithm 1")
     cluster_freeze_epoch: int | None = _setting(
@@ -380,6 +384,8 @@ class ORALConfig:
              "granularity_rule must be 'plateau' or 'best'"),
             (self.granularity_tolerance >= 0, "granularity_tolerance must be >= 0"),
             (0 <= self.granularity_position <= 1, "granularity_position must be in [0, 1]"),
+            (self.novel_wholeness is None or 0 < self.novel_wholeness <= 1,
+             "novel_wholeness must be in (0, 1] or None"),
             (self.cluster_warmup_epochs >= 0, "cluster_warmup_epochs must be >= 0"),
             (self.cluster_every >= 1, "cluster_every must be >= 1"),
             (self.eval_every >= 1, "eval_every must be >= 1"),

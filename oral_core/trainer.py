@@ -204,7 +204,7 @@ class ORAL:
                     r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
                     prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
                     selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance,
-                    position=cfg.granularity_position)
+                    position=cfg.granularity_position, novel_wholeness=cfg.novel_wholeness)
         return cluster
 
     def _targets(self, partitions: list[Partition], ens: Ensemble | None, labels: torch.Tensor,

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 from oral_core.attention import GroupAwareAttention
 from oral_core.clustering import (group_assignment, leiden_prototype_groups,
-                                  match_groups_to_classes, select_granularity,
-                                  semi_supervised_prototypical_clustering)
+                                  match_groups_to_classes, refine_novel_groups,
+                                  select_granularity, semi_supervised_prototypical_clustering)
 from oral_core.config import PSEUDO_LABEL_GROUPS, ORALConfig
 from oral_core.consistency import (adaptive_edge_drop, consistency_loss,
                                    edge_drop_probabilities)
@@ -185,6 +185,64 @@ def test_granularity_position_moves_along_the_plateau() -> None:
     assert select_granularity(sweep, "best", position=1.0) == 1.6
     with pytest.raises(ValueError, match="granularity_position"):
         ORALConfig(granularity_position=1.5).validate()
+
+
+def one_hot_nodes(prototype_of_node: list[int], num_prototypes: int) -> torch.Tensor:
+    return F.one_hot(torch.tensor(prototype_of_node), num_prototypes).float()
+
+
+def test_refine_novel_groups_splits_novel_groups_while_known_groups_stay_whole() -> None:
+    # prototypes 0-1: known group 0 (class 0), 2: known group 1 (class 1), 3-4: one novel group;
+    # ten nodes on each prototype
+    r = one_hot_nodes([p for p in range(5) for _ in range(10)], 5)
+    selected = torch.tensor([0, 0, 1, 2, 2])
+    g2c = torch.tensor([0, 1, -1])
+    split_novel = torch.tensor([0, 0, 1, 2, 3])      # known groups whole, novel split
+    split_known = torch.tensor([0, 1, 2, 3, 4])      # known group 0 split in halves
+    refined = refine_novel_groups(r, selected, g2c, [(1.0, split_novel), (2.0, split_known)], 0.9)
+    assert refined.tolist() == [0, 0, 1, 2, 3]
+    # the walk stops at the first resolution that splits a known group, even if a finer one
+    # would be admissible again
+    assert refine_novel_groups(r, selected, g2c, [(1.0, split_known), (2.0, split_novel)],
+                               0.9) is selected
+    # a lower bar admits the known split (half of group 0 stays together) and splits the novel
+    assert refine_novel_groups(r, selected, g2c, [(1.0, split_known)], 0.5).tolist() == \
+        [0, 0, 1, 2, 3]
+    # no novel group, or no finer partition: unchanged
+    assert refine_novel_groups(r, selected, torch.tensor([0, 1, 1]), [(1.0, split_novel)],
+                               0.9) is selected
+    assert refine_novel_groups(r, selected, g2c, [], 0.9) is selected
+    with pytest.raises(ValueError, match="novel_wholeness"):
+        ORALConfig(novel_wholeness=0.0).validate()
+
+
+def test_clustering_with_novel_wholeness_separates_two_merged_novel_blocks() -> None:
+    # blocks 0, 1 known; blocks 2 and 3 novel and close (their nodes put mass on each other's
+    # prototypes): the plateau's median merges them into one group
+    g = torch.Generator().manual_seed(0)
+    n_per, per_block = 30, 4
+    block = torch.arange(4 * n_per) // n_per
+    proto_block = torch.arange(4 * per_block) // per_block
+    logits = 0.5 * torch.randn(4 * n_per, 4 * per_block, generator=g)
+    logits = logits + 5.0 * (proto_block[None, :] == block[:, None])
+    other = ((block[:, None] >= 2) & (proto_block[None, :] >= 2)
+             & (proto_block[None, :] != block[:, None]))
+    r = torch.softmax(logits + 4.0 * other, dim=1)
+    labels = torch.full((4 * n_per,), -1)
+    labelled = (block < 2) & (torch.arange(4 * n_per) % 2 == 0)
+    labels[labelled] = block[labelled]
+    kwargs = dict(num_known=2, resolutions=np.geomspace(0.05, 20, 30), top_k=3, seed=0)
+    plain = semi_supervised_prototypical_clustering(r, labels, **kwargs)
+    refined = semi_supervised_prototypical_clustering(r, labels, novel_wholeness=0.9, **kwargs)
+    assert plain.accuracy == refined.accuracy == 1.0
+    assert torch.unique(plain.prototype_group[proto_block >= 2]).numel() == 1  # merged
+    # refined: no group holds prototypes of both novel blocks (it may cut a block in pieces)
+    for grp in torch.unique(refined.prototype_group[proto_block >= 2]):
+        assert torch.unique(proto_block[refined.prototype_group == grp]).numel() == 1
+    # the known blocks keep one group each, matched to their classes
+    for b in range(2):
+        grp = torch.unique(refined.prototype_group[proto_block == b])
+        assert grp.numel() == 1 and int(refined.group_to_class[grp]) == b
 
 
 def planted_blocks(seed: int = 0):
