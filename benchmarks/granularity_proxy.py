@@ -130,20 +130,27 @@ def graph_of(source: str) -> str:
     return source.split(" ")[0].rsplit("-sim", 1)[0]
 
 
+def setting(row: dict) -> str:
+    """A fit's setting as the table names it: its position, then any ``--set`` it ran with
+    (``0.5``, the pipeline's defaults, is the reference every other row is paired with)."""
+    return " ".join([f"{row['position']}", *row.get("set", [])])
+
+
 def table(rows: list[dict], positions: list[float]) -> str:
-    """Per task, graph and position: mean proxy All / Known / Novel, stand-ins surfaced, novel
+    """Per task, graph and setting (position and ``--set``): mean proxy All / Known / Novel, stand-ins surfaced, novel
     classes found, All paired against 0.5 (held-out rows); invented classes and share called
     novel (no-novel rows)."""
-    lines = ["| task | graph | position | fits | All | Known | Novel | stand-ins surfaced "
+    lines = ["| task | graph | setting | fits | All | Known | Novel | stand-ins surfaced "
              "| novel classes | All minus 0.5 (s.e.) | invented classes | % called novel |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by: dict = {}
     for r in rows:
-        key = (r["kind"], graph_of(r["source"]), r["position"])
+        key = (r["kind"], graph_of(r["source"]), setting(r))
         by.setdefault(key, {})[(r["source"], r["seed"])] = r
+    settings = sorted({s for _, _, s in by}, key=lambda s: (s != "0.5", s))
     for kind, graph in sorted({(k, g) for k, g, _ in by}):
-        base = by.get((kind, graph, 0.5), {})
-        for pos in positions:
+        base = by.get((kind, graph, "0.5"), {})
+        for pos in settings:
             cell = by.get((kind, graph, pos), {})
             if not cell:
                 continue
@@ -156,7 +163,7 @@ def table(rows: list[dict], positions: list[float]) -> str:
                 paired = [cell[k]["all"] - base[k]["all"] for k in cell if k in base]
                 se = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
                 gain = (f"{statistics.mean(paired):+.1f} ({se:.1f})"
-                        if paired and pos != 0.5 else "–")
+                        if paired and pos != "0.5" else "–")
                 lines.append(f"{head} {mean('all'):.1f} | {mean('known'):.1f} | "
                              f"{mean('novel'):.1f} | {sum(r['surfaced'] for r in rs)} of "
                              f"{sum(len(r['stand_ins']) for r in rs)} | "
@@ -213,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         for job in list(jobs):
             if job[0].endswith("heldout") and args.hide != "extremes":
                 jobs[jobs.index(job)] = (f"{job[0]}-{args.hide}", job[1], job[2])
-        done = {(r["kind"], r["source"], r["seed"], r["position"]) for r in rows}
+        done = {(r["kind"], r["source"], r["seed"], r["position"], tuple(r.get("set", [])))
+                for r in rows}
         todo = [(j, s, p) for j in jobs for s in [int(v) for v in args.seeds.split(",")]
-                for p in positions if (j[0], j[2], s, p) not in done]
+                for p in positions if (j[0], j[2], s, p, tuple(args.set)) not in done]
         for i, ((kind, source, name), seed, pos) in enumerate(todo, 1):
             print(f"[{i}/{len(todo)}] {kind} {name} seed {seed} position {pos}", flush=True)
             row = {"kind": kind, "source": name, "seed": seed, "position": pos,

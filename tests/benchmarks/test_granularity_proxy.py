@@ -42,3 +42,17 @@ def test_the_table_pairs_each_position_with_the_median_by_graph():
     assert "+0.0 (10.0)" in text  # +10 and -10 paired with the median
     assert "| night-nonovel | cora | 0.5 | 1 |" in text and "| 1.0 | 5.0 |" in text
     assert graph_of("amazonphoto-sim1 night 5") == "amazonphoto" and graph_of("synthetic15") == "synthetic15"
+
+
+def test_the_table_pairs_a_set_option_with_the_defaults():
+    def row(source, all_, set_=()):
+        return {"kind": "night-heldout", "source": source, "seed": 0, "position": 0.5,
+                "set": list(set_), "all": all_, "known": 70.0, "novel": 50.0, "surfaced": 1,
+                "novel_classes": 2, "stand_ins": [{}, {}]}
+    on = ["novel_wholeness=0.9"]
+    rows = [row("cora-sim0 night 8", 50.0), row("cora-sim0 night 8", 56.0, on),
+            row("cora-sim1 night 8", 50.0), row("cora-sim1 night 8", 54.0, on)]
+    text = table(rows, [0.5])
+    assert "| night-heldout | cora | 0.5 novel_wholeness=0.9 | 2 | 55.0 |" in text
+    assert "+5.0 (1.0)" in text
+    assert "| night-heldout | cora | 0.5 | 2 | 50.0 |" in text
