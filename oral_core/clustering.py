@@ -296,15 +296,18 @@ def refine_novel_groups(r: torch.Tensor, prototype_group: torch.Tensor,
     ``prototype_group`` itself when nothing changes."""
     r = r.detach()
     selected = node_groups(r, prototype_group)
-    known = (group_to_class >= 0).nonzero().flatten().tolist()
-    members = [selected == k for k in known]
-    members = [m for m in members if bool(m.any())]
+    num_selected = int(prototype_group.max()) + 1
+    known = (group_to_class >= 0).to(selected.device)
     chosen = None
     for _res, groups in finer:
         finer_nodes = node_groups(r, groups)
-        whole = all(float(torch.bincount(finer_nodes[m]).max()) >= wholeness * float(m.sum())
-                    for m in members)
-        if not whole:
+        num_finer = int(groups.max()) + 1
+        # nodes of each selected group (rows) in each finer group (columns)
+        joint = torch.bincount(selected * num_finer + finer_nodes,
+                               minlength=num_selected * num_finer).view(num_selected, num_finer)
+        size, kept = joint.sum(dim=1), joint.max(dim=1).values
+        checked = known & (size > 0)
+        if bool((kept[checked] < wholeness * size[checked]).any()):
             break
         chosen = groups
     if chosen is None:
