@@ -300,6 +300,8 @@ def refine_novel_groups(r: torch.Tensor, prototype_group: torch.Tensor,
     known = (group_to_class >= 0).to(selected.device)
     chosen = None
     for _res, groups in finer:
+        if chosen is not None and torch.equal(groups, chosen):
+            continue  # neighbouring resolutions often give the same partition
         finer_nodes = node_groups(r, groups)
         num_finer = int(groups.max()) + 1
         # nodes of each selected group (rows) in each finer group (columns)

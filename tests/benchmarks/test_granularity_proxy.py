@@ -37,7 +37,7 @@ def test_the_table_pairs_each_position_with_the_median_by_graph():
             row("cora-sim1 night 8", 0.5, 50.0), row("cora-sim1 night 8", 0.75, 40.0),
             {"kind": "night-nonovel", "source": "cora-sim0 night 8", "seed": 0, "position": 0.5,
              "accuracy": 80.0, "novel_share": 5.0, "novel_classes": 1}]
-    text = table(rows, [0.5, 0.75])
+    text = table(rows)
     assert "| night-heldout | cora | 0.75 | 2 | 50.0 |" in text
     assert "+0.0 (10.0)" in text  # +10 and -10 paired with the median
     assert "| night-nonovel | cora | 0.5 | 1 |" in text and "| 1.0 | 5.0 |" in text
@@ -52,7 +52,7 @@ def test_the_table_pairs_a_set_option_with_the_defaults():
     on = ["novel_wholeness=0.9"]
     rows = [row("cora-sim0 night 8", 50.0), row("cora-sim0 night 8", 56.0, on),
             row("cora-sim1 night 8", 50.0), row("cora-sim1 night 8", 54.0, on)]
-    text = table(rows, [0.5])
+    text = table(rows)
     assert "| night-heldout | cora | 0.5 novel_wholeness=0.9 | 2 | 55.0 |" in text
     assert "+5.0 (1.0)" in text
     assert "| night-heldout | cora | 0.5 | 2 | 50.0 |" in text
