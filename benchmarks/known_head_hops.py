@@ -73,7 +73,9 @@ def measure(x, edge_index, train, val, known: int) -> dict:
     return row
 
 
-def static_cases(graphs: list[str], seeds: list[int], data_dir: str | None):
+def static_cases(graphs: list[str], seeds: list[int], data_dir: str | None, measure=measure):
+    """``(kind, graph, case, run)`` per static graph and split seed; ``run()`` is
+    ``measure(x, edges, train, val, known)`` on that split."""
     import torch
 
     from oral_core.datasets import auto_feature_mode, preprocess_features
@@ -98,7 +100,9 @@ def static_cases(graphs: list[str], seeds: list[int], data_dir: str | None):
                 measure(x, e, t, v, k)
 
 
-def night_cases(loops: Path):
+def night_cases(loops: Path, measure=measure):
+    """``(kind, graph, case, run)`` per kept nightly snapshot (nights :data:`NIGHTS`), split as
+    the pipeline splits it; ``run()`` is ``measure(x, edges, train, val, known)``."""
     import numpy as np
     import torch
 

@@ -17,6 +17,8 @@ import numpy as np
 SELECTION_RULES = ("best_val", "last")
 #: the supervised known-class heads of ``known_head`` (oral_core.known_head; "none": the paper)
 KNOWN_HEADS = ("none", "sgc", "auto")
+#: the rows that standardise the known head's inputs (``known_head_scale``)
+KNOWN_HEAD_SCALES = ("labelled", "all")
 #: how Eq. 5-6 run over the edges (``ORALConfig.attention_kernel``)
 ATTENTION_KERNELS = ("gather", "spmm")
 #: the terms of OpenNCD that ``opennc_losses`` can add (oral_core.opennc_losses)
@@ -212,6 +214,11 @@ class ORALConfig:
         2, "deviation", "propagation steps of the known head's features (S^hops X); None: chosen "
         "per fit among 0, 1, 2 by cross-validation on the labelled training nodes",
         _RESULTS + "known_head_hops/README.md")
+    known_head_scale: str = _setting(
+        "labelled", "deviation", "rows whose mean and spread standardise the known head's "
+        "inputs: \"labelled\" (the training and validation nodes) or \"all\" (every node of "
+        "the graph the head is fitted on, the nodes it will name)",
+        _RESULTS + "known_head_scale/README.md")
     known_head_pull: float | None = _setting(
         None, "deviation", "with a known head: a node in a novel class or none joins the head's "
         "class at this probability; None: off", _RESULTS + "known_head/README.md")
@@ -369,6 +376,8 @@ class ORALConfig:
             (self.known_head in KNOWN_HEADS, f"known_head must be one of {list(KNOWN_HEADS)}"),
             (self.known_head_hops is None or 0 <= self.known_head_hops <= 4,
              "known_head_hops must be in 0..4 or none"),
+            (self.known_head_scale in KNOWN_HEAD_SCALES,
+             f"known_head_scale must be one of {list(KNOWN_HEAD_SCALES)}"),
             (self.known_head_pull is None or 0 < self.known_head_pull <= 1,
              "known_head_pull must be in (0, 1] or none"),
             (self.known_head_pull is None or self.known_head != "none",

@@ -24,6 +24,11 @@ is known:
   confident about stays known). This one moves nodes out of novel classes, so the held-out-class
   proxy, which hides known classes and scores how they are found again, judges it.
 
+``known_head_scale`` says which rows' mean and spread standardise the head's inputs: the
+labelled nodes (``"labelled"``, the champion gate's reference logistic regression) or every node
+of the graph the head is fitted on (``"all"``, as the nightly loop's reference classifier
+standardises its features).
+
 The head's weights and the standardisation of its inputs travel with the model file, so a
 model applied to another snapshot (``ORALModel.assign``) relabels the same way.
 """
@@ -130,7 +135,9 @@ def fit_known_head(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torc
     training and validation nodes; their features only are read): the rows whose mean and
     spread standardise the inputs, as the reference classifier standardises them, so that at 0
     steps the head *is* the champion gate's reference logistic regression
-    (:func:`oral_core.reference.reference_accuracy`); None: every node's."""
+    (:func:`oral_core.reference.reference_accuracy`); None: every node's, the nodes the head
+    will name (``known_head_scale="all"``; a feature rare among the labelled nodes then keeps
+    the spread it has over the graph)."""
     scores = {}
     if hops is None:
         hops, scores = choose_hops(x, edge_index, train_labels, num_known, seed=seed)

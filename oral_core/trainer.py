@@ -402,8 +402,9 @@ class ORAL:
         nodes, per fit; :attr:`known_head_used` says which). Both answers stay in
         :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
         cfg = self.config
+        scale_rows = (labels >= 0) | (val >= 0) if cfg.known_head_scale == "labelled" else None
         head = fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed,
-                              hops=cfg.known_head_hops, labelled=(labels >= 0) | (val >= 0))
+                              hops=cfg.known_head_hops, labelled=scale_rows)
         probs = head_probabilities(head, x, edge_index)
         old = self._best["discovery"]
         class_id = keep_known_fidelity(old.class_id, probs, num_known, cfg.known_head_pull)
