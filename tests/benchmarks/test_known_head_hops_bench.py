@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks import known_head_hops as hops_bench
+from benchmarks import known_head_scale as scale_bench
 from benchmarks import split_repeat_proxy as repeat_bench
 from oral_core.synthetic import make_attributed_sbm
 
@@ -27,6 +28,31 @@ def test_the_hops_summary_pairs_the_choice_with_two_steps():
             for i in range(2)]
     table = hops_bench.summary(rows)
     assert "| static | g | 2 | 90.0 / 80.0 / 70.0 | 90.0 | +20.0 (+20.0) | 89.0 | 2 / 0 / 0 |" in table
+
+
+def test_the_scale_measure_scores_both_arms_at_the_chosen_steps():
+    """Both arms on the validation nodes; a feature that only the unlabelled nodes carry is
+    standardised to huge values by the training nodes' spread, and the ``all`` arm is not."""
+    g = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
+                            homophily=0.05, feature_noise=1.0, seed=5)
+    train = torch.full_like(g.y, -1)
+    val = torch.full_like(g.y, -1)
+    train[::3], val[1::6] = g.y[::3], g.y[1::6]
+    row = scale_bench.measure(g.x, g.edge_index, train, val, 3)
+    assert row["hops"] == 0 and 0 <= row["val_labelled"] <= 100 and 0 <= row["val_all"] <= 100
+    # a column almost constant on the training nodes and wild elsewhere
+    x = torch.cat([g.x, torch.where(train >= 0, 0.0, 50.0 * torch.randn(g.y.numel(),
+                   generator=torch.Generator().manual_seed(0))).unsqueeze(1)], dim=1)
+    x[0, -1] = 1e-3  # a tiny spread on the training nodes, not zero
+    row = scale_bench.measure(x, g.edge_index, train, val, 3)
+    assert row["val_all"] > row["val_labelled"] + 10
+
+
+def test_the_scale_summary_pairs_the_arms_by_case():
+    rows = [{"kind": "night", "graph": "g", "case": f"sim{i} night 1", "hops": "0",
+             "val_labelled": "90", "val_all": str(91 + 2 * i)} for i in range(2)]
+    table = scale_bench.summary(rows)
+    assert "| night | g | 2 | 0 | 90.0 | 92.0 | +2.0 (1.0) | +1.0 |" in table
 
 
 class _Found:

@@ -123,7 +123,31 @@ def test_at_zero_steps_the_head_is_the_reference_classifier():
     assert float((guess[seen] == val[seen]).float().mean()) == reference_accuracy(graph.x, train, val)
 
 
+def test_the_head_standardises_over_the_rows_known_head_scale_names(one_thread):
+    """``known_head_scale="labelled"``: the mean and spread of the training and validation
+    nodes; ``"all"``: of every node, the nodes the head names. The fit passes the rows on and
+    the model file keeps the statistics it used."""
+    graph = make_attributed_sbm(num_nodes=200, num_classes=3, feature_dim=8, avg_degree=6.0,
+                                homophily=0.85, feature_noise=1.0, seed=4)
+    split = make_split(graph.y, seed=0, known_classes=[0, 1])
+    train, val = split.train_labels(graph.y), split.val_labels(graph.y)
+    z = propagated_features(graph.x, graph.edge_index, SGC_HOPS)
+    rows = (train >= 0) | (val >= 0)
+    assert not torch.allclose(z[rows].mean(0), z.mean(0))
+    for scale, expected in (("labelled", z[rows].mean(0)), ("all", z.mean(0))):
+        cfg = ORALConfig(epochs=6, hidden_dim=8, progress=False, pol_start_epoch=4,
+                         cluster_warmup_epochs=2, seed=0, device="cpu", known_head="sgc",
+                         known_head_scale=scale)
+        model = ORAL(cfg).fit(graph.x, graph.edge_index, train, val)
+        head = ORALModel.from_fit(model).payload["known_head"]
+        assert torch.allclose(head["mean"], expected, atol=1e-6), scale
+    direct = fit_known_head(graph.x, graph.edge_index, train, 2, labelled=None)
+    assert torch.allclose(direct["mean"], z.mean(0), atol=1e-6)
+
+
 def test_config_refuses_unknown_heads_and_a_pull_without_head():
+    with pytest.raises(ValueError, match="known_head_scale must be one of"):
+        ORALConfig(known_head="sgc", known_head_scale="val").validate()
     with pytest.raises(ValueError, match="known_head must be one of"):
         ORALConfig(known_head="gcn").validate()
     with pytest.raises(ValueError, match="known_head_pull needs a known_head"):
