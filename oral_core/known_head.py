@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import torch
 
-from .reference import fit_logistic_regression
+from .reference import column_scale, fit_logistic_regression
 #: propagation steps of the ``sgc`` head (``known_head_hops``' default)
 SGC_HOPS = 2
 #: the propagation steps ``known_head_hops=None`` chooses among (0: the features alone, the
@@ -71,13 +71,6 @@ def propagated_features(x: torch.Tensor, edge_index: torch.Tensor,
     for _ in range(hops):
         z = torch.sparse.mm(s, z)
     return z
-
-
-def column_scale(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per column of ``rows``, the mean and the spread that standardise it (a constant column
-    keeps spread 1)."""
-    std = rows.std(0, unbiased=False)
-    return rows.mean(0), torch.where(std > 0, std, torch.ones_like(std))
 
 
 def standardised(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -13,9 +13,8 @@ import torch
 def standardize(x: torch.Tensor) -> torch.Tensor:
     """Each feature column centred and scaled to unit variance (constant columns left at 0)."""
     x = x.float()
-    mean = x.mean(0, keepdim=True)
-    std = x.std(0, unbiased=False, keepdim=True)
-    return (x - mean) / torch.where(std > 0, std, torch.ones_like(std))
+    mean, std = column_scale(x)
+    return (x - mean) / std
 
 
 def fit_logistic_regression(x: torch.Tensor, labels: torch.Tensor, num_classes: int,
@@ -43,11 +42,20 @@ def fit_logistic_regression(x: torch.Tensor, labels: torch.Tensor, num_classes: 
     return model
 
 
+def column_scale(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per column of ``rows``, the mean and the spread that standardise it (a constant column
+    keeps spread 1)."""
+    std = rows.std(0, unbiased=False)
+    return rows.mean(0), torch.where(std > 0, std, torch.ones_like(std))
+
+
 def reference_accuracy(x: torch.Tensor, train_labels: torch.Tensor,
-                       val_labels: torch.Tensor) -> float | None:
+                       val_labels: torch.Tensor, scale: str = "labelled") -> float | None:
     """Known-class validation accuracy of the reference logistic regression: fitted on the nodes
     labelled in ``train_labels`` (``-1`` elsewhere), scored on those labelled in ``val_labels``.
-    None when either set is empty."""
+    ``scale``: the rows whose mean and spread standardise the features, ``"labelled"`` (the
+    training and validation nodes) or ``"all"`` (every node), as ``known_head_scale`` says for
+    the known head, so that a 0-step head *is* this classifier. None when either set is empty."""
     train_labels, val_labels = train_labels.long(), val_labels.long()
     if not bool((train_labels >= 0).any()) or not bool((val_labels >= 0).any()):
         return None
@@ -55,7 +63,12 @@ def reference_accuracy(x: torch.Tensor, train_labels: torch.Tensor,
     # only the labelled rows are read (a sparse feature matrix is densified on those alone)
     rows = torch.nonzero((train_labels >= 0) | (val_labels >= 0)).flatten()
     xs = x.index_select(0, rows)
-    z = standardize(xs.to_dense() if xs.is_sparse else xs)
+    xs = (xs.to_dense() if xs.is_sparse else xs).float()
+    if scale == "all":  # every node's mean and spread, as the 0-step head's (densified, as it is)
+        mean, std = column_scale((x.to_dense() if x.is_sparse else x).float())
+        z = (xs - mean) / std
+    else:
+        z = standardize(xs)
     train, val = train_labels[rows], val_labels[rows]
     with torch.enable_grad():
         model = fit_logistic_regression(z, train, num_classes)

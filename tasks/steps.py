@@ -143,7 +143,8 @@ class TrainResult:
     batch_reason: str = ""
     #: known-class validation accuracy of the plain reference classifier (a logistic regression
     #: on the features, :func:`oral_core.reference.reference_accuracy`) on the same labelled
-    #: training and validation nodes; the champion gate's floor. None without validation nodes.
+    #: training and validation nodes, standardised as the known head is (``known_head_scale``);
+    #: the champion gate's floor. None without validation nodes.
     reference_val_accuracy: float | None = None
 
     def to_dict(self) -> dict:
@@ -238,7 +239,8 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     seconds = time.perf_counter() - start
     from oral_core.reference import reference_accuracy
 
-    reference = reference_accuracy(x, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
+    reference = reference_accuracy(x, torch.from_numpy(train_labels), torch.from_numpy(val_labels),
+                                   scale=config.known_head_scale)
     found = oral.predict()
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
     # every file of the run folder is written under a unique hidden name and renamed into place:

@@ -105,10 +105,12 @@ def test_a_head_with_chosen_hops_keeps_them_for_the_model_file():
                           head_probabilities(head, graph.x, no_edges))
 
 
-def test_at_zero_steps_the_head_is_the_reference_classifier():
-    """Standardised on the labelled rows, as the champion gate's reference logistic regression
-    is, a 0-step head names the validation nodes exactly as the reference does: a model whose
-    known classes the head names is never below the gate's floor because of the head."""
+@pytest.mark.parametrize("scale", ["labelled", "all"])
+def test_at_zero_steps_the_head_is_the_reference_classifier(scale):
+    """Standardised on the rows ``known_head_scale`` names, as the champion gate's reference
+    logistic regression is, a 0-step head names the validation nodes exactly as the reference
+    does: a model whose known classes the head names is never below the gate's floor because of
+    the head."""
     from oral_core.reference import reference_accuracy
 
     graph = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
@@ -117,10 +119,14 @@ def test_at_zero_steps_the_head_is_the_reference_classifier():
     train[::3], val[1::5] = graph.y[::3], graph.y[1::5]
     val[::3] = -1
     head = fit_known_head(graph.x, graph.edge_index, train, 3, hops=0,
-                          labelled=(train >= 0) | (val >= 0))
+                          labelled=(train >= 0) | (val >= 0) if scale == "labelled" else None)
     guess = head_probabilities(head, graph.x, graph.edge_index).argmax(1)
     seen = val >= 0
-    assert float((guess[seen] == val[seen]).float().mean()) == reference_accuracy(graph.x, train, val)
+    assert float((guess[seen] == val[seen]).float().mean()) == reference_accuracy(
+        graph.x, train, val, scale=scale)
+    # a sparse feature matrix gives the same reference
+    assert reference_accuracy(graph.x.to_sparse(), train, val, scale=scale) == reference_accuracy(
+        graph.x, train, val, scale=scale)
 
 
 def test_the_head_standardises_over_the_rows_known_head_scale_names(one_thread):

@@ -133,3 +133,28 @@ def test_remote_training_needs_a_prefect_server(tmp_path):
             train_via_deployment("train-remote/gpu", 10, snapshot_path=str(tmp_path),
                                  content_hash="h", config={}, run_dir=str(tmp_path),
                                  feature_mode="row", graph="g", config_hash="c")
+
+
+@pytest.mark.parametrize("scale", ["labelled", "all"])
+def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_path, one_thread,
+                                                          scale, monkeypatch):
+    """The champion gate's reference logistic regression reads the features standardised over
+    the rows ``known_head_scale`` names, so a head at 0 steps is never below it by construction."""
+    from data_contracts import snapshots as snap
+    from oral_core import reference
+    from oral_core.columns import writable
+    from oral_core.config import ORALConfig
+    from tasks import steps
+
+    asked, plain = [], reference.reference_accuracy
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("scale", "labelled"))
+        return plain(*args, **kwargs)
+    monkeypatch.setattr(reference, "reference_accuracy", spy)
+    snapshot = snap.load_snapshot(snapshot_path)
+    snapshot.x = writable(snapshot.x)
+    snapshot.edge_index = writable(snapshot.edge_index)
+    config = ORALConfig.from_dict(ORALConfig().to_dict() | CONFIG | {"known_head_scale": scale})
+    result = steps.train(snapshot, config, tmp_path / "run")
+    assert asked == [scale] and result.reference_val_accuracy is not None
