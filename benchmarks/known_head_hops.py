@@ -129,6 +129,22 @@ def night_cases(loops: Path, measure=measure):
             yield "night", graph, f"{base.name.rsplit('-', 1)[1]} night {night}", case
 
 
+def record_cases(cases, table: Path, fields: list[str], rows: list[dict], describe) -> None:
+    """Run each case of ``cases`` (``(kind, graph, case, run)``) not yet in ``rows``, append its
+    row, rewrite ``table`` (CSV with ``fields``) after each, and print ``describe(row)``."""
+    done = {(r["kind"], r["graph"], r["case"]) for r in rows}
+    for kind, graph, case, run in cases:
+        if (kind, graph, case) in done:
+            continue
+        row = {"kind": kind, "graph": graph, "case": case, **run()}
+        rows.append({k: str(v) for k, v in row.items()})
+        with table.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+        print(f"[{kind} {graph} {case}] {describe(row)} ({row['seconds']} s)", flush=True)
+
+
 def read_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -171,25 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table = out / "cases.csv"
     rows = read_rows(table)
-    done = {(r["kind"], r["graph"], r["case"]) for r in rows}
     if not args.report_only:
         graphs = [g for g in args.graphs.split(",") if g]
         cases = list(static_cases(graphs, [int(s) for s in args.seeds.split(",") if s],
                                   args.data_dir))
         if args.loops:
             cases += list(night_cases(Path(args.loops)))
-        for kind, graph, case, run in cases:
-            if (kind, graph, case) in done:
-                continue
-            row = {"kind": kind, "graph": graph, "case": case, **run()}
-            rows.append({k: str(v) for k, v in row.items()})
-            with table.open("w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=FIELDS)
-                w.writeheader()
-                w.writerows(rows)
-            print(f"[{kind} {graph} {case}] val 0/1/2: {row['val_h0']} / {row['val_h1']} / "
-                  f"{row['val_h2']}, chosen {row['chosen']}, reference {row['val_reference']} "
-                  f"({row['seconds']} s)", flush=True)
+        record_cases(cases, table, FIELDS, rows, lambda row: (
+            f"val 0/1/2: {row['val_h0']} / {row['val_h1']} / {row['val_h2']}, chosen "
+            f"{row['chosen']}, reference {row['val_reference']}"))
     print(summary(rows))
     return 0
 

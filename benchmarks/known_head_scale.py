@@ -28,13 +28,12 @@ per case in ``cases.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from benchmarks.known_head_hops import night_cases, read_rows, static_cases
+from benchmarks.known_head_hops import night_cases, read_rows, record_cases, static_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "known_head_scale"
@@ -114,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table = out / "cases.csv"
     rows = read_rows(table)
-    done = {(r["kind"], r["graph"], r["case"]) for r in rows}
     if not args.report_only:
         if args.simulate and args.loops:
             simulate_loops([g for g in args.simulate.split(",") if g],
@@ -125,17 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                                   args.data_dir, measure))
         if args.loops:
             cases += list(night_cases(Path(args.loops), measure))
-        for kind, graph, case, run in cases:
-            if (kind, graph, case) in done:
-                continue
-            row = {"kind": kind, "graph": graph, "case": case, **run()}
-            rows.append({k: str(v) for k, v in row.items()})
-            with table.open("w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=FIELDS)
-                w.writeheader()
-                w.writerows(rows)
-            print(f"[{kind} {graph} {case}] steps {row['hops']}: labelled {row['val_labelled']}"
-                  f", all {row['val_all']} ({row['seconds']} s)", flush=True)
+        record_cases(cases, table, FIELDS, rows, lambda row: (
+            f"steps {row['hops']}: labelled {row['val_labelled']}, all {row['val_all']}"))
     print(summary(rows))
     return 0
 

@@ -10,12 +10,18 @@ from benchmarks import split_repeat_proxy as repeat_bench
 from oral_core.synthetic import make_attributed_sbm
 
 
-def test_the_hops_measure_finds_the_features_alone_on_a_graph_that_joins_classes():
+def _across():
+    """A graph whose edges join different classes, with training and validation labels."""
     g = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
                             homophily=0.05, feature_noise=1.0, seed=5)
     train = torch.full_like(g.y, -1)
     val = torch.full_like(g.y, -1)
     train[::3], val[1::6] = g.y[::3], g.y[1::6]
+    return g, train, val
+
+
+def test_the_hops_measure_finds_the_features_alone_on_a_graph_that_joins_classes():
+    g, train, val = _across()
     row = hops_bench.measure(g.x, g.edge_index, train, val, 3)
     assert row["chosen"] == 0 and row["val_chosen"] == row["val_h0"]
     assert row["val_h0"] > row["val_h2"] + 10
@@ -33,11 +39,7 @@ def test_the_hops_summary_pairs_the_choice_with_two_steps():
 def test_the_scale_measure_scores_both_arms_at_the_chosen_steps():
     """Both arms on the validation nodes; a feature that only the unlabelled nodes carry is
     standardised to huge values by the training nodes' spread, and the ``all`` arm is not."""
-    g = make_attributed_sbm(num_nodes=300, num_classes=3, feature_dim=8, avg_degree=8.0,
-                            homophily=0.05, feature_noise=1.0, seed=5)
-    train = torch.full_like(g.y, -1)
-    val = torch.full_like(g.y, -1)
-    train[::3], val[1::6] = g.y[::3], g.y[1::6]
+    g, train, val = _across()
     row = scale_bench.measure(g.x, g.edge_index, train, val, 3)
     assert row["hops"] == 0 and 0 <= row["val_labelled"] <= 100 and 0 <= row["val_all"] <= 100
     # a column almost constant on the training nodes and wild elsewhere
