@@ -129,6 +129,17 @@ def night_cases(loops: Path, measure=measure):
             yield "night", graph, f"{base.name.rsplit('-', 1)[1]} night {night}", case
 
 
+def cases_of(args, measure) -> list:
+    """The cases of the parsed ``--graphs``, ``--seeds``, ``--data-dir`` (static graphs) and
+    ``--loops`` (nightly snapshots), each measured by ``measure``."""
+    graphs = [g for g in args.graphs.split(",") if g]
+    cases = list(static_cases(graphs, [int(s) for s in args.seeds.split(",") if s],
+                              args.data_dir, measure))
+    if args.loops:
+        cases += list(night_cases(Path(args.loops), measure))
+    return cases
+
+
 def record_cases(cases, table: Path, fields: list[str], rows: list[dict], describe) -> None:
     """Run each case of ``cases`` (``(kind, graph, case, run)``) not yet in ``rows``, append its
     row, rewrite ``table`` (CSV with ``fields``) after each, and print ``describe(row)``."""
@@ -188,12 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     table = out / "cases.csv"
     rows = read_rows(table)
     if not args.report_only:
-        graphs = [g for g in args.graphs.split(",") if g]
-        cases = list(static_cases(graphs, [int(s) for s in args.seeds.split(",") if s],
-                                  args.data_dir))
-        if args.loops:
-            cases += list(night_cases(Path(args.loops)))
-        record_cases(cases, table, FIELDS, rows, lambda row: (
+        record_cases(cases_of(args, measure), table, FIELDS, rows, lambda row: (
             f"val 0/1/2: {row['val_h0']} / {row['val_h1']} / {row['val_h2']}, chosen "
             f"{row['chosen']}, reference {row['val_reference']}"))
     print(summary(rows))

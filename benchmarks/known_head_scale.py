@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.known_head_hops import night_cases, read_rows, record_cases, static_cases
+from benchmarks.known_head_hops import cases_of, read_rows, record_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "known_head_scale"
@@ -118,12 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             simulate_loops([g for g in args.simulate.split(",") if g],
                            [int(s) for s in args.sims.split(",") if s], Path(args.loops),
                            args.data_dir)
-        graphs = [g for g in args.graphs.split(",") if g]
-        cases = list(static_cases(graphs, [int(s) for s in args.seeds.split(",") if s],
-                                  args.data_dir, measure))
-        if args.loops:
-            cases += list(night_cases(Path(args.loops), measure))
-        record_cases(cases, table, FIELDS, rows, lambda row: (
+        record_cases(cases_of(args, measure), table, FIELDS, rows, lambda row: (
             f"steps {row['hops']}: labelled {row['val_labelled']}, all {row['val_all']}"))
     print(summary(rows))
     return 0
