@@ -207,3 +207,30 @@ def test_the_lineage_rule_of_a_kept_loop_is_read_from_its_statuses(tmp_path):
     con.execute("INSERT INTO class_lineage VALUES ('g:novel:2', 'candidate')")
     con.close()
     assert confirmed_in(tmp_path) is True
+
+
+def test_reference_scores_are_fitted_once_per_snapshot_content(tmp_path, monkeypatch):
+    """The reference classifiers of a snapshot are cached by its content hash: a second loop on
+    the same snapshot reads them; another snapshot, or a cache row of an older reference
+    version, is fitted again."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    import benchmarks.nightly_loop as loop
+
+    fitted = []
+
+    def fake(snapshot):
+        fitted.append(snapshot.content_hash)
+        return {"lr": 70.0 + len(fitted), "gcn": None}
+    monkeypatch.setattr(loop, "reference_known", fake)
+    cache = tmp_path / "references.csv"
+    night = SimpleNamespace(content_hash="h1", date=dt.date(2026, 1, 1))
+    first = loop.cached_reference_known(night, "g", cache)
+    assert loop.cached_reference_known(night, "g", cache) == first == {"lr": 71.0, "gcn": None}
+    other = SimpleNamespace(content_hash="h2", date=dt.date(2026, 1, 2))
+    assert loop.cached_reference_known(other, "g", cache)["lr"] == 72.0
+    assert fitted == ["h1", "h2"]
+    monkeypatch.setattr(loop, "REFERENCE_VERSION", loop.REFERENCE_VERSION + 1)
+    assert loop.cached_reference_known(night, "g", cache)["lr"] == 73.0
+    assert fitted == ["h1", "h2", "h1"]
