@@ -17,6 +17,9 @@ def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
     # the repeated known-split check (split_repeat_proxy/: its rule for a default was met)
     assert ORALConfig().known_split_repeat is False and config.known_split_repeat is True
     assert resolve_config({"known_split_repeat": False}).known_split_repeat is False
+    # the known head's inputs standardised over every node (known_head_scale/: its rule was met)
+    assert ORALConfig().known_head_scale == "labelled" and config.known_head_scale == "all"
+    assert resolve_config({"known_head_scale": "labelled"}).known_head_scale == "labelled"
     # nothing else differs from the method's defaults
     differs = {k for k, v in ORALConfig().to_dict().items() if getattr(config, k) != v}
     assert differs == set(PIPELINE_DEFAULTS)
