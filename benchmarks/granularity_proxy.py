@@ -61,6 +61,13 @@ def heldout_scores(g, x, edges, train, val, k: int, seed: int, config,
                    hide: str = "extremes") -> dict:
     """The held-out-class proxy on one labelled graph (two stand-ins with ``hide="extremes"``,
     one with ``"last"``): its scores, the stand-ins' surfacing, the novel classes found."""
+    return heldout_answers(g, x, edges, train, val, k, seed, config, hide)["last"]
+
+
+def heldout_answers(g, x, edges, train, val, k: int, seed: int, config,
+                    hide: str = "extremes", answers: tuple[str, ...] = ("last",)) -> dict:
+    """:func:`heldout_scores` of each of the fit's ``answers`` (keys of ``ORAL.discoveries``;
+    one absent from the fit is its final answer, ``"last"``), from one fit."""
     import torch
 
     from harness.proxy import proxy_accuracy, task_from_labels
@@ -70,13 +77,17 @@ def heldout_scores(g, x, edges, train, val, k: int, seed: int, config,
     task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, hide)
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     model = ORAL(cfg).fit(x, edges, task.train, task.val)
-    ids = model.discoveries["last"].class_id
-    acc = proxy_accuracy(g, task, ids)
     v = int(task.visible.numel())
-    found = surfaced(g.y, task.scored, ids, task.hidden, v)
-    return {key: acc[key] for key in ("all", "known", "novel")} | {
-        "surfaced": sum(f["surfaced"] for f in found), "stand_ins": found,
-        "novel_classes": int(torch.unique(ids[ids >= v]).numel())}
+    out = {}
+    for key in answers:
+        ids = model.discoveries.get(key, model.discoveries["last"]).class_id
+        acc = proxy_accuracy(g, task, ids)
+        found = surfaced(g.y, task.scored, ids, task.hidden, v)
+        out[key] = {name: acc[name] for name in ("all", "known", "novel")} | {
+            "answer": key if key in model.discoveries else "last",
+            "surfaced": sum(f["surfaced"] for f in found), "stand_ins": found,
+            "novel_classes": int(torch.unique(ids[ids >= v]).numel())}
+    return out
 
 
 def static_graph(graph: str, seed: int):

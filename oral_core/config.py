@@ -219,6 +219,11 @@ class ORALConfig:
         "inputs: \"labelled\" (the training and validation nodes) or \"all\" (every node of "
         "the graph the head is fitted on, the nodes it will name)",
         _RESULTS + "known_head_scale/README.md")
+    known_floor: bool = _setting(
+        False, "deviation", "with a known head: while the known classes' validation accuracy is "
+        "below the reference logistic regression's (the champion gate's floor), novel classes "
+        "holding validation nodes join known classes, most validation nodes first; False: off",
+        _RESULTS + "known_floor/README.md")
     known_head_pull: float | None = _setting(
         None, "deviation", "with a known head: a node in a novel class or none joins the head's "
         "class at this probability; None: off", _RESULTS + "known_head/README.md")
@@ -380,6 +385,8 @@ class ORALConfig:
              f"known_head_scale must be one of {list(KNOWN_HEAD_SCALES)}"),
             (self.known_head_pull is None or 0 < self.known_head_pull <= 1,
              "known_head_pull must be in (0, 1] or none"),
+            (not self.known_floor or self.known_head != "none",
+             "known_floor needs a known_head"),
             (self.known_head_pull is None or self.known_head != "none",
              "known_head_pull needs a known_head"),
             (self.lr_schedule in LR_SCHEDULES,

@@ -162,3 +162,48 @@ def keep_known_fidelity(class_id: torch.Tensor, probs: torch.Tensor, num_known: 
     if pull is not None:
         known = known | (conf >= pull)
     return torch.where(known, head_class, class_id)
+
+
+def floor_order(class_id: torch.Tensor, val: torch.Tensor, num_known: int) -> list[int]:
+    """``known_floor``: the novel classes that hold validation nodes (``val >= 0``: labelled
+    nodes of known classes ORAL never trains on), most validation nodes first (a tie: the
+    smaller class first). A novel class without a validation node is never in the list:
+    letting it join a known class cannot raise the validation accuracy."""
+    novel_val = class_id[(val >= 0) & (class_id >= num_known)]
+    if novel_val.numel() == 0:
+        return []
+    ids, counts = torch.unique(novel_val, return_counts=True)
+    sizes = [int((class_id == c).sum()) for c in ids.tolist()]
+    return [int(c) for c, _, _ in sorted(zip(ids.tolist(), counts.tolist(), sizes),
+                                         key=lambda t: (-t[1], t[2], t[0]))]
+
+
+def known_floor(class_id: torch.Tensor, probs: torch.Tensor, val: torch.Tensor, num_known: int,
+                floor: float, per_node: bool) -> tuple[torch.Tensor, dict[int, int]]:
+    """Known-class floor (``known_floor``; not in the paper): while the validation accuracy of
+    ``class_id`` is below ``floor`` (the reference logistic regression's on the same labelled
+    nodes, the champion gate's floor), the next novel class of :func:`floor_order` joins the
+    known class with the most head probability over its nodes (``probs``, ``[N, K]``); with
+    ``per_node`` (the head names the known classes) each of its nodes takes the head's class.
+
+    A class whose joining would not raise the validation accuracy stays novel. Returns the
+    class ids and ``{novel class: known class it joined}`` (empty when the floor already
+    holds). The floor may still not hold when every such class was tried."""
+    has_val = val >= 0
+
+    def accuracy(ids: torch.Tensor) -> float:
+        return float((ids[has_val] == val[has_val]).float().mean()) if has_val.any() else 1.0
+
+    class_id, joined = class_id.clone(), {}
+    for c in floor_order(class_id, val, num_known):
+        now = accuracy(class_id)
+        if now >= floor:
+            break
+        nodes = class_id == c
+        target = int(probs[nodes].sum(0).argmax())
+        moved = class_id.clone()
+        moved[nodes] = (probs[nodes].argmax(1).to(class_id.dtype) if per_node
+                        else torch.full_like(class_id[nodes], target))
+        if accuracy(moved) > now:  # a class whose joining names no validation node better stays
+            class_id, joined[c] = moved, target
+    return class_id, joined

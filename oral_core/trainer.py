@@ -31,7 +31,7 @@ from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .graph import is_canonical
-from .known_head import fit_known_head, head_probabilities, keep_known_fidelity
+from .known_head import fit_known_head, head_probabilities, keep_known_fidelity, known_floor
 from .novelty import known_split_groups, release_absorbed, release_margins
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
@@ -328,6 +328,9 @@ class ORAL:
         self._csr = None
         self.history, self._best = [], None
         self.discoveries, self.epoch_class_ids, self.epoch_unchecked_ids = {}, [], []
+        # the known head and the known-class floor of this fit (known_head, known_floor)
+        self._head, self.known_head_used = None, False
+        self.reference_val_accuracy, self.floor_joined = None, {}
         bar = _progress(n_epochs + 1, cfg.progress, n_epochs, on_progress)
         watch = Stopwatch(device)
         previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
@@ -388,6 +391,8 @@ class ORAL:
         bar.close()
         if cfg.known_head != "none":
             self._known_fidelity(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
+        if cfg.known_floor:
+            self._known_floor(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
         if init_class_id is not None:
             self._keep_class_ids(init_class_id, num_known)
         return self
@@ -416,11 +421,51 @@ class ORAL:
                           old.epoch, val_acc)
         self.discoveries[f"{cfg.selection}_no_head"] = old
         self.discoveries[f"{cfg.selection}_head"] = found
+        self._head = head  # known_floor reads it, whether or not the answer uses it
         # "auto": the head only where the validation nodes favour it over the groups
         self.known_head_used = cfg.known_head != "auto" or val_acc > old.val_accuracy
         if self.known_head_used:
             self.discoveries[cfg.selection] = found
             self._best.update(discovery=found, val_acc=val_acc, known_head=head)
+
+    def _known_floor(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
+                     val: torch.Tensor, num_known: int) -> None:
+        """Known-class floor (``known_floor``, :func:`oral_core.known_head.known_floor`; not in
+        the paper): when the selected answer names the validation nodes worse than the reference
+        logistic regression (the champion gate's floor, standardised as the head is), novel
+        classes holding validation nodes join known classes until it does not. The selected
+        groups that formed those classes take the known class too (so a saved model answers
+        the same on the fitted graph); :attr:`floor_joined` says which joined which, and the
+        answer before stays in :attr:`discoveries` as ``<selection>_no_floor``."""
+        from .reference import reference_accuracy
+
+        cfg = self.config
+        self.reference_val_accuracy = reference_accuracy(x, labels, val,
+                                                         scale=cfg.known_head_scale)
+        self.floor_joined = {}
+        old = self._best["discovery"]
+        if self.reference_val_accuracy is None or not old.val_accuracy < self.reference_val_accuracy:
+            return
+        probs = head_probabilities(self._head, x, edge_index)
+        class_id, joined = known_floor(old.class_id, probs, val, num_known,
+                                       self.reference_val_accuracy, self.known_head_used)
+        if not joined:
+            return
+        has_val = val >= 0
+        val_acc = float((class_id[has_val] == val[has_val]).float().mean())
+        found = Discovery(class_id, old.confidence, class_id >= num_known,
+                          int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
+                          old.epoch, val_acc)
+        group_class = self._best["group_class"].clone()
+        for novel, known in joined.items():
+            group_class[group_class == novel] = known
+        self.discoveries[f"{cfg.selection}_no_floor"] = old
+        self.discoveries[cfg.selection] = found
+        self._best.update(discovery=found, val_acc=val_acc, group_class=group_class)
+        self.floor_joined = joined
+        log.info("known-class floor: validation %.4f below the reference's %.4f; novel classes "
+                 "%s joined known classes %s (validation now %.4f)", old.val_accuracy,
+                 self.reference_val_accuracy, list(joined), list(joined.values()), val_acc)
 
     def _pseudo_labels(self, ens, group_class, candidates, labels, edges0, outs, num_known, gen,
                        watch: Stopwatch, row: dict) -> tuple[torch.Tensor, torch.Tensor]:

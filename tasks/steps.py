@@ -239,8 +239,10 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     seconds = time.perf_counter() - start
     from oral_core.reference import reference_accuracy
 
-    reference = reference_accuracy(x, torch.from_numpy(train_labels), torch.from_numpy(val_labels),
-                                   scale=config.known_head_scale)
+    reference = oral.reference_val_accuracy  # measured by the fit when known_floor is on
+    if reference is None:
+        reference = reference_accuracy(x, torch.from_numpy(train_labels),
+                                       torch.from_numpy(val_labels), scale=config.known_head_scale)
     found = oral.predict()
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
     # every file of the run folder is written under a unique hidden name and renamed into place:
