@@ -327,7 +327,7 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
                "start": plan.start, "start_reason": plan.reason,
                "warm_from_version": str(plan.source_version) if plan.start == "warm" else None,
                "epochs": trained["epochs"], "chosen_settings": night.chosen,
-               "degraded": degraded}
+               "floor_joined": trained.get("floor_joined", 0), "degraded": degraded}
     artifacts.night_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
                             report_html, summary, night.tracking)
     artifacts.graph_report(graph, settings, night.tracking.uri)
@@ -372,6 +372,8 @@ def summary_line(out: dict) -> str:
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
             f"new tonight {', '.join(emerged) or 'none'}{pending}, model version {out['model_version']}"
             f"{' (champion)' if out.get('champion') else ''}{score}{start}"
+            + (f"; the known-class floor joined {out['floor_joined']} novel class(es) to known "
+               f"classes" if out.get("floor_joined") else "")
             + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
                if out.get("degraded") else ""))
 

@@ -146,6 +146,9 @@ class TrainResult:
     #: training and validation nodes, standardised as the known head is (``known_head_scale``);
     #: the champion gate's floor. None without validation nodes.
     reference_val_accuracy: float | None = None
+    #: novel classes the known-class floor joined to known classes (``known_floor``; 0: none,
+    #: or the floor is off)
+    floor_joined: int = 0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -268,7 +271,7 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         warm_from="" if init is None else str(init.get("warm_from") or ""),
         trained_epochs=int(model.payload["trained_epochs"]),
         batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
-        reference_val_accuracy=reference)
+        reference_val_accuracy=reference, floor_joined=len(oral.floor_joined))
 
 
 # ------------------------------------------------------------------------------- warm starts

@@ -49,3 +49,13 @@ def test_the_summary_line_names_what_is_new_tonight():
     line = summary_line(out | {"new_tonight": [], "statuses": {"g:novel:4": "candidate",
                                                               "known:a": "persisting"}})
     assert "new tonight none (candidates: g:novel:4)," in line
+
+
+def test_the_summary_line_says_when_the_known_class_floor_acted():
+    from flows.nightly import summary_line
+
+    out = {"graph": "g", "snapshot_date": "2026-05-02", "classes": 4, "novel": 0,
+           "statuses": {}, "model_version": 2, "new_tonight": []}
+    assert "floor" not in summary_line(out)
+    assert "floor" not in summary_line(out | {"floor_joined": 0})
+    assert "the known-class floor joined 2 novel class(es)" in summary_line(out | {"floor_joined": 2})

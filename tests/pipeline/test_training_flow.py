@@ -158,3 +158,4 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     config = ORALConfig.from_dict(ORALConfig().to_dict() | CONFIG | {"known_head_scale": scale})
     result = steps.train(snapshot, config, tmp_path / "run")
     assert asked == [scale] and result.reference_val_accuracy is not None
+    assert result.floor_joined == 0  # known_floor off
