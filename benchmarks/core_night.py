@@ -22,10 +22,11 @@ the epochs and any override; ``device``; ``epoch_s`` the median steady epoch; ``
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import time
 from pathlib import Path
+
+from benchmarks.records import append_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -87,13 +88,7 @@ def _device(device: str) -> str:
 
 
 def append(row: dict, out: Path) -> None:
-    new = not out.exists()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerow(row)
+    append_csv(out, row, COLUMNS)
 
 
 def main(argv=None) -> int:

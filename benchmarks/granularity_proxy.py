@@ -31,6 +31,8 @@ import statistics
 import time
 from pathlib import Path
 
+from benchmarks.records import append_jsonl, read_jsonl
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "granularity_proxy"
 
@@ -205,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "fits.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = read_jsonl(path)
     positions = [float(p) for p in args.positions.split(",")]
     if not args.report_only:
         from cli.options import parse_set
@@ -242,8 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                                               values, "last" if kind.endswith("-last") else
                                               "extremes")
             rows.append(row)
-            with path.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            append_jsonl(path, row)
             print(f"    {json.dumps({k: v for k, v in row.items() if k != 'stand_ins'})}",
                   flush=True)
     print(table(rows))

@@ -21,10 +21,11 @@ or ``benchmarks.known_head_scale --simulate`` keep them. One JSON line per fit i
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
+
+from benchmarks.records import append_jsonl, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "known_floor"
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "fits.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = read_jsonl(path)
     if not args.report_only:
         from data_contracts import snapshots as snap
 
@@ -103,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                         row = {"source": base.name, "night": night, "seed": seed} | fit_night(
                             str(paths[night - 1]), seed)
                         rows.append(row)
-                        with path.open("a") as fh:
-                            fh.write(json.dumps(row) + "\n")
+                        append_jsonl(path, row)
                         a, b = row["arms"]["last_no_floor"], row["arms"]["last"]
                         print(f"    acted {row['acted']}: All {a['all']:.1f} -> {b['all']:.1f}, "
                               f"surfaced {a['surfaced']} -> {b['surfaced']} ({row['seconds']} s)",

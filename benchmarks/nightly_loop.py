@@ -182,14 +182,9 @@ def cached_reference_known(snapshot, graph: str, path: Path = REFERENCES) -> dic
     if cached is not None:
         return cached
     found = reference_known(snapshot)
-    new = not path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=REFERENCE_FIELDS)
-        if new:
-            w.writeheader()
-        w.writerow({"graph": graph, "date": snapshot.date.isoformat(), "content_hash": key,
-                    "version": REFERENCE_VERSION, **found})
+    from benchmarks.records import append_csv
+    append_csv(path, {"graph": graph, "date": snapshot.date.isoformat(), "content_hash": key,
+                      "version": REFERENCE_VERSION, **found}, REFERENCE_FIELDS)
     return found
 
 
