@@ -123,10 +123,12 @@ def night_heldout_fit(path: str, seed: int, config) -> dict:
     return proxy_scores(g, task, model)
 
 
-def nonovel_fit(g, x, seed: int, config, split=None) -> dict:
+def nonovel_fit(g, x, seed: int, config, split=None, keys: tuple[str, ...] | None = None) -> dict:
     """The no-novel proxy (``harness.proxy.no_novel_task``): the labelled nodes alone, half of
     each class's training nodes unlabelled, nothing new; ``split``: ``(train_mask, val_mask,
-    known_classes)``, by default :func:`oral_core.splits.make_split` of ``g.y``."""
+    known_classes)``, by default :func:`oral_core.splits.make_split` of ``g.y``. ``keys``: the
+    fit's answers to score (keys of ``ORAL.discoveries``, an absent one is ``"last"``); None:
+    :func:`answers`."""
     import torch
     from torch_geometric.utils import subgraph
 
@@ -145,8 +147,10 @@ def nonovel_fit(g, x, seed: int, config, split=None) -> dict:
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     model = ORAL(cfg).fit(x[keep], edges, train, val)
     k = int(known.numel())
+    found_by = (answers(model, k) if keys is None else
+                {key: model.discoveries.get(key, model.discoveries["last"]) for key in keys})
     out = {}
-    for name, found in answers(model, k).items():
+    for name, found in found_by.items():
         ids = found.class_id
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),
                      "novel_share": 100 * float((ids[scored] >= k).float().mean()),
@@ -154,13 +158,13 @@ def nonovel_fit(g, x, seed: int, config, split=None) -> dict:
     return out
 
 
-def night_nonovel_fit(path: str, seed: int, config) -> dict:
+def night_nonovel_fit(path: str, seed: int, config, keys: tuple[str, ...] | None = None) -> dict:
     """The no-novel proxy on a nightly snapshot: its labelled nodes alone (the pipeline's
     training / validation split), half of each known class's training nodes unlabelled."""
     import torch
 
     g, x, train, val, k = night_task(path)
-    return nonovel_fit(g, x, seed, config, (train >= 0, val >= 0, torch.arange(k)))
+    return nonovel_fit(g, x, seed, config, (train >= 0, val >= 0, torch.arange(k)), keys)
 
 
 def gate_share(nights_csv: Path, loops: Path) -> list[dict]:

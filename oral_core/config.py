@@ -196,6 +196,11 @@ class ORALConfig:
     known_split_repeat: bool = _setting(
         False, "deviation", "repeat the known-split check until it suppresses no novel group; "
         "False: one pass", _RESULTS + "known_head/README.md")
+    known_split_trim: bool = _setting(
+        False, "deviation", "before the known-split check, a novel group's nodes the known head "
+        "is most confident about join the head's class, as many as its validation nodes say "
+        "are known (oral_core.novelty.trim_cuts); False: the check judges the group whole",
+        _RESULTS + "known_split_trim/README.md")
     known_absorb_share: float | None = _setting(
         0.5, "deviation", "the known-absorb check: a known group under this estimated known "
         "share releases its least attached excess to the novel groups; None: off, the paper",
@@ -385,6 +390,8 @@ class ORALConfig:
              f"known_head_scale must be one of {list(KNOWN_HEAD_SCALES)}"),
             (self.known_head_pull is None or 0 < self.known_head_pull <= 1,
              "known_head_pull must be in (0, 1] or none"),
+            (not self.known_split_trim or self.known_split_share is not None,
+             "known_split_trim needs the known-split check (known_split_share)"),
             (not self.known_floor or self.known_head != "none",
              "known_floor needs a known_head"),
             (self.known_head_pull is None or self.known_head != "none",

@@ -32,7 +32,8 @@ from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_
 from .refinement import refine_structure
 from .graph import is_canonical
 from .known_head import fit_known_head, head_probabilities, keep_known_fidelity, known_floor
-from .novelty import known_split_groups, release_absorbed, release_margins
+from .novelty import (known_split_groups, release_absorbed, release_margins, trim_cuts,
+                      trim_released)
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
 
@@ -175,6 +176,7 @@ class ORAL:
         self.discoveries: dict[str, Discovery] = {}
         #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
         self.record_epochs = False
+        self._trim = None  # the known-split trim's (confidence, class) per node, during a fit
         self.epoch_class_ids: list[torch.Tensor] = []
         #: with ``known_split_share`` set and ``record_epochs``: each epoch's class ids before
         #: the known-split check (one fit answers both, for the proxy's paired comparison)
@@ -331,6 +333,13 @@ class ORAL:
         # the known head and the known-class floor of this fit (known_head, known_floor)
         self._head, self.known_head_used = None, False
         self.reference_val_accuracy, self.floor_joined = None, {}
+        # the known-split trim's head: (confidence, class) per node (known_split_trim; None: off)
+        self._trim = None
+        if cfg.known_split_trim:
+            with torch.random.fork_rng(devices=[]):  # the fit draws what it drew without it
+                self._head = self._fit_head(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
+            probs = head_probabilities(self._head, x_in, edge_in)
+            self._trim = tuple(t.to(device) for t in probs.max(dim=1))
         bar = _progress(n_epochs + 1, cfg.progress, n_epochs, on_progress)
         watch = Stopwatch(device)
         previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
@@ -407,9 +416,8 @@ class ORAL:
         nodes, per fit; :attr:`known_head_used` says which). Both answers stay in
         :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
         cfg = self.config
-        scale_rows = (labels >= 0) | (val >= 0) if cfg.known_head_scale == "labelled" else None
-        head = fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed,
-                              hops=cfg.known_head_hops, labelled=scale_rows)
+        head = self._head if self._head is not None else self._fit_head(x, edge_index, labels,
+                                                                          val, num_known)
         probs = head_probabilities(head, x, edge_index)
         old = self._best["discovery"]
         class_id = keep_known_fidelity(old.class_id, probs, num_known, cfg.known_head_pull)
@@ -427,6 +435,15 @@ class ORAL:
         if self.known_head_used:
             self.discoveries[cfg.selection] = found
             self._best.update(discovery=found, val_acc=val_acc, known_head=head)
+
+    def _fit_head(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
+                  val: torch.Tensor, num_known: int) -> dict:
+        """The known head (:func:`oral_core.known_head.fit_known_head`) on the labelled training
+        nodes, at the configured steps and scale."""
+        cfg = self.config
+        scale_rows = (labels >= 0) | (val >= 0) if cfg.known_head_scale == "labelled" else None
+        return fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed,
+                              hops=cfg.known_head_hops, labelled=scale_rows)
 
     def _known_floor(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
                      val: torch.Tensor, num_known: int) -> None:
@@ -553,15 +570,16 @@ class ORAL:
         return outs, partitions, ens, group_class
 
     def _split_checked(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
-                       val: torch.Tensor, num_known: int, repeat: bool
+                       val: torch.Tensor, num_known: int, repeat: bool, trim: bool = True
                        ) -> tuple[Ensemble, torch.Tensor, int]:
         """The ensemble and group classes after the known-split check (off: unchanged), applied
         once or, with ``repeat`` (``known_split_repeat``), until it suppresses no further group;
-        and the number of passes that suppressed a group."""
+        and the number of passes that suppressed a group. ``trim``: with ``known_split_trim``,
+        each pass judges the groups after the trim (False: as if it were off)."""
         rounds = 0
         while self.config.known_split_share is not None:
             checked, checked_class = self._known_split_check(ens, group_class, labels, val,
-                                                             num_known)
+                                                             num_known, trim)
             if checked is ens:
                 break
             ens, group_class, rounds = checked, checked_class, rounds + 1
@@ -578,14 +596,36 @@ class ORAL:
             release = self._known_absorb_check(ens, group_class, labels, val, num_known)
         return (*discover(ens, group_class, num_known, release), release)
 
+    def _trimmed(self, ens: Ensemble, group_class: torch.Tensor, release: torch.Tensor | None,
+                 class_id: torch.Tensor, labels: torch.Tensor, val: torch.Tensor,
+                 num_known: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``known_split_trim`` on the checked answer: the cut of each novel group
+        (:func:`oral_core.novelty.trim_cuts`, on the groups after both checks) and the class ids
+        with the released nodes in the known head's class."""
+        conf, head_class = self._trim
+        group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
+        if release is not None:
+            group = release_absorbed(ens.p, group, group_class, release, num_known)
+        cut = trim_cuts(conf, group, group_class, (labels < 0) & (val < 0), val >= 0, num_known)
+        moved = trim_released(conf, group, cut) & (class_id >= num_known)
+        return cut, torch.where(moved, head_class.to(class_id.device), class_id)
+
     def _known_split_check(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
-                           val: torch.Tensor, num_known: int) -> tuple[Ensemble, torch.Tensor]:
+                           val: torch.Tensor, num_known: int,
+                           trim: bool = True) -> tuple[Ensemble, torch.Tensor]:
         """``known_split_share`` (not in the paper, :mod:`oral_core.novelty`): the ensemble with
         the novel groups that look like splits of known classes suppressed as Eq. 9 suppresses
-        a group, and its group classes; ``ens`` itself when no group is suppressed."""
+        a group, and its group classes; ``ens`` itself when no group is suppressed. With
+        ``known_split_trim`` (and ``trim``) a group is judged on what the trim leaves in it."""
         group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
-        split = known_split_groups(group, group_class, (labels < 0) & (val < 0), val >= 0,
-                                   num_known, self.config.known_split_share)
+        unlabelled, seen = (labels < 0) & (val < 0), val >= 0
+        released = None
+        if trim and self._trim is not None:
+            conf = self._trim[0]
+            released = trim_released(conf, group, trim_cuts(conf, group, group_class, unlabelled,
+                                                            seen, num_known))
+        split = known_split_groups(group, group_class, unlabelled, seen, num_known,
+                                   self.config.known_split_share, released)
         mask = ens.mask * (~split).to(ens.mask.device, ens.mask.dtype)
         if not bool(split.any()) or float(mask.sum()) == 0:
             return ens, group_class
@@ -626,6 +666,16 @@ class ORAL:
                                                              num_known, cfg.known_split_repeat)
         class_id, conf, novel, release = self._absorb_checked(ens, group_class, labels, val,
                                                               num_known)
+        trim_cut = untrimmed = None
+        if self._trim is not None:
+            trim_cut, class_id = self._trimmed(ens, group_class, release, class_id, labels, val,
+                                               num_known)
+            novel = class_id >= num_known
+            if final:  # what the checks would report without the trim (a diagnostic)
+                plain_ens, plain_class, _ = self._split_checked(*raw, labels, val, num_known,
+                                                                cfg.known_split_repeat, trim=False)
+                untrimmed = self._absorb_checked(plain_ens, plain_class, labels, val,
+                                                 num_known)[:3]
         unguarded = split_once = None
         if cfg.known_absorb_share is not None and cfg.known_absorb_guard and final:
             # what the unguarded check would report (a diagnostic of the guard)
@@ -670,6 +720,8 @@ class ORAL:
             if split_once is not None:
                 self.discoveries["last_split_once"] = answer(split_once,
                                                              val_accuracy(split_once[0]))
+            if untrimmed is not None:
+                self.discoveries["last_no_trim"] = answer(untrimmed, val_accuracy(untrimmed[0]))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
             if checks:
@@ -684,6 +736,8 @@ class ORAL:
                              "layer_groups": list(ens.layer_groups)},
                 "group_class": group_class.cpu(),
                 "release_margin": None if release is None else release.cpu(),
+                "split_trim": (None if trim_cut is None
+                               else {"cut": trim_cut.cpu(), "head": self._head}),
                 "discovery": self.discoveries[cfg.selection],
             }
         return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes, "split_rounds": split_rounds,
@@ -868,7 +922,7 @@ class ORAL:
             raise RuntimeError("no model selected yet: call fit() first")
         return {k: self._best.get(k) for k in ("state", "partitions", "edges", "epoch", "val_acc",
                                                 "ensemble", "group_class", "release_margin",
-                                                "known_head")}
+                                                "known_head", "split_trim")}
 
 
 def evaluated_epoch(epoch: int, n_epochs: int, total: int, eval_every: int) -> bool:
