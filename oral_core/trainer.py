@@ -177,6 +177,7 @@ class ORAL:
         #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
         self.record_epochs = False
         self._trim = None  # the known-split trim's (confidence, class) per node, during a fit
+        self.trim_moved = 0  # nodes the trim moved to known classes in the final answer
         self.epoch_class_ids: list[torch.Tensor] = []
         #: with ``known_split_share`` set and ``record_epochs``: each epoch's class ids before
         #: the known-split check (one fit answers both, for the proxy's paired comparison)
@@ -668,10 +669,14 @@ class ORAL:
                                                               num_known)
         trim_cut = untrimmed = None
         if self._trim is not None:
+            checked_id = class_id
             trim_cut, class_id = self._trimmed(ens, group_class, release, class_id, labels, val,
                                                num_known)
             novel = class_id >= num_known
             if final:  # what the checks would report without the trim (a diagnostic)
+                self.trim_moved = int((class_id != checked_id).sum())
+                log.info("known-split trim: %d nodes of novel groups joined the known head's "
+                         "class", self.trim_moved)
                 plain_ens, plain_class, _ = self._split_checked(*raw, labels, val, num_known,
                                                                 cfg.known_split_repeat, trim=False)
                 untrimmed = self._absorb_checked(plain_ens, plain_class, labels, val,
