@@ -198,8 +198,9 @@ class ORALConfig:
         "False: one pass", _RESULTS + "known_head/README.md")
     known_split_trim: bool = _setting(
         False, "deviation", "before the known-split check, a novel group's nodes the known head "
-        "is most confident about join the head's class, as many as its validation nodes say "
-        "are known (oral_core.novelty.trim_cuts); False: the check judges the group whole",
+        "is most confident about join the head's class, as many as one half of its validation "
+        "nodes say are known, and the other half judges what is left "
+        "(oral_core.novelty.trim_cuts); False: the check judges the group whole",
         _RESULTS + "known_split_trim/README.md")
     known_absorb_share: float | None = _setting(
         0.5, "deviation", "the known-absorb check: a known group under this estimated known "

@@ -33,7 +33,7 @@ from .refinement import refine_structure
 from .graph import is_canonical
 from .known_head import fit_known_head, head_probabilities, keep_known_fidelity, known_floor
 from .novelty import (known_split_groups, release_absorbed, release_margins, trim_cuts,
-                      trim_released)
+                      trim_released, unlabelled_per_val, validation_halves)
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
 
@@ -601,13 +601,15 @@ class ORAL:
                  class_id: torch.Tensor, labels: torch.Tensor, val: torch.Tensor,
                  num_known: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``known_split_trim`` on the checked answer: the cut of each novel group
-        (:func:`oral_core.novelty.trim_cuts`, on the groups after both checks) and the class ids
+        (:func:`oral_core.novelty.trim_cuts` on the first half of the validation nodes, the
+        groups after both checks) and the class ids
         with the released nodes in the known head's class."""
         conf, head_class = self._trim
         group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
         if release is not None:
             group = release_absorbed(ens.p, group, group_class, release, num_known)
-        cut = trim_cuts(conf, group, group_class, (labels < 0) & (val < 0), val >= 0, num_known)
+        cut = trim_cuts(conf, group, group_class, (labels < 0) & (val < 0),
+                        validation_halves(val >= 0)[0], num_known)
         moved = trim_released(conf, group, cut) & (class_id >= num_known)
         return cut, torch.where(moved, head_class.to(class_id.device), class_id)
 
@@ -620,13 +622,19 @@ class ORAL:
         ``known_split_trim`` (and ``trim``) a group is judged on what the trim leaves in it."""
         group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
         unlabelled, seen = (labels < 0) & (val < 0), val >= 0
-        released = None
+        share = self.config.known_split_share
+        split = known_split_groups(group, group_class, unlabelled, seen, num_known, share)
         if trim and self._trim is not None:
+            # cross-fitted: one half of the validation nodes cuts, the other judges the rest
+            choose, judge = validation_halves(seen)
             conf = self._trim[0]
-            released = trim_released(conf, group, trim_cuts(conf, group, group_class, unlabelled,
-                                                            seen, num_known))
-        split = known_split_groups(group, group_class, unlabelled, seen, num_known,
-                                   self.config.known_split_share, released)
+            cut = trim_cuts(conf, group, group_class, unlabelled, choose, num_known)
+            trimmed = torch.isfinite(cut).to(split.device)
+            if bool(trimmed.any()) and unlabelled_per_val(group, group_class, unlabelled, judge,
+                                                          num_known) is not None:
+                rest = known_split_groups(group, group_class, unlabelled, judge, num_known, share,
+                                          trim_released(conf, group, cut))
+                split = torch.where(trimmed, rest, split)
         mask = ens.mask * (~split).to(ens.mask.device, ens.mask.dtype)
         if not bool(split.any()) or float(mask.sum()) == 0:
             return ens, group_class

@@ -80,6 +80,48 @@ def test_the_trainer_judges_the_trimmed_group_and_keeps_it():
     assert torch.equal(trimmed[group != 2], class_id[group != 2])
 
 
+def test_what_is_left_is_judged_on_the_validation_nodes_that_did_not_cut():
+    """A split of a known class whose validation nodes of the first half happen to be the head's
+    surest: cut and judged on the same nodes its rest would look novel; judged on the second
+    half, whose nodes sit in the rest, it is a split and is suppressed whole."""
+    from oral_core.novelty import validation_halves
+
+    group, val, unl, labels, conf = [], [], [], [], []
+    for g in (0, 1):  # known groups: 10 training, 4 validation, 8 unlabelled nodes
+        for n, kind in ((10, "train"), (4, "val"), (8, "unl")):
+            group += [g] * n
+            val += [kind == "val"] * n
+            unl += [kind == "unl"] * n
+            labels += [g if kind == "train" else -1] * n
+            conf += [0.9] * n
+    # group 2: validation nodes alternating sure / unsure (halves alternate too), 4 sure and
+    # 12 unsure unlabelled nodes, all of known class 0
+    group += [2] * 24
+    val += [True] * 8 + [False] * 16
+    unl += [False] * 8 + [True] * 16
+    labels += [-1] * 24
+    conf += [0.9, 0.2] * 4 + [0.9] * 4 + [0.2] * 12
+    group, val, unl = torch.tensor(group), torch.tensor(val), torch.tensor(unl)
+    labels, conf = torch.tensor(labels), torch.tensor(conf)
+    choose, judge = validation_halves(val)
+    assert bool((conf[choose & (group == 2)] == 0.9).all())
+    assert bool((conf[judge & (group == 2)] == 0.2).all())
+    n = group.numel()
+    p = torch.full((n, 3), 0.05)
+    p[torch.arange(n), group] = 0.8
+    ens = Ensemble(p, torch.ones(3), [torch.arange(3)] * 3, [3, 3, 3])
+    val_labels = torch.where(val, torch.where(group == 1, 1, 0), -1)
+    group_class = torch.tensor([0, 1, 2])
+    model = ORAL(ORALConfig(known_split_share=0.5, known_split_trim=True))
+    model._trim = (conf, torch.zeros(n, dtype=torch.long))
+    checked, classes = model._known_split_check(ens, group_class, labels, val_labels, 2)
+    assert checked.mask.tolist() == [1.0, 1.0, 0.0] and classes[2] == -1
+    # the biased form: cut and judged on the first half, the rest keeps no validation node
+    cut = trim_cuts(conf, group, group_class, unl, choose, 2)
+    rest = known_split_groups(group, group_class, unl, choose, 2, 0.5, trim_released(conf, group, cut))
+    assert not bool(rest[2])
+
+
 def test_the_trim_needs_the_known_split_check():
     with pytest.raises(ValueError, match="known_split_trim needs the known-split check"):
         ORALConfig(known_split_trim=True, known_split_share=None).validate()
