@@ -5,119 +5,137 @@ import pytest
 import torch
 
 from oral_core.config import ORALConfig
-from oral_core.novelty import known_split_groups, trim_cuts, trim_released, unlabelled_per_val
+from oral_core.novelty import (confidence_shift, known_split_groups, trim_cuts, trim_released,
+                               unlabelled_per_val, validation_halves)
 from oral_core.pseudo_labels import Ensemble
 from oral_core.trainer import ORAL
 
 
-def _mixed():
-    """Groups 0, 1: known classes 0, 1 (10 training, 4 validation, 8 unlabelled nodes each:
-    2 unlabelled per validation node). Group 2: novel, a known slice (4 validation, 8 unlabelled
-    known nodes, head confidence 0.9) and 6 planted nodes (confidence 0.4). Group 3: novel, 12
-    planted nodes, no validation node."""
+def _nodes(parts):
+    """``parts``: (group, kind, confidences) triples; the tensors of those nodes in order."""
     group, val, unl, labels, conf = [], [], [], [], []
-    layout = [(0, [(10, "train", 0.9), (4, "val", 0.9), (8, "unl", 0.9)]),
-              (1, [(10, "train", 0.9), (4, "val", 0.9), (8, "unl", 0.9)]),
-              (2, [(4, "val", 0.9), (8, "unl", 0.9), (6, "unl", 0.4)]),
-              (3, [(12, "unl", 0.5)])]
-    for g, parts in layout:
-        for n, kind, c in parts:
-            group += [g] * n
-            val += [kind == "val"] * n
-            unl += [kind == "unl"] * n
-            labels += [g if kind == "train" else -1] * n
-            conf += [c] * n
+    for g, kind, confs in parts:
+        n = len(confs)
+        group += [g] * n
+        val += [kind == "val"] * n
+        unl += [kind == "unl"] * n
+        labels += [g if kind == "train" else -1] * n
+        conf += list(confs)
     return (torch.tensor(group), torch.tensor(val), torch.tensor(unl), torch.tensor(labels),
-            torch.tensor(conf), torch.tensor([0, 1, 2, 3]))
+            torch.tensor(conf, dtype=torch.float32))
+
+
+def _slice(n_val: int, top: float = 0.99, step: float = 0.001):
+    """Confidences of a known slice: ``n_val`` validation and ``2 * n_val`` unlabelled nodes,
+    interleaved from ``top`` down (unlabelled, validation, unlabelled, ...)."""
+    vals, unls, c = [], [], top
+    for _ in range(n_val):
+        for kind in ("unl", "val", "unl"):
+            (vals if kind == "val" else unls).append(c)
+            c -= step
+    return vals, unls
+
+
+def _mixed(n_val: int = 30, planted: int = 60):
+    """Groups 0, 1: known classes 0, 1 (10 training, 20 validation, 40 unlabelled nodes each:
+    2 unlabelled per validation node). Group 2: novel, a known slice (``n_val`` validation,
+    ``2 * n_val`` unlabelled nodes, head confidence 0.99 down to about 0.9) and ``planted``
+    planted nodes (0.3-0.5). Group 3: novel, 12 planted nodes, no validation node."""
+    kv, ku = _slice(20)
+    sv, su = _slice(n_val)
+    pl = [0.5 - 0.2 * i / planted for i in range(planted)]
+    parts = [(g, kind, c) for g in (0, 1)
+             for kind, c in (("train", [0.99] * 10), ("val", kv), ("unl", ku))]
+    parts += [(2, "val", sv), (2, "unl", su + pl), (3, "unl", [0.5] * 12)]
+    return (*_nodes(parts), torch.tensor([0, 1, 2, 3]))
 
 
 def test_the_cut_releases_the_known_slice_and_the_check_keeps_what_is_left():
     group, val, unl, _, conf, group_class = _mixed()
     assert unlabelled_per_val(group, group_class, unl, val, 2) == pytest.approx(2.0)
-    # judged whole, the mixed group is a split: 2 * 4 / 14 = 0.57 >= 0.5
+    # judged whole, the mixed group is a split: 2 * 30 / 120 = 0.5
     assert known_split_groups(group, group_class, unl, val, 2, 0.5).tolist() == [False, False, True, False]
     cut = trim_cuts(conf, group, group_class, unl, val, 2)
-    # prefix of the 12 confident nodes: 2 * 2 * 4 - 8 = 8, the best gain; group 3 has no
-    # validation node and known groups are never trimmed
-    assert cut.tolist() == [float("inf"), float("inf"), pytest.approx(0.9), float("inf")]
+    # the best prefix is the whole slice (2 * 2 * 30 - 60 = 60); group 3 has no validation
+    # node and known groups are never trimmed
+    assert torch.isinf(cut[[0, 1, 3]]).all() and 0.85 < float(cut[2]) < 0.95
     released = trim_released(conf, group, cut)
-    assert int(released.sum()) == 12 and bool((group[released] == 2).all())
-    assert torch.allclose(conf[released], torch.tensor(0.9))
-    # what is left of group 2 (6 planted nodes, no validation node) is kept
+    # the slice up to its last validation node (its last unlabelled node would cost 1)
+    assert int(released.sum()) == 89 and bool((group[released] == 2).all())
+    assert bool((conf[released] > 0.8).all())
+    # what is left of group 2 (the planted nodes, no validation node) is kept
     assert not known_split_groups(group, group_class, unl, val, 2, 0.5, released).any()
 
 
-def test_no_prefix_that_gains_means_no_cut():
+def test_no_cut_where_nothing_gains_or_the_validation_nodes_are_not_surer():
     group, val, unl, _, conf, group_class = _mixed()
-    # one validation node in the planted group, less confident than its 12 planted nodes: every
-    # prefix loses (the best, all 13 nodes, gains 2 * 2 * 1 - 12 < 0)
-    group, val = torch.cat([group, torch.tensor([3])]), torch.cat([val, torch.tensor([True])])
-    unl, conf = torch.cat([unl, torch.tensor([False])]), torch.cat([conf, torch.tensor([0.1])])
-    cut = trim_cuts(conf, group, group_class, unl, val, 2)
-    assert cut[2] == pytest.approx(0.9) and cut[3] == float("inf")
+    # every validation node of group 2 below its planted nodes: not surer, and no prefix gains
+    low = torch.where((group == 2) & val, conf - 0.7, conf)
+    assert confidence_shift(low, group == 2, val, unl) < 0
+    assert torch.isinf(trim_cuts(low, group, group_class, unl, val, 2)).all()
+    # a split of a known class (its validation and unlabelled nodes interleaved alike): the
+    # validation nodes are not surer, so no cut, though a prefix would gain
+    split = (group == 2) & (conf > 0.8)
+    assert abs(confidence_shift(conf, split, val, unl)) < 1
+    only_split = torch.where((group == 2) & ~split, torch.tensor(3), group)
+    assert torch.isinf(trim_cuts(conf, only_split, group_class, unl, val, 2)[2])
+    assert torch.isfinite(trim_cuts(conf, only_split, group_class, unl, val, 2, min_shift=None)[2])
     # nothing to compare with (no validation node in a known group): no cut at all
     no_known_val = val & (group >= 2)
     assert not torch.isfinite(trim_cuts(conf, group, group_class, unl, no_known_val, 2)).any()
 
 
+def _ensemble(group, num_groups):
+    n = group.numel()
+    p = torch.full((n, num_groups), 0.05)
+    p[torch.arange(n), group] = 0.8
+    return Ensemble(p, torch.ones(num_groups), [torch.arange(num_groups)] * 3, [num_groups] * 3)
+
+
 def test_the_trainer_judges_the_trimmed_group_and_keeps_it():
     group, val, unl, labels, conf, group_class = _mixed()
-    n = group.numel()
-    p = torch.full((n, 4), 0.05)
-    p[torch.arange(n), group] = 0.8
-    ens = Ensemble(p, torch.ones(4), [torch.arange(4)] * 3, [4, 4, 4])
+    ens = _ensemble(group, 4)
     val_labels = torch.where(val, torch.where(group == 1, 1, 0), -1)
     model = ORAL(ORALConfig(known_split_share=0.5, known_split_trim=True))
-    model._trim = (conf, torch.zeros(n, dtype=torch.long))  # what the fit's head gives
+    model._trim = (conf, torch.zeros(group.numel(), dtype=torch.long))  # the fit's head
     assert model._known_split_check(ens, group_class, labels, val_labels, 2)[0] is ens
     checked, classes = model._known_split_check(ens, group_class, labels, val_labels, 2, trim=False)
     assert checked.mask.tolist() == [1.0, 1.0, 0.0, 1.0]
-    # the answer: the released nodes take the head's class (0), the rest of group 2 stays novel
+    # the answer: the released nodes take the head's class (0), the planted nodes stay novel
     class_id = group_class[group]
     cut, trimmed = model._trimmed(ens, group_class, None, class_id, labels, val_labels, 2)
-    assert bool((trimmed[(group == 2) & (conf > 0.5)] == 0).all())
-    assert bool((trimmed[(group == 2) & (conf < 0.5)] == 2).all())
+    assert bool((trimmed[(group == 2) & (conf > 0.8)] == 0).mean(dtype=torch.float) > 0.9)
+    assert bool((trimmed[(group == 2) & (conf < 0.6)] == 2).all())
     assert torch.equal(trimmed[group != 2], class_id[group != 2])
 
 
 def test_what_is_left_is_judged_on_the_validation_nodes_that_did_not_cut():
-    """A split of a known class whose validation nodes of the first half happen to be the head's
+    """A split of a known class whose first-half validation nodes happen to be the head's
     surest: cut and judged on the same nodes its rest would look novel; judged on the second
     half, whose nodes sit in the rest, it is a split and is suppressed whole."""
-    from oral_core.novelty import validation_halves
-
-    group, val, unl, labels, conf = [], [], [], [], []
-    for g in (0, 1):  # known groups: 10 training, 4 validation, 8 unlabelled nodes
-        for n, kind in ((10, "train"), (4, "val"), (8, "unl")):
-            group += [g] * n
-            val += [kind == "val"] * n
-            unl += [kind == "unl"] * n
-            labels += [g if kind == "train" else -1] * n
-            conf += [0.9] * n
-    # group 2: validation nodes alternating sure / unsure (halves alternate too), 4 sure and
-    # 12 unsure unlabelled nodes, all of known class 0
-    group += [2] * 24
-    val += [True] * 8 + [False] * 16
-    unl += [False] * 8 + [True] * 16
-    labels += [-1] * 24
-    conf += [0.9, 0.2] * 4 + [0.9] * 4 + [0.2] * 12
-    group, val, unl = torch.tensor(group), torch.tensor(val), torch.tensor(unl)
-    labels, conf = torch.tensor(labels), torch.tensor(conf)
+    kv, ku = _slice(20)
+    # group 2: 30 validation nodes alternating sure / unsure (the halves alternate too, as the
+    # 40 known validation nodes before them are even), 60 unlabelled nodes from sure to unsure
+    sure = [0.99 - 0.001 * i for i in range(15)]
+    unsure = [0.3 - 0.001 * i for i in range(15)]
+    sv = [c for pair in zip(sure, unsure) for c in pair]
+    su = [0.98 - 0.01 * i for i in range(60)]
+    parts = [(g, kind, c) for g in (0, 1)
+             for kind, c in (("train", [0.99] * 10), ("val", kv), ("unl", ku))]
+    group, val, unl, labels, conf = _nodes(parts + [(2, "val", sv), (2, "unl", su)])
     choose, judge = validation_halves(val)
-    assert bool((conf[choose & (group == 2)] == 0.9).all())
-    assert bool((conf[judge & (group == 2)] == 0.2).all())
-    n = group.numel()
-    p = torch.full((n, 3), 0.05)
-    p[torch.arange(n), group] = 0.8
-    ens = Ensemble(p, torch.ones(3), [torch.arange(3)] * 3, [3, 3, 3])
+    assert bool((conf[choose & (group == 2)] > 0.9).all())
+    assert bool((conf[judge & (group == 2)] < 0.4).all())
+    ens = _ensemble(group, 3)
     val_labels = torch.where(val, torch.where(group == 1, 1, 0), -1)
     group_class = torch.tensor([0, 1, 2])
     model = ORAL(ORALConfig(known_split_share=0.5, known_split_trim=True))
-    model._trim = (conf, torch.zeros(n, dtype=torch.long))
+    model._trim = (conf, torch.zeros(group.numel(), dtype=torch.long))
     checked, classes = model._known_split_check(ens, group_class, labels, val_labels, 2)
     assert checked.mask.tolist() == [1.0, 1.0, 0.0] and classes[2] == -1
     # the biased form: cut and judged on the first half, the rest keeps no validation node
     cut = trim_cuts(conf, group, group_class, unl, choose, 2)
+    assert torch.isfinite(cut[2])
     rest = known_split_groups(group, group_class, unl, choose, 2, 0.5, trim_released(conf, group, cut))
     assert not bool(rest[2])
 
