@@ -86,29 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     path = out / "fits.jsonl"
     rows = read_jsonl(path)
     if not args.report_only:
-        from data_contracts import snapshots as snap
+        from benchmarks.split_repeat_proxy import loop_nights
 
         done = {(r["source"], r["night"], r["seed"]) for r in rows}
-        for graph in [g for g in args.graphs.split(",") if g]:
-            for sim in [s for s in args.sims.split(",") if s]:
-                base = Path(args.loops) / f"{graph}-sim{sim}"
-                if not (base / "snapshots").is_dir():
-                    print(f"[{base.name}] no snapshots under {base}: skipped", flush=True)
-                    continue
-                paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
-                for night in [int(n) for n in args.nights.split(",") if n]:
-                    for seed in [int(s) for s in args.seeds.split(",") if s]:
-                        if (base.name, night, seed) in done:
-                            continue
-                        print(f"[{base.name} night {night} seed {seed}]", flush=True)
-                        row = {"source": base.name, "night": night, "seed": seed} | fit_night(
-                            str(paths[night - 1]), seed)
-                        rows.append(row)
-                        append_jsonl(path, row)
-                        a, b = row["arms"]["last_no_floor"], row["arms"]["last"]
-                        print(f"    acted {row['acted']}: All {a['all']:.1f} -> {b['all']:.1f}, "
-                              f"surfaced {a['surfaced']} -> {b['surfaced']} ({row['seconds']} s)",
-                              flush=True)
+        for source, night, seed, snapshot in loop_nights(args.loops, args.graphs, args.sims,
+                                                          args.nights, args.seeds):
+            if (source, night, seed) in done:
+                continue
+            print(f"[{source} night {night} seed {seed}]", flush=True)
+            row = {"source": source, "night": night, "seed": seed} | fit_night(snapshot, seed)
+            rows.append(row)
+            append_jsonl(path, row)
+            a, b = row["arms"]["last_no_floor"], row["arms"]["last"]
+            print(f"    acted {row['acted']}: All {a['all']:.1f} -> {b['all']:.1f}, "
+                  f"surfaced {a['surfaced']} -> {b['surfaced']} ({row['seconds']} s)", flush=True)
     print(table(rows))
     return 0
 

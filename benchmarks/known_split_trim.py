@@ -130,31 +130,24 @@ def main(argv: list[str] | None = None) -> int:
     path = out / "fits.jsonl"
     rows = read_jsonl(path)
     if not args.report_only:
-        from data_contracts import snapshots as snap
+        from benchmarks.split_repeat_proxy import loop_nights
 
         done = {(r["task"], r["source"], r["night"], r["seed"]) for r in rows}
         for task in tasks:
-            for graph in [g for g in args.graphs.split(",") if g]:
-                for sim in [s for s in args.sims.split(",") if s]:
-                    base = Path(args.loops) / f"{graph}-sim{sim}"
-                    if not (base / "snapshots").is_dir():
-                        print(f"[{base.name}] no snapshots under {base}: skipped", flush=True)
-                        continue
-                    paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
-                    for night in [int(n) for n in args.nights.split(",") if n]:
-                        for seed in [int(s) for s in args.seeds.split(",") if s]:
-                            if (task, base.name, night, seed) in done:
-                                continue
-                            print(f"[{task} {base.name} night {night} seed {seed}]", flush=True)
-                            row = {"task": task, "source": base.name, "night": night,
-                                   "seed": seed} | fit_night(task, str(paths[night - 1]), seed)
-                            rows.append(row)
-                            append_jsonl(path, row)
-                            a, b = row["arms"]["plain"], row["arms"]["trim"]
-                            key = "all" if task == "heldout" else "novel_share"
-                            print(f"    {key} {a[key]:.1f} -> {b[key]:.1f}, novel classes "
-                                  f"{a['novel_classes']} -> {b['novel_classes']} "
-                                  f"({row['seconds']} s)", flush=True)
+            for source, night, seed, snapshot in loop_nights(args.loops, args.graphs, args.sims,
+                                                              args.nights, args.seeds):
+                if (task, source, night, seed) in done:
+                    continue
+                print(f"[{task} {source} night {night} seed {seed}]", flush=True)
+                row = {"task": task, "source": source, "night": night,
+                       "seed": seed} | fit_night(task, snapshot, seed)
+                rows.append(row)
+                append_jsonl(path, row)
+                a, b = row["arms"]["plain"], row["arms"]["trim"]
+                key = "all" if task == "heldout" else "novel_share"
+                print(f"    {key} {a[key]:.1f} -> {b[key]:.1f}, novel classes "
+                      f"{a['novel_classes']} -> {b['novel_classes']} ({row['seconds']} s)",
+                      flush=True)
     print(table(rows))
     return 0
 

@@ -106,6 +106,28 @@ def night_task(path: str):
     return g, x, train, val, k
 
 
+def loop_nights(loops: Path, graphs: str, sims: str, nights: str, seeds: str):
+    """``(loop, night, seed, snapshot path)`` for each of the comma lists' graphs, simulations,
+    1-based nights and seeds, over the kept loops ``loops/<graph>-sim<k>/snapshots`` (as
+    ``benchmarks.nightly_loop --state`` keeps them); a loop without snapshots is said and
+    skipped."""
+    from data_contracts import snapshots as snap
+
+    def items(text: str) -> list[str]:
+        return [t for t in text.split(",") if t]
+
+    for graph in items(graphs):
+        for sim in items(sims):
+            base = Path(loops) / f"{graph}-sim{sim}"
+            if not (base / "snapshots").is_dir():
+                print(f"[{base.name}] no snapshots under {base}: skipped", flush=True)
+                continue
+            paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
+            for night in map(int, items(nights)):
+                for seed in map(int, items(seeds)):
+                    yield base.name, night, seed, str(paths[night - 1])
+
+
 def night_heldout_fit(path: str, seed: int, config) -> dict:
     """The held-out-class proxy on a nightly snapshot: one known class's labels hidden (its
     labelled nodes play a novel class), scored on labelled nodes only; where the repeated check
