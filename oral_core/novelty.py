@@ -122,7 +122,7 @@ def confidence_shift(confidence: torch.Tensor, inside: torch.Tensor, val: torch.
     if n1 == 0 or n2 == 0:
         return 0.0
     both = torch.cat([c_val, c_unl]).double()
-    values, where, counts = torch.unique(both, return_inverse=True, return_counts=True)
+    _, where, counts = torch.unique(both, return_inverse=True, return_counts=True)
     below = torch.cumsum(counts, 0) - counts  # nodes under each distinct value
     ranks = (below.double() + (counts.double() + 1) / 2)[where]  # ties share their mean rank
     u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2

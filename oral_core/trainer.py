@@ -602,8 +602,8 @@ class ORAL:
                  num_known: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``known_split_trim`` on the checked answer: the cut of each novel group
         (:func:`oral_core.novelty.trim_cuts` on the first half of the validation nodes, the
-        groups after both checks) and the class ids
-        with the released nodes in the known head's class."""
+        groups after both checks) and the class ids with the released nodes in the known
+        head's class."""
         conf, head_class = self._trim
         group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
         if release is not None:
