@@ -192,49 +192,40 @@ def reference_known(snapshot) -> dict:
     """Known-class accuracy by name of the two reference classifiers on the night's scored
     known-class nodes, trained on the pipeline's own split of the labelled nodes."""
     import numpy as np
-    import torch
 
+    from benchmarks.open_world_reference import fit_inputs, silent_lr_classes
     from harness.baselines import GCNBaseline
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.graph import canonical_edges
-    from oral_core.reference import fit_logistic_regression, standardize
-    from tasks.steps import split_labelled
 
-    raw = torch.from_numpy(np.array(snapshot.x))  # one copy of the features, read twice
-    x = preprocess_features(raw, auto_feature_mode(raw))
-    x = x.to_dense() if x.is_sparse else x
-    train, val = split_labelled(snapshot.labels, 0)
+    x, edges, train, val = fit_inputs(snapshot)
     names = list(snapshot.class_names)
     truth = [snapshot.truth_names[t] if t >= 0 else None for t in snapshot.truth]
     test = np.array([snapshot.labels[i] < 0 and truth[i] in names for i in range(len(truth))])
     y = np.array([names.index(t) if t in names else -1 for t in truth])
     if not test.any():
         return {"lr": None, "gcn": None}
-    z = standardize(x)
-    lr = fit_logistic_regression(z, torch.from_numpy(train), len(names))
-    with torch.no_grad():
-        lr_pred = lr(z).argmax(1).numpy()
-    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
-    gcn = GCNBaseline(seed=0, device="cpu").fit(x, edges, torch.from_numpy(train),
-                                                torch.from_numpy(val)).predict()
+    lr_pred = silent_lr_classes(x, train, len(names))
+    gcn = GCNBaseline(seed=0, device="cpu").fit(x, edges, train, val).predict()
     gcn_pred = gcn.class_id.numpy()
     return {"lr": float((lr_pred[test] == y[test]).mean() * 100),
             "gcn": float((gcn_pred[test] == y[test]).mean() * 100)}
 
 
 def read_loop(state: Path, graph: str, paths: list[Path]
-              ) -> tuple[list[dict], list[dict], list[dict]]:
+              ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """The nights as :func:`score_loop` takes them, from the loop's DuckDB file, twice: what the
     analyst reads (each night's latest answer: the night's run, or the last run before it that
     the champion gate did not find degraded, as the ``latest_*`` views and ``class_timeline``
     show it; a night answered by an older run shows no lineage rows of its own), and what each
-    night's model published. Then the pipeline's own per-night figures."""
+    night's model published. Then the pipeline's own per-night figures, and the reference rows'
+    per-node answers on each snapshot (:func:`benchmarks.open_world_reference.snapshot_answers`,
+    kept beside the loop's state under ``references/``)."""
     import duckdb
 
+    from benchmarks.open_world_reference import snapshot_answers
     from data_contracts import snapshots as snap
 
     con = duckdb.connect(str(state / "oral.duckdb"), read_only=True)
-    answered, modelled, pipeline = [], [], []
+    answered, modelled, pipeline, references = [], [], [], []
 
     def published(run_id: str, own_night: bool) -> dict:
         assign = dict(con.execute("SELECT node_id, lineage_id FROM node_assignments "
@@ -274,16 +265,20 @@ def read_loop(state: Path, graph: str, paths: list[Path]
                              "answered_by": "tonight" if answer and answer[0][0] == run_id
                              else "an earlier night" if answer else "none",
                              **cached_reference_known(s, graph)})
+            references.append(snapshot_answers(s, state.parent / "references"))
     finally:
         con.close()
-    return answered, modelled, pipeline
+    return answered, modelled, pipeline, references
 
 
 def scored_loop(state: Path, graph: str, paths: list[Path], planted: dict[str, int]) -> dict:
-    """The analyst's view scored (the headline), each night's model beside it (``model``)."""
-    answered, modelled, pipeline = read_loop(state, graph, paths)
+    """The analyst's view scored (the headline), each night's model beside it (``model``), and
+    the scoreboard (``scoreboard``, :func:`scoreboards`)."""
+    answered, modelled, pipeline, references = read_loop(state, graph, paths)
     scored = score_loop(answered, planted)
     model = score_loop(modelled, planted)
+    scored["scoreboard"] = scoreboards(answered, model["false_lineage_events"], references,
+                                       planted, graph)
     for row, mrow, extra in zip(scored["nights"], model["nights"], pipeline):
         row.update(extra)
         row["model_known_by_name"] = mrow["known_by_name"]
@@ -293,6 +288,25 @@ def scored_loop(state: Path, graph: str, paths: list[Path], planted: dict[str, i
                                              "invented_on_quiet_nights",
                                              "candidates_on_quiet_nights")}
     return scored
+
+
+def scoreboards(answered: list[dict], false_events: int, references: list[dict],
+                planted: dict[str, int], graph: str) -> dict[str, dict]:
+    """The scoreboard (:mod:`benchmarks.scoreboard`) of the pipeline's answer as the analyst reads
+    it (its false lineage events counted from each night's own model, held-back nights
+    included) and of the two reference rows on the same nights, each compared with the silent
+    logistic regression's known classes: ``{"pipeline", "silent_lr", "open_world"}``."""
+    from benchmarks import scoreboard
+    from benchmarks.open_world_reference import reference_nights
+
+    refs = reference_nights(references, [n["truth"] for n in answered],
+                            [n["known"] for n in answered], graph)
+    silent = refs["silent_lr"]
+    board = {"pipeline": scoreboard.score(answered, planted, false_events, silent)}
+    for name, nights in refs.items():
+        board[name] = scoreboard.score(nights, planted,
+                                       score_loop(nights, planted)["false_lineage_events"], silent)
+    return board
 
 
 # ------------------------------------------------------------------------------ the driver
@@ -525,6 +539,31 @@ def current_line(loops: list[dict]) -> str:
             + rule + " (a changed default needs the loops run again into a fresh `--out`).")
 
 
+def scoreboard_section(loops: list[dict]) -> list[str]:
+    """The scoreboard (issue 60) of the loops scored with it, with its two reference rows."""
+    from benchmarks import scoreboard
+
+    table = scoreboard.table_lines(loops)
+    if not table:
+        return []
+    return ["## Scoreboard", "",
+            "Every answer scored by the same code (`benchmarks/scoreboard.py`) on the same nights: "
+            "the pipeline as the analyst reads it; an open-world GCN a practitioner would build "
+            "(known-class GCN, GNNSafe's propagated energy flags nodes above the validation "
+            "nodes' 95th percentile, flagged nodes clustered by k-means with k on silhouette, "
+            "published at once); the silent LR (a logistic regression that never publishes a "
+            "novel class). Published on time: a novel class, not a candidate, with precision "
+            f">= {scoreboard.PRECISION:.0%} and recall >= {scoreboard.RECALL:.0%} by the night "
+            "after its class starts; kept: the same lineage id so on every later night. "
+            "Precision: share of published novel (id, night) pairs that are >= 70% one planted "
+            "class, every night counted; invented: novel ids that never are. False lineage "
+            "events: counted on every night from each night's own model (held-back nights "
+            "included). All by lineage: every unlabelled node; a planted-class node is right in "
+            "the published id matched to its class by one Hungarian matching per loop. Known "
+            "below LR: nights the known-class nodes are named worse than the silent LR names "
+            f"them, McNemar p < {scoreboard.ALPHA}.", "", *table, ""]
+
+
 def report(out: Path, argv: list[str], state: Path | None = None) -> str:
     loops = [json.loads(p.read_text()) for p in sorted((out / "loops").glob("*.json"))]
     lines = ["# Nightly loop: what an analyst reads, night by night", "",
@@ -546,6 +585,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
                 if argv else ""), "",
              answer_line(loops), "",
              "Current: " + current_line(loops), "",
+             *scoreboard_section(loops),
              "Known by name: share (%) of the night's unlabelled known-class nodes published "
              "under their true class name; LR / GCN: the reference logistic regression and "
              "known-class GCN on the same labelled nodes and the same scored nodes. Invented: "

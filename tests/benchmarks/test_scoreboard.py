@@ -1,0 +1,193 @@
+"""The scoreboard that silence cannot win (benchmarks.scoreboard) and its reference rows
+(benchmarks.open_world_reference), on toy loops whose right answer is known."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import scoreboard
+from benchmarks.nightly_loop import score_loop, scoreboard_section
+from benchmarks.open_world_reference import (carry_ids, open_world_classes, propagated_energy,
+                                             reference_nights)
+
+KNOWN = {"a", "b"}
+PLANTED = {"p": 2}  # the planted class starts on night 2 of 4
+
+
+def _truth(k: int) -> dict:
+    truth = {f"a{i}": "a" for i in range(10 + k)} | {f"b{i}": "b" for i in range(10 + k)}
+    if k >= 2:
+        truth |= {f"p{i}": "p" for i in range(5 * (k - 1))}
+    return truth
+
+
+def _loop(answer, candidates=lambda k, lid: False) -> list[dict]:
+    """Four nights; ``answer(k, node, true class)`` gives a node's lineage id; ``candidates(k,
+    lid)`` whether a novel id is held as a candidate that night."""
+    nights, seen, last = [], set(), set()
+    for k in range(4):
+        truth = _truth(k)
+        assign = {n: answer(k, n, c) for n, c in truth.items()}
+        ids = set(assign.values())
+        names = {lid: (lid.split(":")[1] if lid.startswith("known:") else None) for lid in ids}
+        statuses = {lid: ("persisting" if lid in seen else "emerged") for lid in ids}
+        statuses |= {lid: "vanished" for lid in last - ids}
+        seen |= ids
+        last = ids
+        nights.append({"truth": truth, "known": KNOWN, "assign": assign, "names": names,
+                       "statuses": statuses,
+                       "candidates": {lid for lid in ids if names[lid] is None
+                                      and candidates(k, lid)}})
+    return nights
+
+
+def right(k, n, c):
+    return "known:" + c if c in KNOWN else "g:novel:1"
+
+
+def silent(k, n, c):  # the planted class folded into known class a, nothing novel ever
+    return "known:a" if c == "p" else right(k, n, c)
+
+
+def switches(k, n, c):  # the planted class under a new id every night
+    return f"g:novel:{k}" if c == "p" else right(k, n, c)
+
+
+def invents_late(k, n, c):  # a novel class carved out of b on the nights with a planted class
+    return "g:novel:9" if k >= 2 and c == "b" and n.endswith(("1", "3")) else right(k, n, c)
+
+
+def board(answer, **kw):
+    nights = _loop(answer, **kw)
+    return scoreboard.score(nights, PLANTED, score_loop(nights, PLANTED)["false_lineage_events"],
+                            _loop(silent))
+
+
+def test_the_right_answer_scores_perfectly():
+    got = board(right)
+    assert got["planted"]["p"] == {"starts": 2, "published": 2, "late": 0,
+                                   "lineage_id": "g:novel:1", "kept": True}
+    assert got["on_time"] == got["on_time_kept"] == 1
+    assert got["precision"] == 1.0 and got["invented"] == 0 and got["false_events"] == 0
+    assert [r["all"] for r in got["nights"]] == [100.0] * 4
+    assert got["below_reference"] == 0
+
+
+def test_the_silent_answer_scores_below_a_loop_that_finds_its_planted_class():
+    quiet, found = board(silent), board(right)
+    assert quiet["on_time"] == 0 and quiet["precision"] is None and quiet["invented"] == 0
+    assert quiet["false_events"] == 0  # silence is safe on the safety columns...
+    assert quiet["all_novel_nights"] < found["all_novel_nights"]  # ...and loses on discovery
+    assert quiet["all_mean"] < found["all_mean"]
+    # on nights without a planted class the two are level
+    assert [r["all"] for r in quiet["nights"][:2]] == [r["all"] for r in found["nights"][:2]]
+
+
+def test_a_class_under_a_new_id_every_night_is_published_but_not_kept():
+    got = board(switches)
+    assert got["planted"]["p"]["late"] == 0 and got["planted"]["p"]["kept"] is False
+    assert got["on_time"] == 1 and got["on_time_kept"] == 0
+    # one matching per loop: only one of the two ids is the class's, the other night's nodes
+    # count as wrong
+    alls = [r["all"] for r in got["nights"]]
+    assert alls[:2] == [100.0, 100.0] and min(alls[2:]) < 100.0 and max(alls[2:]) == 100.0
+    assert got["false_events"] >= 1
+
+
+def test_a_candidate_is_not_published():
+    got = board(right, candidates=lambda k, lid: k == 2)
+    assert got["planted"]["p"]["late"] == 1 and got["on_time"] == 1
+    assert got["nights"][2]["all"] < 100.0 and got["nights"][3]["all"] == 100.0
+    never = board(right, candidates=lambda k, lid: True)
+    assert never["on_time"] == 0 and never["published_pairs"] == 0
+
+
+def test_an_invention_counts_on_nights_with_a_planted_class_too():
+    got = board(invents_late)
+    assert got["invented"] == 1
+    assert got["precision"] == 0.5  # two nights, the planted class's id and the invented one
+    assert all(r["novel_present"] for r in got["nights"][2:])
+
+
+def test_known_classes_below_the_reference_only_beyond_noise():
+    night = {"truth": {f"a{i}": "a" for i in range(40)}, "known": KNOWN,
+             "names": {"known:a": "a", "known:b": "b"}}
+    reference = night | {"assign": {f"a{i}": "known:a" for i in range(40)}}
+    one_off = night | {"assign": {f"a{i}": "known:b" if i == 0 else "known:a" for i in range(40)}}
+    many_off = night | {"assign": {f"a{i}": "known:b" if i < 10 else "known:a"
+                                   for i in range(40)}}
+    assert scoreboard.against_reference(one_off, reference)["below"] is False
+    got = scoreboard.against_reference(many_off, reference)
+    assert got["below"] is True and got["answer"] == 75.0 and got["p"] < 0.01
+    assert scoreboard.against_reference(reference, many_off)["below"] is False  # better is fine
+
+
+def test_the_scoreboard_table_shows_every_answer_side_by_side():
+    loop = {"graph": "g", "sim": 0, "scoreboard": {"pipeline": board(right),
+                                                   "open_world": board(switches),
+                                                   "silent_lr": board(silent)}}
+    lines = scoreboard_section([loop])
+    text = "\n".join(lines)
+    for label in ("ORAL pipeline", "open-world GCN", "silent LR"):
+        assert sum(ln.startswith(f"| {label} |") for ln in lines) == 1  # the totals
+        assert sum(ln.startswith(f"| g | 0 | {label} |") for ln in lines) == 1
+    assert "1 of 1 (1)" in text and "0 of 1 (0)" in text
+    assert scoreboard_section([{"graph": "g", "sim": 0}]) == []  # loops scored before it
+
+
+# ------------------------------------------------------------------------ the reference rows
+def test_the_reference_lineage_continues_emerges_and_vanishes():
+    first, statuses, counter = carry_ids({"x1": 0, "x2": 0, "y1": 1}, {}, 0, "g")
+    assert statuses == {"g:novel:1": "emerged", "g:novel:2": "emerged"} and counter == 2
+    assert first["x1"] == first["x2"] != first["y1"]
+    # tonight: the x cluster goes on (with a new node), y is gone, a z cluster appears
+    second, statuses, counter = carry_ids({"x1": 5, "x2": 5, "x3": 5, "z1": 7}, first, counter, "g")
+    assert second["x3"] == first["x1"] and statuses[first["x1"]] == "persisting"
+    assert statuses[first["y1"]] == "vanished" and statuses[second["z1"]] == "emerged"
+
+
+def test_the_silent_reference_never_publishes_a_novel_class():
+    answers = [{"node_ids": ["a0", "p0"], "class_names": ["a", "b"], "lr": [0, 1],
+                "gcn": [0, 0], "cluster": [-1, 0]}]
+    truth = [{"a0": "a", "p0": "p"}]
+    refs = reference_nights(answers, truth, [KNOWN], "g")
+    assert scoreboard.published_novel(refs["silent_lr"][0]) == set()
+    assert refs["open_world"][0]["assign"]["p0"] in scoreboard.published_novel(
+        refs["open_world"][0])
+    assert refs["open_world"][0]["assign"]["a0"] == "known:a"
+
+
+def test_energy_propagates_to_neighbours():
+    import torch
+
+    logits = torch.tensor([[5.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # node 0 confident
+    edges = torch.tensor([[0, 1], [1, 0]])  # 0 - 1; node 2 isolated
+    e = propagated_energy(logits, edges, 3, alpha=0.5, steps=1)
+    raw = -torch.logsumexp(logits, 1)
+    assert e[2] == pytest.approx(float(raw[2]))  # isolated: its own energy
+    assert e[1] == pytest.approx(0.5 * float(raw[1]) + 0.5 * float(raw[0]))
+    assert e[1] < raw[1]  # a confident neighbour lowers a node's energy
+
+
+def test_the_open_world_reference_flags_a_held_out_class(one_thread):
+    """On a generated graph with one class kept out of the labels, the flagged nodes are mostly
+    that class's (the reference is a working baseline, not a strawman)."""
+    import torch
+
+    from data_contracts.synthetic import make_static_graph
+    from oral_core.graph import canonical_edges
+
+    g = make_static_graph(num_nodes=600, num_classes=4, num_features=16, separation=3.0, seed=1)
+    y = torch.from_numpy(g.y).long()
+    rng = np.random.default_rng(0)
+    labelled = torch.from_numpy(rng.random(len(y)) < 0.3) & (y < 3)
+    is_val = torch.from_numpy(rng.random(len(y)) < 0.3)
+    train = torch.where(labelled & ~is_val, y, -1)
+    val = torch.where(labelled & is_val, y, -1)
+    edges = canonical_edges(torch.from_numpy(g.edges), len(y))
+    known, cluster = open_world_classes(torch.from_numpy(g.x).float(), edges, train, val, 3)
+    flagged = cluster >= 0
+    assert flagged.sum() > 20
+    assert (g.y[flagged] == 3).mean() > 0.7
+    unlabelled_known = (~labelled.numpy()) & (g.y < 3)
+    assert (known[unlabelled_known] == g.y[unlabelled_known]).mean() > 0.8
