@@ -106,15 +106,6 @@ def all_by_lineage(night: dict, matching: dict[str, str]) -> float | None:
     return 100.0 * right / len(truth)
 
 
-def mcnemar_p(worse: int, better: int) -> float:
-    """Exact two-sided McNemar p-value from the discordant counts (``worse``: nodes only the
-    reference names right; ``better``: nodes only the answer names right)."""
-    if worse + better == 0:
-        return 1.0
-    from scipy.stats import binomtest
-    return float(binomtest(worse, worse + better, 0.5).pvalue)
-
-
 def against_reference(night: dict, reference: dict) -> dict:
     """Known-class nodes by name, the answer against a reference answer on the same nodes:
     ``{"answer", "reference" (%), "p", "below"}`` (None values when the night has none)."""
@@ -129,6 +120,8 @@ def against_reference(night: dict, reference: dict) -> dict:
     r = [right(reference, n) for n in known]
     worse = sum(1 for x, y in zip(a, r) if y and not x)
     better = sum(1 for x, y in zip(a, r) if x and not y)
+    from oral_core.reference import mcnemar_p
+
     p = mcnemar_p(worse, better)
     return {"answer": 100.0 * sum(a) / len(a), "reference": 100.0 * sum(r) / len(r), "p": p,
             "below": worse > better and p < ALPHA}

@@ -13,6 +13,7 @@
 | ``ORAL_WARM_START`` | off | ``1``: a night continues the previous night's champion (a warm start) |
 | ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
 | ``ORAL_GATE_REFERENCE_MARGIN`` | ``0`` | the champion gate finds a model degraded when its known-class validation accuracy is below the reference logistic regression's by more than this (``off``: no reference check) |
+| ``ORAL_GATE_TEST`` | ``strict`` | how the reference check compares: ``strict``, degraded whenever the reference's validation accuracy is higher; ``mcnemar``, only when it names the same validation nodes better beyond chance (exact McNemar test, 5%) |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
@@ -25,6 +26,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+#: the champion gate's comparisons with the reference classifier (``ORAL_GATE_TEST``)
+GATE_TESTS = ("mcnemar", "strict")
 
 QUIET = {
     "DO_NOT_TRACK": "true",
@@ -101,6 +105,10 @@ class Settings:
     #: whose known-class validation accuracy is below the reference logistic regression's by
     #: more than this is degraded: registered, never champion, never the latest answer
     gate_reference_margin: float | None = 0.0
+    #: how the gate's reference check compares (``ORAL_GATE_TEST``): ``strict`` (degraded
+    #: whenever the reference's accuracy is higher) or ``mcnemar`` (only when the reference names
+    #: the same validation nodes better beyond chance, an exact McNemar test at 5%: issue 60)
+    gate_test: str = "strict"
     #: a novel class is a candidate on its first night and published (``emerged``) when it is
     #: there again the next (``ORAL_CONFIRM_NOVEL``; :mod:`tasks.warehouse.lineage`)
     confirm_novel: bool = True
@@ -147,11 +155,15 @@ class Settings:
         if margin is not None and not 0.0 <= margin <= 1.0:
             raise ValueError(f"ORAL_GATE_REFERENCE_MARGIN must be a number in [0, 1] or 'off', "
                              f"got {raw_margin!r}")
+        gate_test = os.environ.get("ORAL_GATE_TEST", "").strip().lower() or "strict"
+        if gate_test not in GATE_TESTS:
+            raise ValueError(f"ORAL_GATE_TEST must be one of {', '.join(GATE_TESTS)}, got "
+                             f"{gate_test!r}")
         raw_confirm = os.environ.get("ORAL_CONFIRM_NOVEL", "").strip().lower() or "1"
         if raw_confirm not in TRUE + FALSE:
             raise ValueError(f"ORAL_CONFIRM_NOVEL must be 1 or 0 (on or off), got {raw_confirm!r}")
         return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
-                   margin, confirm_novel=raw_confirm in TRUE)
+                   margin, gate_test, confirm_novel=raw_confirm in TRUE)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

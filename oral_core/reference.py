@@ -49,13 +49,15 @@ def column_scale(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return rows.mean(0), torch.where(std > 0, std, torch.ones_like(std))
 
 
-def reference_accuracy(x: torch.Tensor, train_labels: torch.Tensor,
-                       val_labels: torch.Tensor, scale: str = "labelled") -> float | None:
-    """Known-class validation accuracy of the reference logistic regression: fitted on the nodes
-    labelled in ``train_labels`` (``-1`` elsewhere), scored on those labelled in ``val_labels``.
-    ``scale``: the rows whose mean and spread standardise the features, ``"labelled"`` (the
-    training and validation nodes) or ``"all"`` (every node), as ``known_head_scale`` says for
-    the known head, so that a 0-step head *is* this classifier. None when either set is empty."""
+def reference_val_predictions(x: torch.Tensor, train_labels: torch.Tensor,
+                              val_labels: torch.Tensor, scale: str = "labelled"
+                              ) -> torch.Tensor | None:
+    """The reference logistic regression's class for every validation node (long ``[N]``, -1
+    where ``val_labels`` is -1): fitted on the nodes labelled in ``train_labels`` (``-1``
+    elsewhere). ``scale``: the rows whose mean and spread standardise the features,
+    ``"labelled"`` (the training and validation nodes) or ``"all"`` (every node), as
+    ``known_head_scale`` says for the known head, so that a 0-step head *is* this classifier.
+    None when either set is empty."""
     train_labels, val_labels = train_labels.long(), val_labels.long()
     if not bool((train_labels >= 0).any()) or not bool((val_labels >= 0).any()):
         return None
@@ -73,6 +75,40 @@ def reference_accuracy(x: torch.Tensor, train_labels: torch.Tensor,
     with torch.enable_grad():
         model = fit_logistic_regression(z, train, num_classes)
     seen = val >= 0
+    predicted = torch.full_like(val_labels, -1)
     with torch.no_grad():
-        predicted = model(z[seen]).argmax(1)
-    return float((predicted == val[seen]).float().mean())
+        predicted[rows[seen]] = model(z[seen]).argmax(1)
+    return predicted
+
+
+def reference_accuracy(x: torch.Tensor, train_labels: torch.Tensor,
+                       val_labels: torch.Tensor, scale: str = "labelled") -> float | None:
+    """Known-class validation accuracy of the reference logistic regression
+    (:func:`reference_val_predictions`) on the nodes labelled in ``val_labels``. None when the
+    training or the validation set is empty."""
+    predicted = reference_val_predictions(x, train_labels, val_labels, scale)
+    if predicted is None:
+        return None
+    seen = val_labels.long() >= 0
+    return float((predicted[seen] == val_labels.long()[seen]).float().mean())
+
+
+def discordant(answer: torch.Tensor, reference: torch.Tensor, val_labels: torch.Tensor
+               ) -> tuple[int, int]:
+    """The validation nodes two answers disagree on, as McNemar's test reads them:
+    ``(worse, better)``: nodes only the reference names right, nodes only the answer names
+    right (``answer`` / ``reference``: a class id per node)."""
+    seen = val_labels >= 0
+    a = answer[seen].long() == val_labels[seen].long()
+    r = reference[seen].long() == val_labels[seen].long()
+    return int((r & ~a).sum()), int((a & ~r).sum())
+
+
+def mcnemar_p(worse: int, better: int) -> float:
+    """Exact two-sided McNemar p-value from the discordant counts of a paired comparison on the
+    same nodes (a binomial test of ``worse`` among ``worse + better`` at one half); 1 when the
+    two answers never disagree."""
+    if worse + better == 0:
+        return 1.0
+    from scipy.stats import binomtest
+    return float(binomtest(int(worse), int(worse + better), 0.5).pvalue)

@@ -149,6 +149,11 @@ class TrainResult:
     #: novel classes the known-class floor joined to known classes (``known_floor``; 0: none,
     #: or the floor is off)
     floor_joined: int = 0
+    #: the validation nodes the model and the reference classifier disagree on, as the champion
+    #: gate's McNemar test reads them: nodes only the reference names right (``gate_worse``) and
+    #: only the model names right (``gate_better``); None without validation nodes
+    gate_worse: int | None = None
+    gate_better: int | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -240,13 +245,19 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     oral = ORAL(config).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels),
                             init=payload, init_class_id=previous, on_progress=progress)
     seconds = time.perf_counter() - start
-    from oral_core.reference import reference_accuracy
+    from oral_core.reference import discordant, reference_val_predictions
 
-    reference = oral.reference_val_accuracy  # measured by the fit when known_floor is on
-    if reference is None:
-        reference = reference_accuracy(x, torch.from_numpy(train_labels),
-                                       torch.from_numpy(val_labels), scale=config.known_head_scale)
+    val = torch.from_numpy(val_labels)
+    ref_pred = reference_val_predictions(x, torch.from_numpy(train_labels), val,
+                                         scale=config.known_head_scale)
     found = oral.predict()
+    reference = oral.reference_val_accuracy  # measured by the fit when known_floor is on
+    worse = better = None
+    if ref_pred is not None:
+        seen = val >= 0
+        if reference is None:
+            reference = float((ref_pred[seen] == val[seen]).float().mean())
+        worse, better = discordant(found.class_id, ref_pred, val)
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
     # every file of the run folder is written under a unique hidden name and renamed into place:
     # a crash or a full disk leaves the previous file or none, never part of one, and two
@@ -271,7 +282,8 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         warm_from="" if init is None else str(init.get("warm_from") or ""),
         trained_epochs=int(model.payload["trained_epochs"]),
         batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
-        reference_val_accuracy=reference, floor_joined=len(oral.floor_joined))
+        reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
+        gate_worse=worse, gate_better=better)
 
 
 # ------------------------------------------------------------------------------- warm starts

@@ -145,15 +145,24 @@ def _version_epochs(c, mv) -> int | None:
 DEGRADED = "degraded"
 
 
+#: the level of the gate's McNemar test (``test="mcnemar"``)
+GATE_ALPHA = 0.05
+
+
 def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
-                reference_margin: float = 0.0) -> str | None:
+                reference_margin: float = 0.0, test: str = "mcnemar") -> str | None:
     """Why tonight's model is degraded (a one-line reason), or None when it is not. Read before
     anything is published, on labelled nodes and the training settings only:
 
     - its known-class validation accuracy is below the plain reference classifier's on the same
       labelled nodes (``reference_val_accuracy``, :mod:`oral_core.reference`) by more than
       ``reference_margin``: the graph and the discovery made the known classes worse than
-      ignoring them;
+      ignoring them. With ``test="mcnemar"`` (the default, issue 60) only when, besides, the
+      reference names those nodes better beyond chance: an exact McNemar test on the nodes the
+      two disagree on (``gate_worse`` only the reference names right, ``gate_better`` only the
+      model) at :data:`GATE_ALPHA`, two-sided. A strict inequality held a whole night back for
+      one node (a novel class holding a single validation node the reference names right);
+      ``test="strict"`` is that rule;
     - a cold fit configured with fewer epochs than the champion's training run (a shortened
       retrain, e.g. ``--epochs 5``): its validation accuracy may pass the tolerance while what
       discovery needs (the novel partitions, the prototypes) is not trained. A warm fit
@@ -161,9 +170,21 @@ def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
     val, ref = trained.get("val_accuracy"), trained.get("reference_val_accuracy")
     if (val is not None and ref is not None and math.isfinite(float(val))
             and float(val) < float(ref) - reference_margin):
-        return (f"known-class validation accuracy {float(val):.4f} is below the reference "
-                f"logistic regression's {float(ref):.4f} on the same labelled nodes"
-                + (f" (margin {reference_margin})" if reference_margin else ""))
+        reason = (f"known-class validation accuracy {float(val):.4f} is below the reference "
+                  f"logistic regression's {float(ref):.4f} on the same labelled nodes"
+                  + (f" (margin {reference_margin})" if reference_margin else ""))
+        worse, better = trained.get("gate_worse"), trained.get("gate_better")
+        if test != "mcnemar" or worse is None or better is None:
+            return reason
+        from oral_core.reference import mcnemar_p
+
+        p = mcnemar_p(int(worse), int(better))
+        if p < GATE_ALPHA:
+            return (f"{reason}, beyond chance (McNemar p {p:.3g}: {int(worse)} nodes only the "
+                    f"reference names right, {int(better)} only the model)")
+        log.info("%s: validation %.4f below the reference's %.4f within chance (McNemar p %.3g, "
+                 "%d against %d nodes): not degraded", graph, float(val), float(ref), p,
+                 int(worse), int(better))
     configured = (trained.get("config") or {}).get("epochs")
     if trained.get("start", "cold") == "cold" and configured is not None:
         c = store.client(cfg)

@@ -319,6 +319,14 @@ def test_degraded_model_is_never_champion(fitted, cfg):
     assert "below the reference logistic regression's 0.7000" in rules.degradation(cfg, graph, below)
     assert rules.degradation(cfg, graph, below, reference_margin=0.5) is None
     assert rules.degradation(cfg, graph, below | {"reference_val_accuracy": None}) is None
+    # the McNemar test (the default): below by a few nodes is within chance, by many is not
+    near = {"val_accuracy": 0.80, "reference_val_accuracy": 0.82, "config": {"epochs": 200},
+            "gate_worse": 2, "gate_better": 0}
+    assert rules.degradation(cfg, graph, near) is None
+    assert "below the reference" in rules.degradation(cfg, graph, near, test="strict")
+    far = near | {"val_accuracy": 0.70, "gate_worse": 13, "gate_better": 1}
+    assert "beyond chance (McNemar p 0.00183: 13 nodes only the reference names right, 1 only" \
+        in rules.degradation(cfg, graph, far)
     v3 = new_version(1.0, 200)  # better on val, but degraded: the gate still refuses it
     assert tracking.promote_champion(cfg, graph, v3, True, 1.0, degraded="x")[0] is False
     assert tracking.champion_version(cfg, graph) == v1

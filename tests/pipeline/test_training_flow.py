@@ -146,12 +146,12 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     from oral_core.config import ORALConfig
     from tasks import steps
 
-    asked, plain = [], reference.reference_accuracy
+    asked, plain = [], reference.reference_val_predictions
 
     def spy(*args, **kwargs):
         asked.append(kwargs.get("scale", "labelled"))
         return plain(*args, **kwargs)
-    monkeypatch.setattr(reference, "reference_accuracy", spy)
+    monkeypatch.setattr(reference, "reference_val_predictions", spy)
     snapshot = snap.load_snapshot(snapshot_path)
     snapshot.x = writable(snapshot.x)
     snapshot.edge_index = writable(snapshot.edge_index)
@@ -159,3 +159,9 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     result = steps.train(snapshot, config, tmp_path / "run")
     assert asked == [scale] and result.reference_val_accuracy is not None
     assert result.floor_joined == 0  # known_floor off
+    # the gate's McNemar counts are the two accuracies' difference, node by node
+    _, val = steps.split_labelled(snapshot.labels, config.seed)
+    n_val = int((val >= 0).sum())
+    assert result.gate_worse is not None and result.gate_better is not None
+    assert (result.gate_better - result.gate_worse) / n_val == pytest.approx(
+        result.val_accuracy - result.reference_val_accuracy, abs=1e-6)

@@ -510,3 +510,17 @@ def test_the_summary_line_says_why_a_night_is_degraded():
         "; DEGRADED, not published as the latest answer: trained with 5 epochs where champion "
         "v1 was trained with 200")
     assert "DEGRADED" not in summary_line(summary | {"degraded": None})
+
+
+def test_the_gate_test_setting_has_a_default_and_refuses_nonsense(monkeypatch):
+    from flows.settings import GATE_TESTS, Settings
+
+    monkeypatch.delenv("ORAL_GATE_TEST", raising=False)
+    assert Settings.from_env().gate_test in GATE_TESTS
+    for name in GATE_TESTS:
+        monkeypatch.setenv("ORAL_GATE_TEST", name.upper())
+        assert Settings.from_env().gate_test == name
+    monkeypatch.setenv("ORAL_GATE_TEST", "bootstrap")
+    with pytest.raises(ValueError, match="ORAL_GATE_TEST must be one of mcnemar, strict, got "
+                                         "'bootstrap'"):
+        Settings.from_env()
