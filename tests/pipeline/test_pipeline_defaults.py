@@ -14,9 +14,10 @@ def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
     assert ORALConfig().known_head_hops == 2 and config.known_head_hops is None
     assert resolve_config({"known_head": "none"}).known_head == "none"
     assert resolve_config({"known_head_hops": 2}).known_head_hops == 2
-    # the repeated known-split check (split_repeat_proxy/: its rule for a default was met)
-    assert ORALConfig().known_split_repeat is False and config.known_split_repeat is True
-    assert resolve_config({"known_split_repeat": False}).known_split_repeat is False
+    # the repeated known-split check is an option (split_repeat_proxy/: the rule committed
+    # before its rows failed; issue 60)
+    assert ORALConfig().known_split_repeat is False and config.known_split_repeat is False
+    assert resolve_config({"known_split_repeat": True}).known_split_repeat is True
     # the known head's inputs standardised over every node (known_head_scale/: its rule was met)
     assert ORALConfig().known_head_scale == "labelled" and config.known_head_scale == "all"
     assert resolve_config({"known_head_scale": "labelled"}).known_head_scale == "labelled"
