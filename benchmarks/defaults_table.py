@@ -5,7 +5,9 @@
 
 One table per kind of field (``oral_core.config.KINDS``: paper values, ablation switches, open
 choices, deviations, execution options), one row per field: its name, its default as ``--set``
-takes it, its one-line doc and a link to the evidence for the default (relative to docs/).
+takes it, the nightly pipeline's default (``flows.params.PIPELINE_DEFAULTS``, in bold where it
+differs: what a night trains with), its one-line doc and a link to the evidence for the default
+(relative to docs/).
 Everything comes from the ``metadata`` of the fields (:func:`oral_core.config.config_fields`);
 edit oral_core/config.py, not the table. ``--check`` writes nothing and prints one line when
 the file differs from what would be written.
@@ -65,6 +67,16 @@ def _evidence(path: str) -> str:
     return f"[{label}]({target})"
 
 
+def night_default(name: str, default) -> str:
+    """The nightly pipeline's default of a field as a table cell: bold where it differs from
+    ORALConfig's."""
+    from flows.params import PIPELINE_DEFAULTS
+
+    if name not in PIPELINE_DEFAULTS or PIPELINE_DEFAULTS[name] == default:
+        return f"`{format_default(default)}`"
+    return f"**`{format_default(PIPELINE_DEFAULTS[name])}`**"
+
+
 def render() -> str:
     """The whole of docs/defaults.md."""
     missing = set(KINDS) - set(SECTIONS)
@@ -78,15 +90,19 @@ def render() -> str:
         "this file is stale). Every field can be set with `--set KEY=VALUE`; the default is "
         "written as `--set` takes it. Evidence links lead to the study behind a default "
         "(`benchmarks/results/`, [INDEX](../benchmarks/results/INDEX.md)); the method's "
-        "correspondence to the paper is in [method.md](method.md).",
+        "correspondence to the paper is in [method.md](method.md). The column *night* is "
+        "what the nightly pipeline trains with (`flows.params.PIPELINE_DEFAULTS`; in bold where "
+        "it differs from `ORALConfig`, whose defaults the reproduction tables use); a run's "
+        "`--set` overrides either.",
         "",
     ]
     for kind in KINDS:
         title, about = SECTIONS[kind]
         rows = config_fields(kind)
         lines += [f"## {title} (`{kind}`, {len(rows)})", "", about, "",
-                  "| field | default | what | evidence |", "|---|---|---|---|"]
-        lines += [f"| `{f.name}` | `{format_default(f.default)}` | {_cell(f.doc)} | "
+                  "| field | default | night | what | evidence |", "|---|---|---|---|---|"]
+        lines += [f"| `{f.name}` | `{format_default(f.default)}` | "
+                  f"{night_default(f.name, f.default)} | {_cell(f.doc)} | "
                   f"{_evidence(f.evidence)} |" for f in rows]
         lines.append("")
     return "\n".join(lines)

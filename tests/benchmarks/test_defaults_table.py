@@ -36,6 +36,20 @@ def test_defaults_are_written_as_set_takes_them_and_evidence_links_from_docs() -
     assert text.startswith("# ") and "python -m benchmarks.defaults_table" in text.splitlines()[2]
 
 
+def test_the_nights_defaults_stand_beside_the_methods() -> None:
+    """Every pipeline default that differs from ORALConfig's is shown in bold in the night
+    column; the others repeat ORALConfig's."""
+    from flows.params import PIPELINE_DEFAULTS
+
+    text = defaults_table.render()
+    assert "| `known_head` | `none` | **`auto`** |" in text
+    assert "| `pan` | `true` | `true` |" in text
+    assert "| `known_split_repeat` | `false` | `false` |" in text
+    assert text.count(" | **`") == sum(
+        1 for f in config_fields() if f.name in PIPELINE_DEFAULTS
+        and PIPELINE_DEFAULTS[f.name] != f.default)
+
+
 def test_check_names_a_stale_or_missing_file(tmp_path, capsys, monkeypatch) -> None:
     stale = tmp_path / "defaults.md"
     assert "missing" in defaults_table.check(stale)
