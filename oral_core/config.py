@@ -192,10 +192,10 @@ class ORALConfig:
     known_split_share: float | None = _setting(
         0.5, "deviation", "the known-split check: suppress a novel group whose unlabelled nodes "
         "are, judged by its validation nodes, at least this share known; None: off, the paper",
-        _RESULTS + "known_split/known_split.md")
+        _RESULTS + "epoch_vote/README.md")
     known_split_repeat: bool = _setting(
         False, "deviation", "repeat the known-split check until it suppresses no novel group; "
-        "False: one pass", _RESULTS + "known_head/README.md")
+        "False: one pass", _RESULTS + "split_repeat_proxy/README.md")
     known_split_trim: bool = _setting(
         False, "deviation", "before the known-split check, a novel group's nodes the known head "
         "is most confident about join the head's class, as many as one half of its validation "
@@ -205,11 +205,11 @@ class ORALConfig:
     known_absorb_share: float | None = _setting(
         0.5, "deviation", "the known-absorb check: a known group under this estimated known "
         "share releases its least attached excess to the novel groups; None: off, the paper",
-        _RESULTS + "known_absorb/known_absorb.md")
+        _RESULTS + "epoch_vote/README.md")
     known_absorb_guard: bool = _setting(
         True, "deviation", "guard of the known-absorb check: no release when the released nodes "
         "look known by their validation nodes; False: unguarded",
-        _RESULTS + "flip_guard/flip_guard.md")
+        _RESULTS + "epoch_vote/README.md")
     # "sgc": a logistic regression on twice-propagated features, fitted to the labelled training
     # nodes, relabels the nodes ORAL keeps in known classes (novel classes untouched); "auto": only
     # when it scores higher on the validation nodes (the nightly pipeline's default)
