@@ -546,7 +546,7 @@ def scoreboard_section(loops: list[dict]) -> list[str]:
     table = scoreboard.table_lines(loops)
     if not table:
         return []
-    return ["## Scoreboard", "",
+    return ["## Scoreboard", "", scoreboard.answer(loops), "",
             "Every answer scored by the same code (`benchmarks/scoreboard.py`) on the same nights: "
             "the pipeline as the analyst reads it; an open-world GCN a practitioner would build "
             "(known-class GCN, GNNSafe's propagated energy flags nodes above the validation "

@@ -229,6 +229,11 @@ def totals(loops: list[dict], row: str) -> dict:
             "below_reference": sum(b["below_reference"] for b in boards)}
 
 
+def percent(share: float | None) -> str:
+    """A share as whole percents ("–" for none)."""
+    return "–" if share is None else f"{100 * share:.0f}%"
+
+
 def per_ten(count: int, nights: int) -> str:
     return _f(10 * count / nights if nights else None)
 
@@ -246,8 +251,7 @@ def table_lines(loops: list[dict]) -> list[str]:
         t = totals(loops, row)
         lines.append(
             f"| {label} | {t['loops']} / {t['nights']} | {t['on_time']} of {t['planted']} "
-            f"({t['on_time_kept']}) | {_f(None if t['precision'] is None else 100 * t['precision'], 0)}"
-            f"% ({t['pairs']}) | {per_ten(t['invented'], t['nights'])} | "
+            f"({t['on_time_kept']}) | {percent(t['precision'])} ({t['pairs']}) | {per_ten(t['invented'], t['nights'])} | "
             f"{per_ten(t['false_events'], t['nights'])} | {_f(t['all_mean'])} / "
             f"{_f(t['all_novel_nights'])} | {t['below_reference']} |")
     lines += ["", "| graph | sim | answer | planted: nights late / kept | precision (pairs) | "
@@ -260,9 +264,35 @@ def table_lines(loops: list[dict]) -> list[str]:
                 f"{c}: {'never' if v['late'] is None else v['late']}"
                 f"{'' if v['late'] is None else (' kept' if v['kept'] else ' lost')}"
                 for c, v in b["planted"].items())
-            precision = "–" if b["precision"] is None else f"{100 * b['precision']:.0f}%"
+            precision = percent(b["precision"])
             lines.append(
                 f"| {lp['graph']} | {lp['sim']} | {label} | {planted} | {precision} "
                 f"({b['published_pairs']}) | {b['invented']} | {b['false_events']} | "
                 f"{' '.join(_f(r['all'], 0) for r in b['nights'])} | {b['below_reference']} |")
     return lines
+
+
+def answer(loops: list[dict]) -> str | None:
+    """The scoreboard's answer in one paragraph: each answer's totals (None: no loop scored)."""
+    loops = [lp for lp in loops if "scoreboard" in lp]
+    if not loops:
+        return None
+    t = {row: totals(loops, row) for row, _ in ROWS}
+    p = t["pipeline"]
+
+    def side(row: str) -> str:
+        return f"{_f(t[row]['all_mean'])} ({_f(t[row]['all_novel_nights'])})"
+
+    precision = ("nothing published" if p["precision"] is None
+                 else f"{100 * p['precision']:.0f}% of its published novel (id, night) pairs "
+                      f"carry a planted class")
+    return (f"Scoreboard: over {p['loops']} loops ({', '.join(sorted({lp['graph'] for lp in loops}))}; "
+            f"{p['nights']} nights) the pipeline publishes {p['on_time']} of {p['planted']} "
+            f"planted classes by the night after they start ({p['on_time_kept']} kept under one "
+            f"id on every later night); {precision}; {per_ten(p['invented'], p['nights'])} "
+            f"invented ids and {per_ten(p['false_events'], p['nights'])} false lineage events per "
+            f"ten nights; the analyst's All by lineage is {side('pipeline')} on every night (on "
+            f"nights with a planted class), against {side('open_world')} for the open-world GCN "
+            f"({t['open_world']['on_time']} of {p['planted']} on time) and {side('silent_lr')} "
+            f"for the silent LR; known classes below the LR beyond chance on "
+            f"{p['below_reference']} nights (the open-world GCN {t['open_world']['below_reference']}).")

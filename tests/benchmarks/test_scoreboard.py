@@ -132,6 +132,8 @@ def test_the_scoreboard_table_shows_every_answer_side_by_side():
         assert sum(ln.startswith(f"| {label} |") for ln in lines) == 1  # the totals
         assert sum(ln.startswith(f"| g | 0 | {label} |") for ln in lines) == 1
     assert "1 of 1 (1)" in text and "0 of 1 (0)" in text
+    assert "the pipeline publishes 1 of 1 planted classes by the night after they start (1 kept" \
+        in text and "100% of its published novel (id, night) pairs carry a planted class" in text
     assert scoreboard_section([{"graph": "g", "sim": 0}]) == []  # loops scored before it
 
 
