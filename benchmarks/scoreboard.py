@@ -251,7 +251,8 @@ def table_lines(loops: list[dict]) -> list[str]:
         t = totals(loops, row)
         lines.append(
             f"| {label} | {t['loops']} / {t['nights']} | {t['on_time']} of {t['planted']} "
-            f"({t['on_time_kept']}) | {percent(t['precision'])} ({t['pairs']}) | {per_ten(t['invented'], t['nights'])} | "
+            f"({t['on_time_kept']}) | {percent(t['precision'])} ({t['pairs']}) | "
+            f"{per_ten(t['invented'], t['nights'])} | "
             f"{per_ten(t['false_events'], t['nights'])} | {_f(t['all_mean'])} / "
             f"{_f(t['all_novel_nights'])} | {t['below_reference']} |")
     lines += ["", "| graph | sim | answer | planted: nights late / kept | precision (pairs) | "
@@ -286,7 +287,8 @@ def answer(loops: list[dict]) -> str | None:
     precision = ("nothing published" if p["precision"] is None
                  else f"{100 * p['precision']:.0f}% of its published novel (id, night) pairs "
                       f"carry a planted class")
-    return (f"Scoreboard: over {p['loops']} loops ({', '.join(sorted({lp['graph'] for lp in loops}))}; "
+    graphs = ", ".join(sorted({lp["graph"] for lp in loops}))
+    return (f"Scoreboard: over {p['loops']} loops ({graphs}; "
             f"{p['nights']} nights) the pipeline publishes {p['on_time']} of {p['planted']} "
             f"planted classes by the night after they start ({p['on_time_kept']} kept under one "
             f"id on every later night); {precision}; {per_ten(p['invented'], p['nights'])} "
@@ -295,4 +297,5 @@ def answer(loops: list[dict]) -> str | None:
             f"nights with a planted class), against {side('open_world')} for the open-world GCN "
             f"({t['open_world']['on_time']} of {p['planted']} on time) and {side('silent_lr')} "
             f"for the silent LR; known classes below the LR beyond chance on "
-            f"{p['below_reference']} nights (the open-world GCN {t['open_world']['below_reference']}).")
+            f"{p['below_reference']} nights (the open-world GCN "
+            f"{t['open_world']['below_reference']}).")
