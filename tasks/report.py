@@ -92,6 +92,14 @@ class Night:
     contract_json: Path | None = None
     other_runs: int = 0
 
+    @property
+    def held_back(self) -> bool:
+        """Whether the champion gate found this night's model degraded: the night is shown for
+        the record, but its answer stays the last night the gate passed (as ``latest_*``,
+        ``emerged_classes`` and ``class_timeline`` say), so its classes and lineage rows stay
+        out of the timeline, the chart and the counts."""
+        return self.run.get("gate_status") == "degraded"
+
 
 @dataclass
 class ReportData:
@@ -145,8 +153,10 @@ def load(warehouse_path, graph: str, contract_dir: Path | None = None,
     try:
         con.execute("BEGIN TRANSACTION")  # one consistent view of all tables
         graphs = [g for (g,) in con.execute("SELECT DISTINCT graph FROM runs ORDER BY graph").fetchall()]
+        # per date the run that answers it (the latest the gate passed), else its degraded run
         day_runs = ("SELECT * FROM runs WHERE graph = ? QUALIFY row_number() OVER ("
-                    "PARTITION BY snapshot_date ORDER BY published_at DESC, run_id DESC) = 1")
+                    "PARTITION BY snapshot_date ORDER BY gate_status IS NOT DISTINCT FROM "
+                    "'degraded', published_at DESC, run_id DESC) = 1")
         runs = _rows(con, day_runs + " ORDER BY snapshot_date", [graph])
         per_date = dict(con.execute("SELECT snapshot_date, count(*) FROM runs WHERE graph = ? "
                                     "GROUP BY snapshot_date", [graph]).fetchall())
@@ -191,7 +201,7 @@ def load(warehouse_path, graph: str, contract_dir: Path | None = None,
     timeline = [dict(row, label=labels.get(row["lineage_id"]),
                      class_name=row.get("class_name") or names.get(row["lineage_id"]),
                      is_novel=not row["lineage_id"].startswith(KNOWN_PREFIX))
-                for row in lineage]
+                for row in lineage if not by_run[row["run_id"]].held_back]
     unpublished = []
     if contract_dir is not None:
         found = _contract_reports(Path(contract_dir))
@@ -404,6 +414,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 ul.legend{list-style:none;padding:0;margin:8px 0;columns:3;font-size:13px}
 ul.legend li{break-inside:avoid;margin:2px 0}
 .sw{display:inline-block;width:14px;height:4px;margin:0 6px 3px 0;vertical-align:middle}
+.held{border-left:4px solid #b54708;padding:4px 8px;background:#fff4e5}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;margin-right:4px}
 .ok{background:#dcf3e3;color:#17663a}.bad{background:#fbe0e0;color:#9b1c1c}.warn{background:#fff1cc;color:#7a5300}
 .info{background:#e3ecfa;color:#234a8a}
@@ -590,6 +601,13 @@ def _night_html(night: Night, data: ReportData, mlflow_base: str, prefect_base: 
                               c.get("first_seen"), night.date)]
     emerged_html = (_classes_table(emerged, with_status=False) if emerged else
                     "<p class='muted'>No novel class is new this night.</p>")
+    if night.held_back:
+        emerged_html = ("<p class='held'><b>Held back by the champion gate</b>: "
+                        f"{e(run.get('gate_reason') or 'degraded')}. This night's model is not "
+                        "the answer: the latest answer stays the last night before it that the "
+                        "gate passed, and nothing of this night is new. Its classes are kept "
+                        "below for the record.</p>")
+        emerged = []
     return (f"<section class='night' id='night-{e(day)}'>"
             f"<h3>{e(day)}{other}</h3>"
             f"<p>{' · '.join(facts)}</p>"
@@ -605,7 +623,7 @@ def _night_html(night: Night, data: ReportData, mlflow_base: str, prefect_base: 
 
 
 def _sizes_table(data: ReportData, order: list[str]) -> str:
-    dates = [n.date for n in data.nights]
+    dates = [n.date for n in data.nights if not n.held_back]
     cell = {(r["lineage_id"], r["snapshot_date"]): r for r in data.timeline}
     last = {r["lineage_id"]: r for r in data.timeline}
     head = "<tr><th>class</th>" + "".join(f"<th class='num'>{e(d.isoformat())}</th>" for d in dates) + "</tr>"
@@ -668,8 +686,14 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
                 if len(dates) > 1 else f"1 night, {dates[0].isoformat()}")
     else:
         span = "no published night"
-    latest = data.nights[-1] if data.nights else None
-    summary = ""
+    answered = [n for n in data.nights if not n.held_back]
+    latest = answered[-1] if answered else None
+    held = [n for n in data.nights if n.held_back]
+    held_note = (f" The champion gate held back {len(held)} night(s) "
+                 f"({', '.join(n.date.isoformat() for n in held)}): each is shown for the record, "
+                 f"its answer stays the last night before it that the gate passed."
+                 if held else "")
+    summary = (f"<p>No night has passed the champion gate yet.{held_note}</p>" if held else "")
     if latest is not None:
         emerged_total = len({r["lineage_id"] for r in data.timeline
                              if new_tonight(r.get("is_novel"), r["status"], r.get("first_seen"),
@@ -678,7 +702,7 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
                    f"{e(latest.date.isoformat())}</a>: {len(latest.classes)} classes "
                    f"({sum(bool(c['is_novel']) for c in latest.classes)} novel). "
                    f"{emerged_total} novel class(es) new over all nights (the emerged_classes rule); "
-                   f"{len(order)} lineage id(s) in all.</p>")
+                   f"{len(order)} lineage id(s) in all.{held_note}</p>")
     mlflow_note = (f"MLflow tracking store <code>{e(safe_uri(data.tracking_uri))}</code>; links open "
                    f"the MLflow UI at <code>{e(mlflow_base)}</code>"
                    + ("" if data.tracking_uri and data.tracking_uri.startswith(("http:", "https:"))

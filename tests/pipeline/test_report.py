@@ -374,3 +374,34 @@ def test_contract_links_are_relative_inside_the_state_folder(state, tmp_path, ca
     inside = report(spaced / "oral.duckdb", "g", spaced / "reports" / "g" / "r.html",
                     contract_dir=spaced / "reports" / "g", state_dir=spaced)
     assert contract_links(inside) == links
+
+
+def test_a_night_the_gate_held_back_is_shown_for_the_record_not_as_the_answer(tmp_path) -> None:
+    """The page agrees with latest_runs and emerged_classes (issue 62): a degraded night's
+    classes and lineage stay out of the timeline, the sizes table and the counts, its section
+    says why it was held back, and the summary's latest night is the last one the gate passed."""
+    state = tmp_path / "state"
+    wh = Warehouse(state / "oral.duckdb", lock_timeout=2.0, threads=1)
+    first, second = nights()[:2]
+    degraded = {0: ids(0, 100), 1: ids(100, 180), 2: ids(180, 300)}  # novel classes folded
+    for day, members, gate in ((D[0], first, "ok"), (D[1], second, "ok"),
+                               (D[2], degraded, "degraded")):
+        parts = night(wh, "g", day, members, NAMES, lineage_config=PLAIN)
+        parts["run"]["gate_status"] = gate
+        parts["run"]["gate_reason"] = ("known-class validation accuracy 0.6000 is below the "
+                                       "reference logistic regression's 0.9000" if gate != "ok"
+                                       else None)
+        wh.publish_run(**parts)
+    assert wh.query("SELECT snapshot_date FROM latest_runs").to_pylist() == [
+        {"snapshot_date": D[1]}]
+    page = report(state / "oral.duckdb", "g", tmp_path / "out" / "report.html",
+                  tracking_uri="sqlite:///x/mlflow.db").read_text(encoding="utf-8")
+    summary = page.split("Latest night")[1].split("</p>")[0]
+    assert D[1].isoformat() in summary.split(":")[0]
+    assert "held back 1 night(s) (2026-04-03)" in summary
+    held = page.split("id='night-2026-04-03'")[1].split("</section>")[0]
+    assert "Held back by the champion gate" in held and "0.6000" in held
+    assert "<h4>New tonight (0)</h4>" in held
+    sizes = page.split("id='sizes'")[1]
+    table = sizes.split("</table>")[0]
+    assert "2026-04-02" in table and "2026-04-03" not in table
