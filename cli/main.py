@@ -6,6 +6,7 @@ stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -184,10 +185,24 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup_console(args.verbose)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        return reader_gone()
     except Exception as err:  # noqa: BLE001 - unexpected: one line, the traceback in the log
         return logs.report_unexpected(err, args.command)
     finally:
         logs.close_log_file()
+
+
+def reader_gone() -> int:
+    """The reader of the output went away (``oral sql ... | head -2``): not an error. Standard
+    output is pointed at the null device so that the interpreter's last flush of the closed
+    pipe cannot fail at exit; the command ends quietly with status 0."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file behind stdout (a test's capture)
+        pass
+    return 0
 
 
 if __name__ == "__main__":

@@ -71,16 +71,28 @@ def _overrides(args) -> dict | None:
     return values
 
 
-def _print_table(table, limit: int = 200) -> None:
-    """An Arrow table as aligned text columns."""
+#: the widest column of ``oral sql``'s table output; longer cells end in :data:`CUT`
+CELL_WIDTH = 60
+CUT = "…"
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, ending in :data:`CUT` where it was cut."""
+    return text if len(text) <= width else text[:width - len(CUT)] + CUT
+
+
+def print_table(table, limit: int = 200) -> None:
+    """An Arrow table as aligned text columns; a cell wider than :data:`CELL_WIDTH` is cut and
+    ends in :data:`CUT` (``--format csv`` or ``json`` give every cell whole)."""
     rows = table.slice(0, limit).to_pylist()
     cols = table.column_names
     cells = [[("" if r[c] is None else f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]))
               for c in cols] for r in rows]
-    widths = [min(60, max([len(c)] + [len(row[i]) for row in cells])) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    widths = [min(CELL_WIDTH, max([len(c)] + [len(row[i]) for row in cells]))
+              for i, c in enumerate(cols)]
+    print("  ".join(clip(c, w).ljust(w) for c, w in zip(cols, widths)))
     for row in cells:
-        print("  ".join(v[:w].ljust(w) for v, w in zip(row, widths)))
+        print("  ".join(clip(v, w).ljust(w) for v, w in zip(row, widths)))
     if table.num_rows > limit:
         print(f"... {table.num_rows - limit} more rows")
 
@@ -241,7 +253,7 @@ def cmd_sql(args) -> int:
         import json
         print(json.dumps(table.to_pylist(), default=str, indent=1))
     else:
-        _print_table(table, args.limit)
+        print_table(table, args.limit)
     return 0
 
 
