@@ -8,6 +8,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_table_artifact
 
 from flows.settings import Settings
+from tasks.steps import scores_text
 
 
 def as_link(path_or_uri) -> str:
@@ -71,8 +72,7 @@ def night_summary(graph, day, classes, published, tracked, scores, settings, rep
                      + ("." if summary.get("chosen_settings", "none") == "none" else
                         f", settings chosen by oral choose: {summary['chosen_settings']}."))
     if scores:
-        parts.append(f"Scored against truth: All {scores['all']:.1f}%, Known {scores['known']:.1f}%, "
-                     f"Novel {scores['novel']:.1f}%.")
+        parts.append(f"Scored against truth: {scores_text(scores, ', ')}.")
     parts.append(f"Model {tracked['model_name']} version {tracked['model_version']} (champion: "
                  f"{tracked.get('promoted')}); DuckDB run {published['run_id']}.")
     key = artifact_key(graph)

@@ -363,8 +363,7 @@ def summary_line(out: dict) -> str:
     emerged = out.get("new_tonight")  # the emerged_classes rule (tasks.warehouse.new_tonight)
     if emerged is None:  # a summary from before that field
         emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
-    score = (f"; scored All {out['scores']['all']:.1f}% Known {out['scores']['known']:.1f}% "
-             f"Novel {out['scores']['novel']:.1f}%" if out.get("scores") else "")
+    score = f"; scored {steps.scores_text(out['scores'])}" if out.get("scores") else ""
     start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
              if out.get("start") else "")
     candidates = [k for k, v in (out.get("statuses") or {}).items() if v == "candidate"]

@@ -190,8 +190,7 @@ def score(snapshot, predictions_path: str, num_known: int) -> dict | None:
     class_id = pq.read_table(predictions_path, columns=["class_key"]).column("class_key").to_numpy()
     out = steps.score(snapshot, class_id, num_known)
     if out:
-        get_run_logger().info("scored against truth: All %.1f%%, Known %.1f%%, Novel %.1f%%",
-                              out["all"], out["known"], out["novel"])
+        get_run_logger().info("scored against truth: %s", steps.scores_text(out, ", "))
     return out
 
 

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -530,6 +531,22 @@ def score(snapshot: snap.Snapshot, class_id: np.ndarray, num_known: int) -> dict
     acc = open_world_accuracy(torch.from_numpy(y_true[test]), torch.from_numpy(pred[test]),
                               torch.arange(num_known))
     return {k: 100 * float(v) for k, v in acc.items()} | {"test_nodes": int(test.sum())}
+
+
+def scores_text(scores: Mapping[str, float], sep: str = " ") -> str:
+    """A night's scores as the terminal, the log and the Prefect artifact say them:
+    ``All 91.2%<sep>Known 93.0%<sep>Novel 80.1%``. A part without a node to score (no novel
+    test node before a novel class starts: NaN) says so instead of ``nan%``."""
+    import math
+
+    def part(name: str, key: str) -> str:
+        value = scores.get(key)
+        if value is None or not math.isfinite(float(value)):
+            return f"{name} – (no {key} test node)"
+        return f"{name} {float(value):.1f}%"
+
+    return sep.join(part(n, k) for n, k in (("All", "all"), ("Known", "known"),
+                                            ("Novel", "novel")))
 
 
 def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: int,

@@ -59,3 +59,20 @@ def test_the_summary_line_says_when_the_known_class_floor_acted():
     assert "floor" not in summary_line(out)
     assert "floor" not in summary_line(out | {"floor_joined": 0})
     assert "the known-class floor joined 2 novel class(es)" in summary_line(out | {"floor_joined": 2})
+
+
+def test_a_night_without_novel_test_nodes_says_so_not_nan():
+    """Before a novel class starts there is no novel node to score: the summary line says so
+    instead of ``Novel nan%`` (issue 62)."""
+    from flows.nightly import summary_line
+    from tasks.steps import scores_text
+
+    assert scores_text({"all": 91.25, "known": 93.0, "novel": 80.04}) == (
+        "All 91.2% Known 93.0% Novel 80.0%")
+    quiet = scores_text({"all": 91.2, "known": 91.2, "novel": float("nan")}, ", ")
+    assert quiet == "All 91.2%, Known 91.2%, Novel – (no novel test node)"
+    out = {"graph": "g", "snapshot_date": "2026-01-01", "classes": 4, "novel": 0,
+           "statuses": {}, "new_tonight": [], "model_version": 1,
+           "scores": {"all": 90.0, "known": 90.0, "novel": float("nan")}}
+    line = summary_line(out)
+    assert "nan" not in line and "Novel – (no novel test node)" in line
