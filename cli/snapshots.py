@@ -215,7 +215,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "nodes labelled. Edges are written once per pair (src < dst). " + _LAYOUT)
     gen.add_argument("--nodes", type=_positive_int, required=True, help="number of nodes")
     gen.add_argument("--out", required=True, metavar="DIR", help="snapshot root folder")
-    gen.add_argument("--graph", default="synthetic", help="graph name (default 'synthetic')")
+    gen.add_argument("--graph", default="generated",
+                     help="graph name (default 'generated'; 'synthetic' is the simulator's)")
     gen.add_argument("--date", default=None, metavar="YYYY-MM-DD", help="snapshot date (default today)")
     gen.add_argument("--classes", type=_positive_int, default=10, help="number of classes (default 10)")
     gen.add_argument("--known", type=int, default=None,

@@ -66,8 +66,7 @@ def import_dataset(dataset: str | Path, out_root: str | Path, graph: str | None 
     name = snap.check_graph_name(graph if graph is not None else canonical_name(str(dataset)))
     final = snap.snapshot_dir(out_root, name, date if date is not None else dt.date.today())
     if final.exists() and not overwrite:
-        raise snap.SnapshotError(f"snapshot {final} already exists (pass overwrite=True or "
-                                 "--overwrite to replace it)")
+        raise snap.already_exists(f"snapshot {final}")
     loaded = load_dataset(dataset, data_dir)
     static = StaticGraph.from_graph(loaded)
     split = make_split(loaded.y, seed, known_classes=known_classes)

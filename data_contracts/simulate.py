@@ -222,9 +222,8 @@ def simulate(static, periods: int, out_root: str | Path, graph: str,
     if not overwrite:
         existing = [str(t) for t in targets if t.exists()]
         if existing:
-            raise snap.SnapshotError(f"snapshots already exist: {', '.join(existing[:3])}"
-                                     f"{' ...' if len(existing) > 3 else ''} (pass overwrite=True "
-                                     "or --overwrite to replace them)")
+            raise snap.already_exists(f"{len(existing)} of the snapshots ({', '.join(existing[:3])}"
+                                      f"{' ...' if len(existing) > 3 else ''})")
     out = []
     for k, day in enumerate(plan.dates):
         rows = np.flatnonzero(plan.arrival <= k)

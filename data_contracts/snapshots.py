@@ -196,12 +196,19 @@ def truth_table(node_id, true_label) -> pa.Table:
     return pa.table({"node_id": pa.array(node_id), "true_label": pa.array(true_label, type=pa.string())})
 
 
+def already_exists(what: str) -> SnapshotError:
+    """The refusal to write over existing snapshots, saying how to replace them from the command
+    line and from Python (``what``: the snapshot folder, or a list of them)."""
+    return SnapshotError(f"{what} already exists: pass --overwrite (overwrite=True in Python) to "
+                         "replace it, or another --out or --date")
+
+
 def write_snapshot(root: str | Path, graph: str, date: str | dt.date, nodes: pa.Table,
                    edges: pa.Table, truth: pa.Table | None = None, overwrite: bool = False) -> Path:
     """Write one snapshot atomically: into a hidden sibling folder, then renamed into place."""
     final = snapshot_dir(root, graph, date)
     if final.exists() and not overwrite:
-        raise SnapshotError(f"snapshot {final} already exists (pass overwrite=True to replace it)")
+        raise already_exists(f"snapshot {final}")
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()

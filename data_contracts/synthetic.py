@@ -375,8 +375,7 @@ def generate_snapshot(root: str | Path, graph: str = "synthetic",
         raise ValueError(f"num_known must be an integer in [0, {num_classes}], got {num_known!r}")
     final = snap.snapshot_dir(root, graph, date if date is not None else dt.date.today())
     if final.exists() and not overwrite:
-        raise snap.SnapshotError(f"snapshot {final} already exists (pass overwrite=True to "
-                                 "replace it)")
+        raise snap.already_exists(f"snapshot {final}")
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()

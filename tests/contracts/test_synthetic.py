@@ -237,7 +237,10 @@ def test_cli_generate(tmp_path: Path, capsys) -> None:
     assert s.class_names == ["class_00", "class_01", "class_02", "class_03"]
     rc = main(["snapshots", "generate", "--nodes", "3000", "--out", str(tmp_path),
                "--graph", "gen", "--date", "2026-06-01"])
-    assert rc == 2 and "already exists" in capsys.readouterr().err
+    assert rc == 2 and "already exists: pass --overwrite" in capsys.readouterr().err
+    rc = main(["snapshots", "generate", "--nodes", "300", "--out", str(tmp_path),
+               "--date", "2026-06-01", "--classes", "3", "--features", "4"])
+    assert rc == 0 and (tmp_path / "generated" / "snapshot=2026-06-01").is_dir()
     rc = main(["snapshots", "generate", "--nodes", "30", "--out", str(tmp_path),
                "--homophily", "2"])
     assert rc == 2 and "homophily" in capsys.readouterr().err
