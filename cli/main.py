@@ -132,6 +132,11 @@ class StrictParser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
+    def error(self, message: str):
+        """A refused command line is one ``error:`` line naming the command, and exit status 2
+        (argparse prints the whole usage first)."""
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = StrictParser(prog="oral", description="ORAL novel class discovery on graphs.")
@@ -175,11 +180,22 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_reproduce)
     for commands in (pipeline, snapshots, validate, choose, label, report):
         commands.register(sub)
+    parser.commands = sub.choices  # each command's parser, to refuse in its own name
     return parser
 
 
+def parse(parser: StrictParser, argv: list[str] | None) -> argparse.Namespace:
+    """The command line parsed; an unknown option is refused by the command it was given to
+    (``oral run ... --epoch 5``: ``oral run``'s usage, not the top level's)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = parser.commands.get(args.command, parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(build_parser(), argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that start children
     # one line per log record on the terminal, tracebacks only in the log file (or with -v)
     logs.setup_console(args.verbose)

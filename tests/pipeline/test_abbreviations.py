@@ -47,3 +47,23 @@ def test_every_benchmark_parser_refuses_abbreviations():
            for text in [path.read_text()]
            for m in re.finditer(r"ArgumentParser\((?![^)]*allow_abbrev=False)", text)]
     assert lax == []
+
+
+@pytest.mark.parametrize("argv, command, says", [
+    (["run", "--graph", "g", "--snapshots", "s", "--epoch", "5"], "oral run",
+     "unrecognized arguments: --epoch 5"),
+    (["run", "--date"], "oral run", "argument --date: expected one argument"),
+    (["sql"], "oral sql", "the following arguments are required"),
+    (["nonsense"], "oral", "argument command: invalid choice: 'nonsense'"),
+])
+def test_a_refused_command_line_is_one_error_line_of_its_command(argv, command, says, capsys):
+    """argparse printed the whole usage before its error (4-5 lines), and an unknown option of a
+    command showed the top level's usage (issue 62)."""
+    from cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {command}: {says}")
+    assert err[0].endswith(f"(see {command} --help)")
