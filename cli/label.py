@@ -108,12 +108,18 @@ def format_classes(table) -> list[str]:
 
 def show_classes(args) -> int:
     """``oral classes``: the latest classes of each graph (or one), largest first."""
+    from tasks.warehouse import WarehouseError
+
     wh = _warehouse_or_error(args.state_dir)
     if wh is None:
         return 2
-    if _graph_refused(args, wh):  # a typo is an error, not "no classes" with exit 0
-        return 2
-    table = wh.classes_for_display(args.graph)
+    try:
+        if _graph_refused(args, wh):  # a typo is an error, not "no classes" with exit 0
+            return 2
+        table = wh.classes_for_display(args.graph)
+    except WarehouseError as err:  # locked by another process, a file that is not DuckDB
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
     if not table.num_rows:
         where = f" of graph {args.graph!r}" if args.graph else ""
         print(f"no classes{where} published yet")

@@ -244,7 +244,7 @@ def cmd_sql(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # a DuckDB error in the analyst's SQL: say it, no traceback
-        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"error: {type(err).__name__}: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
     if args.format == "csv":
         import pyarrow.csv as pacsv

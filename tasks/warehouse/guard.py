@@ -15,7 +15,7 @@ def check_read_only(sql: str, con: duckdb.DuckDBPyConnection) -> None:
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as err:
-        raise QueryRefused(f"cannot parse the query: {err}") from None
+        raise QueryRefused(f"cannot parse the query: {' '.join(str(err).split())}") from None
     if len(statements) != 1:
         raise QueryRefused(f"exactly one statement is allowed, got {len(statements)}")
     stmt = statements[0]
@@ -23,13 +23,20 @@ def check_read_only(sql: str, con: duckdb.DuckDBPyConnection) -> None:
     if stmt.type not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN) or \
             head not in _READ_ONLY_KEYWORDS:
         raise QueryRefused(f"only SELECT, WITH, SHOW, DESCRIBE and EXPLAIN queries are allowed, "
-                           f"got a {stmt.type.name} statement")
+                           f"got {statement_name(head, stmt.type.name)}")
     if stmt.type == duckdb.StatementType.EXPLAIN:
         # EXPLAIN ANALYZE runs its statement: the explained statement must be read-only too
         body = _strip_keywords(sql, ("EXPLAIN", "ANALYZE", "ANALYSE"))
         inner = con.extract_statements(body) if body.strip() else []
         if len(inner) != 1 or inner[0].type != duckdb.StatementType.SELECT:
             raise QueryRefused("EXPLAIN is allowed on SELECT queries only")
+
+
+def statement_name(keyword: str, kind: str) -> str:
+    """How a refusal names a statement: by its first keyword as written (DuckDB calls INSTALL a
+    LOAD statement), else by DuckDB's kind, with its article: ``an ATTACH statement``."""
+    word = keyword if keyword.isalpha() else kind
+    return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word} statement"
 
 
 def _first_keyword(sql: str) -> str:

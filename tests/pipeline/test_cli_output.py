@@ -36,3 +36,36 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert "error" not in err and "BrokenPipe" not in err
+
+
+def test_a_refused_or_broken_query_is_one_line_naming_its_statement(tmp_path, capsys):
+    """``oral sql "SELEC 1"`` printed DuckDB's four-line error; ATTACH was 'a ATTACH statement'
+    and INSTALL 'a LOAD statement' (issue 62)."""
+    from cli.main import main
+
+    state = tmp_path / "state"
+    Warehouse(state / "oral.duckdb", lock_timeout=2.0, threads=1).ensure_schema()
+    for sql, says in (("SELEC 1", "cannot parse the query: Parser Error"),
+                      ("ATTACH 'x.db' AS x", "got an ATTACH statement"),
+                      ("INSTALL httpfs", "got an INSTALL statement"),
+                      ("CREATE TABLE t (a INT)", "got a CREATE statement")):
+        assert main(["sql", "--state-dir", str(state), sql]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and says in err[0], (sql, err)
+    assert main(["sql", "--state-dir", str(state), "SELECT * FROM no_such_table"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: CatalogException: ")
+
+
+def test_classes_on_a_file_that_is_not_duckdb_is_an_expected_refusal(tmp_path, capsys):
+    """It said ``error: WarehouseError: ... (rerun with oral -v for the traceback)``, as if the
+    failure were unexpected; ``oral sql`` and ``oral label`` print the plain message (issue 62)."""
+    from cli.main import main
+
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "oral.duckdb").write_text("not a database")
+    assert main(["classes", "--state-dir", str(state)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "WarehouseError" not in err[0]
+    assert "oral -v" not in err[0] and "oral.duckdb" in err[0]
