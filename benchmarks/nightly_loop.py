@@ -525,6 +525,17 @@ def answer_line(loops: list[dict]) -> str:
             f"Answer: over {len(loops)} loops ({', '.join(graphs)}) every goal of issue 47 holds.")
 
 
+def lead_answer(loops: list[dict]) -> str:
+    """The README's Answer: the scoreboard's (issue 60) where the loops were scored with it,
+    then issue 47's figures (:func:`answer_line`)."""
+    from benchmarks.scoreboard import answer
+
+    board = answer(loops)
+    older = answer_line(loops)
+    return older if board is None else "Answer: " + board.removeprefix("Scoreboard: ") + (
+        " Issue 47's figures: " + older.removeprefix("Answer: "))
+
+
 def current_line(loops: list[dict]) -> str:
     settings = sorted({kv for lp in loops for kv in lp.get("settings") or []})
     confirmed = [f"{lp['graph']} {lp['sim']}" for lp in loops if lp.get("confirm_novel")]
@@ -583,7 +594,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
              "scores them again from their kept state)."
              + (f" Last invocation: `python -m benchmarks.nightly_loop {' '.join(argv)}`."
                 if argv else ""), "",
-             answer_line(loops), "",
+             lead_answer(loops), "",
              "Current: " + current_line(loops), "",
              *scoreboard_section(loops),
              "Known by name: share (%) of the night's unlabelled known-class nodes published "
