@@ -8,20 +8,22 @@ KNOWN = {"a", "b"}
 PLANTED = {"p": 2}  # the planted class starts on night 2 of 4
 
 
-def _truth(k: int) -> dict:
+def truth_of(k: int) -> dict:
+    """Night ``k``'s scored nodes: known classes a and b grow, the planted class p from night 2."""
     truth = {f"a{i}": "a" for i in range(10 + k)} | {f"b{i}": "b" for i in range(10 + k)}
     if k >= 2:
         truth |= {f"p{i}": "p" for i in range(5 * (k - 1))}
     return truth
 
 
-def _loop(answer, confirm: bool = False) -> list[dict]:
+def toy_loop(answer, confirm: bool = False, held=None) -> list[dict]:
     """Four nights; ``answer(k, node, true class)`` gives a node's published lineage id.
     ``confirm``: the lineage's confirmation rule (a novel id is a candidate on its first night,
-    emerged on its second, dismissed when a candidate ends)."""
+    emerged on its second, dismissed when a candidate ends); ``held(k, lid)``: instead, whether
+    a novel id is held as a candidate on night ``k``."""
     nights, seen, last, candidates = [], set(), set(), set()
     for k in range(4):
-        truth = _truth(k)
+        truth = truth_of(k)
         assign = {n: answer(k, n, c) for n, c in truth.items()}
         ids = set(assign.values())
         names = {lid: (lid.split(":")[1] if lid.startswith("known:") else None) for lid in ids}
@@ -38,8 +40,11 @@ def _loop(answer, confirm: bool = False) -> list[dict]:
             candidates = {lid for lid, st in statuses.items() if st == "candidate"}
         seen |= ids
         last = ids
+        if held is not None:
+            candidates = {lid for lid in ids if names[lid] is None and held(k, lid)}
         nights.append({"truth": truth, "known": KNOWN, "assign": assign, "names": names,
-                       "statuses": statuses, "candidates": candidates if confirm else set()})
+                       "statuses": statuses,
+                       "candidates": candidates if confirm or held else set()})
     return nights
 
 
@@ -60,7 +65,7 @@ def invents(k, n, c):  # a novel class carved out of class b on every night
 
 
 def test_the_right_answer_scores_perfectly():
-    got = score_loop(_loop(right), PLANTED)
+    got = score_loop(toy_loop(right), PLANTED)
     assert got["planted"]["p"] == {"starts": 2, "surfaced": 2, "late": 0, "lineage_ids": 1}
     assert got["false_lineage_events"] == 0 and got["invented_on_quiet_nights"] == 0
     assert [r["known_by_name"] for r in got["nights"]] == [1.0] * 4
@@ -69,12 +74,12 @@ def test_the_right_answer_scores_perfectly():
 
 
 def test_a_merge_never_surfaces_the_planted_class():
-    got = score_loop(_loop(merges), PLANTED)
+    got = score_loop(toy_loop(merges), PLANTED)
     assert got["planted"]["p"]["surfaced"] is None
 
 
 def test_a_split_carries_the_class_under_several_ids_and_false_events():
-    got = score_loop(_loop(splits), PLANTED)
+    got = score_loop(toy_loop(splits), PLANTED)
     assert got["planted"]["p"]["lineage_ids"] == 2
     assert got["false_lineage_events"] >= 2  # a vanished id and an emergence not of a new class
     kinds = got["false_events_by_status"]
@@ -86,7 +91,7 @@ def test_a_split_carries_the_class_under_several_ids_and_false_events():
 
 
 def test_an_invented_class_is_counted_on_quiet_nights_and_costs_known_accuracy():
-    got = score_loop(_loop(invents), PLANTED)
+    got = score_loop(toy_loop(invents), PLANTED)
     assert got["invented_on_quiet_nights"] == 2
     assert got["false_lineage_events"] >= 1
     assert all(r["known_by_name"] < 1.0 for r in got["nights"])
@@ -98,7 +103,7 @@ def test_a_loop_that_regroups_nodes_overnight_agrees_less():
             return "known:" + ("b" if c == "a" else "a")
         return right(k, n, c)
 
-    got = score_loop(_loop(shuffles), PLANTED)
+    got = score_loop(toy_loop(shuffles), PLANTED)
     assert got["nights"][1]["agreement_previous"] < 0.9
 
 
@@ -183,14 +188,14 @@ def test_confirmation_turns_a_one_night_invention_into_a_candidate_not_an_event(
     def once(k, n, c):
         return "g:novel:9" if k == 1 and c == "b" and n.endswith("1") else right(k, n, c)
 
-    plain, confirmed = score_loop(_loop(once), PLANTED), score_loop(_loop(once, True), PLANTED)
+    plain, confirmed = score_loop(toy_loop(once), PLANTED), score_loop(toy_loop(once, True), PLANTED)
     assert plain["invented_on_quiet_nights"] == 1 and plain["false_lineage_events"] == 2
     assert confirmed["invented_on_quiet_nights"] == 0 and confirmed["false_lineage_events"] == 0
     assert confirmed["candidates_on_quiet_nights"] == 1
     assert plain["planted"]["p"]["late"] == 0 and confirmed["planted"]["p"]["late"] == 1
     assert confirmed["planted"]["p"]["lineage_ids"] == 1
     # a stub that renames the planted class every night is never confirmed: never surfaced
-    assert score_loop(_loop(splits, True), PLANTED)["planted"]["p"]["surfaced"] is None
+    assert score_loop(toy_loop(splits, True), PLANTED)["planted"]["p"]["surfaced"] is None
 
 
 def test_the_lineage_rule_of_a_kept_loop_is_read_from_its_statuses(tmp_path):

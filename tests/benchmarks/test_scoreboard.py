@@ -9,41 +9,7 @@ from benchmarks import scoreboard
 from benchmarks.nightly_loop import score_loop, scoreboard_section
 from benchmarks.open_world_reference import (carry_ids, open_world_classes, propagated_energy,
                                              reference_nights)
-
-KNOWN = {"a", "b"}
-PLANTED = {"p": 2}  # the planted class starts on night 2 of 4
-
-
-def _truth(k: int) -> dict:
-    truth = {f"a{i}": "a" for i in range(10 + k)} | {f"b{i}": "b" for i in range(10 + k)}
-    if k >= 2:
-        truth |= {f"p{i}": "p" for i in range(5 * (k - 1))}
-    return truth
-
-
-def _loop(answer, candidates=lambda k, lid: False) -> list[dict]:
-    """Four nights; ``answer(k, node, true class)`` gives a node's lineage id; ``candidates(k,
-    lid)`` whether a novel id is held as a candidate that night."""
-    nights, seen, last = [], set(), set()
-    for k in range(4):
-        truth = _truth(k)
-        assign = {n: answer(k, n, c) for n, c in truth.items()}
-        ids = set(assign.values())
-        names = {lid: (lid.split(":")[1] if lid.startswith("known:") else None) for lid in ids}
-        statuses = {lid: ("persisting" if lid in seen else "emerged") for lid in ids}
-        statuses |= {lid: "vanished" for lid in last - ids}
-        seen |= ids
-        last = ids
-        nights.append({"truth": truth, "known": KNOWN, "assign": assign, "names": names,
-                       "statuses": statuses,
-                       "candidates": {lid for lid in ids if names[lid] is None
-                                      and candidates(k, lid)}})
-    return nights
-
-
-def right(k, n, c):
-    return "known:" + c if c in KNOWN else "g:novel:1"
-
+from test_nightly_loop import KNOWN, PLANTED, right, toy_loop
 
 def silent(k, n, c):  # the planted class folded into known class a, nothing novel ever
     return "known:a" if c == "p" else right(k, n, c)
@@ -58,9 +24,9 @@ def invents_late(k, n, c):  # a novel class carved out of b on the nights with a
 
 
 def board(answer, **kw):
-    nights = _loop(answer, **kw)
+    nights = toy_loop(answer, **kw)
     return scoreboard.score(nights, PLANTED, score_loop(nights, PLANTED)["false_lineage_events"],
-                            _loop(silent))
+                            toy_loop(silent))
 
 
 def test_the_right_answer_scores_perfectly():
@@ -95,10 +61,10 @@ def test_a_class_under_a_new_id_every_night_is_published_but_not_kept():
 
 
 def test_a_candidate_is_not_published():
-    got = board(right, candidates=lambda k, lid: k == 2)
+    got = board(right, held=lambda k, lid: k == 2)
     assert got["planted"]["p"]["late"] == 1 and got["on_time"] == 1
     assert got["nights"][2]["all"] < 100.0 and got["nights"][3]["all"] == 100.0
-    never = board(right, candidates=lambda k, lid: True)
+    never = board(right, held=lambda k, lid: True)
     assert never["on_time"] == 0 and never["published_pairs"] == 0
 
 
