@@ -188,7 +188,8 @@ def test_confirmation_turns_a_one_night_invention_into_a_candidate_not_an_event(
     def once(k, n, c):
         return "g:novel:9" if k == 1 and c == "b" and n.endswith("1") else right(k, n, c)
 
-    plain, confirmed = score_loop(toy_loop(once), PLANTED), score_loop(toy_loop(once, True), PLANTED)
+    plain = score_loop(toy_loop(once), PLANTED)
+    confirmed = score_loop(toy_loop(once, True), PLANTED)
     assert plain["invented_on_quiet_nights"] == 1 and plain["false_lineage_events"] == 2
     assert confirmed["invented_on_quiet_nights"] == 0 and confirmed["false_lineage_events"] == 0
     assert confirmed["candidates_on_quiet_nights"] == 1
