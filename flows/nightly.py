@@ -113,7 +113,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     # the gate's verdict before anything is published: a degraded model is registered and kept
     # for the record, but is never champion and never the latest answer (tasks.registry.champion)
     degraded = pt.quality_gate(night.tracking, graph, trained,
-                               math.inf if margin is None else margin, night.settings.gate_test)
+                               math.inf if margin is None else margin, night.settings.gate_test,
+                               night.settings.gate_scope)
     run, tags = run_record(night, files, snapshot, training, scores, degraded)
     snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
                     "edges": int(report.counts.get("edges", snapshot.edge_index.shape[1])),

@@ -14,6 +14,7 @@
 | ``ORAL_COLD_EVERY`` | ``7`` | with warm starts, a cold night at least every this many nights (``0``: never forced) |
 | ``ORAL_GATE_REFERENCE_MARGIN`` | ``0`` | the champion gate finds a model degraded when its known-class validation accuracy is below the reference logistic regression's by more than this (``off``: no reference check) |
 | ``ORAL_GATE_TEST`` | ``strict`` | how the reference check compares: ``strict``, degraded whenever the reference's validation accuracy is higher; ``mcnemar``, only when it names the same validation nodes better beyond chance (exact McNemar test, 5%) |
+| ``ORAL_GATE_SCOPE`` | ``night`` | which validation nodes the reference check compares on: ``night``, all of them; ``known``, those the model names a known class (the novel classes are judged by their own validation nodes, the known-split check) |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
@@ -27,8 +28,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: the champion gate's comparisons with the reference classifier (``ORAL_GATE_TEST``)
+#: the champion gate's comparisons with the reference classifier (``ORAL_GATE_TEST``) and the
+#: validation nodes they compare on (``ORAL_GATE_SCOPE``)
 GATE_TESTS = ("mcnemar", "strict")
+GATE_SCOPES = ("night", "known")
 
 QUIET = {
     "DO_NOT_TRACK": "true",
@@ -109,6 +112,11 @@ class Settings:
     #: whenever the reference's accuracy is higher) or ``mcnemar`` (only when the reference names
     #: the same validation nodes better beyond chance, an exact McNemar test at 5%: issue 60)
     gate_test: str = "strict"
+    #: which validation nodes the reference check compares on (``ORAL_GATE_SCOPE``): ``night``
+    #: (all of them) or ``known`` (those the model names a known class: a novel class holding
+    #: a validation node no longer holds the whole night back; it is judged by its own
+    #: validation nodes, the known-split check; issue 60, "decide per class")
+    gate_scope: str = "night"
     #: a novel class is a candidate on its first night and published (``emerged``) when it is
     #: there again the next (``ORAL_CONFIRM_NOVEL``; :mod:`tasks.warehouse.lineage`)
     confirm_novel: bool = True
@@ -159,11 +167,15 @@ class Settings:
         if gate_test not in GATE_TESTS:
             raise ValueError(f"ORAL_GATE_TEST must be one of {', '.join(GATE_TESTS)}, got "
                              f"{gate_test!r}")
+        gate_scope = os.environ.get("ORAL_GATE_SCOPE", "").strip().lower() or "night"
+        if gate_scope not in GATE_SCOPES:
+            raise ValueError(f"ORAL_GATE_SCOPE must be one of {', '.join(GATE_SCOPES)}, got "
+                             f"{gate_scope!r}")
         raw_confirm = os.environ.get("ORAL_CONFIRM_NOVEL", "").strip().lower() or "1"
         if raw_confirm not in TRUE + FALSE:
             raise ValueError(f"ORAL_CONFIRM_NOVEL must be 1 or 0 (on or off), got {raw_confirm!r}")
         return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
-                   margin, gate_test, confirm_novel=raw_confirm in TRUE)
+                   margin, gate_test, gate_scope, confirm_novel=raw_confirm in TRUE)
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

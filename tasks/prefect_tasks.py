@@ -242,12 +242,13 @@ def undo_registry(txn) -> None:
 
 @task(name="quality-gate", cache_policy=NO_CACHE)
 def quality_gate(tracking_cfg, graph: str, trained: dict, reference_margin: float,
-                 test: str = "mcnemar") -> str | None:
+                 test: str = "mcnemar", scope: str = "night") -> str | None:
     """Before anything is published: is tonight's model degraded
     (:func:`tasks.registry.champion.degradation`)? Returns the one-line reason, or None."""
     from tasks.registry import champion as champion_rules
 
-    reason = champion_rules.degradation(tracking_cfg, graph, trained, reference_margin, test)
+    reason = champion_rules.degradation(tracking_cfg, graph, trained, reference_margin, test,
+                                        scope)
     if reason:
         get_run_logger().warning("%s: tonight's model is degraded and will not be the latest answer "
                                  "or the champion: %s", graph, reason)

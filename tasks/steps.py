@@ -155,6 +155,11 @@ class TrainResult:
     #: only the model names right (``gate_better``); None without validation nodes
     gate_worse: int | None = None
     gate_better: int | None = None
+    #: the same counted on the validation nodes the model names a known class only (the known
+    #: part of the answer, ``ORAL_GATE_SCOPE=known``), and how many such nodes there are
+    gate_known_worse: int | None = None
+    gate_known_better: int | None = None
+    gate_known_nodes: int | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -253,12 +258,15 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
                                          scale=config.known_head_scale)
     found = oral.predict()
     reference = oral.reference_val_accuracy  # measured by the fit when known_floor is on
-    worse = better = None
+    worse = better = known_worse = known_better = known_nodes = None
     if ref_pred is not None:
         seen = val >= 0
         if reference is None:
             reference = float((ref_pred[seen] == val[seen]).float().mean())
         worse, better = discordant(found.class_id, ref_pred, val)
+        known_val = torch.where(found.class_id < oral.num_known, val, torch.full_like(val, -1))
+        known_worse, known_better = discordant(found.class_id, ref_pred, known_val)
+        known_nodes = int((known_val >= 0).sum())
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
     # every file of the run folder is written under a unique hidden name and renamed into place:
     # a crash or a full disk leaves the previous file or none, never part of one, and two
@@ -284,7 +292,8 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         trained_epochs=int(model.payload["trained_epochs"]),
         batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
         reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
-        gate_worse=worse, gate_better=better)
+        gate_worse=worse, gate_better=better, gate_known_worse=known_worse,
+        gate_known_better=known_better, gate_known_nodes=known_nodes)
 
 
 # ------------------------------------------------------------------------------- warm starts

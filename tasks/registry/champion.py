@@ -149,8 +149,50 @@ DEGRADED = "degraded"
 GATE_ALPHA = 0.05
 
 
+def below_reference(trained: Mapping[str, Any], reference_margin: float = 0.0,
+                    test: str = "mcnemar", scope: str = "night") -> str | None:
+    """The reference check of :func:`degradation`: why the model's known classes are below the
+    reference logistic regression's (a one-line reason), or None. ``scope="known"``: compared
+    on the validation nodes the model names a known class only (``gate_known_worse`` /
+    ``gate_known_better`` of ``gate_known_nodes``); the validation nodes inside novel classes
+    are those classes' own evidence (the known-split check), not the night's."""
+    if scope == "known":
+        worse, better = trained.get("gate_known_worse"), trained.get("gate_known_better")
+        n = trained.get("gate_known_nodes")
+        if worse is None or better is None or not n:
+            return None
+        gap = (int(better) - int(worse)) / int(n)
+        if not gap < -reference_margin:
+            return None
+        reason = (f"on the {int(n)} validation nodes it names a known class, the reference "
+                  f"logistic regression names {int(worse)} right that it does not and it "
+                  f"{int(better)} the reference does not ({100 * gap:+.1f} points)"
+                  + (f" (margin {reference_margin})" if reference_margin else ""))
+    else:
+        val, ref = trained.get("val_accuracy"), trained.get("reference_val_accuracy")
+        if (val is None or ref is None or not math.isfinite(float(val))
+                or not float(val) < float(ref) - reference_margin):
+            return None
+        reason = (f"known-class validation accuracy {float(val):.4f} is below the reference "
+                  f"logistic regression's {float(ref):.4f} on the same labelled nodes"
+                  + (f" (margin {reference_margin})" if reference_margin else ""))
+        worse, better = trained.get("gate_worse"), trained.get("gate_better")
+    if test != "mcnemar" or worse is None or better is None:
+        return reason
+    from oral_core.reference import mcnemar_p
+
+    p = mcnemar_p(int(worse), int(better))
+    if p < GATE_ALPHA:
+        return (f"{reason}, beyond chance (McNemar p {p:.3g}: {int(worse)} nodes only the "
+                f"reference names right, {int(better)} only the model)")
+    log.info("below the reference within chance (McNemar p %.3g, %d against %d nodes): not "
+             "degraded (%s)", p, int(worse), int(better), reason)
+    return None
+
+
 def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
-                reference_margin: float = 0.0, test: str = "mcnemar") -> str | None:
+                reference_margin: float = 0.0, test: str = "mcnemar",
+                scope: str = "night") -> str | None:
     """Why tonight's model is degraded (a one-line reason), or None when it is not. Read before
     anything is published, on labelled nodes and the training settings only:
 
@@ -162,29 +204,15 @@ def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
       two disagree on (``gate_worse`` only the reference names right, ``gate_better`` only the
       model) at :data:`GATE_ALPHA`, two-sided. A strict inequality held a whole night back for
       one node (a novel class holding a single validation node the reference names right);
-      ``test="strict"`` is that rule;
+      ``test="strict"`` is that rule. ``scope`` (:func:`below_reference`): ``night``, every
+      validation node; ``known``, those the model names a known class;
     - a cold fit configured with fewer epochs than the champion's training run (a shortened
       retrain, e.g. ``--epochs 5``): its validation accuracy may pass the tolerance while what
       discovery needs (the novel partitions, the prototypes) is not trained. A warm fit
       continues the champion's training and is not held to this."""
-    val, ref = trained.get("val_accuracy"), trained.get("reference_val_accuracy")
-    if (val is not None and ref is not None and math.isfinite(float(val))
-            and float(val) < float(ref) - reference_margin):
-        reason = (f"known-class validation accuracy {float(val):.4f} is below the reference "
-                  f"logistic regression's {float(ref):.4f} on the same labelled nodes"
-                  + (f" (margin {reference_margin})" if reference_margin else ""))
-        worse, better = trained.get("gate_worse"), trained.get("gate_better")
-        if test != "mcnemar" or worse is None or better is None:
-            return reason
-        from oral_core.reference import mcnemar_p
-
-        p = mcnemar_p(int(worse), int(better))
-        if p < GATE_ALPHA:
-            return (f"{reason}, beyond chance (McNemar p {p:.3g}: {int(worse)} nodes only the "
-                    f"reference names right, {int(better)} only the model)")
-        log.info("%s: validation %.4f below the reference's %.4f within chance (McNemar p %.3g, "
-                 "%d against %d nodes): not degraded", graph, float(val), float(ref), p,
-                 int(worse), int(better))
+    reason = below_reference(trained, reference_margin, test, scope)
+    if reason:
+        return reason
     configured = (trained.get("config") or {}).get("epochs")
     if trained.get("start", "cold") == "cold" and configured is not None:
         c = store.client(cfg)

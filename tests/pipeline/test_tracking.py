@@ -327,6 +327,19 @@ def test_degraded_model_is_never_champion(fitted, cfg):
     far = near | {"val_accuracy": 0.70, "gate_worse": 13, "gate_better": 1}
     assert "beyond chance (McNemar p 0.00183: 13 nodes only the reference names right, 1 only" \
         in rules.degradation(cfg, graph, far)
+    # the known part alone (ORAL_GATE_SCOPE=known): a novel class holding validation nodes the
+    # reference names right no longer holds the night back; the known classes' own naming does
+    demo = {"val_accuracy": 0.9756, "reference_val_accuracy": 0.9878, "gate_worse": 1,
+            "gate_better": 0, "gate_known_worse": 0, "gate_known_better": 0,
+            "gate_known_nodes": 81, "config": {"epochs": 200}}
+    assert rules.degradation(cfg, graph, demo, test="strict") is not None
+    assert rules.degradation(cfg, graph, demo, test="strict", scope="known") is None
+    worse = demo | {"gate_known_worse": 9, "gate_known_better": 1}
+    reason = rules.degradation(cfg, graph, worse, test="strict", scope="known")
+    assert reason.startswith("on the 81 validation nodes it names a known class, the reference "
+                             "logistic regression names 9 right that it does not and it 1")
+    assert rules.degradation(cfg, graph, worse, test="mcnemar", scope="known").endswith(
+        "9 nodes only the reference names right, 1 only the model)")
     v3 = new_version(1.0, 200)  # better on val, but degraded: the gate still refuses it
     assert tracking.promote_champion(cfg, graph, v3, True, 1.0, degraded="x")[0] is False
     assert tracking.champion_version(cfg, graph) == v1

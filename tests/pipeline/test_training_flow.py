@@ -165,3 +165,7 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     assert result.gate_worse is not None and result.gate_better is not None
     assert (result.gate_better - result.gate_worse) / n_val == pytest.approx(
         result.val_accuracy - result.reference_val_accuracy, abs=1e-6)
+    # the known part: the validation nodes the model names a known class, counted the same way
+    assert 0 < result.gate_known_nodes <= n_val
+    assert result.gate_known_worse <= result.gate_worse
+    assert result.gate_known_better == result.gate_better  # a node in a novel class is never right

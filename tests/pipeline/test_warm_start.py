@@ -524,3 +524,17 @@ def test_the_gate_test_setting_has_a_default_and_refuses_nonsense(monkeypatch):
     with pytest.raises(ValueError, match="ORAL_GATE_TEST must be one of mcnemar, strict, got "
                                          "'bootstrap'"):
         Settings.from_env()
+
+
+def test_the_gate_scope_setting_defaults_to_the_night_and_refuses_nonsense(monkeypatch):
+    from flows.settings import GATE_SCOPES, Settings
+
+    monkeypatch.delenv("ORAL_GATE_SCOPE", raising=False)
+    assert Settings.from_env().gate_scope == "night"
+    for name in GATE_SCOPES:
+        monkeypatch.setenv("ORAL_GATE_SCOPE", name.upper())
+        assert Settings.from_env().gate_scope == name
+    monkeypatch.setenv("ORAL_GATE_SCOPE", "class")
+    with pytest.raises(ValueError, match="ORAL_GATE_SCOPE must be one of night, known, got "
+                                         "'class'"):
+        Settings.from_env()
