@@ -343,7 +343,8 @@ def rescore_loop(previous: dict, args) -> dict:
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
     scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
     keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
-                                     "nights_timed", "seconds_per_night") if k in previous}
+                                     "nights_timed", "seconds_per_night", "defaults_of")
+            if k in previous}
     return keep | {"confirm_novel": confirmed_in(base / "state")} | scored
 
 
@@ -427,8 +428,10 @@ def run_loop(graph: str, sim: int, args) -> dict:
             import shutil
             shutil.rmtree(base)
         paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
+        from oral_core.identity import code_version
+
         progress = {"settings": args.set, "confirm_novel": confirm_novel(), "seconds": 0.0,
-                    "nights_timed": 0}
+                    "nights_timed": 0, "defaults_of": code_version()}
     else:
         progress = json.loads((base / "progress.json").read_text())
     (base / "progress.json").write_text(json.dumps(progress))
@@ -452,7 +455,10 @@ def run_loop(graph: str, sim: int, args) -> dict:
         (base / "progress.json").write_text(json.dumps(progress))
     scored = scored_loop(state, graph, paths, planted)
     timed = progress["nights_timed"]
+    from oral_core.identity import code_version
+
     return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
+            "defaults_of": progress.get("defaults_of") or code_version(),
             "confirm_novel": progress.get("confirm_novel", False),
             "wall_seconds": progress["seconds"] if timed else None, "nights_timed": timed,
             "seconds_per_night": progress["seconds"] / timed if timed else None, **scored}
@@ -537,7 +543,16 @@ def lead_answer(loops: list[dict]) -> str:
 
 
 def current_line(loops: list[dict]) -> str:
+    """Whether the loops are at today's defaults: the settings they ran with, the lineage rule,
+    and the commit whose defaults they ran at where a loop records it (``defaults_of``)."""
     settings = sorted({kv for lp in loops for kv in lp.get("settings") or []})
+    commits = sorted({lp["defaults_of"] for lp in loops if lp.get("defaults_of")})
+    if commits:
+        return ("the loops ran through `oral backfill` at the pipeline defaults of commit "
+                + ", ".join(f"`{c}`" for c in commits)
+                + (f", with {', '.join(f'`{kv}`' for kv in settings)}" if settings else "")
+                + " (recorded as `defaults_of` in each loop's file; a later default needs the "
+                "loops run again into a fresh `--out`).")
     confirmed = [f"{lp['graph']} {lp['sim']}" for lp in loops if lp.get("confirm_novel")]
     rule = ("; every loop's lineage confirms novel classes on their second night"
             if len(confirmed) == len(loops) else

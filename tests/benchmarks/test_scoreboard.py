@@ -159,3 +159,11 @@ def test_the_open_world_reference_flags_a_held_out_class(one_thread):
     assert (g.y[flagged] == 3).mean() > 0.7
     unlabelled_known = (~labelled.numpy()) & (g.y < 3)
     assert (known[unlabelled_known] == g.y[unlabelled_known]).mean() > 0.8
+
+
+def test_the_current_line_names_the_commit_whose_defaults_the_loops_ran_at():
+    from benchmarks.nightly_loop import current_line
+
+    line = current_line([{"graph": "g", "sim": 0, "defaults_of": "04942eb", "settings": []}])
+    assert "pipeline defaults of commit `04942eb`" in line
+    assert "defaults of their day" in current_line([{"graph": "g", "sim": 0, "settings": []}])
