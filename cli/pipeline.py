@@ -181,6 +181,8 @@ def cmd_backfill(args) -> int:
         overrides = _overrides(args)
         if overrides is None:
             return 2
+        if graph and _no_snapshots(args.snapshots, graph, args.start, args.end):
+            return 2
     start_pipeline(args.state_dir)
     state_dir = str(args.state_dir) if args.state_dir else None
     if getattr(args, "workers", None) is not None or address:
@@ -194,6 +196,19 @@ def cmd_backfill(args) -> int:
                                 cold=args.cold):
                 print(summary_line(out))
     return _run_flow(go)
+
+
+def _no_snapshots(root, graph: str, start, end) -> bool:
+    """Whether ``oral backfill`` has nothing to run for ``graph`` (printed as its ``error:``
+    line): checked before the Prefect server starts or the state folder is written."""
+    from data_contracts import snapshots as snap
+
+    try:
+        snap.backfill_snapshots(root, graph, start, end)
+    except snap.SnapshotError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return True
+    return False
 
 
 def _backfill_fanout(args, graphs: list[str], overrides: dict, state_dir: str | None,

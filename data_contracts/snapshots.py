@@ -145,6 +145,19 @@ def select_snapshots(root: str | Path, graph: str, date: str | dt.date | None = 
     return [p for day, p in snaps if lo <= day <= hi]
 
 
+def backfill_snapshots(root: str | Path, graph: str, start: str | dt.date | None = None,
+                       end: str | dt.date | None = None) -> list[Path]:
+    """Every snapshot of ``graph`` dated in ``[start, end]`` (either open), oldest first; a
+    :class:`SnapshotError` naming the range and the snapshots there are when none is in it."""
+    paths = select_snapshots(root, graph, start=start or dt.date.min, end=end or dt.date.max)
+    if not paths:
+        dates = [day.isoformat() for day, _ in list_snapshots(root, graph)]
+        raise SnapshotError(f"no snapshot of {graph!r} between {start or 'the first'} and "
+                            f"{end or 'the last'} (there are {len(dates)}, {dates[0]} to "
+                            f"{dates[-1]})")
+    return paths
+
+
 def snapshot_date(path: str | Path) -> dt.date:
     name = Path(path).name
     if not name.startswith(PARTITION):

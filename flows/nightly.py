@@ -345,10 +345,7 @@ def backfill(graph: str, snapshot_root: str, start: str | None = None, end: str 
     """Every snapshot of ``graph`` dated in ``[start, end]``, oldest first, each as one nightly
     run (``cold`` as in :func:`nightly_discovery`)."""
     resolve_config(config, device)  # a bad configuration fails before the first night
-    paths = snap.select_snapshots(snapshot_root, graph, start=start or dt.date.min,
-                                  end=end or dt.date.max)
-    if not paths:
-        raise snap.SnapshotError(f"no snapshot of {graph!r} between {start or 'the first'} and {end or 'the last'}")
+    paths = snap.backfill_snapshots(snapshot_root, graph, start, end)
     logger = get_run_logger()
     results = []
     for i, path in enumerate(paths, 1):

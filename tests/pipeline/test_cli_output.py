@@ -69,3 +69,20 @@ def test_classes_on_a_file_that_is_not_duckdb_is_an_expected_refusal(tmp_path, c
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "WarehouseError" not in err[0]
     assert "oral -v" not in err[0] and "oral.duckdb" in err[0]
+
+
+def test_a_backfill_with_nothing_to_run_is_refused_before_anything_starts(tmp_path, capsys):
+    """``oral backfill --start`` after the last snapshot was refused only after a Prefect server
+    had started (27 s) and the state folder was written (issue 62)."""
+    from cli.main import main
+
+    root, state = tmp_path / "snapshots", tmp_path / "state"
+    assert main(["snapshots", "generate", "--nodes", "60", "--out", str(root), "--graph", "g",
+                 "--date", "2026-01-01", "--classes", "3", "--features", "4"]) == 0
+    capsys.readouterr()
+    assert main(["backfill", "--graph", "g", "--snapshots", str(root), "--start", "2027-01-01",
+                 "--state-dir", str(state)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["error: no snapshot of 'g' between 2027-01-01 and the last (there are 1, "
+                   "2026-01-01 to 2026-01-01)"]
+    assert not state.exists()  # no Prefect home, no log, nothing written
