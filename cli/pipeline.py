@@ -181,8 +181,10 @@ def cmd_backfill(args) -> int:
         overrides = _overrides(args)
         if overrides is None:
             return 2
-        if graph and _no_snapshots(args.snapshots, graph, args.start, args.end):
-            return 2
+    # one graph with nothing to run is refused here; several graphs run, and each one that
+    # fails is named (the fan-out's report)
+    if len(graphs) == 1 and _no_snapshots(args.snapshots, graphs[0], args.start, args.end):
+        return 2
     start_pipeline(args.state_dir)
     state_dir = str(args.state_dir) if args.state_dir else None
     if getattr(args, "workers", None) is not None or address:
