@@ -299,3 +299,50 @@ def answer(loops: list[dict]) -> str | None:
             f"for the silent LR; known classes below the LR beyond chance on "
             f"{p['below_reference']} nights (the open-world GCN "
             f"{t['open_world']['below_reference']}).")
+
+
+def compare_lines(studies: dict[str, list[dict]]) -> list[str]:
+    """The scoreboard's totals of several studies side by side, over the loops (graph and
+    simulation) every study has: ``{study name: its loops}``."""
+    common = set.intersection(*({(lp["graph"], lp["sim"]) for lp in loops if "scoreboard" in lp}
+                                for loops in studies.values()))
+    lines = [f"Loops every study has: {len(common)} "
+             f"({', '.join(f'{g} {s}' for g, s in sorted(common))}).", "",
+             "| study | answer | planted published on time (and kept) | precision (pairs) | "
+             "invented ids / 10 nights | false events / 10 nights | All by lineage: every night "
+             "/ with a planted class | nights known below the LR |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, loops in studies.items():
+        kept = [lp for lp in loops if (lp["graph"], lp["sim"]) in common]
+        for row, label in ROWS:
+            t = totals(kept, row)
+            lines.append(f"| {name} | {label} | {t['on_time']} of {t['planted']} "
+                         f"({t['on_time_kept']}) | {percent(t['precision'])} ({t['pairs']}) | "
+                         f"{per_ten(t['invented'], t['nights'])} | "
+                         f"{per_ten(t['false_events'], t['nights'])} | {_f(t['all_mean'])} / "
+                         f"{_f(t['all_novel_nights'])} | {t['below_reference']} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.scoreboard STUDY [STUDY ...] [--out FILE]``: the totals of nightly
+    loop studies (folders of ``benchmarks.nightly_loop --out``) side by side."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=main.__doc__.splitlines()[0])
+    ap.add_argument("studies", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    studies = {p.name: [json.loads(f.read_text()) for f in sorted((p / "loops").glob("*.json"))]
+               for p in args.studies}
+    text = "\n".join(compare_lines(studies)) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

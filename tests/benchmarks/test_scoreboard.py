@@ -167,3 +167,15 @@ def test_the_current_line_names_the_commit_whose_defaults_the_loops_ran_at():
     line = current_line([{"graph": "g", "sim": 0, "defaults_of": "04942eb", "settings": []}])
     assert "pipeline defaults of commit `04942eb`" in line
     assert "defaults of their day" in current_line([{"graph": "g", "sim": 0, "settings": []}])
+
+
+def test_studies_are_compared_on_the_loops_they_share():
+    loop = {"graph": "g", "sim": 0, "scoreboard": {"pipeline": board(right),
+                                                   "open_world": board(switches),
+                                                   "silent_lr": board(silent)}}
+    quiet = loop | {"scoreboard": {k: board(silent) for k in ("pipeline", "open_world",
+                                                              "silent_lr")}}
+    lines = scoreboard.compare_lines({"before": [quiet, loop | {"sim": 1}], "after": [loop]})
+    assert lines[0] == "Loops every study has: 1 (g 0)."
+    assert "| before | ORAL pipeline | 0 of 1 (0) |" in "\n".join(lines)
+    assert "| after | ORAL pipeline | 1 of 1 (1) |" in "\n".join(lines)
