@@ -343,8 +343,8 @@ def rescore_loop(previous: dict, args) -> dict:
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
     scored = scored_loop(base / "state", graph, paths, planted_classes(graph, sim, args))
     keep = {k: previous[k] for k in ("graph", "sim", "periods", "settings", "wall_seconds",
-                                     "nights_timed", "seconds_per_night", "defaults_of")
-            if k in previous}
+                                     "nights_timed", "seconds_per_night", "defaults_of",
+                                     "pipeline_defaults") if k in previous}
     return keep | {"confirm_novel": confirmed_in(base / "state")} | scored
 
 
@@ -386,6 +386,19 @@ def published_dates(state: Path, graph: str) -> set[str]:
     finally:
         con.close()
     return {str(d) for (d,) in rows}
+
+
+def night_defaults() -> dict:
+    """What a night runs with beyond ``--set``: the pipeline's defaults
+    (``flows.params.PIPELINE_DEFAULTS``) and the champion gate's and the lineage's settings as
+    the environment gives them (``ORAL_GATE_TEST``, ``ORAL_GATE_SCOPE``, ``ORAL_CONFIRM_NOVEL``),
+    as JSON values."""
+    from flows.params import PIPELINE_DEFAULTS
+    from flows.settings import Settings
+
+    s = Settings.from_env()
+    return dict(PIPELINE_DEFAULTS) | {"gate_test": s.gate_test, "gate_scope": s.gate_scope,
+                                      "confirm_novel": s.confirm_novel}
 
 
 def confirm_novel() -> bool:
@@ -431,7 +444,8 @@ def run_loop(graph: str, sim: int, args) -> dict:
         from oral_core.identity import code_version
 
         progress = {"settings": args.set, "confirm_novel": confirm_novel(), "seconds": 0.0,
-                    "nights_timed": 0, "defaults_of": code_version()}
+                    "nights_timed": 0, "defaults_of": code_version(),
+                    "pipeline_defaults": night_defaults()}
     else:
         progress = json.loads((base / "progress.json").read_text())
     (base / "progress.json").write_text(json.dumps(progress))
@@ -459,6 +473,7 @@ def run_loop(graph: str, sim: int, args) -> dict:
 
     return {"graph": graph, "sim": sim, "periods": args.periods, "settings": args.set,
             "defaults_of": progress.get("defaults_of") or code_version(),
+            "pipeline_defaults": progress.get("pipeline_defaults") or night_defaults(),
             "confirm_novel": progress.get("confirm_novel", False),
             "wall_seconds": progress["seconds"] if timed else None, "nights_timed": timed,
             "seconds_per_night": progress["seconds"] / timed if timed else None, **scored}
@@ -548,11 +563,19 @@ def current_line(loops: list[dict]) -> str:
     settings = sorted({kv for lp in loops for kv in lp.get("settings") or []})
     commits = sorted({lp["defaults_of"] for lp in loops if lp.get("defaults_of")})
     if commits:
-        return ("the loops ran through `oral backfill` at the pipeline defaults of commit "
-                + ", ".join(f"`{c}`" for c in commits)
+        recorded = [lp.get("pipeline_defaults") for lp in loops]
+        today = night_defaults()
+        differ = sorted({k for r in recorded if r for k in set(r) | set(today)
+                         if r.get(k) != today.get(k)})
+        status = ("yes" if all(recorded) and not differ and not settings else
+                  "no, " + (f"their defaults differ from today's in {', '.join(differ)}"
+                            if differ else "run with settings of their own" if settings
+                            else "their defaults were not recorded"))
+        return (f"{status}: the loops ran through `oral backfill` at the pipeline defaults of "
+                "commit " + ", ".join(f"`{c}`" for c in commits)
                 + (f", with {', '.join(f'`{kv}`' for kv in settings)}" if settings else "")
-                + " (recorded as `defaults_of` in each loop's file; a later default needs the "
-                "loops run again into a fresh `--out`).")
+                + " (`defaults_of` and `pipeline_defaults` in each loop's file; a later default "
+                "needs the loops run again into a fresh `--out`).")
     confirmed = [f"{lp['graph']} {lp['sim']}" for lp in loops if lp.get("confirm_novel")]
     rule = ("; every loop's lineage confirms novel classes on their second night"
             if len(confirmed) == len(loops) else

@@ -164,8 +164,18 @@ def test_the_open_world_reference_flags_a_held_out_class(one_thread):
 def test_the_current_line_names_the_commit_whose_defaults_the_loops_ran_at():
     from benchmarks.nightly_loop import current_line
 
+    from benchmarks.nightly_loop import night_defaults
+
     line = current_line([{"graph": "g", "sim": 0, "defaults_of": "04942eb", "settings": []}])
     assert "pipeline defaults of commit `04942eb`" in line
+    assert line.startswith("no, their defaults were not recorded")
+    today = night_defaults()
+    now = {"graph": "g", "sim": 0, "defaults_of": "abc", "settings": [],
+           "pipeline_defaults": today}
+    assert current_line([now]).startswith("yes: ")
+    older = now | {"pipeline_defaults": today | {"known_split_repeat": True}}
+    assert current_line([older]).startswith(
+        "no, their defaults differ from today's in known_split_repeat")
     assert "defaults of their day" in current_line([{"graph": "g", "sim": 0, "settings": []}])
 
 
