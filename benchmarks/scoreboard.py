@@ -337,7 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     studies = {p.name: [json.loads(f.read_text()) for f in sorted((p / "loops").glob("*.json"))]
                for p in args.studies}
-    text = "\n".join(compare_lines(studies)) + "\n"
+    command = " ".join(["python -m benchmarks.scoreboard", *map(str, args.studies)]
+                       + ([f"--out {args.out}"] if args.out else []))
+    text = "\n".join([f"# The scoreboard of {', '.join(studies)}, side by side", "",
+                       f"Command: `{command}`.", "", *compare_lines(studies)]) + "\n"
     if args.out:
         args.out.write_text(text)
     print(text)
