@@ -512,29 +512,20 @@ def test_the_summary_line_says_why_a_night_is_degraded():
     assert "DEGRADED" not in summary_line(summary | {"degraded": None})
 
 
-def test_the_gate_test_setting_has_a_default_and_refuses_nonsense(monkeypatch):
-    from flows.settings import GATE_TESTS, Settings
+@pytest.mark.parametrize("var, attr, default, choices, bad", [
+    ("ORAL_GATE_TEST", "gate_test", "strict", ("mcnemar", "strict"), "bootstrap"),
+    ("ORAL_GATE_SCOPE", "gate_scope", "night", ("night", "known"), "class"),
+])
+def test_the_gate_settings_default_take_their_choices_and_refuse_nonsense(
+        monkeypatch, var, attr, default, choices, bad):
+    from flows import settings
 
-    monkeypatch.delenv("ORAL_GATE_TEST", raising=False)
-    assert Settings.from_env().gate_test in GATE_TESTS
-    for name in GATE_TESTS:
-        monkeypatch.setenv("ORAL_GATE_TEST", name.upper())
-        assert Settings.from_env().gate_test == name
-    monkeypatch.setenv("ORAL_GATE_TEST", "bootstrap")
-    with pytest.raises(ValueError, match="ORAL_GATE_TEST must be one of mcnemar, strict, got "
-                                         "'bootstrap'"):
-        Settings.from_env()
-
-
-def test_the_gate_scope_setting_defaults_to_the_night_and_refuses_nonsense(monkeypatch):
-    from flows.settings import GATE_SCOPES, Settings
-
-    monkeypatch.delenv("ORAL_GATE_SCOPE", raising=False)
-    assert Settings.from_env().gate_scope == "night"
-    for name in GATE_SCOPES:
-        monkeypatch.setenv("ORAL_GATE_SCOPE", name.upper())
-        assert Settings.from_env().gate_scope == name
-    monkeypatch.setenv("ORAL_GATE_SCOPE", "class")
-    with pytest.raises(ValueError, match="ORAL_GATE_SCOPE must be one of night, known, got "
-                                         "'class'"):
-        Settings.from_env()
+    monkeypatch.delenv(var, raising=False)
+    assert getattr(settings.Settings.from_env(), attr) == default
+    for name in choices:
+        monkeypatch.setenv(var, name.upper())
+        assert getattr(settings.Settings.from_env(), attr) == name
+    monkeypatch.setenv(var, bad)
+    with pytest.raises(ValueError, match=f"{var} must be one of {', '.join(choices)}, got "
+                                         f"'{bad}'"):
+        settings.Settings.from_env()
