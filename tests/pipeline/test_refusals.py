@@ -449,15 +449,20 @@ def test_the_child_left_no_server_and_its_output_holds_no_traceback(child_result
     assert child_results["(processes left)"] == []
 
 
-def test_verbose_prints_the_traceback(paths, capsys):
-    """``oral -v`` prints the traceback of an unexpected error on the terminal as well."""
+def test_verbose_prints_the_traceback(paths, capsys, monkeypatch):
+    """``oral -v`` prints the traceback of an unexpected error on the terminal as well (a file
+    that is not DuckDB is an expected refusal now, one plain line: an error is injected)."""
+    from cli import label
     from cli.main import main
 
+    def crash(args):
+        raise RuntimeError("injected unexpected failure")
+    monkeypatch.setattr(label, "show_classes", crash)
     capsys.readouterr()
     assert main(["-v", "classes", "--state-dir", str(paths["bad_warehouse"])]) == 1
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
-    assert err.strip().splitlines()[-1].startswith("error: WarehouseError: ")
+    assert err.strip().splitlines()[-1].startswith("error: RuntimeError: injected unexpected")
 
 
 if __name__ == "__main__":  # the child of child_results

@@ -490,6 +490,7 @@ def test_cli_cold_flag_reaches_the_flows(monkeypatch, tmp_path):
     monkeypatch.setattr(nightly, "backfill", lambda *a, **k: seen.append(k) or [summary])
     monkeypatch.setattr(cli_pipeline, "start_pipeline", lambda state_dir: None)
     monkeypatch.setattr(cli_pipeline, "_overrides", lambda args: {})
+    monkeypatch.setattr(cli_pipeline, "_no_snapshots", lambda *args: False)
     for command in ("run", "backfill"):
         for extra, cold in (([], None), (["--cold"], True), (["--warm"], False)):
             args = build_parser().parse_args([command, "--graph", GRAPH, "--snapshots",
