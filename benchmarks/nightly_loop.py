@@ -174,38 +174,39 @@ def read_references(path: Path = REFERENCES) -> dict[str, dict]:
                 for r in csv.DictReader(f) if int(r["version"]) == REFERENCE_VERSION}
 
 
-def cached_reference_known(snapshot, graph: str, path: Path = REFERENCES) -> dict:
+def cached_reference_known(snapshot, graph: str, path: Path = REFERENCES,
+                           answers: dict | None = None) -> dict:
     """:func:`reference_known` of the snapshot, from the cache at ``path`` when its content hash
-    is there, else fitted and appended to the cache."""
+    is there, else scored (from ``answers``, the snapshot's reference answers, when given) and
+    appended to the cache."""
     key = snapshot.content_hash
     cached = read_references(path).get(key)
     if cached is not None:
         return cached
-    found = reference_known(snapshot)
+    found = reference_known(snapshot, answers)
     from benchmarks.records import append_csv
     append_csv(path, {"graph": graph, "date": snapshot.date.isoformat(), "content_hash": key,
                       "version": REFERENCE_VERSION, **found}, REFERENCE_FIELDS)
     return found
 
 
-def reference_known(snapshot) -> dict:
-    """Known-class accuracy by name of the two reference classifiers on the night's scored
-    known-class nodes, trained on the pipeline's own split of the labelled nodes."""
+def reference_known(snapshot, answers: dict | None = None) -> dict:
+    """Known-class accuracy by name of the two reference classifiers (the logistic regression
+    and the known-class GCN, trained on the pipeline's own split of the labelled nodes) on the
+    night's scored known-class nodes. ``answers``: the snapshot's
+    :func:`benchmarks.open_world_reference.snapshot_answers` (the same two fits), else fitted."""
     import numpy as np
 
-    from benchmarks.open_world_reference import fit_inputs, silent_lr_classes
-    from harness.baselines import GCNBaseline
+    from benchmarks.open_world_reference import snapshot_answers
 
-    x, edges, train, val = fit_inputs(snapshot)
     names = list(snapshot.class_names)
     truth = [snapshot.truth_names[t] if t >= 0 else None for t in snapshot.truth]
     test = np.array([snapshot.labels[i] < 0 and truth[i] in names for i in range(len(truth))])
     y = np.array([names.index(t) if t in names else -1 for t in truth])
     if not test.any():
         return {"lr": None, "gcn": None}
-    lr_pred = silent_lr_classes(x, train, len(names))
-    gcn = GCNBaseline(seed=0, device="cpu").fit(x, edges, train, val).predict()
-    gcn_pred = gcn.class_id.numpy()
+    answers = answers or snapshot_answers(snapshot)
+    lr_pred, gcn_pred = np.array(answers["lr"]), np.array(answers["gcn"])
     return {"lr": float((lr_pred[test] == y[test]).mean() * 100),
             "gcn": float((gcn_pred[test] == y[test]).mean() * 100)}
 
@@ -241,6 +242,8 @@ def read_loop(state: Path, graph: str, paths: list[Path]
     try:
         for path in paths:
             s = snap.load_snapshot(path)
+            answers = snapshot_answers(s, state.parent / "references")
+            references.append(answers)
             day = s.date
             run = con.execute(
                 "SELECT run_id, acc_all, acc_known, acc_novel, train_seconds, val_accuracy, "
@@ -264,8 +267,7 @@ def read_loop(state: Path, graph: str, paths: list[Path]
                              "train_seconds": secs, "val_accuracy": val, "gate": gate,
                              "answered_by": "tonight" if answer and answer[0][0] == run_id
                              else "an earlier night" if answer else "none",
-                             **cached_reference_known(s, graph)})
-            references.append(snapshot_answers(s, state.parent / "references"))
+                             **cached_reference_known(s, graph, answers=answers)})
     finally:
         con.close()
     return answered, modelled, pipeline, references

@@ -69,15 +69,17 @@ def found_class(counts: Counter, cls: str, size: int) -> bool:
                 and counts[cls] / size >= RECALL)
 
 
-def loop_matching(nights: list[dict], planted: dict[str, int]) -> dict[str, str]:
+def loop_matching(nights: list[dict], planted: dict[str, int],
+                  groups: list[dict[str, Counter]] | None = None) -> dict[str, str]:
     """One Hungarian matching per loop: ``{planted class: published novel lineage id}``
-    maximising the scored nodes they share over all nights (pairs sharing none are left out)."""
+    maximising the scored nodes they share over all nights (pairs sharing none are left out).
+    ``groups``: each night's :func:`members`, when the caller has them."""
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
+    groups = groups or [members(night) for night in nights]
     overlap: dict[tuple[str, str], int] = Counter()
-    for night in nights:
-        found = members(night)
+    for night, found in zip(nights, groups):
         for lid in published_novel(night):
             for c in planted:
                 overlap[(c, lid)] += found[lid][c]
@@ -127,16 +129,18 @@ def against_reference(night: dict, reference: dict) -> dict:
             "below": worse > better and p < ALPHA}
 
 
-def discovery(nights: list[dict], planted: dict[str, int]) -> dict[str, dict]:
+def discovery(nights: list[dict], planted: dict[str, int],
+              groups: list[dict[str, Counter]] | None = None) -> dict[str, dict]:
     """Per planted class: ``{"starts", "published", "late", "lineage_id", "kept"}`` (see the
-    module doc; ``published`` / ``late`` None when never)."""
+    module doc; ``published`` / ``late`` None when never). ``groups``: each night's
+    :func:`members`, when the caller has them."""
+    groups = groups or [members(night) for night in nights]
     out = {}
     for c, start in planted.items():
         first, lid = None, None
         for k in range(start, len(nights)):
-            night = nights[k]
+            night, found = nights[k], groups[k]
             size = sum(1 for v in night["truth"].values() if v == c)
-            found = members(night)
             hits = sorted(x for x in published_novel(night) if found_class(found[x], c, size))
             if hits:
                 first, lid = k, hits[0]
@@ -144,10 +148,9 @@ def discovery(nights: list[dict], planted: dict[str, int]) -> dict[str, dict]:
         kept = None
         if first is not None:
             kept = True
-            for night in nights[first + 1:]:
+            for night, found in zip(nights[first + 1:], groups[first + 1:]):
                 size = sum(1 for v in night["truth"].values() if v == c)
-                if lid not in published_novel(night) or not found_class(
-                        members(night)[lid], c, size):
+                if lid not in published_novel(night) or not found_class(found[lid], c, size):
                     kept = False
                     break
         out[c] = {"starts": start, "published": first,
@@ -162,13 +165,13 @@ def score(nights: list[dict], planted: dict[str, int], false_events: int,
     truth does not have, counted on every night (:func:`benchmarks.nightly_loop.score_loop`);
     ``reference``: the nights of a reference answer whose known classes this answer's are
     compared with (the silent logistic regression)."""
-    matching = loop_matching(nights, planted)
-    classes = discovery(nights, planted)
+    groups = [members(night) for night in nights]
+    matching = loop_matching(nights, planted, groups)
+    classes = discovery(nights, planted, groups)
     pairs, carrying, invented_ids, rows = 0, 0, set(), []
     carried_ids = set()
-    for k, night in enumerate(nights):
+    for k, (night, found) in enumerate(zip(nights, groups)):
         present = {c for c, s in planted.items() if s <= k}
-        found = members(night)
         for lid in published_novel(night):
             pairs += 1
             if carries(found[lid], set(planted)):

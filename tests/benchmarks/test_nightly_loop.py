@@ -226,7 +226,7 @@ def test_reference_scores_are_fitted_once_per_snapshot_content(tmp_path, monkeyp
 
     fitted = []
 
-    def fake(snapshot):
+    def fake(snapshot, answers=None):
         fitted.append(snapshot.content_hash)
         return {"lr": 70.0 + len(fitted), "gcn": None}
     monkeypatch.setattr(loop, "reference_known", fake)
