@@ -1,8 +1,12 @@
 """The nightly discovery flow and the backfill, as Prefect flows.
 
-    find snapshot -> read -> validate -> plan the start -> train (emergence check) -> score
-    -> describe -> gate -> transaction [ lineage -> register (MLflow) -> publish (DuckDB)
-    -> champion ] -> events, artifacts
+    find snapshot -> read -> validate -> plan the start -> train (emergence check)
+    -> [decide per class] -> score -> describe -> gate -> transaction [ lineage
+    -> register (MLflow) -> publish (DuckDB) -> champion ] -> events, artifacts
+
+With ``ORAL_NIGHT_ANSWER=per_class`` every night publishes an answer decided per class
+(:mod:`tasks.answer`): its known classes named by the best known-class classifier the validation
+nodes support, its novel classes as ORAL found them; the gate then decides the champion alone.
 
 Every step is a Prefect task. The registry and the warehouse change in one
 ``prefect.transactions.transaction``: the ``champion`` alias moves only after DuckDB committed
@@ -107,15 +111,20 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                          night.settings.warm_start, night.settings.cold_every)
     training = train_night(night, plan, path, snapshot, files, mode)
     trained = training.result
-    scores = pt.score(snapshot, trained["predictions_path"], trained["num_known"])
-    classes = pt.describe(snapshot, trained["predictions_path"], trained["num_known"])
+    # per class (ORAL_NIGHT_ANSWER=per_class): tonight's answer, which the night publishes
+    answer = (pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode)
+              if night.settings.night_answer == "per_class" else None)
+    predictions = answer["predictions_path"] if answer else trained["predictions_path"]
+    scores = pt.score(snapshot, predictions, trained["num_known"])
+    classes = pt.describe(snapshot, predictions, trained["num_known"])
     margin = night.settings.gate_reference_margin
     # the gate's verdict before anything is published: a degraded model is registered and kept
-    # for the record, but is never champion and never the latest answer (tasks.registry.champion)
+    # for the record, but is never champion and, unless the night is answered per class, never
+    # the latest answer (tasks.registry.champion)
     degraded = pt.quality_gate(night.tracking, graph, trained,
                                math.inf if margin is None else margin, night.settings.gate_test,
                                night.settings.gate_scope)
-    run, tags = run_record(night, files, snapshot, training, scores, degraded)
+    run, tags = run_record(night, files, snapshot, training, scores, degraded, answer)
     snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
                     "edges": int(report.counts.get("edges", snapshot.edge_index.shape[1])),
                     "labelled_nodes": int((snapshot.labels >= 0).sum()),
@@ -133,19 +142,20 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         # held from lineage to publish, so no other run lands in DuckDB in between; a file lock
         # the operating system drops with its holder (tasks.warehouse.writer_lock)
         with writer_lock(settings.warehouse_path, graph, settings.writer_lock_timeout):
-            found = pt.lineage(warehouse_path, run, trained["predictions_path"], classes, graph,
+            found = pt.lineage(warehouse_path, run, predictions, classes, graph,
                                files.date, settings.confirm_novel)
             lineage_ids = {str(k): v for k, v in found["result"].lineage_of.items()}
-            tracked = pt.register(night.tracking, graph, run | {"run_id": training.run_id}, trained,
+            # the predictions artifact is what DuckDB gets: the answer, per class or whole
+            tracked = pt.register(night.tracking, graph, run | {"run_id": training.run_id},
+                                  trained | {"predictions_path": predictions},
                                   (report_json, report_html), classes, scores, tags,
                                   promote=False, lineage=lineage_ids)
             run |= {k: tracked[k] for k in ("mlflow_run_id", "model_name", "model_version")}
-            published = pt.publish(warehouse_path, run, snapshot_row,
-                                   trained["predictions_path"], found)
+            published = pt.publish(warehouse_path, run, snapshot_row, predictions, found)
         tracked = tracked | pt.champion(night.tracking, graph, tracked["model_version"],
                                         trained["val_accuracy"], degraded)
     return announce(night, files.date, found, published, tracked, training, scores, degraded,
-                    report_html)
+                    report_html, answer)
 
 
 def open_night(graph: str, config, state_dir, device, remote_training) -> Night:
@@ -270,8 +280,12 @@ def train_night(night: Night, plan, path, snapshot, files, mode: str):
     return Training(trained, run_key, run_id, plan, history)
 
 
-def run_record(night: Night, files, snapshot, training: Training, scores, degraded):
-    """The night's ``runs`` row (what DuckDB and MLflow record of it) and its MLflow tags."""
+def run_record(night: Night, files, snapshot, training: Training, scores, degraded,
+               answer: dict | None = None):
+    """The night's ``runs`` row (what DuckDB and MLflow record of it) and its MLflow tags. A night
+    answered per class (``answer``, :mod:`tasks.answer`) whose known classes another classifier
+    names, or whose model the gate held back, is published with ``gate_status`` ``per_class``
+    (an answer the analyst reads) and says why in ``gate_reason``."""
     from oral_core.identity import code_version
     from tasks import emergence
     from tasks.warehouse import RUN_COLUMNS
@@ -296,15 +310,21 @@ def run_record(night: Night, files, snapshot, training: Training, scores, degrad
                               "warm_from_version": start["warm_from_version"]}.items()
             if k in RUN_COLUMNS}
     run |= {"gate_status": "degraded" if degraded else "ok", "gate_reason": degraded}
+    if answer is not None and (degraded or answer["namer"] != "oral"):
+        from tasks.answer import answer_reason
+
+        run |= {"gate_status": "per_class", "gate_reason": answer_reason(degraded, answer)}
     tags = {"snapshot_date": files.date.isoformat(), "content_hash": files.content_hash,
             "chosen_settings": night.chosen,
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": training.run_id,
             **{k: v for k, v in start.items() if v not in (None, "")}}
+    if answer is not None:
+        tags |= {"night_answer": "per_class", "known_namer": answer["namer"]}
     return run, tags
 
 
 def announce(night: Night, snapshot_date, found, published, tracked, training: Training,
-             scores, degraded, report_html) -> dict:
+             scores, degraded, report_html, answer: dict | None = None) -> dict:
     """After the transaction: the lineage events, the Prefect artifacts (the classes, the links,
     the graph's HTML report) and the night's summary, which the flow returns, logs and
     ``oral run`` prints (:func:`summary_line`)."""
@@ -328,7 +348,11 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
                "start": plan.start, "start_reason": plan.reason,
                "warm_from_version": str(plan.source_version) if plan.start == "warm" else None,
                "epochs": trained["epochs"], "chosen_settings": night.chosen,
-               "floor_joined": trained.get("floor_joined", 0), "degraded": degraded}
+               "floor_joined": trained.get("floor_joined", 0),
+               # a held-back model whose night is answered per class is no degraded night
+               "degraded": degraded if answer is None else None,
+               "held_back": degraded if answer is not None else None,
+               "known_namer": answer["namer"] if answer else None}
     artifacts.night_summary(graph, snapshot_date, classes, published, tracked, scores, settings,
                             report_html, summary, night.tracking)
     artifacts.graph_report(graph, settings, night.tracking.uri)
@@ -371,6 +395,10 @@ def summary_line(out: dict) -> str:
             f"{' (champion)' if out.get('champion') else ''}{score}{start}"
             + (f"; the known-class floor joined {out['floor_joined']} novel class(es) to known "
                f"classes" if out.get("floor_joined") else "")
+            + (f"; answered per class, known classes named by {out['known_namer']}"
+               if out.get("known_namer") else "")
+            + (f"; the model is held back as champion: {out['held_back']}"
+               if out.get("held_back") else "")
             + (f"; DEGRADED, not published as the latest answer: {out['degraded']}"
                if out.get("degraded") else ""))
 

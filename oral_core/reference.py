@@ -49,36 +49,50 @@ def column_scale(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return rows.mean(0), torch.where(std > 0, std, torch.ones_like(std))
 
 
-def reference_val_predictions(x: torch.Tensor, train_labels: torch.Tensor,
-                              val_labels: torch.Tensor, scale: str = "labelled"
-                              ) -> torch.Tensor | None:
-    """The reference logistic regression's class for every validation node (long ``[N]``, -1
-    where ``val_labels`` is -1): fitted on the nodes labelled in ``train_labels`` (``-1``
-    elsewhere). ``scale``: the rows whose mean and spread standardise the features,
-    ``"labelled"`` (the training and validation nodes) or ``"all"`` (every node), as
-    ``known_head_scale`` says for the known head, so that a 0-step head *is* this classifier.
-    None when either set is empty."""
+def reference_predictions(x: torch.Tensor, train_labels: torch.Tensor,
+                          val_labels: torch.Tensor, scale: str = "labelled",
+                          every_node: bool = True) -> torch.Tensor | None:
+    """The reference logistic regression's class (long ``[N]``) for every node
+    (``every_node``), or for the validation nodes only (-1 elsewhere): fitted on the nodes
+    labelled in ``train_labels`` (``-1`` elsewhere). ``scale``: the rows whose mean and spread
+    standardise the features, ``"labelled"`` (the training and validation nodes) or ``"all"``
+    (every node), as ``known_head_scale`` says for the known head, so that a 0-step head *is*
+    this classifier. None when the training or the validation set is empty."""
     train_labels, val_labels = train_labels.long(), val_labels.long()
     if not bool((train_labels >= 0).any()) or not bool((val_labels >= 0).any()):
         return None
     num_classes = int(max(train_labels.max(), val_labels.max())) + 1
-    # only the labelled rows are read (a sparse feature matrix is densified on those alone)
+    # only the labelled rows are read to fit (a sparse feature matrix is densified on those)
     rows = torch.nonzero((train_labels >= 0) | (val_labels >= 0)).flatten()
     xs = x.index_select(0, rows)
     xs = (xs.to_dense() if xs.is_sparse else xs).float()
     if scale == "all":  # every node's mean and spread, as the 0-step head's (densified, as it is)
         mean, std = column_scale((x.to_dense() if x.is_sparse else x).float())
-        z = (xs - mean) / std
     else:
-        z = standardize(xs)
+        mean, std = column_scale(xs)
+    z = (xs - mean) / std
     train, val = train_labels[rows], val_labels[rows]
     with torch.enable_grad():
         model = fit_logistic_regression(z, train, num_classes)
-    seen = val >= 0
     predicted = torch.full_like(val_labels, -1)
     with torch.no_grad():
-        predicted[rows[seen]] = model(z[seen]).argmax(1)
+        if every_node:
+            for start in range(0, x.shape[0], 8192):  # densified a block of rows at a time
+                block = x.index_select(0, torch.arange(start, min(start + 8192, x.shape[0])))
+                block = (block.to_dense() if block.is_sparse else block).float()
+                predicted[start:start + block.shape[0]] = model((block - mean) / std).argmax(1)
+        else:
+            seen = val >= 0
+            predicted[rows[seen]] = model(z[seen]).argmax(1)
     return predicted
+
+
+def reference_val_predictions(x: torch.Tensor, train_labels: torch.Tensor,
+                              val_labels: torch.Tensor, scale: str = "labelled"
+                              ) -> torch.Tensor | None:
+    """The reference logistic regression's class for every validation node (long ``[N]``, -1
+    where ``val_labels`` is -1): :func:`reference_predictions` on the validation nodes."""
+    return reference_predictions(x, train_labels, val_labels, scale, every_node=False)
 
 
 def reference_accuracy(x: torch.Tensor, train_labels: torch.Tensor,

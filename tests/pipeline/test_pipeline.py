@@ -226,6 +226,46 @@ def test_a_shortened_retrain_is_degraded_and_never_champion(env, backfilled, mon
     assert status == [("degraded",)]
 
 
+def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, monkeypatch):
+    """Issue 60, "decide per class": with ``ORAL_NIGHT_ANSWER=per_class`` the same kind of
+    shortened retrain is still held back as champion, but its night is answered: the run is the
+    latest answer (``gate_status`` per_class, the reason named), its nodes are those of the answer
+    file (every node ORAL puts in a known class named by the chosen classifier), and the champion
+    does not move. (Runs after the degraded test: it adds a run of its own.)"""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from flows.nightly import nightly_discovery, summary_line
+    from tasks.registry import TrackingConfig, champion_version
+
+    tracking = TrackingConfig(None, env["state"])
+    champion = champion_version(tracking, "pipe")
+    monkeypatch.setenv("ORAL_GATE_REFERENCE_MARGIN", "off")
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class")
+    out = nightly_discovery("pipe", str(env["root"]), "2026-03-03", CONFIG | {"epochs": 6},
+                            str(env["state"]))
+    assert out["degraded"] is None and "trained with 6 epochs" in out["held_back"]
+    assert out["known_namer"] in ("oral", "lr", "gcn")
+    assert "answered per class" in summary_line(out) and "DEGRADED" not in summary_line(out)
+    assert out["champion"] is False and champion_version(tracking, "pipe") == champion
+    assert _latest_run(env["state"]) == out["run_id"]
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        status, reason = con.execute("SELECT gate_status, gate_reason FROM runs WHERE run_id = ?",
+                                     [out["run_id"]]).fetchone()
+        published = dict(con.execute("SELECT node_id, class_key FROM node_assignments "
+                                     "WHERE run_id = ?", [out["run_id"]]).fetchall())
+    finally:
+        con.close()
+    assert status == "per_class" and "held back as champion" in reason
+    assert "named by" in reason
+    run_dirs = list((env["state"] / "runs" / "pipe").glob("*/answer.parquet"))
+    assert run_dirs, "the answer file sits beside the model's predictions"
+    answer = pq.read_table(max(run_dirs, key=lambda p: p.stat().st_mtime)).to_pydict()
+    got = {str(k): v for k, v in zip(answer["node_id"], answer["class_key"])}
+    assert {k: got[k] for k in published} == published
+
+
 def _latest_run(state: Path) -> str:
     import duckdb
 

@@ -1,0 +1,75 @@
+"""The night's answer decided per class (``ORAL_NIGHT_ANSWER=per_class``, issue 60 item 2;
+the rules in :mod:`oral_core.answer`).
+
+After training, the known classes of tonight's answer are named by the best known-class
+classifier the validation nodes support (ORAL's own naming, the reference logistic regression or
+a known-class GCN) and each novel class stays as ORAL made it. The answer is written beside the
+model's own predictions (``answer.parquet``, the same columns) with what the choice read
+(``answer.json``), and it is what the night publishes, whatever the champion gate thinks of the
+whole model: the gate then decides the champion alias alone.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from data_contracts import snapshots as snap
+
+
+def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str) -> dict:
+    """Tonight's answer per class from the model's predictions (``trained`` is the train step's
+    result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
+    the known classes), ``right`` (validation nodes each candidate names right, among the
+    ``nodes`` ORAL names a known class) and the choice's cross-fitted count
+    (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`)."""
+    import pyarrow.parquet as pq
+    import torch
+
+    from oral_core.answer import (best_known_namer, cross_fitted_right, fit_known_gcn,
+                                  known_validation_nodes, named_right, per_class_answer)
+    from oral_core.columns import writable
+    from oral_core.datasets import preprocess_features
+    from oral_core.graph import canonical_edges
+    from oral_core.reference import reference_predictions
+    from tasks.steps import split_labelled, write_predictions
+
+    run_dir = Path(trained["run_dir"])
+    num_known = int(trained["num_known"])
+    table = pq.read_table(trained["predictions_path"], columns=["class_key", "confidence"])
+    class_id = torch.from_numpy(np.array(table.column("class_key").fill_null(-1).to_numpy(),
+                                         dtype=np.int64))
+    confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
+    x = preprocess_features(torch.from_numpy(writable(snapshot.x)), feature_mode)
+    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
+    train_labels, val_labels = (torch.from_numpy(a) for a in split_labelled(snapshot.labels,
+                                                                           config.seed))
+    candidates = {"oral": class_id}
+    lr = reference_predictions(x, train_labels, val_labels, scale=config.known_head_scale)
+    if lr is not None:  # both labelled sets are there: the GCN can be fitted and compared too
+        candidates["lr"] = lr
+        candidates["gcn"] = fit_known_gcn(x, edges, train_labels, num_known, seed=config.seed)
+    nodes = known_validation_nodes(class_id, val_labels, num_known)
+    namer = best_known_namer(candidates, val_labels, nodes)
+    right = {k: named_right(v, val_labels, nodes) for k, v in candidates.items()}
+    crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=config.seed)
+    answer = per_class_answer(class_id, candidates[namer], num_known)
+    path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
+                             num_known, snapshot.class_names)
+    out = {"predictions_path": str(path), "namer": namer, "right": right, "nodes": int(total),
+           "cross_fitted_right": crossed, "renamed": int((answer != class_id).sum()),
+           "snapshot_date": snapshot.date.isoformat() if snapshot.date else None}
+    text = json.dumps(out)
+    snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
+    return out
+
+
+def answer_reason(degraded: str | None, answer: dict) -> str:
+    """One line on how a night answered per class is published (the run's ``gate_reason``)."""
+    named = {"oral": "ORAL's own groups", "lr": "the reference logistic regression",
+             "gcn": "a known-class GCN"}[answer["namer"]]
+    held = f"the model is held back as champion ({degraded}); " if degraded else ""
+    return (f"{held}answered per class: known classes named by {named} "
+            f"({answer['right'][answer['namer']]} of {answer['nodes']} validation nodes right), "
+            "novel classes as ORAL found them")
