@@ -273,10 +273,27 @@ def read_loop(state: Path, graph: str, paths: list[Path]
     return answered, modelled, pipeline, references
 
 
+def answer_choices(state: Path, graph: str) -> dict[str, dict]:
+    """``{snapshot date: what the per-class answer read}`` (``answer.json`` of each run folder,
+    :func:`tasks.answer.decide_per_class`) for the nights answered per class."""
+    out = {}
+    for path in sorted((state / "runs" / graph).glob("*/answer.json")):
+        got = json.loads(path.read_text())
+        if got.get("snapshot_date"):
+            out[got["snapshot_date"]] = got
+    return out
+
+
 def scored_loop(state: Path, graph: str, paths: list[Path], planted: dict[str, int]) -> dict:
     """The analyst's view scored (the headline), each night's model beside it (``model``), and
     the scoreboard (``scoreboard``, :func:`scoreboards`)."""
     answered, modelled, pipeline, references = read_loop(state, graph, paths)
+    choices = answer_choices(state, graph)
+    for row in pipeline:
+        got = choices.get(row["date"])
+        if got:
+            row["answer"] = {k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right",
+                                                 "renamed")}
     scored = score_loop(answered, planted)
     model = score_loop(modelled, planted)
     scored["scoreboard"] = scoreboards(answered, model["false_lineage_events"], references,
@@ -400,7 +417,27 @@ def night_defaults() -> dict:
 
     s = Settings.from_env()
     return dict(PIPELINE_DEFAULTS) | {"gate_test": s.gate_test, "gate_scope": s.gate_scope,
-                                      "confirm_novel": s.confirm_novel}
+                                      "confirm_novel": s.confirm_novel,
+                                      "night_answer": s.night_answer}
+
+
+#: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with its defaults
+NIGHT_ENV = {"gate_test": ("ORAL_GATE_TEST", "strict"), "gate_scope": ("ORAL_GATE_SCOPE", "night"),
+             "night_answer": ("ORAL_NIGHT_ANSWER", "whole")}
+
+
+def env_prefix(loops: list[dict]) -> str:
+    """The variables (``ORAL_NIGHT_ANSWER=per_class ...``) the loops ran with where they differ
+    from the defaults, as a command line's prefix."""
+    out = {}
+    for lp in loops:
+        kept = lp.get("pipeline_defaults") or {}
+        for key, (var, default) in NIGHT_ENV.items():
+            if kept.get(key, default) != default:
+                out[var] = kept[key]
+        if kept.get("confirm_novel", True) is False:
+            out["ORAL_CONFIRM_NOVEL"] = "0"
+    return "".join(f"{k}={v} " for k, v in sorted(out.items()))
 
 
 def confirm_novel() -> bool:
@@ -421,6 +458,9 @@ def resumable(base: Path, graph: str, args) -> list[Path] | None:
         return None
     kept = json.loads(progress.read_text())
     if kept.get("settings") != args.set or kept.get("confirm_novel", False) != confirm_novel():
+        return None
+    now, before = night_defaults(), kept.get("pipeline_defaults") or {}
+    if any(before.get(k, default) != now[k] for k, (_, default) in NIGHT_ENV.items()):
         return None
     if not (base / "snapshots" / graph).is_dir():
         return None
@@ -615,6 +655,45 @@ def scoreboard_section(loops: list[dict]) -> list[str]:
             f"them, McNemar p < {scoreboard.ALPHA}.", "", *table, ""]
 
 
+def per_class_section(loops: list[dict]) -> list[str]:
+    """The per-class answers' choices (``ORAL_NIGHT_ANSWER=per_class``), read on labelled
+    validation nodes only: per graph, the nights answered by their own run, which classifier
+    named the known classes, and how many of the validation nodes ORAL names a known class each
+    candidate names right, with the choice cross-fitted (chosen on one half, counted on the
+    other)."""
+    graphs: dict[str, list[dict]] = {}
+    for lp in loops:
+        graphs.setdefault(lp["graph"], []).extend(lp["nights"])
+    rows = []
+    for graph, nights in graphs.items():
+        chosen = [r["answer"] for r in nights if r.get("answer")]
+        if not chosen:
+            continue
+        tonight = sum(r.get("answered_by") == "tonight" for r in nights)
+        namers = Counter(a["namer"] for a in chosen)
+        total = sum(a["nodes"] for a in chosen)
+        right = {k: sum(a["right"].get(k, 0) for a in chosen) for k in ("oral", "lr", "gcn")}
+        crossed = sum(a["cross_fitted_right"] for a in chosen)
+        picked = sum(a["right"][a["namer"]] for a in chosen)
+        rows.append(f"| {graph} | {tonight} / {len(nights)} | "
+                    f"{', '.join(f'{k} {v}' for k, v in sorted(namers.items()))} | {total} | "
+                    f"{right['oral']} | {right['lr']} | {right['gcn']} | {picked} | {crossed} | "
+                    f"{'yes' if crossed >= right['oral'] else 'no'} |")
+    if not rows:
+        return []
+    return ["## The per-class answer's choices (labelled nodes only)", "",
+            "Per graph, over its loops' nights: nights published with an answer of their own; "
+            "which classifier named the known classes; the validation nodes ORAL names a known "
+            "class, and how many of them ORAL's own naming, the reference LR and the known-class "
+            "GCN name right; the chosen classifier (in-sample, the choice read these nodes) and "
+            "the choice cross-fitted (chosen on one half of the nodes, counted on the other, "
+            "both ways); whether the cross-fitted choice names at least as many right as ORAL.",
+            "", "| graph | nights answered tonight | known classes named by (nights) | "
+            "validation nodes ORAL names known | ORAL right | LR right | GCN right | chosen "
+            "right (in-sample) | chosen right (cross-fitted) | cross-fitted >= ORAL |",
+            "|---|---|---|---|---|---|---|---|---|---|", *rows, ""]
+
+
 def report(out: Path, argv: list[str], state: Path | None = None) -> str:
     loops = [json.loads(p.read_text()) for p in sorted((out / "loops").glob("*.json"))]
     lines = ["# Nightly loop: what an analyst reads, night by night", "",
@@ -622,7 +701,8 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
              "defaults, are the known classes right every night (at least the reference "
              "classifiers'), is nothing invented on nights without a novel class, is every "
              "planted class surfaced on time under one lineage id, and is the lineage quiet?", "",
-             "Command: `OMP_NUM_THREADS=1 ORAL_DATA_DIR=../shared/datasets python -m "
+             f"Command: `OMP_NUM_THREADS=1 {env_prefix(loops)}ORAL_DATA_DIR=../shared/datasets "
+             "python -m "
              f"benchmarks.nightly_loop --graphs {','.join(GRAPHS)} --sims 0,1,2"
              + "".join(f" --set {kv}" for kv in sorted({kv for lp in loops
                                                          for kv in lp.get("settings") or []}))
@@ -637,6 +717,7 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
              lead_answer(loops), "",
              "Current: " + current_line(loops), "",
              *scoreboard_section(loops),
+             *per_class_section(loops),
              "Known by name: share (%) of the night's unlabelled known-class nodes published "
              "under their true class name; LR / GCN: the reference logistic regression and "
              "known-class GCN on the same labelled nodes and the same scored nodes. Invented: "
