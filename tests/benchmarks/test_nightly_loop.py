@@ -157,8 +157,38 @@ def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path, monkeypatch)
     assert paths is not None and [p.name for p in paths] == ["snapshot=2026-01-01",
                                                              "snapshot=2026-01-02"]
     assert resumable(base, "cora", SimpleNamespace(**{**vars(args), "periods": 3})) is None
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class")  # another answer rule
+    assert resumable(base, "cora", args) is None
+    (base / "progress.json").write_text(json.dumps({
+        "settings": ["known_head=auto"], "confirm_novel": True,
+        "pipeline_defaults": {"night_answer": "per_class"}}))
+    assert resumable(base, "cora", args) is not None
+    monkeypatch.delenv("ORAL_NIGHT_ANSWER")
+    assert resumable(base, "cora", args) is None
     monkeypatch.setenv("ORAL_CONFIRM_NOVEL", "0")  # the pipeline's lineage rule changed
     assert resumable(base, "cora", args) is None
+
+
+def test_the_command_names_the_night_settings_the_loops_ran_with():
+    from benchmarks.nightly_loop import env_prefix
+
+    assert env_prefix([{"pipeline_defaults": {"night_answer": "whole"}}, {}]) == ""
+    assert env_prefix([{"pipeline_defaults": {"night_answer": "per_class", "gate_test": "strict",
+                                              "confirm_novel": False}}]) == \
+        "ORAL_CONFIRM_NOVEL=0 ORAL_NIGHT_ANSWER=per_class "
+
+
+def test_the_per_class_table_reads_validation_nodes_and_the_cross_fitted_choice():
+    from benchmarks.nightly_loop import per_class_section
+
+    night = {"answered_by": "tonight", "answer": {
+        "namer": "gcn", "right": {"oral": 40, "lr": 30, "gcn": 45}, "nodes": 50,
+        "cross_fitted_right": 39, "renamed": 5}}
+    assert per_class_section([{"graph": "cora", "nights": [{"answered_by": "tonight"}]}]) == []
+    lines = per_class_section([{"graph": "cora", "nights": [night, night | {
+        "answered_by": "an earlier night"}]}])
+    row = [r for r in lines if r.startswith("| cora")][0]
+    assert row == "| cora | 1 / 2 | gcn 2 | 100 | 80 | 60 | 90 | 90 | 78 | no |"
 
 
 def test_published_dates_reads_the_nights_with_a_run_row(tmp_path):
