@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing
-import time
 
 import numpy as np
 import pytest
@@ -558,9 +557,9 @@ def test_candidate_pairs_are_distinct_and_bounded() -> None:
     assert {(a, b) for a, b in zip(i.tolist(), j.tolist())} == {
         (a, b) for a in range(7) for b in range(a + 1, 7)}
     for n, budget in [(50, 100), (10**6, 1000)]:
-        start = time.perf_counter()
+        # sampled, never enumerated: 10**6 nodes have 5 * 10**11 pairs, which no enumeration
+        # could hold (it would fail for memory instead of returning)
         i, j = candidate_pairs(n, budget, gen, torch.device("cpu"))
-        assert time.perf_counter() - start < 1.0  # sampled, never enumerated
         pairs = list(zip(i.tolist(), j.tolist()))
         assert 0 < len(pairs) <= budget
         assert len(set(pairs)) == len(pairs)

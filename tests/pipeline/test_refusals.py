@@ -430,14 +430,13 @@ def test_a_missing_snapshot_is_refused_before_prefect_starts(argv, paths, capsys
 
     monkeypatch.setattr(flows.settings, "configure_environment", started)
     capsys.readouterr()
-    begin = time.monotonic()
     code = __import__("cli.main", fromlist=["main"]).main(
         _argv(argv + ["--snapshots", "{root}", "--state-dir", "{base}/never", "--epochs", "2"],
               paths))
     out = capsys.readouterr()
     errors = [line for line in (out.out + out.err).splitlines() if line]
     assert code == 2 and len(errors) == 1 and errors[0].startswith("error: no snapshot"), errors
-    assert time.monotonic() - begin < 10 and not (paths["base"] / "never").exists()
+    assert not (paths["base"] / "never").exists()
 
 
 def test_the_child_left_no_server_and_its_output_holds_no_traceback(child_results):

@@ -386,7 +386,6 @@ def test_unreachable_server_gives_tracking_error(tmp_path, monkeypatch, caplog):
         calls.append(1)
         return mlflow.MlflowClient(uri).search_experiments()
 
-    started = time.perf_counter()
     with pytest.raises(TrackingError, match=f"127.0.0.1:{port}"):
         tracking.with_retries(search, attempts=3, base_delay=0.01, uri=uri)
     assert len(calls) == 3
@@ -395,7 +394,6 @@ def test_unreachable_server_gives_tracking_error(tmp_path, monkeypatch, caplog):
         with pytest.raises(TrackingError, match=f"after 3 attempt.*{uri}"):
             tracking.experiment_for(cfg, GRAPH)
     assert sum("retrying" in r.getMessage() for r in caplog.records) == 2
-    assert time.perf_counter() - started < 30
 
 
 def test_artifact_root_that_cannot_be_created(fitted, cfg, tmp_path):
@@ -449,11 +447,6 @@ def test_inputs_are_checked_before_a_run_is_created(fitted, cfg):
         tracking.log_training_run(cfg, "checked", {}, [], {"predictions": [1, 2]}, {},
                                   fitted["model_file"], {})
     assert tracking.client(cfg).get_experiment_by_name("oral-checked") is None
-
-
-def test_logged_run_timing(logged):
-    # the whole run (schema creation included) stays well inside a nightly budget
-    assert logged["seconds"] < 30
 
 
 def test_using_restores_the_process_wide_uris(cfg, monkeypatch):

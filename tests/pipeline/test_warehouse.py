@@ -454,9 +454,10 @@ def test_locked_file_is_retried_then_refused_clearly(tmp_path, caplog) -> None:
         with pytest.raises(WarehouseLocked) as err:
             wh.connect()
         waited = time.monotonic() - start
-        assert 1.9 <= waited < 8.0
+        assert waited >= 1.9  # it waited its whole timeout ...
         assert str(path) in str(err.value) and "locked by another process" in str(err.value)
-        assert sum("is locked" in r.getMessage() for r in caplog.records) >= 3  # logged retries
+        # ... in backed-off, logged retries (0.1 s doubling to 0.5 s: a bounded number of them)
+        assert 3 <= sum("is locked" in r.getMessage() for r in caplog.records) <= 20
         with pytest.raises(WarehouseLocked):  # readers wait too
             wh.latest_classes()
 

@@ -108,7 +108,7 @@ def test_a_live_holder_makes_a_writer_wait_then_fail_naming_it(tmp_path):
         with _Lines() as lines, pytest.raises(WriterLockTimeout) as raised:
             with writer_lock(db, "social", timeout=1.0, poll=0.1):
                 pass
-        assert 1.0 <= time.monotonic() - start < 10
+        assert time.monotonic() - start >= 1.0  # it waited its whole timeout
         assert isinstance(raised.value, WarehouseError)  # the CLI's one-line warehouse error
         message = str(raised.value)
         assert "\n" not in message and f"pid {proc.pid} on host" in message
