@@ -176,9 +176,7 @@ def test_a_stuck_prefect_writer_slot_does_not_block_a_night(env):
         client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(
             name="oral-duckdb-writer", limit=1, active_slots=1, slot_decay_per_second=0.0))
         try:
-            start = time.monotonic()
-            out = env.night(graph)
-            assert time.monotonic() - start < 120
+            out = env.night(graph)  # finishes: the flow no longer waits on the stuck slot
             limit = client.read_global_concurrency_limit_by_name("oral-duckdb-writer")
             assert limit.active_slots == 1  # untouched: the flow no longer asks for it
         finally:

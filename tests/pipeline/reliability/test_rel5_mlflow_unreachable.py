@@ -42,10 +42,8 @@ def test_mlflow_unreachable_fails_clearly_and_publishes_nothing(env, monkeypatch
     monkeypatch.setattr(tracking, "TrackingConfig", _fast_tracking_config())
     monkeypatch.setattr(pt.register, "retry_delay_seconds", 0)
     caplog.set_level(logging.WARNING, logger="tasks.registry")
-    start = time.monotonic()
     with pytest.raises(tracking.TrackingError) as err:
         env.night(graph)
-    assert time.monotonic() - start < 120
     assert uri in str(err.value) and "after 3 attempt(s)" in str(err.value)
     retries = [r.getMessage() for r in caplog.records if "failed (attempt" in r.getMessage()]
     assert 2 <= len(retries) <= 3 * 2  # 2 logged retries per task attempt, at most 3 attempts
