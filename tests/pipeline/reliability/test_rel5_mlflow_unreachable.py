@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-import time
 
 import pytest
 
