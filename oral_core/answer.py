@@ -94,6 +94,19 @@ def best_known_namer(candidates: dict[str, torch.Tensor], val_labels: torch.Tens
     return best
 
 
+def known_namer_of_every_node(candidates: dict[str, torch.Tensor], namer: str,
+                              val_labels: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    """A known class for every node: the chosen namer's, or, when that is ORAL's own naming
+    (which names only the nodes it puts in known classes), the best of the other candidates on
+    ``nodes``. Where a dropped novel class's nodes go (:func:`drop_classes`)."""
+    if namer != "oral":
+        return candidates[namer]
+    others = {k: v for k, v in candidates.items() if k != "oral"}
+    if not others:
+        raise ValueError("no known-class classifier names every node: only ORAL's own naming")
+    return others[best_known_namer(others, val_labels, nodes)]
+
+
 def cross_fitted_right(candidates: dict[str, torch.Tensor], val_labels: torch.Tensor,
                        nodes: torch.Tensor, seed: int = 0) -> tuple[int, int]:
     """The choice of :func:`best_known_namer` measured honestly: ``nodes`` split in two halves
@@ -118,3 +131,32 @@ def per_class_answer(class_id: torch.Tensor, namer: torch.Tensor, num_known: int
     a node in a novel group (or in none, -1) keeps ORAL's."""
     known = (class_id >= 0) & (class_id < num_known)
     return torch.where(known, namer.long(), class_id.long())
+
+
+def answer_known_split(answer: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
+                       num_known: int, threshold: float) -> torch.Tensor:
+    """The known-split check (:func:`oral_core.novelty.known_split_groups`, ``known_split_share``)
+    on the answer's own classes rather than the ensemble's groups: bool ``[C]`` over class ids,
+    True for a novel class (id ``>= num_known``) whose unlabelled nodes are, judged by its
+    validation nodes, at least ``threshold`` known (the unlabelled nodes per validation node
+    measured in the answer's known classes). ``unlabelled``: bool ``[N]``, nodes with no label."""
+    from .novelty import known_split_groups
+
+    answer = answer.long()
+    size = int(answer.max()) + 2 if answer.numel() else 1
+    none = size - 1  # the nodes in no class (-1) form a group of no class
+    group = torch.where(answer >= 0, answer, torch.full_like(answer, none))
+    group_class = torch.arange(size)
+    group_class[none] = -1
+    return known_split_groups(group, group_class, unlabelled, val_labels >= 0, num_known,
+                              threshold)[:size - 1]
+
+
+def drop_classes(answer: torch.Tensor, namer: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor:
+    """The answer with the nodes of the ``dropped`` classes (bool ``[C]`` over class ids) named by
+    the known-class ``namer`` instead."""
+    answer = answer.long()
+    hit = torch.zeros_like(answer, dtype=torch.bool)
+    inside = answer >= 0
+    hit[inside] = dropped[answer[inside]]
+    return torch.where(hit, namer.long(), answer)

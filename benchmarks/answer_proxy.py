@@ -1,0 +1,204 @@
+"""The night's answer per class, judged on labelled nodes only (issue 60, items 2-3).
+
+    OMP_NUM_THREADS=1 python -m benchmarks.answer_proxy --loops STATE [--graphs cora,synthetic15]
+        [--sims 0,1] [--nights 4,8] [--seeds 0] [--out DIR] [--report-only]
+
+One ORAL fit per (snapshot, seed, task) at the nightly pipeline's defaults, and every answer
+built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
+
+- ``oral``: ORAL's own answer (the paper's partition, the pipeline's known head included);
+- ``per_class``: the known classes named by the best of ORAL, the reference logistic regression
+  and the known-class GCN on the validation nodes ORAL names known (``ORAL_NIGHT_ANSWER=per_class``);
+- ``per_class+split``: that, and each novel class of the answer judged by the known-split check
+  on its own validation nodes (``known_split_share``): one the check calls known is dropped, its
+  nodes named by the chosen classifier.
+
+Two proxies, read on labelled nodes only:
+
+- the held-out-class proxy (``harness.proxy.task_from_labels``, ``hide="extremes"``: the known
+  classes with the most and the fewest labelled nodes play two novel classes) with disjoint
+  validation halves: the fit and every choice read one half of the visible classes' validation
+  nodes, the other half is scored with the stand-ins' labelled nodes (All / Known / Novel,
+  Eq. 14) and the stand-ins *surface* when a novel class holds >= 50% of one at >= 70% precision;
+- the no-novel proxy (``harness.proxy.no_novel_task``): novel classes invented where nothing is
+  new, and the accuracy on the stand-in unlabelled nodes.
+
+One JSON line per fit in ``fits.jsonl`` (resumable); ``README.md`` keeps the question and the
+rule, ``table.md`` the table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks.records import append_jsonl, read_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
+ANSWERS = ("oral", "per_class", "per_class+split")
+
+
+def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
+    """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``, the
+    known-class classifiers fitted on ``train`` and chosen on ``val``."""
+    from oral_core.answer import (answer_known_split, best_known_namer, drop_classes,
+                                  fit_known_gcn, known_namer_of_every_node,
+                                  known_validation_nodes, per_class_answer)
+    from oral_core.reference import reference_predictions
+
+    candidates = {"oral": class_id}
+    lr = reference_predictions(x, train, val, scale=config.known_head_scale)
+    if lr is not None:
+        candidates["lr"] = lr
+        candidates["gcn"] = fit_known_gcn(x, edges, train, num_known, seed=config.seed)
+    nodes = known_validation_nodes(class_id, val, num_known)
+    namer = best_known_namer(candidates, val, nodes)
+    per_class = per_class_answer(class_id, candidates[namer], num_known)
+    share = config.known_split_share if config.known_split_share is not None else 0.5
+    dropped = answer_known_split(per_class, val, unlabelled, num_known, share)
+    if dropped.any():
+        every = known_namer_of_every_node(candidates, namer, val, nodes)
+        split = drop_classes(per_class, every, dropped)
+    else:
+        split = per_class
+    return {"oral": class_id, "per_class": per_class, "per_class+split": split,
+            "namer": namer, "dropped": int(dropped.sum())}
+
+
+def heldout_row(path: str, seed: int, config) -> dict:
+    import torch
+
+    from benchmarks.granularity_proxy import surfaced
+    from benchmarks.split_repeat_proxy import night_task
+    from harness.proxy import proxy_accuracy, task_from_labels
+    from oral_core.config import ORALConfig
+    from oral_core.trainer import ORAL
+
+    g, x, train, val, k = night_task(path)
+    task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "extremes",
+                            disjoint_val=True)
+    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
+    model = ORAL(cfg).fit(x, g.edge_index, task.train, task.val)
+    v = int(task.visible.numel())
+    unlabelled = (task.train < 0) & (task.val < 0)
+    built = answers(model.discoveries["last"].class_id, x, g.edge_index, task.train, task.val,
+                    unlabelled, v, cfg)
+    out = {"namer": built["namer"], "dropped": built["dropped"]}
+    for name in ANSWERS:
+        ids = built[name]
+        acc = proxy_accuracy(g, task, ids)
+        found = surfaced(g.y, task.scored, ids, task.hidden, v)
+        out[name] = {key: acc[key] for key in ("all", "known", "novel")} | {
+            "surfaced": sum(f["surfaced"] for f in found),
+            "novel_classes": int(torch.unique(ids[ids >= v]).numel())}
+    return out
+
+
+def nonovel_row(path: str, seed: int, config) -> dict:
+    import torch
+    from torch_geometric.utils import subgraph
+
+    from benchmarks.split_repeat_proxy import night_task
+    from harness.proxy import no_novel_task
+    from oral_core.config import ORALConfig
+    from oral_core.trainer import ORAL
+
+    g, x, train, val, k = night_task(path)
+    task = no_novel_task(g.y, train >= 0, val >= 0, torch.arange(k), seed)
+    keep, tr, va, scored, y = (task[key] for key in ("keep", "train", "val", "scored", "y"))
+    edges, _ = subgraph(keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
+    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
+    model = ORAL(cfg).fit(x[keep], edges, tr, va)
+    built = answers(model.discoveries["last"].class_id, x[keep], edges, tr, va,
+                    (tr < 0) & (va < 0), k, cfg)
+    out = {"namer": built["namer"], "dropped": built["dropped"]}
+    for name in ANSWERS:
+        ids = built[name]
+        out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),
+                     "novel_classes": int(torch.unique(ids[ids >= k]).numel())}
+    return out
+
+
+def paired(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float, int]:
+    """Mean and standard error of ``b - a`` on ``key`` over ``rows``."""
+    diffs = [r[b][key] - r[a][key] for r in rows
+             if not (math.isnan(r[b][key]) or math.isnan(r[a][key]))]
+    if not diffs:
+        return float("nan"), float("nan"), 0
+    se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else float("nan")
+    return statistics.fmean(diffs), se, len(diffs)
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| task | graph | fits | answer | All | Known | Novel | stand-ins surfaced | novel "
+             "classes | paired All vs per_class (s.e.) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    held = [r for r in rows if r["kind"] == "heldout"]
+    for graph in sorted({r["graph"] for r in held}):
+        rs = [r for r in held if r["graph"] == graph]
+        for name in ANSWERS:
+            def mean(key):
+                vals = [r[name][key] for r in rs if not math.isnan(r[name][key])]
+                return statistics.fmean(vals) if vals else float("nan")
+            d, se, _ = paired(rs, "per_class", name, "all")
+            lines.append(f"| held-out | {graph} | {len(rs)} | {name} | {mean('all'):.1f} | "
+                         f"{mean('known'):.1f} | {mean('novel'):.1f} | "
+                         f"{sum(r[name]['surfaced'] for r in rs)} of {2 * len(rs)} | "
+                         f"{sum(r[name]['novel_classes'] for r in rs)} | "
+                         f"{'' if name == 'per_class' else f'{d:+.1f} ({se:.1f})'} |")
+    none = [r for r in rows if r["kind"] == "nonovel"]
+    for graph in sorted({r["graph"] for r in none}):
+        rs = [r for r in none if r["graph"] == graph]
+        for name in ANSWERS:
+            acc = statistics.fmean(r[name]["accuracy"] for r in rs)
+            lines.append(f"| no-novel | {graph} | {len(rs)} | {name} | {acc:.1f} | | | | "
+                         f"{sum(r[name]['novel_classes'] for r in rs)} (invented) | |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
+    ap.add_argument("--loops", default="", help="a nightly-loop --state folder")
+    ap.add_argument("--graphs", default="cora,synthetic15")
+    ap.add_argument("--sims", default="0,1")
+    ap.add_argument("--nights", default="4,8")
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--tasks", default="heldout,nonovel")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "fits.jsonl"
+    rows = read_jsonl(path)
+    if not args.report_only:
+        from benchmarks.split_repeat_proxy import loop_nights
+        from flows.configuration import build_config, pipeline_defaults
+
+        config = build_config(pipeline_defaults())
+        done = {(r["kind"], r["loop"], r["night"], r["seed"]) for r in rows}
+        jobs = [(task, loop, night, seed, snapshot)
+                for loop, night, seed, snapshot in loop_nights(Path(args.loops), args.graphs,
+                                                                args.sims, args.nights, args.seeds)
+                for task in args.tasks.split(",") if (task, loop, night, seed) not in done]
+        for i, (task, loop, night, seed, snapshot) in enumerate(jobs, 1):
+            print(f"[{i}/{len(jobs)}] {task} {loop} night {night} seed {seed}", flush=True)
+            start = time.perf_counter()
+            fit = heldout_row if task == "heldout" else nonovel_row
+            row = {"kind": task, "loop": loop, "graph": loop.rsplit("-sim", 1)[0],
+                   "night": night, "seed": seed} | fit(snapshot, seed, config)
+            row["seconds"] = round(time.perf_counter() - start, 1)
+            rows.append(row)
+            append_jsonl(path, row)
+            print(f"    {json.dumps(row)}", flush=True)
+    text = table(rows)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
