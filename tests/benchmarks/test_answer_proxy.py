@@ -1,0 +1,54 @@
+"""benchmarks.answer_proxy: every answer built from one fit, and its table."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def test_the_answers_of_one_fit_differ_only_where_their_rules_say():
+    """ORAL puts a known class's nodes (validation nodes among them) into a novel class 2 and keeps
+    a genuinely unlabelled group 3: per_class renames nothing novel, the split check drops class 2
+    and gives its nodes known names, class 3 stays."""
+    from types import SimpleNamespace
+
+    from benchmarks.answer_proxy import answers
+
+    torch.manual_seed(0)
+    n = 60
+    truth = torch.arange(n) % 2
+    x = torch.nn.functional.one_hot(truth, 2).float() * 3 + torch.randn(n, 2) * 0.1
+    edges = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
+    train = torch.where(torch.arange(n) < 20, truth, torch.full((n,), -1))
+    val = torch.where((torch.arange(n) >= 20) & (torch.arange(n) < 32), truth, torch.full((n,), -1))
+    class_id = truth.clone()
+    class_id[[20, 22, 24, 40, 42, 44]] = 2  # validation nodes 20-24 and unlabelled 40-44
+    class_id[50:] = 3
+    unlabelled = (train < 0) & (val < 0)
+    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
+    got = answers(class_id, x, edges, train, val, unlabelled, 2, cfg)
+    assert torch.equal(got["oral"], class_id)
+    assert (got["per_class"] == 2).sum() == 6 and (got["per_class"] == 3).sum() == 10
+    assert got["dropped"] == 1
+    split = got["per_class+split"]
+    assert not (split == 2).any() and (split == 3).sum() == 10
+    assert torch.equal(split[[40, 42, 44]], truth[[40, 42, 44]])
+
+
+def test_the_table_pairs_every_answer_with_per_class():
+    from benchmarks.answer_proxy import paired, table
+
+    def row(all_, surfaced, seed):
+        base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+        return {"kind": "heldout", "graph": "cora", "seed": seed, "oral": base,
+                "per_class": base, "per_class+split": base | {"all": all_,
+                                                              "surfaced": surfaced}}
+    rows = [row(62.0, 1, 0), row(64.0, 0, 1)]
+    mean, se, n = paired(rows, "per_class", "per_class+split", "all")
+    assert (mean, n) == (3.0, 2) and math.isclose(se, 1.0)
+    text = table(rows + [{"kind": "nonovel", "graph": "cora", "oral": {"accuracy": 50.0,
+                                                                       "novel_classes": 2},
+                          "per_class": {"accuracy": 55.0, "novel_classes": 2},
+                          "per_class+split": {"accuracy": 60.0, "novel_classes": 0}}])
+    assert "| held-out | cora | 2 | per_class+split | 63.0 | 70.0 | 50.0 | 1 of 4 | 4 | +3.0 (1.0) |" in text
+    assert "| no-novel | cora | 1 | per_class+split | 60.0 | | | | 0 (invented) | |" in text
