@@ -43,30 +43,16 @@ ANSWERS = ("oral", "per_class", "per_class+split")
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
-    """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``, the
-    known-class classifiers fitted on ``train`` and chosen on ``val``."""
-    from oral_core.answer import (answer_known_split, best_known_namer, drop_classes,
-                                  fit_known_gcn, known_namer_of_every_node,
-                                  known_validation_nodes, per_class_answer)
-    from oral_core.reference import reference_predictions
+    """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``
+    (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
+    chosen on ``val``), with the chosen ``namer`` and the novel classes ``dropped``."""
+    from oral_core.answer import decide_answer
 
-    candidates = {"oral": class_id}
-    lr = reference_predictions(x, train, val, scale=config.known_head_scale)
-    if lr is not None:
-        candidates["lr"] = lr
-        candidates["gcn"] = fit_known_gcn(x, edges, train, num_known, seed=config.seed)
-    nodes = known_validation_nodes(class_id, val, num_known)
-    namer = best_known_namer(candidates, val, nodes)
-    per_class = per_class_answer(class_id, candidates[namer], num_known)
     share = config.known_split_share if config.known_split_share is not None else 0.5
-    dropped = answer_known_split(per_class, val, unlabelled, num_known, share)
-    if dropped.any():
-        every = known_namer_of_every_node(candidates, namer, val, nodes)
-        split = drop_classes(per_class, every, dropped)
-    else:
-        split = per_class
-    return {"oral": class_id, "per_class": per_class, "per_class+split": split,
-            "namer": namer, "dropped": int(dropped.sum())}
+    got = decide_answer(class_id, x, edges, train, val, unlabelled, num_known,
+                        scale=config.known_head_scale, seed=config.seed, split_share=share)
+    return {"oral": class_id, "per_class": got["per_class"], "per_class+split": got["answer"],
+            "namer": got["namer"], "dropped": got["dropped"]}
 
 
 def heldout_row(path: str, seed: int, config) -> dict:

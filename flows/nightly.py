@@ -112,8 +112,10 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     training = train_night(night, plan, path, snapshot, files, mode)
     trained = training.result
     # per class (ORAL_NIGHT_ANSWER=per_class): tonight's answer, which the night publishes
-    answer = (pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode)
-              if night.settings.night_answer == "per_class" else None)
+    rule = night.settings.night_answer
+    answer = (None if rule == "whole" else
+              pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
+                                  split=rule == "per_class_split"))
     predictions = answer["predictions_path"] if answer else trained["predictions_path"]
     scores = pt.score(snapshot, predictions, trained["num_known"])
     classes = pt.describe(snapshot, predictions, trained["num_known"])
@@ -310,7 +312,7 @@ def run_record(night: Night, files, snapshot, training: Training, scores, degrad
                               "warm_from_version": start["warm_from_version"]}.items()
             if k in RUN_COLUMNS}
     run |= {"gate_status": "degraded" if degraded else "ok", "gate_reason": degraded}
-    if answer is not None and (degraded or answer["namer"] != "oral"):
+    if answer is not None and (degraded or answer["namer"] != "oral" or answer.get("dropped")):
         from tasks.answer import answer_reason
 
         run |= {"gate_status": "per_class", "gate_reason": answer_reason(degraded, answer)}
@@ -319,7 +321,7 @@ def run_record(night: Night, files, snapshot, training: Training, scores, degrad
             "prefect_flow_run_id": run["prefect_flow_run_id"], "oral_run_id": training.run_id,
             **{k: v for k, v in start.items() if v not in (None, "")}}
     if answer is not None:
-        tags |= {"night_answer": "per_class", "known_namer": answer["namer"]}
+        tags |= {"night_answer": night.settings.night_answer, "known_namer": answer["namer"]}
     return run, tags
 
 

@@ -160,3 +160,39 @@ def drop_classes(answer: torch.Tensor, namer: torch.Tensor, dropped: torch.Tenso
     inside = answer >= 0
     hit[inside] = dropped[answer[inside]]
     return torch.where(hit, namer.long(), answer)
+
+
+def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tensor,
+                  train_labels: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
+                  num_known: int, scale: str = "labelled", seed: int = 0,
+                  split_share: float | None = None) -> dict:
+    """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
+    ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
+    ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
+    naming them (:func:`per_class_answer`); with ``split_share``, each novel class of that
+    answer judged by the known-split check on its own validation nodes
+    (:func:`answer_known_split`) and dropped into known classes when called known.
+
+    Returns ``answer`` (class id per node), ``per_class`` (before the split check), ``namer``,
+    ``right`` (validation nodes each candidate names right among ``nodes``), ``nodes``,
+    ``cross_fitted_right`` (:func:`cross_fitted_right`) and ``dropped`` (novel classes)."""
+    from .reference import reference_predictions
+
+    candidates = {"oral": class_id}
+    lr = reference_predictions(x, train_labels, val_labels, scale=scale)
+    if lr is not None:  # both labelled sets are there: the GCN is fitted and compared too
+        candidates["lr"] = lr
+        candidates["gcn"] = fit_known_gcn(x, edge_index, train_labels, num_known, seed=seed)
+    nodes = known_validation_nodes(class_id, val_labels, num_known)
+    namer = best_known_namer(candidates, val_labels, nodes)
+    per_class = per_class_answer(class_id, candidates[namer], num_known)
+    answer, dropped = per_class, 0
+    if split_share is not None and len(candidates) > 1:
+        drop = answer_known_split(per_class, val_labels, unlabelled, num_known, split_share)
+        if drop.any():
+            every = known_namer_of_every_node(candidates, namer, val_labels, nodes)
+            answer, dropped = drop_classes(per_class, every, drop), int(drop.sum())
+    crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=seed)
+    return {"answer": answer, "per_class": per_class, "namer": namer,
+            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
+            "nodes": total, "cross_fitted_right": crossed, "dropped": dropped}

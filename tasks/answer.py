@@ -18,21 +18,23 @@ import numpy as np
 from data_contracts import snapshots as snap
 
 
-def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str) -> dict:
+def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str,
+                     split: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
     ``nodes`` ORAL names a known class) and the choice's cross-fitted count
-    (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`)."""
+    (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`). With
+    ``split`` (``ORAL_NIGHT_ANSWER=per_class_split``) each novel class of the answer is judged
+    by the known-split check on its own validation nodes and ``dropped`` into known classes when
+    called known (:func:`oral_core.answer.decide_answer`)."""
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import (best_known_namer, cross_fitted_right, fit_known_gcn,
-                                  known_validation_nodes, named_right, per_class_answer)
+    from oral_core.answer import decide_answer
     from oral_core.columns import writable
     from oral_core.datasets import preprocess_features
     from oral_core.graph import canonical_edges
-    from oral_core.reference import reference_predictions
     from tasks.steps import split_labelled, write_predictions
 
     run_dir = Path(trained["run_dir"])
@@ -45,21 +47,17 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
     train_labels, val_labels = (torch.from_numpy(a) for a in split_labelled(snapshot.labels,
                                                                            config.seed))
-    candidates = {"oral": class_id}
-    lr = reference_predictions(x, train_labels, val_labels, scale=config.known_head_scale)
-    if lr is not None:  # both labelled sets are there: the GCN can be fitted and compared too
-        candidates["lr"] = lr
-        candidates["gcn"] = fit_known_gcn(x, edges, train_labels, num_known, seed=config.seed)
-    nodes = known_validation_nodes(class_id, val_labels, num_known)
-    namer = best_known_namer(candidates, val_labels, nodes)
-    right = {k: named_right(v, val_labels, nodes) for k, v in candidates.items()}
-    crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=config.seed)
-    answer = per_class_answer(class_id, candidates[namer], num_known)
+    unlabelled = torch.from_numpy(np.asarray(snapshot.labels) < 0)
+    share = (config.known_split_share if config.known_split_share is not None else 0.5) \
+        if split else None
+    got = decide_answer(class_id, x, edges, train_labels, val_labels, unlabelled, num_known,
+                        scale=config.known_head_scale, seed=config.seed, split_share=share)
+    answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
-    out = {"predictions_path": str(path), "namer": namer, "right": right, "nodes": int(total),
-           "cross_fitted_right": crossed, "renamed": int((answer != class_id).sum()),
-           "snapshot_date": snapshot.date.isoformat() if snapshot.date else None}
+    out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
+           "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "dropped")}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out
@@ -72,4 +70,6 @@ def answer_reason(degraded: str | None, answer: dict) -> str:
     held = f"the model is held back as champion ({degraded}); " if degraded else ""
     return (f"{held}answered per class: known classes named by {named} "
             f"({answer['right'][answer['namer']]} of {answer['nodes']} validation nodes right), "
-            "novel classes as ORAL found them")
+            + (f"{answer['dropped']} novel class(es) dropped by the known-split check on their "
+               "own validation nodes" if answer.get("dropped") else
+               "novel classes as ORAL found them"))

@@ -3,6 +3,7 @@ a backfill over three simulated nights, an idempotent rerun, a snapshot that bre
 the CLI, and the analyst SQL of the docs (docs/analysts.md)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -264,6 +265,14 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
     answer = pq.read_table(max(run_dirs, key=lambda p: p.stat().st_mtime)).to_pydict()
     got = {str(k): v for k, v in zip(answer["node_id"], answer["class_key"])}
     assert {k: got[k] for k in published} == published
+    # the same with the answer's novel classes judged by the known-split check: answered too
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class_split")
+    split = nightly_discovery("pipe", str(env["root"]), "2026-03-03", CONFIG | {"epochs": 7},
+                              str(env["state"]))
+    assert split["degraded"] is None and _latest_run(env["state"]) == split["run_id"]
+    chosen = [json.loads(p.read_text()) for p in
+              (env["state"] / "runs" / "pipe").glob("*/answer.json")]
+    assert all("dropped" in c and c["snapshot_date"] == "2026-03-03" for c in chosen)
 
 
 def _latest_run(state: Path) -> str:

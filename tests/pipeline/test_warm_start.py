@@ -516,7 +516,7 @@ def test_the_summary_line_says_why_a_night_is_degraded():
 @pytest.mark.parametrize("var, attr, default, choices, bad", [
     ("ORAL_GATE_TEST", "gate_test", "strict", ("mcnemar", "strict"), "bootstrap"),
     ("ORAL_GATE_SCOPE", "gate_scope", "night", ("night", "known"), "class"),
-    ("ORAL_NIGHT_ANSWER", "night_answer", "whole", ("whole", "per_class"), "per_node"),
+    ("ORAL_NIGHT_ANSWER", "night_answer", "whole", ("whole", "per_class", "per_class_split"), "per_node"),
 ])
 def test_the_gate_settings_default_take_their_choices_and_refuse_nonsense(
         monkeypatch, var, attr, default, choices, bad):
