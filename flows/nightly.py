@@ -112,10 +112,10 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     training = train_night(night, plan, path, snapshot, files, mode)
     trained = training.result
     # per class (ORAL_NIGHT_ANSWER=per_class): tonight's answer, which the night publishes
-    rule = night.settings.night_answer
-    answer = (None if rule == "whole" else
+    rule = night.settings.night_answer.split("+")
+    answer = (None if rule[0] == "whole" else
               pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
-                                  split=rule == "per_class_split"))
+                                  split="split" in rule, paired="paired" in rule))
     predictions = answer["predictions_path"] if answer else trained["predictions_path"]
     scores = pt.score(snapshot, predictions, trained["num_known"])
     classes = pt.describe(snapshot, predictions, trained["num_known"])

@@ -24,6 +24,9 @@ import torch
 
 #: the known-class classifiers the answer chooses among, in the order ties are broken
 NAMERS = ("oral", "lr", "gcn")
+#: the paired choice's level (``ORAL_NIGHT_ANSWER=per_class_paired``): another classifier names
+#: the known classes only when it beats ORAL's own naming at McNemar p below this
+PAIRED_ALPHA = 0.05
 #: the known-class GCN (Kipf & Welling 2017): hidden width, dropout, Adam's rate and weight decay,
 #: and a fixed number of epochs (no early stop, so the validation nodes stay unread until the
 #: choice)
@@ -81,16 +84,35 @@ def known_validation_nodes(class_id: torch.Tensor, val_labels: torch.Tensor,
     return (val_labels >= 0) & (class_id < num_known) & (class_id >= 0)
 
 
+def beats_oral(candidate: torch.Tensor, oral: torch.Tensor, val_labels: torch.Tensor,
+               nodes: torch.Tensor, alpha: float) -> bool:
+    """Does ``candidate`` name ``nodes`` better than ORAL's own naming beyond chance: more of the
+    nodes the two disagree on right, at an exact two-sided McNemar p below ``alpha``
+    (:func:`oral_core.reference.mcnemar_p`)?"""
+    from .reference import discordant, mcnemar_p
+
+    masked = torch.where(nodes, val_labels.long(), torch.full_like(val_labels.long(), -1))
+    worse, better = discordant(candidate, oral, masked)  # only ORAL right, only candidate right
+    return better > worse and mcnemar_p(worse, better) < alpha
+
+
 def best_known_namer(candidates: dict[str, torch.Tensor], val_labels: torch.Tensor,
-                     nodes: torch.Tensor) -> str:
+                     nodes: torch.Tensor, paired_alpha: float | None = None) -> str:
     """The candidate (``{name: known class per node}``, in :data:`NAMERS` order) naming the most
-    of ``nodes`` right; ties keep the earlier one (ORAL's own naming first)."""
+    of ``nodes`` right; ties keep the earlier one (ORAL's own naming first). With
+    ``paired_alpha``, a classifier replaces ORAL's own naming only when it names the nodes better
+    beyond chance (:func:`beats_oral`), so noise never moves the answer away from ORAL."""
     best, most = None, -1
     for name in NAMERS:
-        if name in candidates:
-            right = named_right(candidates[name], val_labels, nodes)
-            if right > most:
-                best, most = name, right
+        if name not in candidates:
+            continue
+        if (paired_alpha is not None and name != "oral" and "oral" in candidates
+                and not beats_oral(candidates[name], candidates["oral"], val_labels, nodes,
+                                   paired_alpha)):
+            continue
+        right = named_right(candidates[name], val_labels, nodes)
+        if right > most:
+            best, most = name, right
     return best
 
 
@@ -108,7 +130,8 @@ def known_namer_of_every_node(candidates: dict[str, torch.Tensor], namer: str,
 
 
 def cross_fitted_right(candidates: dict[str, torch.Tensor], val_labels: torch.Tensor,
-                       nodes: torch.Tensor, seed: int = 0) -> tuple[int, int]:
+                       nodes: torch.Tensor, seed: int = 0,
+                       paired_alpha: float | None = None) -> tuple[int, int]:
     """The choice of :func:`best_known_namer` measured honestly: ``nodes`` split in two halves
     at random, the namer chosen on one half names the other, and the other way round. Returns
     ``(right, total)`` over both halves."""
@@ -121,8 +144,8 @@ def cross_fitted_right(candidates: dict[str, torch.Tensor], val_labels: torch.Te
         pick[choose] = True
         held = torch.zeros_like(nodes)
         held[score] = True
-        right += named_right(candidates[best_known_namer(candidates, val_labels, pick)],
-                             val_labels, held)
+        chosen = best_known_namer(candidates, val_labels, pick, paired_alpha)
+        right += named_right(candidates[chosen], val_labels, held)
     return right, int(idx.numel())
 
 
@@ -165,13 +188,15 @@ def drop_classes(answer: torch.Tensor, namer: torch.Tensor, dropped: torch.Tenso
 def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tensor,
                   train_labels: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
                   num_known: int, scale: str = "labelled", seed: int = 0,
-                  split_share: float | None = None) -> dict:
+                  split_share: float | None = None, paired_alpha: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``split_share``, each novel class of that
     answer judged by the known-split check on its own validation nodes
-    (:func:`answer_known_split`) and dropped into known classes when called known.
+    (:func:`answer_known_split`) and dropped into known classes when called known; with
+    ``paired_alpha`` another classifier replaces ORAL's own naming only beyond chance
+    (:func:`beats_oral`).
 
     Returns ``answer`` (class id per node), ``per_class`` (before the split check), ``namer``,
     ``right`` (validation nodes each candidate names right among ``nodes``), ``nodes``,
@@ -184,7 +209,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         candidates["lr"] = lr
         candidates["gcn"] = fit_known_gcn(x, edge_index, train_labels, num_known, seed=seed)
     nodes = known_validation_nodes(class_id, val_labels, num_known)
-    namer = best_known_namer(candidates, val_labels, nodes)
+    namer = best_known_namer(candidates, val_labels, nodes, paired_alpha)
     per_class = per_class_answer(class_id, candidates[namer], num_known)
     answer, dropped = per_class, 0
     if split_share is not None and len(candidates) > 1:
@@ -192,7 +217,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         if drop.any():
             every = known_namer_of_every_node(candidates, namer, val_labels, nodes)
             answer, dropped = drop_classes(per_class, every, drop), int(drop.sum())
-    crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=seed)
+    crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=seed,
+                                        paired_alpha=paired_alpha)
     return {"answer": answer, "per_class": per_class, "namer": namer,
             "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
             "nodes": total, "cross_fitted_right": crossed, "dropped": dropped}

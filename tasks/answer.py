@@ -19,19 +19,20 @@ from data_contracts import snapshots as snap
 
 
 def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str,
-                     split: bool = False) -> dict:
+                     split: bool = False, paired: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
     ``nodes`` ORAL names a known class) and the choice's cross-fitted count
     (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`). With
-    ``split`` (``ORAL_NIGHT_ANSWER=per_class_split``) each novel class of the answer is judged
+    ``split`` (``ORAL_NIGHT_ANSWER=per_class+split``) each novel class of the answer is judged
     by the known-split check on its own validation nodes and ``dropped`` into known classes when
-    called known (:func:`oral_core.answer.decide_answer`)."""
+    called known; with ``paired`` (``+paired``) another classifier names the known classes only
+    when it beats ORAL's own naming beyond chance (:func:`oral_core.answer.decide_answer`)."""
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import decide_answer
+    from oral_core.answer import PAIRED_ALPHA, decide_answer
     from oral_core.columns import writable
     from oral_core.datasets import preprocess_features
     from oral_core.graph import canonical_edges
@@ -51,7 +52,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     share = (config.known_split_share if config.known_split_share is not None else 0.5) \
         if split else None
     got = decide_answer(class_id, x, edges, train_labels, val_labels, unlabelled, num_known,
-                        scale=config.known_head_scale, seed=config.seed, split_share=share)
+                        scale=config.known_head_scale, seed=config.seed, split_share=share,
+                        paired_alpha=PAIRED_ALPHA if paired else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)

@@ -102,3 +102,20 @@ def test_every_node_gets_a_known_name_even_when_oral_names_the_known_classes():
     assert known_namer_of_every_node(both, "oral", val, nodes) is gcn  # the better of the rest
     with pytest.raises(ValueError, match="only ORAL's own naming"):
         known_namer_of_every_node({"oral": oral}, "oral", val, nodes)
+
+
+def test_the_paired_choice_leaves_oral_unless_beaten_beyond_chance():
+    from oral_core.answer import best_known_namer, cross_fitted_right
+
+    n = 40
+    val = torch.zeros(n, dtype=torch.long)
+    nodes = torch.ones(n, dtype=torch.bool)
+    oral = torch.zeros(n, dtype=torch.long)
+    oral[:3] = 1  # ORAL wrong on 3 nodes
+    gcn = torch.zeros(n, dtype=torch.long)  # right on all: 3 discordant, p 0.25
+    assert best_known_namer({"oral": oral, "gcn": gcn}, val, nodes) == "gcn"
+    assert best_known_namer({"oral": oral, "gcn": gcn}, val, nodes, paired_alpha=0.05) == "oral"
+    oral[:12] = 1  # wrong on 12: p 0.0005
+    assert best_known_namer({"oral": oral, "gcn": gcn}, val, nodes, paired_alpha=0.05) == "gcn"
+    right, total = cross_fitted_right({"oral": oral, "gcn": gcn}, val, nodes, paired_alpha=0.05)
+    assert total == n and right >= n - 12

@@ -516,7 +516,6 @@ def test_the_summary_line_says_why_a_night_is_degraded():
 @pytest.mark.parametrize("var, attr, default, choices, bad", [
     ("ORAL_GATE_TEST", "gate_test", "strict", ("mcnemar", "strict"), "bootstrap"),
     ("ORAL_GATE_SCOPE", "gate_scope", "night", ("night", "known"), "class"),
-    ("ORAL_NIGHT_ANSWER", "night_answer", "whole", ("whole", "per_class", "per_class_split"), "per_node"),
 ])
 def test_the_gate_settings_default_take_their_choices_and_refuse_nonsense(
         monkeypatch, var, attr, default, choices, bad):
@@ -531,3 +530,19 @@ def test_the_gate_settings_default_take_their_choices_and_refuse_nonsense(
     with pytest.raises(ValueError, match=f"{var} must be one of {', '.join(choices)}, got "
                                          f"'{bad}'"):
         settings.Settings.from_env()
+
+
+def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nonsense(monkeypatch):
+    from flows import settings
+
+    monkeypatch.delenv("ORAL_NIGHT_ANSWER", raising=False)
+    assert settings.Settings.from_env().night_answer == "whole"
+    for given, canonical in [("PER_CLASS", "per_class"), ("per_class+split", "per_class+split"),
+                             ("per_class + split+paired", "per_class+paired+split")]:
+        monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
+        assert settings.Settings.from_env().night_answer == canonical
+    for bad in ("per_node", "whole+split", "per_class+split+split", "per_class+vote"):
+        monkeypatch.setenv("ORAL_NIGHT_ANSWER", bad)
+        with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
+                                             "per_class with \\+paired and/or \\+split, got"):
+            settings.Settings.from_env()
