@@ -694,6 +694,11 @@ def per_class_section(loops: list[dict]) -> list[str]:
             "|---|---|---|---|---|---|---|---|---|---|", *rows, ""]
 
 
+#: a study's own question, rule (set down before its rows) and answer, kept apart from the loops'
+#: report so rerunning the loops never rewrites it; the README starts with it
+RULE = "rule.md"
+
+
 def report(out: Path, argv: list[str], state: Path | None = None) -> str:
     loops = [json.loads(p.read_text()) for p in sorted((out / "loops").glob("*.json"))]
     lines = ["# Nightly loop: what an analyst reads, night by night", "",
@@ -764,6 +769,9 @@ def report(out: Path, argv: list[str], state: Path | None = None) -> str:
     lines += ["", "Per night, the pipeline's own scores (All / Known / Novel, one Hungarian "
               "matching over the scored nodes) and its gate: `nights.csv`."]
     text = "\n".join(lines) + "\n"
+    rule = out / RULE
+    if rule.is_file():  # a study's question, rule and answer come first, the loops' report after
+        text = rule.read_text().rstrip() + "\n\n" + text.replace("# ", "## ", 1)
     (out / "README.md").write_text(text)
     with (out / "nights.csv").open("w", newline="") as fh:
         w = csv.writer(fh)

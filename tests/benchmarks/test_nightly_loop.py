@@ -270,3 +270,14 @@ def test_reference_scores_are_fitted_once_per_snapshot_content(tmp_path, monkeyp
     monkeypatch.setattr(loop, "REFERENCE_VERSION", loop.REFERENCE_VERSION + 1)
     assert loop.cached_reference_known(night, "g", cache)["lr"] == 73.0
     assert fitted == ["h1", "h2", "h1"]
+
+
+def test_a_study_rule_heads_the_readme_and_the_loops_never_rewrite_it(tmp_path):
+    from benchmarks.nightly_loop import RULE, report
+
+    (tmp_path / "loops").mkdir()
+    rule = "# A study\n\nQuestion: q?\n\nThe rule, set down before any row: r.\n\nAnswer: a.\n"
+    (tmp_path / RULE).write_text(rule)
+    text = report(tmp_path, [])
+    assert text.startswith(rule) and "\n## Nightly loop: what an analyst reads" in text
+    assert (tmp_path / RULE).read_text() == rule and (tmp_path / "README.md").read_text() == text
