@@ -115,7 +115,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     rule = night.settings.night_answer.split("+")
     answer = (None if rule[0] == "whole" else
               pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
-                                  split="split" in rule, paired="paired" in rule))
+                                  paired="paired" in rule))
     predictions = answer["predictions_path"] if answer else trained["predictions_path"]
     scores = pt.score(snapshot, predictions, trained["num_known"])
     classes = pt.describe(snapshot, predictions, trained["num_known"])
@@ -312,7 +312,7 @@ def run_record(night: Night, files, snapshot, training: Training, scores, degrad
                               "warm_from_version": start["warm_from_version"]}.items()
             if k in RUN_COLUMNS}
     run |= {"gate_status": "degraded" if degraded else "ok", "gate_reason": degraded}
-    if answer is not None and (degraded or answer["namer"] != "oral" or answer.get("dropped")):
+    if answer is not None and (degraded or answer["namer"] != "oral"):
         from tasks.answer import answer_reason
 
         run |= {"gate_status": "per_class", "gate_reason": answer_reason(degraded, answer)}

@@ -19,16 +19,15 @@ from data_contracts import snapshots as snap
 
 
 def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str,
-                     split: bool = False, paired: bool = False) -> dict:
+                     paired: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
     ``nodes`` ORAL names a known class) and the choice's cross-fitted count
     (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`). With
-    ``split`` (``ORAL_NIGHT_ANSWER=per_class+split``) each novel class of the answer is judged
-    by the known-split check on its own validation nodes and ``dropped`` into known classes when
-    called known; with ``paired`` (``+paired``) another classifier names the known classes only
-    when it beats ORAL's own naming beyond chance (:func:`oral_core.answer.decide_answer`)."""
+    ``paired`` (``ORAL_NIGHT_ANSWER=per_class+paired``) another classifier names the known
+    classes only when it beats ORAL's own naming beyond chance
+    (:func:`oral_core.answer.decide_answer`)."""
     import pyarrow.parquet as pq
     import torch
 
@@ -49,10 +48,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     train_labels, val_labels = (torch.from_numpy(a) for a in split_labelled(snapshot.labels,
                                                                            config.seed))
     unlabelled = torch.from_numpy(np.asarray(snapshot.labels) < 0)
-    share = (config.known_split_share if config.known_split_share is not None else 0.5) \
-        if split else None
     got = decide_answer(class_id, x, edges, train_labels, val_labels, unlabelled, num_known,
-                        scale=config.known_head_scale, seed=config.seed, split_share=share,
+                        scale=config.known_head_scale, seed=config.seed,
                         paired_alpha=PAIRED_ALPHA if paired else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
@@ -72,6 +69,4 @@ def answer_reason(degraded: str | None, answer: dict) -> str:
     held = f"the model is held back as champion ({degraded}); " if degraded else ""
     return (f"{held}answered per class: known classes named by {named} "
             f"({answer['right'][answer['namer']]} of {answer['nodes']} validation nodes right), "
-            + (f"{answer['dropped']} novel class(es) dropped by the known-split check on their "
-               "own validation nodes" if answer.get("dropped") else
-               "novel classes as ORAL found them"))
+            "novel classes as ORAL found them")

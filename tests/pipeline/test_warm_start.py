@@ -537,12 +537,11 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
 
     monkeypatch.delenv("ORAL_NIGHT_ANSWER", raising=False)
     assert settings.Settings.from_env().night_answer == "whole"
-    for given, canonical in [("PER_CLASS", "per_class"), ("per_class+split", "per_class+split"),
-                             ("per_class + split+paired", "per_class+paired+split")]:
+    for given, canonical in [("PER_CLASS", "per_class"), ("per_class + PAIRED", "per_class+paired")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
-    for bad in ("per_node", "whole+split", "per_class+split+split", "per_class+vote"):
+    for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+split"):
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", bad)
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
-                                             "per_class with \\+paired and/or \\+split, got"):
+                                             "per_class with \\+paired, got"):
             settings.Settings.from_env()
