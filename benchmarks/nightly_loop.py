@@ -421,20 +421,24 @@ def night_defaults() -> dict:
                                       "night_answer": s.night_answer}
 
 
-#: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with its defaults
+#: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with the value a
+#: loop recorded before it was recorded (a loop file without the key ran at that value)
 NIGHT_ENV = {"gate_test": ("ORAL_GATE_TEST", "strict"), "gate_scope": ("ORAL_GATE_SCOPE", "night"),
              "night_answer": ("ORAL_NIGHT_ANSWER", "whole")}
 
 
 def env_prefix(loops: list[dict]) -> str:
-    """The variables (``ORAL_NIGHT_ANSWER=per_class ...``) the loops ran with where they differ
-    from the defaults, as a command line's prefix."""
+    """The variables (``ORAL_NIGHT_ANSWER=whole ...``) the loops ran with where they differ from
+    today's defaults, as a command line's prefix that runs them again."""
+    from flows.settings import Settings
+
+    today = {f: Settings.__dataclass_fields__[f].default for f in NIGHT_ENV}
     out = {}
     for lp in loops:
         kept = lp.get("pipeline_defaults") or {}
-        for key, (var, default) in NIGHT_ENV.items():
-            if kept.get(key, default) != default:
-                out[var] = kept[key]
+        for key, (var, before) in NIGHT_ENV.items():
+            if kept.get(key, before) != today[key]:
+                out[var] = kept.get(key, before)
         if kept.get("confirm_novel", True) is False:
             out["ORAL_CONFIRM_NOVEL"] = "0"
     return "".join(f"{k}={v} " for k, v in sorted(out.items()))

@@ -15,7 +15,7 @@
 | ``ORAL_GATE_REFERENCE_MARGIN`` | ``0`` | the champion gate finds a model degraded when its known-class validation accuracy is below the reference logistic regression's by more than this (``off``: no reference check) |
 | ``ORAL_GATE_TEST`` | ``strict`` | how the reference check compares: ``strict``, degraded whenever the reference's validation accuracy is higher; ``mcnemar``, only when it names the same validation nodes better beyond chance (exact McNemar test, 5%) |
 | ``ORAL_GATE_SCOPE`` | ``night`` | which validation nodes the reference check compares on: ``night``, all of them; ``known``, those the model names a known class (the novel classes are judged by their own validation nodes, the known-split check) |
-| ``ORAL_NIGHT_ANSWER`` | ``whole`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%) |
+| ``ORAL_NIGHT_ANSWER`` | ``per_class+paired`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%) |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
@@ -36,6 +36,11 @@ GATE_SCOPES = ("night", "known")
 #: what a night publishes (``ORAL_NIGHT_ANSWER``): the whole night as the gate judges it, or an
 #: answer decided per class (tasks.answer, issue 60)
 NIGHT_ANSWERS = ("whole", "per_class")
+#: the default since 2026-12-02: every night answered, ORAL's own naming of the known classes
+#: kept unless another classifier beats it beyond chance (the rule set down before the rows held:
+#: every night of 6 loops answered, and the paired choice cross-fitted on the validation nodes
+#: names as many right as ORAL's own naming, benchmarks/results/night_answer_paired/README.md)
+DEFAULT_NIGHT_ANSWER = "per_class+paired"
 #: what ``per_class`` may add, ``+``-joined (``per_class+paired``): ``paired``, another
 #: classifier names the known classes only when it beats ORAL's own naming beyond chance (the
 #: answer's own novel classes judged by the known-split check stayed out of the pipeline: its
@@ -46,7 +51,8 @@ NIGHT_ANSWER_PARTS = ("paired",)
 def night_answer_rule(text: str) -> str:
     """``ORAL_NIGHT_ANSWER`` checked and written canonically (``per_class+paired``, its parts in
     :data:`NIGHT_ANSWER_PARTS` order); ValueError names what it may say."""
-    base, *parts = [t.strip() for t in (text.strip().lower() or "whole").split("+")]
+    given = text.strip().lower() or DEFAULT_NIGHT_ANSWER
+    base, *parts = [t.strip() for t in given.split("+")]
     if (base not in NIGHT_ANSWERS or (parts and base != "per_class")
             or any(p not in NIGHT_ANSWER_PARTS for p in parts) or len(set(parts)) < len(parts)):
         raise ValueError(f"ORAL_NIGHT_ANSWER must be one of {', '.join(NIGHT_ANSWERS)}, "
@@ -144,7 +150,7 @@ class Settings:
     #: what a night publishes (``ORAL_NIGHT_ANSWER``): ``whole`` (the model's answer when the
     #: gate passes it, else none) or ``per_class`` (``per_class+paired``; every night,
     #: :mod:`tasks.answer`)
-    night_answer: str = field(default="whole", kw_only=True)
+    night_answer: str = field(default=DEFAULT_NIGHT_ANSWER, kw_only=True)
 
     @property
     def reports_dir(self) -> Path:

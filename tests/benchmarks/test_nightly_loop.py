@@ -146,6 +146,7 @@ def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path, monkeypatch)
     for day in ("2026-01-01", "2026-01-02"):
         (base / "snapshots" / "cora" / f"snapshot={day}").mkdir()
     monkeypatch.delenv("ORAL_CONFIRM_NOVEL", raising=False)
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "whole")  # what a file without the setting ran at
     (base / "progress.json").write_text(json.dumps({"settings": ["known_head=sgc"],
                                                     "confirm_novel": True}))
     assert resumable(base, "cora", args) is None  # made at other settings
@@ -172,7 +173,11 @@ def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path, monkeypatch)
 def test_the_command_names_the_night_settings_the_loops_ran_with():
     from benchmarks.nightly_loop import env_prefix
 
-    assert env_prefix([{"pipeline_defaults": {"night_answer": "whole"}}, {}]) == ""
+    today = {"night_answer": "per_class+paired"}
+    assert env_prefix([{"pipeline_defaults": today}]) == ""
+    # a loop from before the setting was recorded ran whole, today's default no longer
+    assert env_prefix([{"pipeline_defaults": {"gate_test": "strict"}}, {}]) == \
+        "ORAL_NIGHT_ANSWER=whole "
     assert env_prefix([{"pipeline_defaults": {"night_answer": "per_class", "gate_test": "strict",
                                               "confirm_novel": False}}]) == \
         "ORAL_CONFIRM_NOVEL=0 ORAL_NIGHT_ANSWER=per_class "

@@ -213,6 +213,7 @@ def test_a_shortened_retrain_is_degraded_and_never_champion(env, backfilled, mon
     champion = champion_version(tracking, "pipe")
     latest = _latest_run(env["state"])
     monkeypatch.setenv("ORAL_GATE_REFERENCE_MARGIN", "off")
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "whole")  # the night judged whole, as before
     out = nightly_discovery("pipe", str(env["root"]), "2026-03-03", CONFIG | {"epochs": 5},
                             str(env["state"]))
     assert out["degraded"] and "trained with 5 epochs" in out["degraded"]

@@ -316,8 +316,8 @@ def test_a_night_in_the_ui(env):
         names = {t.name.rsplit("-", 1)[0] for t in client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))}
         assert {"find-snapshot", "ingest", "validate", "load-snapshot", "plan-start", "train",
-                "score", "describe-classes", "quality-gate", "lineage", "register", "publish",
-                "champion"} <= names  # one named task per step of the recipe
+                "decide-per-class", "score", "describe-classes", "quality-gate", "lineage",
+                "register", "publish", "champion"} <= names  # one named task per recipe step
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
         by_key = {a.key: a for a in artifacts}

@@ -536,7 +536,7 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
     from flows import settings
 
     monkeypatch.delenv("ORAL_NIGHT_ANSWER", raising=False)
-    assert settings.Settings.from_env().night_answer == "whole"
+    assert settings.Settings.from_env().night_answer == "per_class+paired"
     for given, canonical in [("PER_CLASS", "per_class"), ("per_class + PAIRED", "per_class+paired")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
