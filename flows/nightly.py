@@ -240,10 +240,13 @@ def train_once(night: Night, plan, path, snapshot, files, mode: str) -> tuple[di
                           socket.gethostname(), where, why)
     args = (snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash,
             plan.init, plan.key)
+    before = (run_dir / "model.pt").stat().st_mtime_ns if (run_dir / "model.pt").exists() else None
     trained = pt.train(*args)
     if not all(Path(trained[k]).exists() for k in ("model_path", "predictions_path", "history_path")):
         trained = pt.train.with_options(refresh_cache=True)(*args)  # the cache outlived its files
-    return trained, run_key, run_id
+    # the same snapshot content, settings and start trained before: its model is reused as is
+    reused = before is not None and (run_dir / "model.pt").stat().st_mtime_ns == before
+    return trained | {"reused": reused}, run_key, run_id
 
 
 def train_night(night: Night, plan, path, snapshot, files, mode: str):
@@ -350,6 +353,7 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
                "start": plan.start, "start_reason": plan.reason,
                "warm_from_version": str(plan.source_version) if plan.start == "warm" else None,
                "epochs": trained["epochs"], "chosen_settings": night.chosen,
+               "reused": bool(trained.get("reused")),
                "floor_joined": trained.get("floor_joined", 0),
                # a held-back model whose night is answered per class is no degraded night
                "degraded": degraded if answer is None else None,
@@ -390,6 +394,8 @@ def summary_line(out: dict) -> str:
     score = f"; scored {steps.scores_text(out['scores'])}" if out.get("scores") else ""
     start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
              if out.get("start") else "")
+    if out.get("reused"):
+        start += " (training reused: this snapshot was trained before with the same settings)"
     candidates = [k for k, v in (out.get("statuses") or {}).items() if v == "candidate"]
     pending = f" (candidates: {', '.join(candidates)})" if candidates else ""
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "

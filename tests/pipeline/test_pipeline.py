@@ -146,6 +146,8 @@ def test_rerun_is_idempotent_and_reuses_training(env, backfilled):
     mtimes = {p: p.stat().st_mtime_ns for p in model}
     out = nightly_discovery("pipe", str(env["root"]), "2026-03-02", CONFIG, str(env["state"]))
     assert out["snapshot_date"] == "2026-03-02"
+    from flows.nightly import summary_line
+    assert out["reused"] and "training reused" in summary_line(out)  # said, not silent (#62)
     after = _tables(env["state"])
     assert after == before  # same rows, no duplicates
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # training came from the cache
