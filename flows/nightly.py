@@ -4,9 +4,10 @@
     -> [decide per class] -> score -> describe -> gate -> transaction [ lineage
     -> register (MLflow) -> publish (DuckDB) -> champion ] -> events, artifacts
 
-With ``ORAL_NIGHT_ANSWER=per_class`` every night publishes an answer decided per class
-(:mod:`tasks.answer`): its known classes named by the best known-class classifier the validation
-nodes support, its novel classes as ORAL found them; the gate then decides the champion alone.
+With ``ORAL_NIGHT_ANSWER=per_class+paired`` (the default) every night publishes an answer decided
+per class (:mod:`tasks.answer`): its known classes named by ORAL unless another known-class
+classifier names the validation nodes better beyond chance, its novel classes as ORAL found
+them; the gate then decides the champion alone (``whole``: the night judged whole, as before).
 
 Every step is a Prefect task. The registry and the warehouse change in one
 ``prefect.transactions.transaction``: the ``champion`` alias moves only after DuckDB committed
@@ -111,11 +112,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                          night.settings.warm_start, night.settings.cold_every)
     training = train_night(night, plan, path, snapshot, files, mode)
     trained = training.result
-    # per class (ORAL_NIGHT_ANSWER=per_class): tonight's answer, which the night publishes
-    rule = night.settings.night_answer.split("+")
-    answer = (None if rule[0] == "whole" else
-              pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
-                                  paired="paired" in rule))
+    answer = answer_night(night, snapshot, trained, mode)  # what the night publishes
     predictions = answer["predictions_path"] if answer else trained["predictions_path"]
     scores = pt.score(snapshot, predictions, trained["num_known"])
     classes = pt.describe(snapshot, predictions, trained["num_known"])
@@ -283,6 +280,17 @@ def train_night(night: Night, plan, path, snapshot, files, mode: str):
         if counts["new_members"]:
             history.append((counts["new_labelled"], counts["new_members"]))
     return Training(trained, run_key, run_id, plan, history)
+
+
+def answer_night(night: Night, snapshot, trained: dict, mode: str) -> dict | None:
+    """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER``, default ``per_class+paired``:
+    :func:`tasks.prefect_tasks.decide_per_class`), which the night publishes whatever the gate
+    thinks of the model; None when the night is judged whole (``whole``)."""
+    rule = night.settings.night_answer.split("+")
+    if rule[0] == "whole":
+        return None
+    return pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
+                               paired="paired" in rule)
 
 
 def run_record(night: Night, files, snapshot, training: Training, scores, degraded,

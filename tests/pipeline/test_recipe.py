@@ -15,7 +15,7 @@ NIGHTLY = Path(__file__).resolve().parents[2] / "flows" / "nightly.py"
 
 #: the recipe: prefect_tasks (pt.*) and the flow's own helpers, in the order a night runs them
 RECIPE = ["open_night", "pt.find_snapshot", "read_and_validate", "pt.load_snapshot",
-          "pt.plan_start", "train_night", "pt.score", "pt.describe", "pt.quality_gate",
+          "pt.plan_start", "train_night", "answer_night", "pt.score", "pt.describe", "pt.quality_gate",
           "run_record", "pt.check_disk", "pt.lineage", "pt.register", "pt.publish",
           "pt.champion", "announce"]
 
