@@ -32,10 +32,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     import torch
 
     from oral_core.answer import PAIRED_ALPHA, decide_answer
-    from oral_core.columns import writable
-    from oral_core.datasets import preprocess_features
-    from oral_core.graph import canonical_edges
-    from tasks.steps import split_labelled, write_predictions
+    from tasks.steps import fit_inputs, write_predictions
 
     run_dir = Path(trained["run_dir"])
     num_known = int(trained["num_known"])
@@ -43,10 +40,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     class_id = torch.from_numpy(np.array(table.column("class_key").fill_null(-1).to_numpy(),
                                          dtype=np.int64))
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
-    x = preprocess_features(torch.from_numpy(writable(snapshot.x)), feature_mode)
-    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
-    train_labels, val_labels = (torch.from_numpy(a) for a in split_labelled(snapshot.labels,
-                                                                           config.seed))
+    x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
+    train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
     unlabelled = torch.from_numpy(np.asarray(snapshot.labels) < 0)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, unlabelled, num_known,
                         scale=config.known_head_scale, seed=config.seed,

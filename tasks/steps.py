@@ -218,6 +218,24 @@ class ProgressLog:
                          seconds, done / seconds if seconds > 0 else 0.0)
 
 
+def fit_inputs(snapshot: snap.Snapshot, feature_mode: str, seed: int):
+    """What a fit reads from a snapshot: ``(x, edge_index, train_labels, val_labels, mode)``,
+    the features preprocessed by ``feature_mode`` (``"auto"``: chosen from them, the chosen mode
+    returned), the edges canonical, the labelled nodes split as :func:`split_labelled` splits
+    them with ``seed`` (numpy arrays). Training and the per-class answer read the same ones."""
+    import torch
+
+    from oral_core.columns import writable
+    from oral_core.datasets import auto_feature_mode, preprocess_features
+    from oral_core.graph import canonical_edges
+
+    x_raw = torch.from_numpy(writable(snapshot.x))
+    mode = auto_feature_mode(x_raw) if feature_mode == "auto" else feature_mode
+    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
+    train_labels, val_labels = split_labelled(snapshot.labels, seed)
+    return preprocess_features(x_raw, mode), edges, train_labels, val_labels, mode
+
+
 def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "auto",
           init: dict | None = None, progress=None) -> TrainResult:
     """Fit ORAL on one snapshot (labelled nodes split into training and validation), save the model
@@ -230,19 +248,12 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     each epoch with ``(done, total)`` (e.g. a :class:`ProgressLog`)."""
     import torch
 
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.columns import writable
-    from oral_core.graph import canonical_edges
     from oral_core.inference import ORALModel
     from oral_core.trainer import ORAL
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    x_raw = torch.from_numpy(writable(snapshot.x))
-    mode = auto_feature_mode(x_raw) if feature_mode == "auto" else feature_mode
-    x = preprocess_features(x_raw, mode)
-    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
-    train_labels, val_labels = split_labelled(snapshot.labels, config.seed)
+    x, edges, train_labels, val_labels, mode = fit_inputs(snapshot, feature_mode, config.seed)
     payload = previous = None
     if init is not None:
         payload = load_payload(init["model_path"])
