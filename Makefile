@@ -25,8 +25,12 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/oral demo
 
+# TEST_WORKERS pytest-xdist workers (one torch thread each), one per core of the two-core machines the suite is sized
+# for; each test module (a package with package-scoped fixtures) stays on one worker
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 # the fast unit tests of the method and the data contracts (tests/core, tests/contracts), < 1 min
 test-fast: $(STAMP)

@@ -16,6 +16,34 @@ TESTS = Path(__file__).resolve().parent
 LAYERS = ("core", "contracts", "pipeline", "e2e", "benchmarks")
 
 
+def worker_group_of(path: str) -> str:
+    """The pytest-xdist work unit of a test file (``path`` as in a node id, relative to the
+    repository): its module, so a module-scoped fixture (a fitted model, a server) is built once;
+    for a package whose ``conftest.py`` holds package-scoped fixtures (``pipeline/reliability``:
+    one Prefect harness and state folder for the package) the package, so they too are built
+    once. The units are then spread over the workers (``make test``: ``-n 2``)."""
+    parts = Path(path).parts
+    folder = Path(*parts[:-1]) if len(parts) > 1 else Path(".")
+    if folder.parts[:1] == ("tests",) and len(folder.parts) > 2 \
+            and (TESTS.parent / folder / "conftest.py").is_file():
+        return str(folder)
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist, whole work units (:func:`worker_group_of`) go to one worker, in
+    collection order, as ``--dist loadscope`` sends whole modules (its own grouping, by the
+    node id's last ``::``, would split parametrised ids and the reliability package)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group_of(nodeid.split("::", 1)[0])
+
+    return ByWorkUnit(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark each test with its layer: the first folder of its path under tests/."""
     for item in items:
