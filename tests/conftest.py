@@ -14,6 +14,9 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 LAYERS = ("core", "contracts", "pipeline", "e2e", "benchmarks")
+#: the order the layers run in: the slowest first (servers, child processes, fresh venvs), so the
+#: two xdist workers of ``make test`` end together instead of one waiting on a late long module
+RUN_ORDER = ("e2e", "pipeline", "benchmarks", "core", "contracts")
 
 
 def worker_group_of(path: str) -> str:
@@ -45,7 +48,10 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its layer: the first folder of its path under tests/."""
+    """Mark each test with its layer: the first folder of its path under tests/; run the
+    layers in :data:`RUN_ORDER`, a layer's package units (:func:`worker_group_of`) before its
+    modules (a stable sort: a module's tests keep their order)."""
+    rank = {}
     for item in items:
         try:
             parts = Path(item.path).resolve().relative_to(TESTS).parts
@@ -53,6 +59,9 @@ def pytest_collection_modifyitems(config, items):
             continue
         if len(parts) > 1 and parts[0] in LAYERS:
             item.add_marker(getattr(pytest.mark, parts[0]))
+            path = "/".join(("tests",) + parts)
+            rank[item.nodeid] = (RUN_ORDER.index(parts[0]), worker_group_of(path) == path)
+    items.sort(key=lambda item: rank.get(item.nodeid, (len(RUN_ORDER), True)))
 
 
 @pytest.fixture(scope="module")
