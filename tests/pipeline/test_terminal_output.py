@@ -56,6 +56,26 @@ def test_the_filter_spares_warnings_and_our_loggers():
     assert logging.getLogger("great_expectations").level == logging.NOTSET
 
 
+def test_prefect_routine_completions_stay_off_the_terminal():
+    """Issue 62: 14 of a night's 41 terminal lines were Prefect's unnamed ``Finished in state
+    Completed()``; the terminal drops exactly those, every other state and record passes."""
+    from cli.logs import RoutineStates
+
+    routine = RoutineStates()
+
+    def passes(name, msg, level=logging.INFO):
+        return routine.filter(logging.LogRecord(name, level, __file__, 1, msg, None, None))
+
+    assert not passes("prefect.task_runs", "Finished in state Completed()")
+    assert not passes("prefect.flow_runs", "Finished in state Completed()")
+    assert passes("prefect.task_runs", "Finished in state Failed('Task run encountered an "
+                  "exception')")
+    assert passes("prefect.flow_runs", "Finished in state Crashed()")
+    assert passes("prefect.task_runs", "Finished in state Completed()", logging.WARNING)
+    assert passes("prefect.task_runs", "published run 08927d5c6618 to oral.duckdb")
+    assert passes("tasks.steps", "Finished in state Completed()")
+
+
 # ------------------------------------------------------------------ 48.8 training progress
 class _Clock:
     def __init__(self):
