@@ -85,17 +85,40 @@ class QuietLibraries(logging.Filter):
         return not any(name == n or name.startswith(n + ".") for n in self.names)
 
 
+#: a log record's attribute saying the command prints what the record says as its own
+#: ``error:`` line (:func:`said_by_the_command`); the terminal then leaves the record out
+SAID_BY_THE_COMMAND = "oral_said_by_the_command"
+
+
+def said_by_the_command(record: logging.LogRecord) -> None:
+    """Mark ``record`` as one the command says itself, once, as its ``error:`` line (a broken
+    contract's exception and Prefect's ``Finished in state Failed(...)`` about it): the terminal
+    drops it (:class:`RoutineStates`); the log file and Prefect's API keep it."""
+    setattr(record, SAID_BY_THE_COMMAND, True)
+
+
 class RoutineStates(logging.Filter):
-    """On the terminal handler: Prefect's ``Finished in state Completed()``, which its run
-    loggers say after every task and flow run (a third of a night's lines, none naming what
-    finished), is dropped; every other state (``Failed``, ``Crashed``, ``Cached``...) and every
-    other record passes. The log file and Prefect's API still get it."""
+    """On the terminal handler, records that only repeat what the terminal says anyway:
+
+    - Prefect's ``Finished in state Completed()``, which its run loggers say after every task
+      and flow run (a third of a night's lines, none naming what finished); every other state
+      (``Failed``, ``Crashed``, ``Cached``...) passes;
+    - a record :func:`said_by_the_command` marked (the refusal is said once, as ``error:``);
+    - Prefect's ``Stopping temporary server``, which came after that ``error:`` line.
+
+    The log file and Prefect's API still get them all."""
 
     LOGGERS = ("prefect.task_runs", "prefect.flow_runs")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.levelno <= logging.INFO and record.name in self.LOGGERS
-                    and record.getMessage() == "Finished in state Completed()")
+        if getattr(record, SAID_BY_THE_COMMAND, False):
+            return False
+        if record.levelno > logging.INFO:
+            return True
+        message = record.getMessage()
+        if record.name in self.LOGGERS and message == "Finished in state Completed()":
+            return False
+        return not (record.name == "prefect" and message.startswith("Stopping temporary server"))
 
 
 class ConsoleFormatter(logging.Formatter):

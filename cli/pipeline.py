@@ -98,17 +98,29 @@ def print_table(table, limit: int = 200) -> None:
 
 
 class _NoTraceback(logging.Filter):
-    """Drops the traceback from Prefect's log records of an expected failure (a broken contract,
-    an unusable snapshot): the message already says what is wrong, and the command prints it
-    once more as its one ``error:`` line. Other exceptions keep their traceback."""
+    """Prefect's log records of an expected failure (a broken contract, an unusable snapshot, a
+    full disk): the exception's record loses its traceback, and it and the run's ``Finished in
+    state Failed(...)`` and retry lines about it are marked :func:`cli.logs.said_by_the_command`: the command
+    prints what they say once, as its one ``error:`` line, and the terminal leaves them out (the
+    log file keeps them). Other exceptions keep their traceback and their lines."""
 
-    def __init__(self, expected: tuple[type[BaseException], ...]):
+    #: how Prefect's run loggers repeat an exception: the run's end and each retry of a task
+    REPEATS = ("Finished in state Failed(", "Task run failed with exception: ")
+
+    def __init__(self, expected: tuple[type[BaseException], ...],
+                 said: tuple[type[BaseException], ...] = ()):
         super().__init__()
-        self.expected = expected
+        self.expected, self.said = expected, said  # said: marked, their traceback kept
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], self.expected):
-            record.exc_info, record.exc_text = None, None
+        kinds = self.expected + self.said
+        if record.exc_info and isinstance(record.exc_info[1], kinds):
+            if isinstance(record.exc_info[1], self.expected):
+                record.exc_info, record.exc_text = None, None
+            logs.said_by_the_command(record)
+        elif record.name in _RUN_LOGGERS and record.getMessage().startswith(self.REPEATS) and any(
+                f"{kind.__name__}{sep}" in record.getMessage() for kind in kinds for sep in ":("):
+            logs.said_by_the_command(record)
         return True
 
 
@@ -128,7 +140,8 @@ def _run_flow(fn) -> int:
     from tasks.diskspace import DiskFull
     from tasks.warehouse import WarehouseError
 
-    quiet = _NoTraceback((ContractFailed, SnapshotError, DiskFull))
+    quiet = _NoTraceback((ContractFailed, SnapshotError, DiskFull),
+                         said=(WarehouseError, TrackingError))
     for name in _RUN_LOGGERS:
         logging.getLogger(name).addFilter(quiet)
     try:

@@ -74,6 +74,13 @@ def test_prefect_routine_completions_stay_off_the_terminal():
     assert passes("prefect.task_runs", "Finished in state Completed()", logging.WARNING)
     assert passes("prefect.task_runs", "published run 08927d5c6618 to oral.duckdb")
     assert passes("tasks.steps", "Finished in state Completed()")
+    assert not passes("prefect", "Stopping temporary server on http://127.0.0.1:8202")
+    from cli.logs import said_by_the_command
+
+    record = logging.LogRecord("prefect.flow_runs", logging.ERROR, __file__, 1, "boom", None, None)
+    assert routine.filter(record)
+    said_by_the_command(record)  # the command prints it as its error: line
+    assert not routine.filter(record)
 
 
 # ------------------------------------------------------------------ 48.8 training progress
