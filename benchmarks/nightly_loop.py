@@ -418,12 +418,14 @@ def night_defaults() -> dict:
     s = Settings.from_env()
     return dict(PIPELINE_DEFAULTS) | {"gate_test": s.gate_test, "gate_scope": s.gate_scope,
                                       "confirm_novel": s.confirm_novel,
-                                      "night_answer": s.night_answer}
+                                      "night_answer": s.night_answer,
+                                      "warm_start": s.warm_start}
 
 
 #: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with the value a
 #: loop recorded before it was recorded (a loop file without the key ran at that value)
 NIGHT_ENV = {"gate_test": ("ORAL_GATE_TEST", "strict"), "gate_scope": ("ORAL_GATE_SCOPE", "night"),
+             "warm_start": ("ORAL_WARM_START", False),
              "night_answer": ("ORAL_NIGHT_ANSWER", "whole")}
 
 
@@ -441,7 +443,8 @@ def env_prefix(loops: list[dict]) -> str:
                 out[var] = kept.get(key, before)
         if kept.get("confirm_novel", True) is False:
             out["ORAL_CONFIRM_NOVEL"] = "0"
-    return "".join(f"{k}={v} " for k, v in sorted(out.items()))
+    return "".join(f"{k}={int(v) if isinstance(v, bool) else v} "
+                   for k, v in sorted(out.items()))
 
 
 def confirm_novel() -> bool:
@@ -611,8 +614,9 @@ def current_line(loops: list[dict]) -> str:
     if commits:
         recorded = [lp.get("pipeline_defaults") for lp in loops]
         today = night_defaults()
+        before = {k: default for k, (_, default) in NIGHT_ENV.items()}
         differ = sorted({k for r in recorded if r for k in set(r) | set(today)
-                         if r.get(k) != today.get(k)})
+                         if r.get(k, before.get(k)) != today.get(k)})
         status = ("yes" if all(recorded) and not differ and not settings else
                   "no, " + (f"their defaults differ from today's in {', '.join(differ)}"
                             if differ else "run with settings of their own" if settings

@@ -181,6 +181,10 @@ def test_the_command_names_the_night_settings_the_loops_ran_with():
     assert env_prefix([{"pipeline_defaults": {"night_answer": "per_class", "gate_test": "strict",
                                               "confirm_novel": False}}]) == \
         "ORAL_CONFIRM_NOVEL=0 ORAL_NIGHT_ANSWER=per_class "
+    # warm starts (issue 61): a loop run warm says so as 1, one from before the key ran cold
+    assert env_prefix([{"pipeline_defaults": today | {"warm_start": True}}]) == \
+        "ORAL_WARM_START=1 "
+    assert env_prefix([{"pipeline_defaults": today | {"warm_start": False}}]) == ""
 
 
 def test_the_per_class_table_reads_validation_nodes_and_the_cross_fitted_choice():
