@@ -4,7 +4,7 @@
         [--sims 0,1] [--nights 4,8] [--seeds 0] [--out DIR] [--report-only]
 
 One ORAL fit per (snapshot, seed, task) at the nightly pipeline's defaults, and every answer
-built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
+built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`), so the answers are paired:
 
 - ``oral``: ORAL's own answer (the paper's partition, the pipeline's known head included);
 - ``per_class``: the known classes named by the best of ORAL, the reference logistic regression
@@ -45,14 +45,17 @@ ANSWERS = ("oral", "per_class", "per_class+split")
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
     """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
-    chosen on ``val``), with the chosen ``namer`` and the novel classes ``dropped``."""
+    chosen on ``val``; the split check of :mod:`harness.answer_split`), with the chosen ``namer``
+    and the novel classes ``dropped``."""
+    from harness.answer_split import split_answer
     from oral_core.answer import decide_answer
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
-    got = decide_answer(class_id, x, edges, train, val, unlabelled, num_known,
-                        scale=config.known_head_scale, seed=config.seed, split_share=share)
-    return {"oral": class_id, "per_class": got["per_class"], "per_class+split": got["answer"],
-            "namer": got["namer"], "dropped": got["dropped"]}
+    got = decide_answer(class_id, x, edges, train, val, num_known,
+                        scale=config.known_head_scale, seed=config.seed)
+    split, dropped = split_answer(got, val, unlabelled, num_known, share)
+    return {"oral": class_id, "per_class": got["answer"], "per_class+split": split,
+            "namer": got["namer"], "dropped": dropped}
 
 
 def heldout_row(path: str, seed: int, config) -> dict:

@@ -116,19 +116,6 @@ def best_known_namer(candidates: dict[str, torch.Tensor], val_labels: torch.Tens
     return best
 
 
-def known_namer_of_every_node(candidates: dict[str, torch.Tensor], namer: str,
-                              val_labels: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
-    """A known class for every node: the chosen namer's, or, when that is ORAL's own naming
-    (which names only the nodes it puts in known classes), the best of the other candidates on
-    ``nodes``. Where a dropped novel class's nodes go (:func:`drop_classes`)."""
-    if namer != "oral":
-        return candidates[namer]
-    others = {k: v for k, v in candidates.items() if k != "oral"}
-    if not others:
-        raise ValueError("no known-class classifier names every node: only ORAL's own naming")
-    return others[best_known_namer(others, val_labels, nodes)]
-
-
 def cross_fitted_right(candidates: dict[str, torch.Tensor], val_labels: torch.Tensor,
                        nodes: torch.Tensor, seed: int = 0,
                        paired_alpha: float | None = None) -> tuple[int, int]:
@@ -156,51 +143,19 @@ def per_class_answer(class_id: torch.Tensor, namer: torch.Tensor, num_known: int
     return torch.where(known, namer.long(), class_id.long())
 
 
-def answer_known_split(answer: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
-                       num_known: int, threshold: float) -> torch.Tensor:
-    """The known-split check (:func:`oral_core.novelty.known_split_groups`, ``known_split_share``)
-    on the answer's own classes rather than the ensemble's groups: bool ``[C]`` over class ids,
-    True for a novel class (id ``>= num_known``) whose unlabelled nodes are, judged by its
-    validation nodes, at least ``threshold`` known (the unlabelled nodes per validation node
-    measured in the answer's known classes). ``unlabelled``: bool ``[N]``, nodes with no label."""
-    from .novelty import known_split_groups
-
-    answer = answer.long()
-    size = int(answer.max()) + 2 if answer.numel() else 1
-    none = size - 1  # the nodes in no class (-1) form a group of no class
-    group = torch.where(answer >= 0, answer, torch.full_like(answer, none))
-    group_class = torch.arange(size)
-    group_class[none] = -1
-    return known_split_groups(group, group_class, unlabelled, val_labels >= 0, num_known,
-                              threshold)[:size - 1]
-
-
-def drop_classes(answer: torch.Tensor, namer: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor:
-    """The answer with the nodes of the ``dropped`` classes (bool ``[C]`` over class ids) named by
-    the known-class ``namer`` instead."""
-    answer = answer.long()
-    hit = torch.zeros_like(answer, dtype=torch.bool)
-    inside = answer >= 0
-    hit[inside] = dropped[answer[inside]]
-    return torch.where(hit, namer.long(), answer)
-
-
 def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tensor,
-                  train_labels: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
-                  num_known: int, scale: str = "labelled", seed: int = 0,
-                  split_share: float | None = None, paired_alpha: float | None = None) -> dict:
+                  train_labels: torch.Tensor, val_labels: torch.Tensor, num_known: int,
+                  scale: str = "labelled", seed: int = 0,
+                  paired_alpha: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
-    naming them (:func:`per_class_answer`); with ``split_share``, each novel class of that
-    answer judged by the known-split check on its own validation nodes
-    (:func:`answer_known_split`) and dropped into known classes when called known; with
-    ``paired_alpha`` another classifier replaces ORAL's own naming only beyond chance
-    (:func:`beats_oral`).
+    naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
+    ORAL's own naming only beyond chance (:func:`beats_oral`).
 
-    Returns ``answer`` (class id per node), ``per_class`` (before the split check), ``namer``,
-    ``right`` (validation nodes each candidate names right among ``nodes``), ``nodes``,
-    ``cross_fitted_right`` (:func:`cross_fitted_right`) and ``dropped`` (novel classes)."""
+    Returns ``answer`` (class id per node), ``namer``, ``candidates`` (each classifier's known
+    class per node), ``right`` (validation nodes each candidate names right among ``nodes``),
+    ``nodes`` and ``cross_fitted_right`` (:func:`cross_fitted_right`)."""
     from .reference import reference_predictions
 
     candidates = {"oral": class_id}
@@ -210,15 +165,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         candidates["gcn"] = fit_known_gcn(x, edge_index, train_labels, num_known, seed=seed)
     nodes = known_validation_nodes(class_id, val_labels, num_known)
     namer = best_known_namer(candidates, val_labels, nodes, paired_alpha)
-    per_class = per_class_answer(class_id, candidates[namer], num_known)
-    answer, dropped = per_class, 0
-    if split_share is not None and len(candidates) > 1:
-        drop = answer_known_split(per_class, val_labels, unlabelled, num_known, split_share)
-        if drop.any():
-            every = known_namer_of_every_node(candidates, namer, val_labels, nodes)
-            answer, dropped = drop_classes(per_class, every, drop), int(drop.sum())
     crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=seed,
                                         paired_alpha=paired_alpha)
-    return {"answer": answer, "per_class": per_class, "namer": namer,
+    return {"answer": per_class_answer(class_id, candidates[namer], num_known), "namer": namer,
+            "candidates": candidates,
             "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
-            "nodes": total, "cross_fitted_right": crossed, "dropped": dropped}
+            "nodes": total, "cross_fitted_right": crossed}

@@ -42,8 +42,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
-    unlabelled = torch.from_numpy(np.asarray(snapshot.labels) < 0)
-    got = decide_answer(class_id, x, edges, train_labels, val_labels, unlabelled, num_known,
+    got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         scale=config.known_head_scale, seed=config.seed,
                         paired_alpha=PAIRED_ALPHA if paired else None)
     answer = got["answer"]
@@ -51,7 +50,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
                              num_known, snapshot.class_names)
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
-        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "dropped")}
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right")}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out

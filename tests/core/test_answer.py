@@ -1,7 +1,6 @@
 """The night's answer decided per class (oral_core.answer, ORAL_NIGHT_ANSWER=per_class)."""
 from __future__ import annotations
 
-import pytest
 import torch
 
 from oral_core.answer import (best_known_namer, cross_fitted_right, fit_known_gcn,
@@ -73,35 +72,6 @@ def test_the_reference_names_every_node_as_it_names_the_validation_nodes():
         assert (every[60:90] == on_val[60:90]).all() and (on_val[90:] == -1).all()
         assert (every >= 0).all() and float((every == truth).float().mean()) > 0.9
     assert reference_predictions(x, torch.full((n,), -1), val) is None
-
-
-def test_the_answer_split_check_drops_a_novel_class_its_validation_nodes_call_known():
-    """Known classes 0-1 hold 2 unlabelled nodes per validation node. Novel class 2 holds as many validation nodes per unlabelled node as the known classes: it is
-    all known by that estimate and dropped; novel class 3 holds none and stays."""
-    from oral_core.answer import answer_known_split, drop_classes
-
-    answer = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, -1])
-    val = torch.tensor([0, -1, -1, 1, -1, -1, 0, -1, -1, -1, -1, -1, -1])
-    unlabelled = torch.tensor([0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1], dtype=torch.bool)
-    dropped = answer_known_split(answer, val, unlabelled, 2, 0.5)
-    assert dropped.tolist() == [False, False, True, False]
-    namer = torch.tensor([0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1])
-    assert drop_classes(answer, namer, dropped).tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 0, 3, 3, 3,
-                                                             -1]
-    assert not answer_known_split(answer, val, unlabelled, 2, 1.5).any()
-
-
-def test_every_node_gets_a_known_name_even_when_oral_names_the_known_classes():
-    from oral_core.answer import known_namer_of_every_node
-
-    val = torch.tensor([0, 1, 1, -1])
-    nodes = torch.tensor([True, True, True, False])
-    oral, lr, gcn = torch.tensor([0, 1, 1, 5]), torch.tensor([0, 0, 0, 0]), torch.tensor([0, 1, 0, 1])
-    both = {"oral": oral, "lr": lr, "gcn": gcn}
-    assert known_namer_of_every_node(both, "lr", val, nodes) is lr
-    assert known_namer_of_every_node(both, "oral", val, nodes) is gcn  # the better of the rest
-    with pytest.raises(ValueError, match="only ORAL's own naming"):
-        known_namer_of_every_node({"oral": oral}, "oral", val, nodes)
 
 
 def test_the_paired_choice_leaves_oral_unless_beaten_beyond_chance():
