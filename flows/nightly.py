@@ -122,7 +122,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     # the latest answer (tasks.registry.champion)
     degraded = pt.quality_gate(night.tracking, graph, trained,
                                math.inf if margin is None else margin, night.settings.gate_test,
-                               night.settings.gate_scope)
+                               night.settings.gate_scope, per_class=answer is not None)
     run, tags = run_record(night, files, snapshot, training, scores, degraded, answer)
     snapshot_row = {"path": str(path), "nodes": snapshot.num_nodes,
                     "edges": int(report.counts.get("edges", snapshot.edge_index.shape[1])),

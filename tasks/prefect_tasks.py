@@ -256,18 +256,29 @@ def undo_registry(txn) -> None:
                              txn.get("model_version"), txn.get("graph"), done)
 
 
+def degraded_line(graph: str, reason: str, per_class: bool) -> str:
+    """The night's warning for a degraded model: it is never champion; it is not the latest
+    answer either unless the night is answered per class (``ORAL_NIGHT_ANSWER=per_class...``,
+    the default), which publishes tonight's answer all the same."""
+    if per_class:
+        return (f"{graph}: tonight's model is degraded and will not be the champion; tonight's "
+                f"answer is decided per class and published: {reason}")
+    return (f"{graph}: tonight's model is degraded and will not be the latest answer or the "
+            f"champion: {reason}")
+
+
 @task(name="quality-gate", cache_policy=NO_CACHE)
 def quality_gate(tracking_cfg, graph: str, trained: dict, reference_margin: float,
-                 test: str = "mcnemar", scope: str = "night") -> str | None:
+                 test: str = "mcnemar", scope: str = "night", per_class: bool = False) -> str | None:
     """Before anything is published: is tonight's model degraded
-    (:func:`tasks.registry.champion.degradation`)? Returns the one-line reason, or None."""
+    (:func:`tasks.registry.champion.degradation`)? Returns the one-line reason, or None
+    (``per_class``: the night is answered per class, :func:`degraded_line`)."""
     from tasks.registry import champion as champion_rules
 
     reason = champion_rules.degradation(tracking_cfg, graph, trained, reference_margin, test,
                                         scope)
     if reason:
-        get_run_logger().warning("%s: tonight's model is degraded and will not be the latest answer "
-                                 "or the champion: %s", graph, reason)
+        get_run_logger().warning("%s", degraded_line(graph, reason, per_class))
     return reason
 
 

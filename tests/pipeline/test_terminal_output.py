@@ -151,3 +151,15 @@ def test_fit_reports_every_epoch_and_the_pipeline_passes_a_progress_log(monkeypa
         pass
     assert isinstance(handed.get("progress"), steps.ProgressLog)
     assert handed["progress"].logger is logger
+
+
+def test_a_degraded_model_answered_per_class_is_not_said_to_be_withheld():
+    """The night's warning said 'will not be the latest answer' although the per-class answer
+    (the default) publishes the night all the same; it says what happens now."""
+    from tasks.prefect_tasks import degraded_line
+
+    per_class = degraded_line("g", "below the reference", per_class=True)
+    assert "not be the champion" in per_class and "latest answer" not in per_class
+    assert "answer is decided per class and published" in per_class
+    whole = degraded_line("g", "below the reference", per_class=False)
+    assert "will not be the latest answer or the champion: below the reference" in whole
