@@ -118,9 +118,11 @@ class _NoTraceback(logging.Filter):
             if isinstance(record.exc_info[1], self.expected):
                 record.exc_info, record.exc_text = None, None
             logs.said_by_the_command(record)
-        elif record.name in _RUN_LOGGERS and record.getMessage().startswith(self.REPEATS) and any(
-                f"{kind.__name__}{sep}" in record.getMessage() for kind in kinds for sep in ":("):
-            logs.said_by_the_command(record)
+        else:
+            message = record.getMessage()
+            if message.startswith(self.REPEATS) and any(
+                    f"{kind.__name__}{sep}" in message for kind in kinds for sep in ":("):
+                logs.said_by_the_command(record)
         return True
 
 
