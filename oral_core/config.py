@@ -300,6 +300,10 @@ class ORALConfig:
     batches_per_epoch: int | None = _setting(
         None, "execution", "mini-batch: optimiser steps per epoch; None: every node a seed once "
         "per epoch", _RESULTS + "minibatch_one_step/README.md")
+    shards: int = _setting(
+        1, "execution", "data parallel (oral_core.data_parallel): every mini-batch cut into this "
+        "many parts, each with its own random stream, the step's gradient their mean; under "
+        "torch.distributed one part per worker (needs batch_size)")
     eval_chunk_edges: int = _setting(
         1 << 21, "execution", "edges per chunk of the whole-graph evaluation pass")
     # full-batch memory grows about linearly with the edges (peak resident set of a whole `oral
@@ -365,6 +369,9 @@ class ORALConfig:
             (self.batches_per_epoch is None or self.batches_per_epoch >= 1,
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
+            (self.shards >= 1, "shards must be >= 1"),
+            (self.shards == 1 or self.batch_size is not None,
+             "shards > 1 splits mini-batches across workers: set batch_size too"),
             (self.opennc_pair_pool >= 2, "opennc_pair_pool must be >= 2"),
             (bool(self.opennc_terms) and set(self.opennc_terms.split("+")) <= set(OPENNC_TERMS)
              and len(self.opennc_terms.split("+")) == len(set(self.opennc_terms.split("+"))),

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from .attention import LayerOutput, ORALNetwork, with_self_loops
 from .clustering import (Partition, finest_partition, match_groups_to_classes,
                          semi_supervised_prototypical_clustering)
+from . import data_parallel
 from .config import ORALConfig, resolve_minibatch
 from .consistency import adaptive_edge_drop, consistency_loss, sampled_edge_drop
 from .features import input_dropout, is_sparse, network_input
@@ -288,8 +289,14 @@ class ORAL:
                                                    int(x.shape[1]), gpu_memory)
         if self.record_epochs and cfg.eval_every > 1:
             raise ValueError("record_epochs keeps every epoch's classes: it needs eval_every=1")
+        if cfg.shards > 1 and not cfg.minibatch:
+            raise ValueError(f"shards={cfg.shards} splits every mini-batch across workers: it "
+                             "needs mini-batch training (set batch_size)")
         self.train_config = cfg
         log.info("ORAL trains %s", self.batch_reason)
+        if cfg.shards > 1:
+            log.info("ORAL trains data parallel: every batch in %d parts, part(s) %s here",
+                     cfg.shards, data_parallel.shards_here(cfg.shards))
         torch.manual_seed(cfg.seed)
         gen = torch.Generator().manual_seed(cfg.seed)
         x_in, edge_in = x, edge_index  # the known head's inputs (known_head)
@@ -320,6 +327,8 @@ class ORAL:
             partitions = payload_partitions(init)
             self.trained_before = int(init.get("trained_epochs", init.get("epoch", 0)))
             self.epochs_run = min(cfg.warm_epochs, cfg.epochs)
+        data_parallel.broadcast_parameters(net)
+        self._shard_gens = data_parallel.shard_generators(cfg.seed, cfg.shards, device)
         self.network = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         offset, n_epochs = self.trained_before, self.epochs_run
@@ -405,6 +414,8 @@ class ORAL:
             self._known_floor(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
         if init_class_id is not None:
             self._keep_class_ids(init_class_id, num_known)
+        data_parallel.same_answer(self._best["discovery"].class_id)
+        self._shard_gens = None  # generators do not pickle; the fit is done with them
         return self
 
     def _known_fidelity(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
@@ -879,48 +890,85 @@ class ORAL:
         Every node is a seed once per epoch (or ``batches_per_epoch`` batches of a shuffled
         order). A batch's subgraph holds ``num_neighbors`` sampled incoming edges per node and
         layer (:func:`oral_core.sampling.sample_subgraph`); the losses of Eq. 7, 2 and 12 are taken
-        over the seeds, whose L-layer receptive field the subgraph contains.
+        over the seeds, whose L-layer receptive field the subgraph contains. With ``shards > 1``
+        each batch is cut into parts whose gradients are averaged, across workers under
+        ``torch.distributed`` (:mod:`oral_core.data_parallel`); the row then also holds the
+        epoch's ``communication_seconds``.
         """
         cfg = self.train_config
         net.train()
         _, plain, degrees = self._adjacency(edges)
         targets = self._targets(partitions, ens, labels, pseudo, num_known)
         weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
-        fanouts = [cfg.num_neighbors] * cfg.num_layers
+        graph = (plain, degrees, targets, weight, labels, partitions, pseudo)
         totals = {"loss": 0.0, "l_ce": 0.0, "l_reg": 0.0, "l_con": 0.0}
-        steps = 0
+        steps, talking = 0, 0.0
+        parts = data_parallel.shards_here(cfg.shards) if cfg.shards > 1 else None
+        params = [p for p in net.parameters() if p.requires_grad]
         for seeds in mini_batches(torch.arange(x.shape[0]), cfg.batch_size, gen):
             if cfg.batches_per_epoch is not None and steps >= cfg.batches_per_epoch:
                 break
-            with watch.section("sampling"):
-                sub = sample_subgraph(plain, seeds.to(x.device), fanouts, gen)
-                k = sub.num_seeds
-                x_sub = x.index_select(0, sub.nodes)
             opt.zero_grad()
-            with watch.section("train_forward"):
-                x_in = F.dropout(x_sub, cfg.dropout, training=True)
-                outs, _ = net(x_in, sub.edge_index, partitions=partitions, input_dropout=False)
-                seed_ids = sub.nodes[:k]
-
-            def augmented():
-                """The subgraph's layer outputs on a sampled edge-dropped view (same input mask)."""
-                with watch.section("augmentation"):
-                    view = sampled_edge_drop(sub.edge_index, degrees[sub.nodes], cfg.edge_drop_rate,
-                                             cfg.edge_drop_max, gen)
-                with watch.section("augmented_forward"):
-                    return net(x_in, view, partitions=partitions, input_dropout=False)[0]
-
-            loss, terms = self._eq13_loss(outs, [t[seed_ids] for t in targets], weight[seed_ids],
-                                          labels[seed_ids], partitions, pseudo, augmented, gen,
-                                          watch, seeds=k)
-            with watch.section("backward"):
-                loss.backward()
-                opt.step()
-            for key, value in (("loss", loss), *terms.items()):
+            if parts is None:  # one stream for the whole batch
+                loss, terms = self._batch_loss(net, x, seeds, graph, gen, watch)
+                with watch.section("backward"):
+                    loss.backward()
+                    opt.step()
+                values = {"loss": loss, **terms}
+            else:  # data parallel (oral_core.data_parallel): the mean of the parts' gradients
+                grads, values = [], {}
+                for s in parts:
+                    part = data_parallel.shard_of(seeds, cfg.shards, s)
+                    if part.numel() == 0:  # a last batch smaller than the parts
+                        grads.append([torch.zeros_like(p) for p in params])
+                        continue
+                    with data_parallel.shard_random_state(self._shard_gens[s]):
+                        loss, terms = self._batch_loss(net, x, part, graph, self._shard_gens[s],
+                                                       watch)
+                        with watch.section("backward"):
+                            grads.append(data_parallel.part_gradients(loss, params))
+                    for key, value in (("loss", loss), *terms.items()):
+                        values[key] = values.get(key, 0.0) + float(
+                            value.detach() if torch.is_tensor(value) else value) / cfg.shards
+                with watch.section("all_reduce"):
+                    talking += data_parallel.mean_gradients(grads, params, cfg.shards)
+                with watch.section("backward"):
+                    opt.step()
+                values = data_parallel.summed_over_workers(values)
+            for key, value in values.items():
                 totals[key] = totals.get(key, 0.0) + (
                     float(value.detach()) if torch.is_tensor(value) else float(value))
             steps += 1
-        return {key: value / max(steps, 1) for key, value in totals.items()} | {"batches": steps}
+        row = {key: value / max(steps, 1) for key, value in totals.items()} | {"batches": steps}
+        return row | ({"communication_seconds": talking} if parts is not None else {})
+
+    def _batch_loss(self, net, x, seeds, graph, gen, watch: Stopwatch):
+        """Eq. 13 (:meth:`_eq13_loss`) over one batch of seed nodes, on its sampled subgraph:
+        ``num_neighbors`` sampled incoming edges per node and layer, input dropout, and the
+        sampled edge-dropped view, all drawn from ``gen`` (and torch's global stream)."""
+        cfg = self.train_config
+        plain, degrees, targets, weight, labels, partitions, pseudo = graph
+        fanouts = [cfg.num_neighbors] * cfg.num_layers
+        with watch.section("sampling"):
+            sub = sample_subgraph(plain, seeds.to(x.device), fanouts, gen)
+            k = sub.num_seeds
+            x_sub = x.index_select(0, sub.nodes)
+        with watch.section("train_forward"):
+            x_in = F.dropout(x_sub, cfg.dropout, training=True)
+            outs, _ = net(x_in, sub.edge_index, partitions=partitions, input_dropout=False)
+            seed_ids = sub.nodes[:k]
+
+        def augmented():
+            """The subgraph's layer outputs on a sampled edge-dropped view (same input mask)."""
+            with watch.section("augmentation"):
+                view = sampled_edge_drop(sub.edge_index, degrees[sub.nodes], cfg.edge_drop_rate,
+                                         cfg.edge_drop_max, gen)
+            with watch.section("augmented_forward"):
+                return net(x_in, view, partitions=partitions, input_dropout=False)[0]
+
+        return self._eq13_loss(outs, [t[seed_ids] for t in targets], weight[seed_ids],
+                               labels[seed_ids], partitions, pseudo, augmented, gen, watch,
+                               seeds=k)
 
     # ------------------------------------------------------------------ predict
     def predict(self) -> Discovery:

@@ -151,10 +151,12 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
         where["Prefect home"] = Path(os.environ["PREFECT_HOME"])
     diskspace.check_free_space(where, "training")
     config = ORALConfig.from_dict(config_dict)
-    logger.info("training ORAL on %d nodes, %s (%s features)", snapshot.num_nodes,
+    logger.info("training ORAL on %d nodes, %s (%s features)%s", snapshot.num_nodes,
                 f"{config.epochs} epochs, cold start" if init is None else
                 f"{min(config.warm_epochs, config.epochs)} epochs, warm start from "
-                f"{init.get('model_path')}", feature_mode)
+                f"{init.get('model_path')}", feature_mode,
+                f", data parallel over {config.shards} worker processes (batches of "
+                f"{config.batch_size} seed nodes)" if config.shards > 1 else "")
     result = steps.train(snapshot, config, Path(run_dir), feature_mode, init=init,
                          progress=steps.ProgressLog(logger))  # a line every few seconds
     if result.config_hash != config_hash:

@@ -259,8 +259,16 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         payload = load_payload(init["model_path"])
         previous = previous_class_ids(snapshot.node_ids, init.get("predictions_path"))
     start = time.perf_counter()
-    oral = ORAL(config).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels),
-                            init=payload, init_class_id=previous, on_progress=progress)
+    labelled = (torch.from_numpy(train_labels), torch.from_numpy(val_labels))
+    if config.shards > 1:  # one graph, several worker processes (oral_core.data_parallel)
+        from oral_core.workers import fit_data_parallel
+
+        oral = fit_data_parallel(config, config.shards, x, edges, *labelled,
+                                 threads=max(1, torch.get_num_threads() // config.shards),
+                                 init=payload, init_class_id=previous, on_progress=progress)
+    else:
+        oral = ORAL(config).fit(x, edges, *labelled, init=payload, init_class_id=previous,
+                                on_progress=progress)
     seconds = time.perf_counter() - start
     from oral_core.reference import discordant, reference_val_predictions
 

@@ -1,0 +1,51 @@
+"""A night's training step over two worker processes (``--set shards=2``, oral_core.data_parallel)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow.parquet as pq
+import torch
+
+CONFIG = {"epochs": 8, "hidden_dim": 16, "pol_start_epoch": 4, "cluster_warmup_epochs": 2,
+          "warm_epochs": 3, "device": "cpu", "batch_size": 64, "shards": 2}
+GRAPH = "parallel"
+
+
+def test_a_night_trained_by_two_workers_is_the_one_process_computation(tmp_path, one_thread):
+    """``steps.train`` with ``shards=2`` trains in two processes and writes the same
+    predictions as the same configuration computed in one process; a warm night passes the
+    previous model to both workers."""
+    from data_contracts import snapshots as snap
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+    from flows.configuration import resolve_config
+    from oral_core.trainer import ORAL
+    from tasks import steps
+
+    graph = make_static_graph(num_nodes=300, num_classes=4, num_features=16, separation=4.0,
+                              seed=0, name=GRAPH)
+    [path] = simulate(graph, 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
+                      known_classes=[0, 1, 2])
+    snapshot = snap.load_snapshot(path)
+    cfg = resolve_config(CONFIG)
+    trained = steps.train(snapshot, cfg, tmp_path / "run-1", "auto")
+    assert trained.config["shards"] == 2
+    history = [row for row in trained_history(trained) if "loss" in row]
+    assert history and all(row["communication_seconds"] > 0 for row in history)
+
+    x, edges, train_labels, val_labels, _ = steps.fit_inputs(snapshot, "auto", cfg.seed)
+    alone = ORAL(cfg).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
+    written = pq.read_table(trained.predictions_path).column("class_key").to_numpy()
+    assert (written == alone.predict().class_id.numpy()).all()
+
+    init = {"model_path": trained.model_path, "predictions_path": trained.predictions_path,
+            "warm_from": "night1"}
+    warm = steps.train(snapshot, cfg, tmp_path / f"run-{dt.date(2026, 4, 2)}", "auto", init=init)
+    assert warm.start == "warm" and warm.epochs == CONFIG["warm_epochs"]
+
+
+def trained_history(trained) -> list[dict]:
+    import json
+    from pathlib import Path
+
+    return json.loads(Path(trained.history_path).read_text())
