@@ -11,7 +11,12 @@ built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`),
   and the known-class GCN on the validation nodes ORAL names known (``ORAL_NIGHT_ANSWER=per_class``);
 - ``per_class+split``: that, and each novel class of the answer judged by the known-split check
   on its own validation nodes (``known_split_share``): one the check calls known is dropped, its
-  nodes named by the chosen classifier.
+  nodes named by the chosen classifier;
+- ``per_class+paired``: the nightly pipeline's answer (``ORAL_NIGHT_ANSWER=per_class+paired``):
+  another classifier replaces ORAL's naming only beyond chance;
+- ``per_class+paired+energy``: that, and the novelty check (``+energy``,
+  :func:`oral_core.answer.novelty_checked`): a node of a novel group whose propagated energy
+  is at or below ``ENERGY_QUANTILE`` of the validation nodes' is named a known class.
 
 Two proxies, read on labelled nodes only:
 
@@ -39,23 +44,32 @@ from benchmarks.records import append_jsonl, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
-ANSWERS = ("oral", "per_class", "per_class+split")
+ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy")
+#: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
+BASE = {"per_class+paired+energy": "per_class+paired"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
     """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
-    chosen on ``val``; the split check of :mod:`harness.answer_split`), with the chosen ``namer``
-    and the novel classes ``dropped``."""
+    chosen on ``val``; the split check of :mod:`harness.answer_split`), with the chosen ``namer``,
+    the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
     from harness.answer_split import split_answer
-    from oral_core.answer import decide_answer
+    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, decide_answer,
+                                  per_class_answer)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     got = decide_answer(class_id, x, edges, train, val, num_known,
                         scale=config.known_head_scale, seed=config.seed)
     split, dropped = split_answer(got, val, unlabelled, num_known, share)
+    checked = decide_answer(class_id, x, edges, train, val, num_known,
+                            scale=config.known_head_scale, seed=config.seed,
+                            paired_alpha=PAIRED_ALPHA, novelty_quantile=ENERGY_QUANTILE)
+    paired = per_class_answer(class_id, checked["candidates"][checked["namer"]], num_known)
     return {"oral": class_id, "per_class": got["answer"], "per_class+split": split,
-            "namer": got["namer"], "dropped": dropped}
+            "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
+            "namer": got["namer"], "dropped": dropped, "scorer": checked.get("scorer"),
+            "moved": checked.get("moved", 0)}
 
 
 def heldout_row(path: str, seed: int, config) -> dict:
@@ -76,7 +90,7 @@ def heldout_row(path: str, seed: int, config) -> dict:
     unlabelled = (task.train < 0) & (task.val < 0)
     built = answers(model.discoveries["last"].class_id, x, g.edge_index, task.train, task.val,
                     unlabelled, v, cfg)
-    out = {"namer": built["namer"], "dropped": built["dropped"]}
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved")}
     for name in ANSWERS:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
@@ -104,7 +118,7 @@ def nonovel_row(path: str, seed: int, config) -> dict:
     model = ORAL(cfg).fit(x[keep], edges, tr, va)
     built = answers(model.discoveries["last"].class_id, x[keep], edges, tr, va,
                     (tr < 0) & (va < 0), k, cfg)
-    out = {"namer": built["namer"], "dropped": built["dropped"]}
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved")}
     for name in ANSWERS:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),
@@ -122,17 +136,23 @@ def paired(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float, in
     return statistics.fmean(diffs), se, len(diffs)
 
 
+def answers_in(rows: list[dict]) -> list[str]:
+    """The answers every row has (rows of an earlier version have fewer)."""
+    return [name for name in ANSWERS if all(name in r for r in rows)]
+
+
 def table(rows: list[dict]) -> str:
     lines = ["| task | graph | fits | answer | All | Known | Novel | stand-ins surfaced | novel "
-             "classes | paired All vs per_class (s.e.) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "classes | paired All vs per_class, or the answer it adds to (s.e.) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     held = [r for r in rows if r["kind"] == "heldout"]
     for graph in sorted({r["graph"] for r in held}):
         rs = [r for r in held if r["graph"] == graph]
-        for name in ANSWERS:
+        for name in answers_in(rs):
             def mean(key):
                 vals = [r[name][key] for r in rs if not math.isnan(r[name][key])]
                 return statistics.fmean(vals) if vals else float("nan")
-            d, se, _ = paired(rs, "per_class", name, "all")
+            d, se, _ = paired(rs, BASE.get(name, "per_class"), name, "all")
             lines.append(f"| held-out | {graph} | {len(rs)} | {name} | {mean('all'):.1f} | "
                          f"{mean('known'):.1f} | {mean('novel'):.1f} | "
                          f"{sum(r[name]['surfaced'] for r in rs)} of {2 * len(rs)} | "
@@ -141,7 +161,7 @@ def table(rows: list[dict]) -> str:
     none = [r for r in rows if r["kind"] == "nonovel"]
     for graph in sorted({r["graph"] for r in none}):
         rs = [r for r in none if r["graph"] == graph]
-        for name in ANSWERS:
+        for name in answers_in(rs):
             acc = statistics.fmean(r[name]["accuracy"] for r in rs)
             lines.append(f"| no-novel | {graph} | {len(rs)} | {name} | {acc:.1f} | | | | "
                          f"{sum(r[name]['novel_classes'] for r in rs)} (invented) | |")

@@ -2,6 +2,8 @@
 
     python -m benchmarks.data_parallel curves --seeds 0 1 2 --epochs 60 --nodes 3000
     python -m benchmarks.data_parallel scaling --workers 1 2 4 --nodes 20000 --epochs 4
+    python -m benchmarks.data_parallel scaling --workers 1 2 4 --nodes 100000 --epochs 3 \
+        --batch-size 256 --num-neighbors 5 --batches-per-epoch 20 --name scaling_100k.csv
 
 ``curves``: on a planted graph (:func:`oral_core.synthetic.make_attributed_sbm`, five classes,
 the lowest four known) each seed is fitted three ways with the same global batch: one process
@@ -14,7 +16,8 @@ answers on the test nodes, and each arm's All / Known / Novel on the test nodes 
 this benchmark chooses nothing).
 
 ``scaling``: the same kind of graph at ``--nodes``, ``--epochs`` epochs with batches of
-``--batch-size`` seed nodes, trained by 1, 2 and 4 workers (one torch thread each). Writes
+``--batch-size`` seed nodes (``--num-neighbors`` sampled per node and layer, optionally
+``--batches-per-epoch`` steps an epoch), trained by 1, 2 and 4 workers (one torch thread each). Writes
 worker 0's median epoch time, its training and evaluation parts, the seconds spent in the
 gradient all-reduce and their share of the epoch, and the speed-up against one worker measured
 in the same run (``scaling.csv``). On a machine with fewer cores than workers the workers share
@@ -111,7 +114,8 @@ def curves(args) -> None:
 def scaling(args) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     g, split = planted(args.nodes, 0)
-    cfg = ORALConfig(epochs=args.epochs, batch_size=args.batch_size, seed=0, progress=False)
+    cfg = ORALConfig(epochs=args.epochs, batch_size=args.batch_size, seed=0, progress=False,
+                     num_neighbors=args.num_neighbors, batches_per_epoch=args.batches_per_epoch)
     fit_args = (g.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
     rows, base = [], None
     for workers in args.workers:
@@ -122,11 +126,12 @@ def scaling(args) -> None:
         wall = time.perf_counter() - started
         trained = [r for r in oral.history if "loss" in r]
         epoch = statistics.median(r["seconds"] for r in trained)
-        train = statistics.median(sum(r.get(k, 0.0) for k in TRAIN_SECTIONS) for r in trained)
+        train = statistics.median(sum(r.get(f"t_{k}", 0.0) for k in TRAIN_SECTIONS) for r in trained)
         talk = statistics.median(r.get("communication_seconds", 0.0) for r in trained)
         base = epoch if base is None else base
         rows.append({"workers": workers, "nodes": args.nodes, "edges": int(g.edge_index.shape[1]),
-                     "batch_size": args.batch_size, "epochs": args.epochs,
+                     "batch_size": args.batch_size, "num_neighbors": args.num_neighbors,
+                     "batches_per_epoch": args.batches_per_epoch, "epochs": args.epochs,
                      "median_epoch_s": round(epoch, 3), "train_part_s": round(train, 3),
                      "evaluation_part_s": round(epoch - train, 3),
                      "all_reduce_s": round(talk, 3), "communication_share": round(talk / epoch, 4),
@@ -134,7 +139,7 @@ def scaling(args) -> None:
                      "cores": os.cpu_count(), "machine": platform.machine(),
                      "torch": torch.__version__})
         print(rows[-1], flush=True)
-    write(OUT / "scaling.csv", rows)
+    write(OUT / args.name, rows)
 
 
 def write(path: Path, rows: list[dict]) -> None:
@@ -158,6 +163,9 @@ def main(argv=None) -> None:
     s.add_argument("--nodes", type=int, default=20000)
     s.add_argument("--epochs", type=int, default=4)
     s.add_argument("--batch-size", type=int, default=1024)
+    s.add_argument("--num-neighbors", type=int, default=10)
+    s.add_argument("--batches-per-epoch", type=int, default=None)
+    s.add_argument("--name", default="scaling.csv", help="the CSV file written under the folder")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     (curves if args.task == "curves" else scaling)(args)

@@ -7,8 +7,8 @@ on the same snapshots as the pipeline and scored by the same code (:mod:`benchma
 - **open-world GCN**: what a practitioner would build without ORAL. A known-class GCN (the
   Table 2 GCN, early-stopped on the validation split); per node its energy
   ``E = -logsumexp(logits)``, propagated over the graph as GNNSafe does
-  (``E <- alpha E + (1 - alpha) D^-1 A E``, :data:`PROPAGATION_STEPS` times, ``alpha`` =
-  :data:`ALPHA`); an unlabelled node is flagged novel when its energy is above the
+  (``E <- alpha E + (1 - alpha) D^-1 A E``, :func:`oral_core.answer.propagated_energy`, the
+  same as the per-class answer's novelty check); an unlabelled node is flagged novel when its energy is above the
   :data:`QUANTILE` quantile of the validation nodes' (so about 5% of known-class nodes are
   flagged: a threshold set on labelled nodes only); the flagged nodes are clustered by k-means
   on the GCN's hidden layer, ``k`` in 2..:data:`MAX_K` chosen by silhouette. Its clusters keep
@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-ALPHA = 0.5
-PROPAGATION_STEPS = 2
 QUANTILE = 0.95
 MAX_K = 8
 #: fewer flagged nodes than this form one cluster (silhouette needs several per cluster)
@@ -64,22 +62,6 @@ def silent_lr_classes(x, train, num_classes: int):
         return lr(z).argmax(1).numpy()
 
 
-def propagated_energy(logits, edges, num_nodes: int, alpha: float = ALPHA,
-                      steps: int = PROPAGATION_STEPS):
-    """GNNSafe's energy score ``-logsumexp(logits)`` propagated over the graph: ``steps`` times
-    ``E <- alpha E + (1 - alpha) D^-1 A E`` (isolated nodes keep their own energy)."""
-    import torch
-
-    energy = -torch.logsumexp(logits, dim=1)
-    src, dst = edges[0], edges[1]
-    degree = torch.bincount(dst, minlength=num_nodes).float()
-    for _ in range(steps):
-        mean = torch.zeros(num_nodes).index_add_(0, dst, energy[src])
-        mean = torch.where(degree > 0, mean / degree.clamp(min=1), energy)
-        energy = alpha * energy + (1 - alpha) * mean
-    return energy
-
-
 def silhouette_clusters(z, max_k: int = MAX_K, seed: int = 0):
     """k-means on the rows of ``z`` with ``k`` in 2..``max_k`` chosen by silhouette (sampled to
     2,000 rows); fewer than :data:`MIN_TO_CLUSTER` rows form one cluster. Returns cluster ids."""
@@ -116,7 +98,9 @@ def open_world_classes(x, edges, train, val, num_classes: int):
         logits = net(xs, edges)
         hidden = torch.relu(net.conv1(xs, edges)).numpy()
     known = logits.argmax(1).numpy()
-    energy = propagated_energy(logits, edges, x.shape[0]).numpy()
+    from oral_core.answer import propagated_energy
+
+    energy = propagated_energy(logits, edges).numpy()
     has_val = val.numpy() >= 0
     cluster = np.full(x.shape[0], -1)
     if not has_val.any():

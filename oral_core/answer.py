@@ -13,7 +13,14 @@ part is decided on its own evidence:
   validation nodes ORAL names a known class;
 - **each novel class** stays as ORAL made it: it was judged on its own validation nodes by the
   known-split check (``known_split_share``, :mod:`oral_core.novelty`); the pipeline's lineage
-  then publishes it, holds it as a candidate or lets it go.
+  then publishes it, holds it as a candidate or lets it go;
+- with the **novelty check** (``novelty_quantile``, ``ORAL_NIGHT_ANSWER=per_class+energy``, an
+  option), each node of a novel group is judged on its own: a known-class classifier (the
+  reference LR or the GCN, whichever names the validation nodes better, :func:`energy_scorer`)
+  gives every node GNNSafe's energy score, propagated over the graph
+  (:func:`propagated_energy`), and a node of a novel group whose energy is at or below the
+  ``novelty_quantile`` quantile of the validation nodes' energies looks like a node of a known
+  class: it takes that classifier's class (:func:`novelty_checked`).
 
 :func:`per_class_answer` puts the two together. :func:`cross_fitted_right` is the honest
 measure of the choice (the choice and its score never read the same validation node).
@@ -31,13 +38,26 @@ PAIRED_ALPHA = 0.05
 #: and a fixed number of epochs (no early stop, so the validation nodes stay unread until the
 #: choice)
 GCN_HIDDEN, GCN_DROPOUT, GCN_LR, GCN_WEIGHT_DECAY, GCN_EPOCHS = 64, 0.5, 0.01, 5e-4, 200
+#: GNNSafe's energy propagation (Wu et al., ICLR 2023): ``E <- alpha E + (1 - alpha) D^-1 A E``,
+#: this many steps (the open-world reference row of the nightly scoreboard uses the same)
+ENERGY_ALPHA, ENERGY_STEPS = 0.5, 2
+#: the novelty check's quantile of the validation nodes' energies (``+energy``): set on the
+#: held-out-class proxy's labelled nodes (benchmarks/results/novelty_energy)
+ENERGY_QUANTILE = 0.8
 
 
 def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
                   num_known: int, seed: int = 0, epochs: int = GCN_EPOCHS) -> torch.Tensor:
+    """The known-class GCN's class for every node (long ``[N]``): the argmax of
+    :func:`known_gcn_logits`."""
+    return known_gcn_logits(x, edge_index, train_labels, num_known, seed, epochs).argmax(1)
+
+
+def known_gcn_logits(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
+                     num_known: int, seed: int = 0, epochs: int = GCN_EPOCHS) -> torch.Tensor:
     """A two-layer GCN, ``softmax(S relu(S X W1) W2)`` with ``S = D^-1/2 (A + I) D^-1/2``,
     fitted by cross-entropy on the nodes labelled in ``train_labels`` (-1 elsewhere) for
-    ``epochs`` full-batch Adam steps. Returns its known class for every node (long ``[N]``)."""
+    ``epochs`` full-batch Adam steps. Returns its logits for every node (``[N, num_known]``)."""
     from .known_head import normalised_adjacency
 
     n = x.shape[0]
@@ -68,7 +88,53 @@ def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch
             torch.nn.functional.cross_entropy(logits(True)[seen], y[seen]).backward()
             opt.step()
     with torch.no_grad():
-        return logits(False).argmax(1)
+        return logits(False)
+
+
+def propagated_energy(logits: torch.Tensor, edge_index: torch.Tensor,
+                      alpha: float = ENERGY_ALPHA, steps: int = ENERGY_STEPS) -> torch.Tensor:
+    """GNNSafe's energy score ``E = -logsumexp(logits)`` per node (high: unlike every known
+    class), propagated ``steps`` times as ``E <- alpha E + (1 - alpha) D^-1 A E`` over the
+    incoming edges (a node without one keeps its own energy). Float ``[N]``."""
+    n = logits.shape[0]
+    energy = -torch.logsumexp(logits.float(), dim=1)
+    src, dst = edge_index[0].long(), edge_index[1].long()
+    degree = torch.bincount(dst, minlength=n).float()
+    for _ in range(steps):
+        mean = torch.zeros(n).index_add_(0, dst, energy[src])
+        mean = torch.where(degree > 0, mean / degree.clamp(min=1), energy)
+        energy = alpha * energy + (1 - alpha) * mean
+    return energy
+
+
+def energy_scorer(logits: dict[str, torch.Tensor], val_labels: torch.Tensor) -> str:
+    """The known-class classifier whose energy the novelty check reads: of ``logits``
+    (``{"lr": ..., "gcn": ...}``), the one whose argmax names the most validation nodes right
+    (ties: the first given). A graph whose edges join different classes is named better from
+    its features, and there the GCN's energy does not tell a new class apart."""
+    seen = val_labels >= 0
+    best, most = None, -1
+    for name, lg in logits.items():
+        right = int((lg.argmax(1)[seen] == val_labels[seen].long()).sum())
+        if right > most:
+            best, most = name, right
+    return best
+
+
+def known_like(energy: torch.Tensor, val_labels: torch.Tensor, quantile: float) -> torch.Tensor:
+    """Nodes whose energy is at or below the ``quantile`` quantile of the validation nodes'
+    (bool ``[N]``): about that share of the known classes' nodes, few nodes of a new class."""
+    threshold = torch.quantile(energy[val_labels >= 0].double(), quantile).item()
+    return energy.double() <= threshold
+
+
+def novelty_checked(answer: torch.Tensor, scorer_class: torch.Tensor, like_known: torch.Tensor,
+                    num_known: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The answer after the novelty check: a node the answer puts in a novel group
+    (``>= num_known``) that is ``like_known`` takes the scorer's known class. Returns the
+    checked answer and the nodes it moved (bool ``[N]``)."""
+    moved = (answer >= num_known) & like_known
+    return torch.where(moved, scorer_class.long(), answer.long()), moved
 
 
 def named_right(candidate: torch.Tensor, val_labels: torch.Tensor, nodes: torch.Tensor) -> int:
@@ -146,28 +212,39 @@ def per_class_answer(class_id: torch.Tensor, namer: torch.Tensor, num_known: int
 def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tensor,
                   train_labels: torch.Tensor, val_labels: torch.Tensor, num_known: int,
                   scale: str = "labelled", seed: int = 0,
-                  paired_alpha: float | None = None) -> dict:
+                  paired_alpha: float | None = None,
+                  novelty_quantile: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
-    ORAL's own naming only beyond chance (:func:`beats_oral`).
+    ORAL's own naming only beyond chance (:func:`beats_oral`); with ``novelty_quantile`` the
+    nodes of novel groups that look known are named a known class (:func:`novelty_checked`).
 
     Returns ``answer`` (class id per node), ``namer``, ``candidates`` (each classifier's known
     class per node), ``right`` (validation nodes each candidate names right among ``nodes``),
-    ``nodes`` and ``cross_fitted_right`` (:func:`cross_fitted_right`)."""
-    from .reference import reference_predictions
+    ``nodes``, ``cross_fitted_right`` (:func:`cross_fitted_right`), and with the novelty check
+    ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class)."""
+    from .reference import reference_logits
 
-    candidates = {"oral": class_id}
-    lr = reference_predictions(x, train_labels, val_labels, scale=scale)
+    candidates, logits = {"oral": class_id}, {}
+    lr = reference_logits(x, train_labels, val_labels, scale=scale)
     if lr is not None:  # both labelled sets are there: the GCN is fitted and compared too
-        candidates["lr"] = lr
-        candidates["gcn"] = fit_known_gcn(x, edge_index, train_labels, num_known, seed=seed)
+        logits = {"lr": lr, "gcn": known_gcn_logits(x, edge_index, train_labels, num_known,
+                                                    seed=seed)}
+        candidates |= {name: lg.argmax(1) for name, lg in logits.items()}
     nodes = known_validation_nodes(class_id, val_labels, num_known)
     namer = best_known_namer(candidates, val_labels, nodes, paired_alpha)
     crossed, total = cross_fitted_right(candidates, val_labels, nodes, seed=seed,
                                         paired_alpha=paired_alpha)
-    return {"answer": per_class_answer(class_id, candidates[namer], num_known), "namer": namer,
-            "candidates": candidates,
-            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
-            "nodes": total, "cross_fitted_right": crossed}
+    answer = per_class_answer(class_id, candidates[namer], num_known)
+    out = {"namer": namer, "candidates": candidates,
+           "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
+           "nodes": total, "cross_fitted_right": crossed}
+    if novelty_quantile is not None and logits:
+        scorer = energy_scorer(logits, val_labels)
+        like = known_like(propagated_energy(logits[scorer], edge_index), val_labels,
+                          novelty_quantile)
+        answer, moved = novelty_checked(answer, candidates[scorer], like, num_known)
+        out |= {"scorer": scorer, "moved": int(moved.sum())}
+    return out | {"answer": answer}

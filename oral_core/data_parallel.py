@@ -18,7 +18,7 @@ stream, so the workers hold one answer; :func:`same_answer` checks it at the end
 What it does not do (yet): the evaluation pass is not split across workers, so each worker holds
 the whole graph's features and edges; a graph that does not fit one machine's memory would also
 need its features partitioned across hosts and a sampled (not whole-graph) evaluation and
-clustering pass (docs/operators.md, "One graph across workers"). The workers of one machine
+clustering pass (docs/large_graphs.md, "One graph across workers"). The workers of one machine
 are started by :func:`oral_core.workers.fit_data_parallel`.
 """
 from __future__ import annotations

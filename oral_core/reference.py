@@ -49,15 +49,12 @@ def column_scale(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return rows.mean(0), torch.where(std > 0, std, torch.ones_like(std))
 
 
-def reference_predictions(x: torch.Tensor, train_labels: torch.Tensor,
-                          val_labels: torch.Tensor, scale: str = "labelled",
-                          every_node: bool = True) -> torch.Tensor | None:
-    """The reference logistic regression's class (long ``[N]``) for every node
-    (``every_node``), or for the validation nodes only (-1 elsewhere): fitted on the nodes
-    labelled in ``train_labels`` (``-1`` elsewhere). ``scale``: the rows whose mean and spread
-    standardise the features, ``"labelled"`` (the training and validation nodes) or ``"all"``
-    (every node), as ``known_head_scale`` says for the known head, so that a 0-step head *is*
-    this classifier. None when the training or the validation set is empty."""
+def reference_model(x: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
+                    scale: str = "labelled"):
+    """The reference logistic regression fitted on the nodes labelled in ``train_labels``, and
+    the mean and spread that standardise its inputs (``scale``, as :func:`reference_predictions`
+    says): ``(model, mean, std, rows, z)``, ``rows`` the labelled nodes and ``z`` their
+    standardised features. None when the training or the validation set is empty."""
     train_labels, val_labels = train_labels.long(), val_labels.long()
     if not bool((train_labels >= 0).any()) or not bool((val_labels >= 0).any()):
         return None
@@ -71,19 +68,54 @@ def reference_predictions(x: torch.Tensor, train_labels: torch.Tensor,
     else:
         mean, std = column_scale(xs)
     z = (xs - mean) / std
-    train, val = train_labels[rows], val_labels[rows]
     with torch.enable_grad():
-        model = fit_logistic_regression(z, train, num_classes)
-    predicted = torch.full_like(val_labels, -1)
+        model = fit_logistic_regression(z, train_labels[rows], num_classes)
+    return model, mean, std, rows, z
+
+
+def every_node_logits(model, x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
+                      block: int = 8192) -> torch.Tensor:
+    """The logistic regression's logits for every node (``[N, K]``), densifying a block of rows
+    at a time."""
+    out = []
     with torch.no_grad():
-        if every_node:
-            for start in range(0, x.shape[0], 8192):  # densified a block of rows at a time
-                block = x.index_select(0, torch.arange(start, min(start + 8192, x.shape[0])))
-                block = (block.to_dense() if block.is_sparse else block).float()
-                predicted[start:start + block.shape[0]] = model((block - mean) / std).argmax(1)
-        else:
-            seen = val >= 0
-            predicted[rows[seen]] = model(z[seen]).argmax(1)
+        for start in range(0, x.shape[0], block):
+            rows = x.index_select(0, torch.arange(start, min(start + block, x.shape[0])))
+            rows = (rows.to_dense() if rows.is_sparse else rows).float()
+            out.append(model((rows - mean) / std))
+    return torch.cat(out) if out else torch.zeros(0, model.out_features)
+
+
+def reference_logits(x: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
+                     scale: str = "labelled") -> torch.Tensor | None:
+    """The reference logistic regression's logits for every node (``[N, K]``; its class is their
+    argmax, :func:`reference_predictions`). None when a labelled set is empty."""
+    fitted = reference_model(x, train_labels, val_labels, scale)
+    if fitted is None:
+        return None
+    model, mean, std, _, _ = fitted
+    return every_node_logits(model, x, mean, std)
+
+
+def reference_predictions(x: torch.Tensor, train_labels: torch.Tensor,
+                          val_labels: torch.Tensor, scale: str = "labelled",
+                          every_node: bool = True) -> torch.Tensor | None:
+    """The reference logistic regression's class (long ``[N]``) for every node
+    (``every_node``), or for the validation nodes only (-1 elsewhere): fitted on the nodes
+    labelled in ``train_labels`` (``-1`` elsewhere). ``scale``: the rows whose mean and spread
+    standardise the features, ``"labelled"`` (the training and validation nodes) or ``"all"``
+    (every node), as ``known_head_scale`` says for the known head, so that a 0-step head *is*
+    this classifier. None when the training or the validation set is empty."""
+    fitted = reference_model(x, train_labels, val_labels, scale)
+    if fitted is None:
+        return None
+    model, mean, std, rows, z = fitted
+    predicted = torch.full_like(val_labels.long(), -1)
+    if every_node:
+        return every_node_logits(model, x, mean, std).argmax(1)
+    with torch.no_grad():
+        seen = val_labels.long()[rows] >= 0
+        predicted[rows[seen]] = model(z[seen]).argmax(1)
     return predicted
 
 

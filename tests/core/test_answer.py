@@ -89,3 +89,71 @@ def test_the_paired_choice_leaves_oral_unless_beaten_beyond_chance():
     assert best_known_namer({"oral": oral, "gcn": gcn}, val, nodes, paired_alpha=0.05) == "gcn"
     right, total = cross_fitted_right({"oral": oral, "gcn": gcn}, val, nodes, paired_alpha=0.05)
     assert total == n and right >= n - 12
+
+
+# ------------------------------------------------------------------ the novelty check (+energy)
+def test_energy_propagates_to_neighbours():
+    from oral_core.answer import propagated_energy
+
+    logits = torch.tensor([[5.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # node 0 confident
+    edges = torch.tensor([[0, 1], [1, 0]])  # 0 - 1; node 2 isolated
+    e = propagated_energy(logits, edges, alpha=0.5, steps=1)
+    raw = -torch.logsumexp(logits, 1)
+    assert abs(float(e[2]) - float(raw[2])) < 1e-6  # isolated: its own energy
+    assert abs(float(e[1]) - (0.5 * float(raw[1]) + 0.5 * float(raw[0]))) < 1e-6
+    assert e[1] < raw[1]  # a confident neighbour lowers a node's energy
+
+
+def test_the_scorer_is_the_classifier_naming_the_validation_nodes_better():
+    from oral_core.answer import energy_scorer
+
+    val = torch.tensor([0, 1, 1, -1])
+    good = torch.tensor([[2.0, 0.0], [0.0, 2.0], [0.0, 2.0], [2.0, 0.0]])
+    bad = torch.tensor([[0.0, 2.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0]])
+    assert energy_scorer({"lr": bad, "gcn": good}, val) == "gcn"
+    assert energy_scorer({"lr": good, "gcn": bad}, val) == "lr"
+    assert energy_scorer({"lr": good, "gcn": good}, val) == "lr"  # ties: the first given
+
+
+def test_only_novel_nodes_that_look_known_are_named_a_known_class():
+    """The threshold is the validation nodes' quantile; a node of a novel group at or below it
+    takes the scorer's class, one above it keeps its novel group; known nodes are untouched."""
+    from oral_core.answer import known_like, novelty_checked
+
+    energy = torch.tensor([1.0, 2.0, 3.0, 4.0, 1.5, 9.0, 0.5])
+    val = torch.tensor([0, 1, 0, 1, -1, -1, -1])  # validation energies 1, 2, 3, 4
+    like = known_like(energy, val, 0.5)  # median 2.5
+    assert like.tolist() == [True, True, False, False, True, False, True]
+    answer = torch.tensor([0, 1, 0, 1, 5, 5, 1])  # nodes 4 and 5 in novel group 5 (2 known)
+    scorer_class = torch.tensor([0, 1, 1, 1, 1, 0, 0])
+    checked, moved = novelty_checked(answer, scorer_class, like, 2)
+    assert checked.tolist() == [0, 1, 0, 1, 1, 5, 1]
+    assert moved.tolist() == [False, False, False, False, True, False, False]
+
+
+def test_the_check_returns_known_nodes_from_a_novel_group_and_keeps_a_new_class():
+    """On a planted graph whose class 3 is never labelled, a novel group holding all of class 3
+    and a slice of class 0: the check names most of the class-0 slice class 0 and leaves most of
+    class 3 novel."""
+    from oral_core.answer import decide_answer
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, seed=1)
+    y, n = g.y, g.y.numel()
+    gen = torch.Generator().manual_seed(0)
+    labelled = (torch.rand(n, generator=gen) < 0.5) & (y < 3)
+    is_val = torch.rand(n, generator=gen) < 0.3
+    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
+    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
+    unlabelled = ~labelled
+    slice0 = unlabelled & (y == 0) & (torch.arange(n) % 2 == 0)
+    class_id = torch.where(y == 3, torch.full_like(y, 3), y)
+    class_id[slice0] = 3  # ORAL's novel group 3: class 3 and half of class 0's unlabelled nodes
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                        novelty_quantile=0.8)
+    answer = got["answer"]
+    assert got["scorer"] in ("lr", "gcn") and got["moved"] > 0
+    assert float((answer[slice0] == 0).float().mean()) > 0.6
+    assert float((answer[y == 3] == 3).float().mean()) > 0.8
+    without = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")
+    assert "scorer" not in without and torch.equal(without["answer"][y == 3], class_id[y == 3])
