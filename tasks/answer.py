@@ -19,7 +19,7 @@ from data_contracts import snapshots as snap
 
 
 def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str,
-                     paired: bool = False) -> dict:
+                     paired: bool = False, energy: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
@@ -27,11 +27,13 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`). With
     ``paired`` (``ORAL_NIGHT_ANSWER=per_class+paired``) another classifier names the known
     classes only when it beats ORAL's own naming beyond chance
-    (:func:`oral_core.answer.decide_answer`)."""
+    (:func:`oral_core.answer.decide_answer`); with ``energy`` (``+energy``) the novelty check
+    names a known class for the nodes of novel groups that look known (``scorer`` and ``moved``
+    in the result)."""
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import PAIRED_ALPHA, decide_answer
+    from oral_core.answer import ENERGY_QUANTILE, PAIRED_ALPHA, decide_answer
     from tasks.steps import fit_inputs, write_predictions
 
     run_dir = Path(trained["run_dir"])
@@ -44,13 +46,15 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         scale=config.known_head_scale, seed=config.seed,
-                        paired_alpha=PAIRED_ALPHA if paired else None)
+                        paired_alpha=PAIRED_ALPHA if paired else None,
+                        novelty_quantile=ENERGY_QUANTILE if energy else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
-        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right")}
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "scorer", "moved")
+        if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out
