@@ -169,12 +169,10 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.split_repeat_proxy import loop_arguments
+
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
-    ap.add_argument("--loops", default="", help="a nightly-loop --state folder")
-    ap.add_argument("--graphs", default="cora,synthetic15")
-    ap.add_argument("--sims", default="0,1")
-    ap.add_argument("--nights", default="4,8")
-    ap.add_argument("--seeds", default="0")
+    loop_arguments(ap, "cora,synthetic15", "0,1", "4,8", "0", loops="")
     ap.add_argument("--tasks", default="heldout,nonovel")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--report-only", action="store_true")

@@ -61,14 +61,10 @@ def separation(path: str, seed: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.split_repeat_proxy import loop_nights
+    from benchmarks.split_repeat_proxy import loop_arguments, loop_nights
 
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
-    ap.add_argument("--loops", required=True, help="a nightly-loop --state folder")
-    ap.add_argument("--graphs", default="cora,synthetic15,amazonphoto,blogcatalog")
-    ap.add_argument("--sims", default="0")
-    ap.add_argument("--nights", default="4,8")
-    ap.add_argument("--seeds", default="0")
+    loop_arguments(ap, "cora,synthetic15,amazonphoto,blogcatalog", "0", "4,8", "0")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" /
                                          "novelty_energy" / "exploration.md"))
     args = ap.parse_args(argv)

@@ -111,12 +111,10 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.split_repeat_proxy import loop_arguments
+
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
-    ap.add_argument("--loops", default=str(LOOPS), help="a folder of <graph>-sim<k>/snapshots")
-    ap.add_argument("--graphs", default="cora,amazonphoto,synthetic15")
-    ap.add_argument("--sims", default="0,1")
-    ap.add_argument("--nights", default="5,6,7,8", help="1-based nights of each loop")
-    ap.add_argument("--seeds", default="0", help="proxy seeds")
+    loop_arguments(ap, "cora,amazonphoto,synthetic15", "0,1", "5,6,7,8", "0", loops=LOOPS)
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--report-only", action="store_true")

@@ -97,11 +97,10 @@ def summary(rows: list[dict], pulls: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.split_repeat_proxy import loop_arguments
+
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
-    ap.add_argument("--loops", required=True, help="a nightly-loop --state folder")
-    ap.add_argument("--graphs", default="blogcatalog,cora")
-    ap.add_argument("--sims", default="0,1,2")
-    ap.add_argument("--nights", default="2,5,8")
+    loop_arguments(ap, "blogcatalog,cora", "0,1,2", "2,5,8", seeds=None)
     ap.add_argument("--pulls", default="0.9,0.95,0.99")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--report-only", action="store_true")

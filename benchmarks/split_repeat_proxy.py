@@ -106,6 +106,24 @@ def night_task(path: str):
     return g, x, train, val, k
 
 
+def loop_arguments(ap, graphs: str, sims: str, nights: str, seeds: str | None = "0",
+                   loops=None) -> None:
+    """The arguments of a benchmark read on kept nightly snapshots (:func:`loop_nights`):
+    ``--loops`` (a nightly-loop ``--state`` folder; required when ``loops`` is None), and the
+    comma lists ``--graphs``, ``--sims``, ``--nights`` (1-based) and, unless ``seeds`` is None,
+    ``--seeds``, with these defaults."""
+    if loops is None:
+        ap.add_argument("--loops", required=True, help="a nightly-loop --state folder")
+    else:
+        ap.add_argument("--loops", default=str(loops),
+                        help="a nightly-loop --state folder (<graph>-sim<k>/snapshots)")
+    ap.add_argument("--graphs", default=graphs)
+    ap.add_argument("--sims", default=sims)
+    ap.add_argument("--nights", default=nights, help="1-based nights of each loop")
+    if seeds is not None:
+        ap.add_argument("--seeds", default=seeds, help="proxy seeds")
+
+
 def loop_nights(loops: Path, graphs: str, sims: str, nights: str, seeds: str):
     """``(loop, night, seed, snapshot path)`` for each of the comma lists' graphs, simulations,
     1-based nights and seeds, over the kept loops ``loops/<graph>-sim<k>/snapshots`` (as
