@@ -52,3 +52,34 @@ def test_the_table_pairs_every_answer_with_per_class():
                           "per_class+split": {"accuracy": 60.0, "novel_classes": 0}}])
     assert "| held-out | cora | 2 | per_class+split | 63.0 | 70.0 | 50.0 | 1 of 4 | 4 | +3.0 (1.0) |" in text
     assert "| no-novel | cora | 1 | per_class+split | 60.0 | | | | 0 (invented) | |" in text
+
+
+def test_the_novelty_check_answer_adds_to_the_pipelines_answer():
+    """``per_class+paired+energy`` is ``per_class+paired`` with the nodes of novel groups that
+    look known named a known class; in this toy every node is of a known class, so the check
+    names the novel groups' nodes their classes, and the table pairs it with the paired answer."""
+    from types import SimpleNamespace
+
+    from benchmarks.answer_proxy import answers, table
+
+    torch.manual_seed(0)
+    n = 60
+    truth = torch.arange(n) % 2
+    x = torch.nn.functional.one_hot(truth, 2).float() * 3 + torch.randn(n, 2) * 0.1
+    edges = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
+    train = torch.where(torch.arange(n) < 20, truth, torch.full((n,), -1))
+    val = torch.where((torch.arange(n) >= 20) & (torch.arange(n) < 32), truth, torch.full((n,), -1))
+    class_id = truth.clone()
+    class_id[50:] = 3
+    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
+    got = answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+    assert torch.equal(got["per_class+paired"], got["per_class"])  # nothing beats ORAL here
+    checked = got["per_class+paired+energy"]
+    assert got["moved"] == int((checked != got["per_class+paired"]).sum()) > 0
+    assert torch.equal(checked[checked != got["per_class+paired"]],
+                       truth[checked != got["per_class+paired"]])
+    base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+    row = {"kind": "heldout", "graph": "cora", "seed": 0, **{name: base for name in (
+        "oral", "per_class", "per_class+split", "per_class+paired")},
+        "per_class+paired+energy": base | {"all": 65.0}}
+    assert "| per_class+paired+energy | 65.0 | 70.0 | 50.0 | 1 of 2 | 2 | +5.0 (nan) |" in table([row])
