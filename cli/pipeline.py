@@ -133,7 +133,8 @@ _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 def _run_flow(fn) -> int:
     """Run a flow-calling function (returning its exit status, None for 0), turning the
     pipeline's expected failures into one ``error:`` line: a broken contract exits 1 (the
-    message names the report), an unusable snapshot 2, a warehouse or tracking store that fails
+    message names the report), so does a training cluster that cannot take the data-parallel
+    workers (``ORAL_TRAIN_CLUSTER``), an unusable snapshot 2, a warehouse or tracking store that fails
     or a full disk 1. Anything else reaches :func:`cli.main.main`, which prints one line too
     (traceback in the log file; a full disk named as such, :func:`cli.logs.disk_full_line`)."""
     from data_contracts.snapshots import SnapshotError
@@ -141,14 +142,15 @@ def _run_flow(fn) -> int:
     from tasks.registry import TrackingError
     from tasks.diskspace import DiskFull
     from tasks.warehouse import WarehouseError
+    from tasks.workers import ClusterError
 
-    quiet = _NoTraceback((ContractFailed, SnapshotError, DiskFull),
+    quiet = _NoTraceback((ContractFailed, SnapshotError, DiskFull, ClusterError),
                          said=(WarehouseError, TrackingError))
     for name in _RUN_LOGGERS:
         logging.getLogger(name).addFilter(quiet)
     try:
         return fn() or 0
-    except ContractFailed as err:
+    except (ContractFailed, ClusterError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except SnapshotError as err:

@@ -261,10 +261,14 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     start = time.perf_counter()
     labelled = (torch.from_numpy(train_labels), torch.from_numpy(val_labels))
     if config.shards > 1:  # one graph, several worker processes (oral_core.data_parallel)
-        from oral_core.workers import fit_data_parallel
+        from oral_core.workers import LocalWorkers, fit_data_parallel
+        from tasks.workers import dask_workers, train_cluster
 
+        cluster = train_cluster()  # ORAL_TRAIN_CLUSTER: the other workers on a Dask cluster
         oral = fit_data_parallel(config, config.shards, x, edges, *labelled,
                                  threads=max(1, torch.get_num_threads() // config.shards),
+                                 start_workers=dask_workers(cluster) if cluster else LocalWorkers,
+                                 rendezvous_dir=run_dir if cluster else None,
                                  init=payload, init_class_id=previous, on_progress=progress)
     else:
         oral = ORAL(config).fit(x, edges, *labelled, init=payload, init_class_id=previous,

@@ -49,3 +49,45 @@ def trained_history(trained) -> list[dict]:
     from pathlib import Path
 
     return json.loads(Path(trained.history_path).read_text())
+
+
+def test_the_other_workers_can_run_on_a_dask_cluster(tmp_path, monkeypatch, one_thread):
+    """With ``ORAL_TRAIN_CLUSTER`` the second worker runs on the Dask cluster's worker process
+    (the job meets through a file in the run folder): the same predictions as one process
+    computing both parts. A cluster with too few worker processes, or none answering, is refused
+    in one sentence."""
+    import pytest
+    from distributed import LocalCluster
+
+    from data_contracts import snapshots as snap
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+    from flows.configuration import resolve_config
+    from oral_core.trainer import ORAL
+    from tasks import steps, workers
+
+    graph = make_static_graph(num_nodes=300, num_classes=4, num_features=16, separation=4.0,
+                              seed=0, name=GRAPH)
+    [path] = simulate(graph, 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
+                      known_classes=[0, 1, 2])
+    snapshot = snap.load_snapshot(path)
+    cfg = resolve_config(CONFIG)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        monkeypatch.setenv("ORAL_TRAIN_CLUSTER", cluster.scheduler_address)
+        trained = steps.train(snapshot, cfg, tmp_path / "run-dask", "auto")
+        with pytest.raises(workers.ClusterError, match="the cluster has 1 worker process\\(es\\); "
+                                                       "shards=3 needs 2 besides this one"):
+            steps.train(snapshot, resolve_config(CONFIG | {"shards": 3}), tmp_path / "run-3",
+                        "auto")
+    assert not list((tmp_path / "run-dask").glob("rendezvous-*"))  # the meeting file is gone
+    x, edges, train_labels, val_labels, _ = steps.fit_inputs(snapshot, "auto", cfg.seed)
+    alone = ORAL(cfg).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
+    written = pq.read_table(trained.predictions_path).column("class_key").to_numpy()
+    assert (written == alone.predict().class_id.numpy()).all()
+
+    monkeypatch.setattr(workers, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setenv("ORAL_TRAIN_CLUSTER", "127.0.0.1:9")
+    with pytest.raises(workers.ClusterError, match="ORAL_TRAIN_CLUSTER=tcp://127.0.0.1:9: no Dask "
+                                                   "scheduler answers"):
+        steps.train(snapshot, cfg, tmp_path / "run-none", "auto")

@@ -138,7 +138,7 @@ RUN = ["--snapshots", "{root}", "--state-dir", "{state}", "--epochs", "2", "--de
 
 # name: (argv, exit status, what the output names, where: "inproc" | "child", options)
 # options: "validate" (the finding is on stdout, no error: line), "crash" (training raises: one line naming the log, which holds the
-# traceback), "cuda" (CUDA reported absent)
+# traceback), "cuda" (CUDA reported absent), "cluster" (ORAL_TRAIN_CLUSTER names a scheduler nobody runs)
 CASES = {
     # refused before any work, in this process
     "run --epochs 0": (["run", "--graph", "good", *RUN[:4], "--epochs", "0"], 2,
@@ -246,6 +246,10 @@ CASES = {
                               "{base}/demo-state"], 2, "nothing.npz", "child", ""),
     "run crash in training": (["run", "--graph", "good", *RUN], 1,
                               "RuntimeError: injected crash in training", "child", "crash"),
+    "run training cluster unreachable": (["run", "--graph", "good", *RUN, "--set", "shards=2",
+                                          "--set", "batch_size=16"], 1,
+                                         "ORAL_TRAIN_CLUSTER=tcp://127.0.0.1:9: no Dask scheduler "
+                                         "answers", "child", "cluster"),
 }
 
 
@@ -265,6 +269,17 @@ def _inject(option: str):
 
         steps.train = crash
         return lambda: setattr(steps, "train", real)
+    if option == "cluster":  # the data-parallel workers' Dask scheduler, where none listens
+        from tasks import workers
+
+        timeout = workers.CONNECT_TIMEOUT
+        workers.CONNECT_TIMEOUT = 1.0
+        os.environ[workers.CLUSTER_ENV] = "127.0.0.1:9"
+
+        def undo():
+            workers.CONNECT_TIMEOUT = timeout
+            os.environ.pop(workers.CLUSTER_ENV, None)
+        return undo
     return lambda: None
 
 
@@ -353,7 +368,7 @@ def _check_output(name: str, code, output: str) -> None:
         assert len(errors) == 1 and names in errors[0], f"{name}: {errors}\n{output}"
     if expected_code == 1 and "contract" in output and option == "":
         assert "Report: " in errors[0], errors[0]
-    if option == "" and CASES[name][3] == "child":
+    if option in ("", "cluster") and CASES[name][3] == "child":
         # issue 62: said once, last (Prefect's exception record and its "Finished in state
         # Failed(...)" repeated it, and "Stopping temporary server" came after it)
         lines = [line for line in output.splitlines() if line.strip()]
