@@ -151,14 +151,16 @@ def write(path: Path, rows: list[dict]) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="task", required=True)
-    c = sub.add_parser("curves", help="loss curves and answers: one process against two workers")
+    c = sub.add_parser("curves", allow_abbrev=False,
+                       help="loss curves and answers: one process against two workers")
     c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     c.add_argument("--epochs", type=int, default=60)
     c.add_argument("--nodes", type=int, default=3000)
     c.add_argument("--batch-size", type=int, default=512)
-    s = sub.add_parser("scaling", help="epoch time and communication for 1, 2, 4 workers")
+    s = sub.add_parser("scaling", allow_abbrev=False,
+                       help="epoch time and communication for 1, 2, 4 workers")
     s.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     s.add_argument("--nodes", type=int, default=20000)
     s.add_argument("--epochs", type=int, default=4)
