@@ -6,6 +6,19 @@ import math
 import torch
 
 
+def toy():
+    """Sixty nodes of two known classes on a path, well apart in their features: ``(truth, x,
+    edges, train, val)``, nodes 0-19 labelled for training and 20-31 for validation."""
+    torch.manual_seed(0)
+    n = 60
+    truth = torch.arange(n) % 2
+    x = torch.nn.functional.one_hot(truth, 2).float() * 3 + torch.randn(n, 2) * 0.1
+    edges = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
+    train = torch.where(torch.arange(n) < 20, truth, torch.full((n,), -1))
+    val = torch.where((torch.arange(n) >= 20) & (torch.arange(n) < 32), truth, torch.full((n,), -1))
+    return truth, x, edges, train, val
+
+
 def test_the_answers_of_one_fit_differ_only_where_their_rules_say():
     """ORAL puts a known class's nodes (validation nodes among them) into a novel class 2 and keeps
     a genuinely unlabelled group 3: per_class renames nothing novel, the split check drops class 2
@@ -14,13 +27,7 @@ def test_the_answers_of_one_fit_differ_only_where_their_rules_say():
 
     from benchmarks.answer_proxy import answers
 
-    torch.manual_seed(0)
-    n = 60
-    truth = torch.arange(n) % 2
-    x = torch.nn.functional.one_hot(truth, 2).float() * 3 + torch.randn(n, 2) * 0.1
-    edges = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
-    train = torch.where(torch.arange(n) < 20, truth, torch.full((n,), -1))
-    val = torch.where((torch.arange(n) >= 20) & (torch.arange(n) < 32), truth, torch.full((n,), -1))
+    truth, x, edges, train, val = toy()
     class_id = truth.clone()
     class_id[[20, 22, 24, 40, 42, 44]] = 2  # validation nodes 20-24 and unlabelled 40-44
     class_id[50:] = 3
@@ -62,13 +69,7 @@ def test_the_novelty_check_answer_adds_to_the_pipelines_answer():
 
     from benchmarks.answer_proxy import answers, table
 
-    torch.manual_seed(0)
-    n = 60
-    truth = torch.arange(n) % 2
-    x = torch.nn.functional.one_hot(truth, 2).float() * 3 + torch.randn(n, 2) * 0.1
-    edges = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
-    train = torch.where(torch.arange(n) < 20, truth, torch.full((n,), -1))
-    val = torch.where((torch.arange(n) >= 20) & (torch.arange(n) < 32), truth, torch.full((n,), -1))
+    truth, x, edges, train, val = toy()
     class_id = truth.clone()
     class_id[50:] = 3
     cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)

@@ -11,22 +11,28 @@ CONFIG = {"epochs": 8, "hidden_dim": 16, "pol_start_epoch": 4, "cluster_warmup_e
 GRAPH = "parallel"
 
 
-def test_a_night_trained_by_two_workers_is_the_one_process_computation(tmp_path, one_thread):
-    """``steps.train`` with ``shards=2`` trains in two processes and writes the same
-    predictions as the same configuration computed in one process; a warm night passes the
-    previous model to both workers."""
+def night_snapshot(tmp_path):
+    """One simulated night of a 300-node graph with four classes, three of them known."""
     from data_contracts import snapshots as snap
     from data_contracts.simulate import simulate
     from data_contracts.synthetic import make_static_graph
-    from flows.configuration import resolve_config
-    from oral_core.trainer import ORAL
-    from tasks import steps
 
     graph = make_static_graph(num_nodes=300, num_classes=4, num_features=16, separation=4.0,
                               seed=0, name=GRAPH)
     [path] = simulate(graph, 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
                       known_classes=[0, 1, 2])
-    snapshot = snap.load_snapshot(path)
+    return snap.load_snapshot(path)
+
+
+def test_a_night_trained_by_two_workers_is_the_one_process_computation(tmp_path, one_thread):
+    """``steps.train`` with ``shards=2`` trains in two processes and writes the same
+    predictions as the same configuration computed in one process; a warm night passes the
+    previous model to both workers."""
+    from flows.configuration import resolve_config
+    from oral_core.trainer import ORAL
+    from tasks import steps
+
+    snapshot = night_snapshot(tmp_path)
     cfg = resolve_config(CONFIG)
     trained = steps.train(snapshot, cfg, tmp_path / "run-1", "auto")
     assert trained.config["shards"] == 2
@@ -59,18 +65,11 @@ def test_the_other_workers_can_run_on_a_dask_cluster(tmp_path, monkeypatch, one_
     import pytest
     from distributed import LocalCluster
 
-    from data_contracts import snapshots as snap
-    from data_contracts.simulate import simulate
-    from data_contracts.synthetic import make_static_graph
     from flows.configuration import resolve_config
     from oral_core.trainer import ORAL
     from tasks import steps, workers
 
-    graph = make_static_graph(num_nodes=300, num_classes=4, num_features=16, separation=4.0,
-                              seed=0, name=GRAPH)
-    [path] = simulate(graph, 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
-                      known_classes=[0, 1, 2])
-    snapshot = snap.load_snapshot(path)
+    snapshot = night_snapshot(tmp_path)
     cfg = resolve_config(CONFIG)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster:
