@@ -27,6 +27,7 @@ def losses(oral) -> list[float]:
     return [row["loss"] for row in oral.history if "loss" in row]
 
 
+@pytest.mark.slow  # spawns worker processes (about 12 s); make test runs it, make test-fast not
 def test_two_worker_processes_give_the_two_parts_of_one_process_exactly(graph, one_thread):
     """Two gloo workers, each computing one part of every batch, train exactly as one process
     computing both parts in turn: the same loss every epoch and the same answer."""
@@ -124,6 +125,7 @@ def test_the_launcher_refuses_one_worker_and_a_process_already_in_a_job(graph, t
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow  # spawns two processes
 def test_workers_that_disagree_on_the_answer_are_refused(tmp_path):
     """``same_answer`` compares the workers' selected classes: two workers holding different
     answers both raise instead of publishing one of them; a job whose size is not the number
