@@ -298,7 +298,11 @@ def _running(pid: int) -> bool:
     # multi-threaded process turns zombie while its other threads still exit, holding its open
     # files (and the DuckDB file lock) until the last one is gone; under load that window is long
     states = []
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+    try:
+        stats = list(Path(f"/proc/{pid}/task").glob("*/stat"))
+    except FileNotFoundError:  # reaped between the signal check and the listing: gone
+        return False
+    for stat in stats:
         try:
             states.append(stat.read_text().split(")")[-1].split()[0])
         except OSError:  # that thread is gone
