@@ -55,22 +55,24 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     chosen on ``val``; the split check of :mod:`harness.answer_split`), with the chosen ``namer``,
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
     from harness.answer_split import split_answer
-    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, decide_answer,
-                                  per_class_answer)
+    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, best_known_namer,
+                                  decide_answer, known_validation_nodes, per_class_answer)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
-    got = decide_answer(class_id, x, edges, train, val, num_known,
-                        scale=config.known_head_scale, seed=config.seed)
-    split, dropped = split_answer(got, val, unlabelled, num_known, share)
+    # the classifiers are fitted once; each answer is their choice under its own rule
     checked = decide_answer(class_id, x, edges, train, val, num_known,
                             scale=config.known_head_scale, seed=config.seed,
                             paired_alpha=PAIRED_ALPHA, novelty_quantile=ENERGY_QUANTILE)
-    paired = per_class_answer(class_id, checked["candidates"][checked["namer"]], num_known)
-    return {"oral": class_id, "per_class": got["answer"], "per_class+split": split,
+    candidates = checked["candidates"]
+    namer = best_known_namer(candidates, val, known_validation_nodes(class_id, val, num_known))
+    per_class = per_class_answer(class_id, candidates[namer], num_known)
+    split, dropped = split_answer({"answer": per_class, "candidates": candidates, "namer": namer},
+                                  val, unlabelled, num_known, share)
+    paired = per_class_answer(class_id, candidates[checked["namer"]], num_known)
+    return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
-            "namer": got["namer"], "dropped": dropped, "scorer": checked.get("scorer"),
+            "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
-
 
 def heldout_row(path: str, seed: int, config) -> dict:
     import torch

@@ -103,9 +103,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.split_repeat_proxy import loop_nights
-
-    from benchmarks.split_repeat_proxy import loop_arguments
+    from benchmarks.split_repeat_proxy import loop_arguments, loop_nights
 
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     loop_arguments(ap, "cora,synthetic15", "0,1", "4,8", "0,1", loops="")
