@@ -72,6 +72,7 @@ def heldout_answers(g, x, edges, train, val, k: int, seed: int, config,
     one absent from the fit is its final answer, ``"last"``), from one fit."""
     import torch
 
+    from benchmarks.split_repeat_proxy import wholeness_gate
     from harness.proxy import proxy_accuracy, task_from_labels
     from oral_core.config import ORALConfig
     from oral_core.trainer import ORAL
@@ -88,7 +89,7 @@ def heldout_answers(g, x, edges, train, val, k: int, seed: int, config,
         out[key] = {name: acc[name] for name in ("all", "known", "novel")} | {
             "answer": key if key in model.discoveries else "last",
             "surfaced": sum(f["surfaced"] for f in found), "stand_ins": found,
-            "novel_classes": int(torch.unique(ids[ids >= v]).numel())}
+            "novel_classes": int(torch.unique(ids[ids >= v]).numel())} | wholeness_gate(model)
     return out
 
 

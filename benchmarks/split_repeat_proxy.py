@@ -32,8 +32,10 @@ TASKS = ("heldout", "nonovel")
 
 
 def prepared(graph: str, data_dir: str | None):
-    """``(graph, x)``: a benchmark dataset preprocessed as the harness does, or the generator
-    with 15 classes (as the nightly-loop benchmark makes it)."""
+    """``(graph, x)``: a benchmark dataset preprocessed as the harness does, or the generator:
+    ``synthetic<K>`` with K classes of 200 nodes (``synthetic15`` as the nightly-loop benchmark
+    makes it), ``synthetic<K>-sep<S>`` with class centres ``S`` apart instead of 2.5 (lower:
+    broader, overlapping classes)."""
     if graph.startswith("synthetic"):
         import torch
 
@@ -41,9 +43,10 @@ def prepared(graph: str, data_dir: str | None):
         from oral_core.datasets import auto_feature_mode, preprocess_features
         from oral_core.graph import Graph, canonical_edges
 
-        k = int(graph.removeprefix("synthetic"))
+        classes, _, separation = graph.removeprefix("synthetic").partition("-sep")
+        k = int(classes)
         s = make_static_graph(num_nodes=200 * k, num_classes=k, num_features=64,
-                              separation=2.5, seed=0, name=graph)
+                              separation=float(separation or 2.5), seed=0, name=graph)
         x = torch.from_numpy(s.x)
         g = Graph(x=x, edge_index=canonical_edges(torch.from_numpy(s.edges), x.shape[0]),
                   y=torch.from_numpy(s.y), name=graph)
@@ -194,8 +197,19 @@ def nonovel_fit(g, x, seed: int, config, split=None, keys: tuple[str, ...] | Non
         ids = found.class_id
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),
                      "novel_share": 100 * float((ids[scored] >= k).float().mean()),
-                     "novel_classes": int(torch.unique(ids[ids >= k]).numel())}
+                     "novel_classes": int(torch.unique(ids[ids >= k]).numel())
+                     } | wholeness_gate(model)
     return out
+
+
+def wholeness_gate(model) -> dict:
+    """What ``novel_wholeness_if`` decided in a fit: ``{}`` when it did not run, else the
+    novel_wholeness used and the yardstick's two figures (oral_core.separability)."""
+    if model.separability is None:
+        return {}
+    return {"wholeness_used": model.novel_wholeness_used,
+            "pair_median": model.separability["pair_median"],
+            "cut_quartile": model.separability["cut_quartile"]}
 
 
 def night_nonovel_fit(path: str, seed: int, config, keys: tuple[str, ...] | None = None) -> dict:

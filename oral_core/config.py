@@ -154,6 +154,10 @@ class ORALConfig:
         None, "deviation", "split the plateau partition's novel groups at the finest swept "
         "resolution where every known group keeps at least this share of its nodes together; "
         "None: one resolution for every group, the paper")
+    novel_wholeness_if: str = _setting(
+        "always", "deviation", "when novel_wholeness applies: \"always\", or \"separable\": "
+        "only in a fit whose known classes are separable in the propagated features, judged on "
+        "the labelled training nodes before training (oral_core.separability)")
     cluster_every: int = _setting(
         1, "deviation", "re-cluster every this many epochs; 1 is the paper's Algorithm 1")
     cluster_freeze_epoch: int | None = _setting(
@@ -417,6 +421,8 @@ class ORALConfig:
             (0 <= self.granularity_position <= 1, "granularity_position must be in [0, 1]"),
             (self.novel_wholeness is None or 0 < self.novel_wholeness <= 1,
              "novel_wholeness must be in (0, 1] or None"),
+            (self.novel_wholeness_if in ("always", "separable"),
+             "novel_wholeness_if must be 'always' or 'separable'"),
             (self.cluster_warmup_epochs >= 0, "cluster_warmup_epochs must be >= 0"),
             (self.cluster_every >= 1, "cluster_every must be >= 1"),
             (self.eval_every >= 1, "eval_every must be >= 1"),

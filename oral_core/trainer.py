@@ -33,6 +33,7 @@ from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_
 from .refinement import refine_structure
 from .graph import is_canonical
 from .known_head import fit_known_head, head_probabilities, keep_known_fidelity, known_floor
+from .separability import known_separability
 from .novelty import (known_split_groups, release_absorbed, release_margins, trim_cuts,
                       trim_released, unlabelled_per_val, validation_halves)
 from .opennc_losses import opennc_terms
@@ -194,6 +195,10 @@ class ORAL:
         self.train_config = self.config
         self.batch_reason = ""
         self.input_layout = "dense"  # the first layer's input in the last fit (sparse_input_below)
+        #: the novel_wholeness the last fit clustered with (None: off, or not separable) and,
+        #: with novel_wholeness_if="separable", its yardstick (oral_core.separability)
+        self.novel_wholeness_used = self.config.novel_wholeness
+        self.separability: dict | None = None
 
     # ------------------------------------------------------------------ helpers
     def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
@@ -208,7 +213,7 @@ class ORAL:
                     r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
                     prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
                     selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance,
-                    position=cfg.granularity_position, novel_wholeness=cfg.novel_wholeness)
+                    position=cfg.granularity_position, novel_wholeness=self.novel_wholeness_used)
         return cluster
 
     def _targets(self, partitions: list[Partition], ens: Ensemble | None, labels: torch.Tensor,
@@ -350,6 +355,7 @@ class ORAL:
                 self._head = self._fit_head(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
             probs = head_probabilities(self._head, x_in, edge_in)
             self._trim = tuple(t.to(device) for t in probs.max(dim=1))
+        self._novel_wholeness_gate(x_in, edge_in, labels.cpu(), num_known)
         bar = _progress(n_epochs + 1, cfg.progress, n_epochs, on_progress)
         watch = Stopwatch(device)
         previous_ids, calm = None, 0  # early stopping (stop_when_stable): epochs in a row calm
@@ -417,6 +423,25 @@ class ORAL:
         data_parallel.same_answer(self._best["discovery"].class_id)
         self._shard_gens = None  # generators do not pickle; the fit is done with them
         return self
+
+    def _novel_wholeness_gate(self, x: torch.Tensor, edge_index: torch.Tensor,
+                              labels: torch.Tensor, num_known: int) -> None:
+        """``novel_wholeness_if`` (not in the paper): with ``"separable"``, the fit clusters
+        with ``novel_wholeness`` only when its known classes are separable in the propagated
+        features (:func:`oral_core.separability.known_separability`, labelled training nodes
+        only, before the first epoch); :attr:`novel_wholeness_used` and :attr:`separability`
+        say what was decided."""
+        cfg = self.config
+        self.novel_wholeness_used, self.separability = cfg.novel_wholeness, None
+        if cfg.novel_wholeness is None or cfg.novel_wholeness_if == "always":
+            return
+        self.separability = known_separability(x, edge_index, labels, num_known, seed=cfg.seed)
+        if not self.separability["separable"]:
+            self.novel_wholeness_used = None
+        log.info("novel_wholeness_if=separable: the known classes' median pair share %s%% "
+                 "against the upper quartile of their cut shares %s%%: novel_wholeness %s",
+                 self.separability["pair_median"], self.separability["cut_quartile"],
+                 "applies" if self.novel_wholeness_used is not None else "off")
 
     def _known_fidelity(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
                         val: torch.Tensor, num_known: int) -> None:
