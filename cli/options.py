@@ -313,6 +313,8 @@ def check_pipeline(args) -> dict:
         del overrides["device"]  # the flow takes it as its own parameter
     if "--date" in parsed:
         check_snapshot_of(snapshots, root, args.graph, parsed["--date"])
+    if "--start" in parsed or "--end" in parsed:
+        check_snapshots_between(root, args.graph, parsed.get("--start"), parsed.get("--end"))
     return overrides
 
 
@@ -329,7 +331,16 @@ def check_snapshot_of(snapshots, root: Path, graph: str, date) -> None:
             raise OptionError(str(err)) from None
 
 
+def check_snapshots_between(root: Path, graph: str, start, end) -> None:
+    """``oral backfill --start/--end`` holds at least one snapshot (before, a range after the
+    last snapshot was refused by the flow, after a Prefect server had started and written
+    ``state/prefect`` and ``state/logs``: 27 s). The backfill's own message."""
+    from data_contracts.snapshots import SnapshotError, backfill_snapshots
 
+    try:
+        backfill_snapshots(root, graph, start, end)
+    except SnapshotError as err:
+        raise OptionError(str(err)) from None
 
 
 def check_demo(args) -> None:

@@ -164,6 +164,10 @@ CASES = {
     "backfill start after end": (["backfill", "--graph", "good", *RUN, "--start", "2026-03-05",
                                   "--end", "2026-03-01"], 2, "the start is after the end",
                                  "inproc", ""),
+    "backfill range after the last snapshot": (["backfill", "--graph", "good", *RUN, "--start",
+                                                "2027-01-01"], 2,
+                                               "no snapshot of 'good' between 2027-01-01 and "
+                                               "the last", "inproc", ""),
     "demo --epochs 0": (["demo", "--epochs", "0", "--state-dir", "{state}"], 2,
                         "--epochs 0: epochs must be >= 1", "inproc", ""),
     "sql write refused": (["sql", "--state-dir", "{warehouse}", "DROP TABLE runs"], 2,
@@ -440,10 +444,12 @@ def test_no_refusal_prints_a_traceback(name, paths, request, capsys, monkeypatch
 
 
 @pytest.mark.parametrize("argv", [["run", "--graph", "good", "--date", "2026-04-01"],
-                                  ["run", "--graph", "empty-graph", "--date", "2026-03-01"]])
+                                  ["run", "--graph", "empty-graph", "--date", "2026-03-01"],
+                                  ["backfill", "--graph", "good", "--start", "2027-01-01"],
+                                  ["backfill", "--graph", "good", "--end", "2025-01-01"]])
 def test_a_missing_snapshot_is_refused_before_prefect_starts(argv, paths, capsys, monkeypatch):
     """Issue 48.3: ``--date`` naming a snapshot that does not exist (of a graph with others, or
-    with none) took 26 s of Prefect's server start, task retries and ERROR lines before the one-line error.
+    with none), or (issue 62) a backfill range holding none, took 26 s of Prefect's server start, task retries and ERROR lines before the one-line error.
     Now the CLI checks it with the other options: nothing starts, one ``error:`` line, exit 2."""
     import flows.settings
 
