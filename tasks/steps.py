@@ -142,6 +142,10 @@ class TrainResult:
     #: for) and why, e.g. mini-batch chosen automatically above ``minibatch_above_edges``
     batch_size: int | None = None
     batch_reason: str = ""
+    #: the novel_wholeness the fit clustered with: the configuration's, or None where
+    #: ``novel_wholeness_if="separable"`` found the known classes not separable
+    #: (:mod:`oral_core.separability`)
+    novel_wholeness_used: float | None = None
     #: known-class validation accuracy of the plain reference classifier (a logistic regression
     #: on the features, :func:`oral_core.reference.reference_accuracy`) on the same labelled
     #: training and validation nodes, standardised as the known head is (``known_head_scale``);
@@ -314,7 +318,7 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         warm_from="" if init is None else str(init.get("warm_from") or ""),
         trained_epochs=int(model.payload["trained_epochs"]),
         batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
-        reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
+        novel_wholeness_used=oral.novel_wholeness_used, reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
         gate_worse=worse, gate_better=better, gate_known_worse=known_worse,
         gate_known_better=known_better, gate_known_nodes=known_nodes)
 

@@ -386,6 +386,10 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
                                         "batch_size": trained.get("batch_size",
                                                                   trained["config"].get("batch_size")),
                                         "batch_reason": trained.get("batch_reason", ""),
+                                        # novel_wholeness_if=separable: whether it applied
+                                        "novel_wholeness_used": trained.get(
+                                            "novel_wholeness_used",
+                                            trained["config"].get("novel_wholeness")),
                                         "warm_from_version": tags.get("warm_from_version") or ""}
     metrics = {"val_accuracy": trained["val_accuracy"], "selected_epoch": trained["epoch"],
                "num_classes": trained["num_classes"], "num_novel": trained["num_novel"],

@@ -198,6 +198,8 @@ def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_threa
     assert warm.epochs == CONFIG["warm_epochs"] and warm.trained_epochs == 12 + 4
     # the run records the batch size trained with and why (a tiny graph: full batch)
     assert cold.batch_size is None and cold.batch_reason.startswith("full batch (")
+    # and the novel_wholeness it clustered with (none asked for: none)
+    assert cold.novel_wholeness_used is None
     assert all(status == ("candidate" if ":novel:" in lid else "emerged")
                for lid, status in pub1["statuses"].items())
     assert pub2["statuses"] == {lid: "emerged" if status == "candidate" else "persisting"
@@ -301,6 +303,9 @@ def test_nights_after_the_first_start_warm_from_the_champion(env, nights):
     # the batch size trained with and why (a tiny graph, far below minibatch_above_edges)
     assert run.data.params["batch_size"] == "None"
     assert run.data.params["batch_reason"].startswith("full batch (")
+    # the novel_wholeness it clustered with: the configuration's, or None where
+    # novel_wholeness_if=separable found the known classes not separable
+    assert run.data.params["novel_wholeness_used"] in ("None", run.data.params["novel_wholeness"])
     row = _run_row(env, first["run_id"])
     assert row["start_mode"] == "cold" and row["warm_from_version"] is None
     # a rerun of a warm night finds the same champion: same run, training from the cache
@@ -546,3 +551,4 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+energy, got"):
             settings.Settings.from_env()
+
