@@ -47,7 +47,8 @@ from oral_core.config import ORALConfig
 #: the rule that later made it a default was written after those rows
 #: (benchmarks/results/split_repeat_proxy/README.md, issue 60)
 PIPELINE_DEFAULTS = {"progress": False, "known_head": "auto", "known_head_hops": None,
-                     "known_head_scale": "all"}
+                     "known_head_scale": "all", "novel_wholeness": 0.9,
+                     "novel_wholeness_if": "separable"}
 
 
 class _Overrides(BaseModel):
@@ -66,13 +67,15 @@ class _Overrides(BaseModel):
 
 def _null_is_a_value() -> dict[str, Any]:
     """``{field: the pipeline's default}`` of the ORALConfig fields that accept None but whose
-    ORALConfig default is a value. The pipeline's default (:data:`PIPELINE_DEFAULTS`, else
-    ORALConfig's) is where the form entry starts and what "no override" gives, so a value equal
-    to ORALConfig's default still overrides a pipeline default that differs from it
-    (``known_head_hops=2`` against the pipeline's None)."""
+    ORALConfig default, or pipeline default, is a value. The pipeline's default
+    (:data:`PIPELINE_DEFAULTS`, else ORALConfig's) is where the form entry starts and what "no
+    override" gives, so a value equal to ORALConfig's default still overrides a pipeline default
+    that differs from it (``known_head_hops=2`` against the pipeline's None), and None turns off
+    what the pipeline turns on (``novel_wholeness=None`` against the pipeline's 0.9)."""
     hints = typing.get_type_hints(ORALConfig)
     return {f.name: PIPELINE_DEFAULTS.get(f.name, f.default) for f in dataclasses.fields(ORALConfig)
-            if f.default is not None and f.default is not dataclasses.MISSING
+            if (f.default is not None and f.default is not dataclasses.MISSING
+                or PIPELINE_DEFAULTS.get(f.name) is not None)
             and type(None) in typing.get_args(hints[f.name])}
 
 

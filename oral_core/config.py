@@ -157,7 +157,8 @@ class ORALConfig:
     novel_wholeness_if: str = _setting(
         "always", "deviation", "when novel_wholeness applies: \"always\", or \"separable\": "
         "only in a fit whose known classes are separable in the propagated features, judged on "
-        "the labelled training nodes before training (oral_core.separability)")
+        "the labelled training nodes before training (oral_core.separability)",
+        _RESULTS + "novel_wholeness_separable/README.md")
     cluster_every: int = _setting(
         1, "deviation", "re-cluster every this many epochs; 1 is the paper's Algorithm 1")
     cluster_freeze_epoch: int | None = _setting(

@@ -176,3 +176,27 @@ def test_studies_are_compared_on_the_loops_they_share():
     assert lines[0] == "Loops every study has: 1 (g 0)."
     assert "| before | ORAL pipeline | 0 of 1 (0) |" in "\n".join(lines)
     assert "| after | ORAL pipeline | 1 of 1 (1) |" in "\n".join(lines)
+
+
+def test_the_mixed_scoreboard_replaces_the_loops_that_changed(tmp_path):
+    """benchmarks.scoreboard_mix: the committed loops of a study with some replaced by another
+    study's; the table over the whole set counts each loop once, the replaced one as it changed."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.scoreboard_mix import loops_in, mixed_report
+
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    base = loops_in(root / "night_answer_paired" / "loops")
+    assert len(base) == 12
+    changed = {"synthetic15-sim0": json.loads(json.dumps(base["synthetic15-sim0"]))}
+    changed["synthetic15-sim0"]["scoreboard"]["pipeline"]["invented"] += 7
+    text = mixed_report(base, changed, "base", "changed")
+    before, after = text.split("After (`changed`):")
+    row = [line for line in after.splitlines() if line.startswith("| ORAL pipeline | 1 / 8 |")]
+    assert "| 10.0 |" in row[0]  # 1 + 7 invented ids in 8 nights
+    assert "| 1.2 |" in [line for line in before.splitlines()
+                         if line.startswith("| ORAL pipeline | 1 / 8 |")][0]
+    assert "over 12 loops" in text
+    with pytest.raises(SystemExit, match="not in base"):
+        mixed_report({}, changed, "base", "changed")

@@ -21,6 +21,12 @@ def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
     # the known head's inputs standardised over every node (known_head_scale/: its rule was met)
     assert ORALConfig().known_head_scale == "labelled" and config.known_head_scale == "all"
     assert resolve_config({"known_head_scale": "labelled"}).known_head_scale == "labelled"
+    # novel groups cut as finely as the known groups stay whole, in fits whose known classes
+    # are separable (novel_wholeness_separable/: its rule was met)
+    assert ORALConfig().novel_wholeness is None and config.novel_wholeness == 0.9
+    assert ORALConfig().novel_wholeness_if == "always" and config.novel_wholeness_if == "separable"
+    assert resolve_config({"novel_wholeness": None}).novel_wholeness is None
+    assert resolve_config({"novel_wholeness_if": "always"}).novel_wholeness_if == "always"
     # nothing else differs from the method's defaults
     differs = {k for k, v in ORALConfig().to_dict().items() if getattr(config, k) != v}
     assert differs == set(PIPELINE_DEFAULTS)
@@ -39,6 +45,11 @@ def test_a_pipeline_default_of_none_can_be_overridden_by_the_method_default():
     assert ORALOverrides(known_head_hops=2).overrides() == {"known_head_hops": 2}
     assert resolve_config({"known_head_hops": 2}).known_head_hops == 2
     assert resolve_config({"known_head_hops": None}).known_head_hops is None
+    # a value the pipeline turns on and ORALConfig leaves at None: None given turns it off
+    assert NULL_IS_A_VALUE["novel_wholeness"] == 0.9
+    assert ORALOverrides(novel_wholeness=None).overrides() == {"novel_wholeness": None}
+    assert ORALOverrides(novel_wholeness=0.9).overrides() == {}
+    assert resolve_config(ORALOverrides(novel_wholeness=None)).novel_wholeness is None
     # a field whose pipeline default is ORALConfig's keeps the old rule: its default is no override
     assert ORALOverrides(minibatch_above_edges=NULL_IS_A_VALUE["minibatch_above_edges"]
                          ).overrides() == {}
