@@ -37,7 +37,11 @@ STATES = ("nightly_loop", "nightly_loop_known_head", "nightly_loop_fidelity",
           "nightly_loop_split_repeat")
 RULES = {"all": ("all", False, None), "all+confirm": ("all", True, None),
          "shared": ("shared", False, None), "shared+confirm": ("shared", True, None),
-         "all+confirm+size": ("all", True, 0.5)}
+         "all+confirm+size": ("all", True, 0.5),
+         "all+confirm+size@separable": ("all", True, 0.5)}
+#: rules whose ``confirm_size`` applies only on the nights whose fit found the known classes
+#: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
+ON_SEPARABLE = {"all+confirm+size@separable"}
 EVENTS = ("merged", "split", "vanished", "emerged")
 
 
@@ -67,16 +71,18 @@ def runs_of(con, graph: str, dates) -> list[dict]:
 
 
 def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
-           confirm_size: float | None = None) -> dict[str, dict]:
+           confirm_size: float | None = None, size_on: set | None = None) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
-    id of each class key and the statuses by lineage id."""
+    id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
+    ``confirm_size`` applies (None: every night)."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
-    cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=confirm_size)
     prev, max_n, out = None, 0, {}
     for run in runs:
         if run["degraded"]:
             continue
+        size = confirm_size if size_on is None or run["date"] in size_on else None
+        cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size)
         res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
                             current_names=run["names"], max_novel_index=max_n, config=cfg)
         statuses = {r.lineage_id: r.status for r in res.rows}
@@ -93,15 +99,19 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
     return out
 
 
-def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5) -> dict:
+def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5,
+               separable: set | None = None) -> dict:
     """Novel lineage events, new novel ids and those that go on to the next answered night; the
     same for the new ids of at least ``large`` times the median known class's size
-    (``appeared_large`` / ``goes_on_large``); the ``appeared_before_last`` and ``_large`` counts
-    leave out the last answered night, which has no next night. No label read."""
+    (``appeared_large`` / ``goes_on_large``), and for those on the nights of ``separable``
+    (snapshot dates whose fit found the known classes separable: ``appeared_large_separable``
+    / ``goes_on_large_separable``); the ``appeared_before_last`` and ``_large`` counts leave
+    out the last answered night, which has no next night. No label read."""
     import statistics
 
     chain = [r for r in runs if not r["degraded"]]
     events = appeared = goes_on = appeared_before_last = appeared_large = goes_on_large = 0
+    large_sep = goes_on_sep = 0
     for k, run in enumerate(chain):
         got = lineage[run["run_id"]]
         events += sum(1 for lid, st in got["statuses"].items()
@@ -122,9 +132,30 @@ def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5) -
             appeared_before_last += len(new)
             appeared_large += len(big)
             goes_on_large += len(big & tomorrow)
+            if separable is not None and run["date"] in separable:
+                large_sep += len(big)
+                goes_on_sep += len(big & tomorrow)
     return {"answered": len(chain), "events": events, "appeared": appeared,
             "goes_on": goes_on, "appeared_before_last": appeared_before_last,
-            "appeared_large": appeared_large, "goes_on_large": goes_on_large}
+            "appeared_large": appeared_large, "goes_on_large": goes_on_large,
+            "appeared_large_separable": large_sep, "goes_on_large_separable": goes_on_sep}
+
+
+def separable_dates(base: Path, graph: str) -> set:
+    """The snapshot dates of a kept loop whose fit finds its known classes separable
+    (:func:`oral_core.separability.known_separability` on the labelled training nodes the
+    pipeline's split gives, at the fit's seed 0: what ``novel_wholeness_if=separable`` decides
+    in the night's own fit). Labelled nodes only."""
+    from benchmarks.split_repeat_proxy import night_task
+    from data_contracts import snapshots as snap
+    from oral_core.separability import known_separability
+
+    out = set()
+    for day, path in snap.list_snapshots(base / "snapshots", graph):
+        g, x, train, _val, k = night_task(str(path))
+        if known_separability(x, g.edge_index, train, k)["separable"]:
+            out.add(day)
+    return out
 
 
 def scored(base: Path, graph: str, sim: int, runs: list[dict], lineage: dict[str, dict]) -> dict:
@@ -190,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
                                       for st in r["stored"].values()), None)
             row = {"study": folder.name, "graph": graph, "sim": int(sim),
                    "nights": len(runs), "rules": {}}
+            separable = separable_dates(base, graph)
             for name, (match_on, confirm, size) in RULES.items():
-                lineage = replay(runs, graph, match_on, confirm, size)
+                lineage = replay(runs, graph, match_on, confirm, size,
+                                 separable if name in ON_SEPARABLE else None)
                 if (match_on, confirm, size) == stored_rule:  # the replay must give the stored rows
                     bad = [r["date"] for r in runs if not r["degraded"]
                            and lineage[r["run_id"]]["key_status"] != r["stored"]]
@@ -199,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                         raise SystemExit(f"{base}: the replay of the stored rule differs from "
                                          f"the stored statuses on {bad[:3]}")
                 got = scored(base, graph, int(sim), runs, lineage)
-                row["rules"][name] = label_free(runs, lineage) | {
+                row["rules"][name] = label_free(runs, lineage, separable=separable) | {
                     "false_events": got["false_lineage_events"],
                     "on_time": sum(1 for c in got["planted"].values()
                                    if c["late"] is not None and c["late"] <= 1),
@@ -218,8 +251,8 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
 
     tot = {name: {k: sum(r["rules"][name][k] for r in rows)
                   for k in ("answered", "events", "appeared", "goes_on", "appeared_before_last",
-                            "appeared_large",
-                            "goes_on_large", "false_events", "on_time", "planted")}
+                            "appeared_large", "goes_on_large", "appeared_large_separable",
+                            "goes_on_large_separable", "false_events", "on_time", "planted")}
            for name in RULES}
     base = tot["all+confirm"]
     lines = [
@@ -276,12 +309,13 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
     with (out / "loops.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["study", "graph", "sim", "rule", "answered", "events", "appeared",
-                    "goes_on", "appeared_large", "goes_on_large", "false_events", "on_time",
-                    "planted"])
+                    "goes_on", "appeared_large", "goes_on_large", "appeared_large_separable",
+                    "goes_on_large_separable", "false_events", "on_time", "planted"])
         for r in rows:
             for name, v in r["rules"].items():
                 w.writerow([r["study"], r["graph"], r["sim"], name, v["answered"], v["events"],
                             v["appeared"], v["goes_on"], v["appeared_large"], v["goes_on_large"],
+                            v["appeared_large_separable"], v["goes_on_large_separable"],
                             v["false_events"], v["on_time"], v["planted"]])
     return text
 

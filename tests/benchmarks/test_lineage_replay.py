@@ -22,7 +22,8 @@ def test_replay_follows_the_answered_runs_and_counts_what_goes_on():
                                      "g:novel:2": "candidate"}
     free = label_free(runs, got)
     assert free == {"answered": 2, "events": 1, "appeared": 2, "goes_on": 1,
-                    "appeared_before_last": 1, "appeared_large": 1, "goes_on_large": 1}
+                    "appeared_before_last": 1, "appeared_large": 1, "goes_on_large": 1,
+                    "appeared_large_separable": 0, "goes_on_large_separable": 0}
     plain = replay(runs, "g", "all", False)
     assert plain["r2"]["statuses"]["g:novel:1"] == "grown"  # 2 -> 3 nodes
     assert label_free(runs, plain)["events"] == 2  # novel:1 and novel:2 emerged
@@ -39,3 +40,22 @@ def test_replay_under_the_size_rule_publishes_large_new_classes_the_first_night(
     free = label_free(runs, got, large=1.0)
     assert (free["appeared_large"], free["goes_on_large"]) == (1, 1)
     assert free["events"] == 1  # novel:1 emerged on its first night; novel:2 is a candidate
+
+
+
+def test_the_size_rule_on_separable_nights_only():
+    """``all+confirm+size@separable``: ``confirm_size`` on the dates given, confirmation as before
+    on the others; the large new ids and those that go on are counted on those dates apart."""
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2", "n3"], 2: ["m1", "m2"]}),
+            _run(2, {0: ["a1", "a2"], 1: ["n1", "n2", "n3"], 2: ["m1", "m2"]})]
+    second = {dt.date(2026, 1, 2)}
+    got = replay(runs, "g", "all", True, 1.0, size_on=second)
+    assert got["r0"]["statuses"]["g:novel:1"] == "candidate"  # not a separable night
+    assert got["r1"]["statuses"]["g:novel:1"] == "emerged"  # confirmed, as before
+    assert got["r1"]["statuses"]["g:novel:2"] == "emerged"  # large, on a separable night
+    everywhere = replay(runs, "g", "all", True, 1.0)
+    assert everywhere["r0"]["statuses"]["g:novel:1"] == "emerged"
+    free = label_free(runs, got, large=1.0, separable=second)
+    assert (free["appeared_large_separable"], free["goes_on_large_separable"]) == (1, 1)
+    assert (free["appeared_large"], free["goes_on_large"]) == (2, 2)
