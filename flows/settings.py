@@ -18,6 +18,7 @@
 | ``ORAL_NIGHT_ANSWER`` | ``per_class+paired`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%); ``+energy`` (an option, ``per_class+paired+energy``): a node of a novel group whose propagated energy (GNNSafe) is at or below the validation nodes' 0.8 quantile is named a known class |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
+| ``ORAL_CONFIRM_SIZE`` | ``off`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears (``0.5``), or so only on nights whose fit found the known classes separable (``separable:0.5``, ``oral_core.separability``); an option: its rule failed (``benchmarks/results/confirm_size_separable``) |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
 
@@ -48,6 +49,23 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired"
 #: novel group that a known-class classifier's propagated energy finds ordinary is named a known
 #: class (oral_core.answer.novelty_checked; an option, benchmarks/results/novelty_energy)
 NIGHT_ANSWER_PARTS = ("paired", "energy")
+
+
+def confirm_size_rule(text: str) -> tuple[float | None, bool]:
+    """``ORAL_CONFIRM_SIZE`` read: ``(share, separable only)``; ``off`` (or empty) is ``(None,
+    False)``. ValueError names what it may say."""
+    given = text.strip().lower() or "off"
+    if given == "off":
+        return None, False
+    only, _, raw = given.rpartition(":")
+    try:
+        share = float(raw)
+    except ValueError:
+        share = -1.0
+    if only not in ("", "separable") or not share > 0:
+        raise ValueError(f"ORAL_CONFIRM_SIZE must be off, a share > 0 (0.5) or separable:<share> "
+                         f"(separable:0.5), got {text!r}")
+    return share, only == "separable"
 
 
 def night_answer_rule(text: str) -> str:
@@ -149,6 +167,11 @@ class Settings:
     #: a novel class is a candidate on its first night and published (``emerged``) when it is
     #: there again the next (``ORAL_CONFIRM_NOVEL``; :mod:`tasks.warehouse.lineage`)
     confirm_novel: bool = True
+    #: with confirmation, the share of the median known class's size from which a new novel
+    #: class is published the night it appears (None: off), and whether only on nights whose
+    #: fit found the known classes separable (``ORAL_CONFIRM_SIZE``)
+    confirm_size: float | None = field(default=None, kw_only=True)
+    confirm_size_separable: bool = field(default=False, kw_only=True)
     #: what a night publishes (``ORAL_NIGHT_ANSWER``): ``whole`` (the model's answer when the
     #: gate passes it, else none) or ``per_class`` (``per_class+paired``; every night,
     #: :mod:`tasks.answer`)
@@ -208,9 +231,19 @@ class Settings:
         if raw_confirm not in TRUE + FALSE:
             raise ValueError(f"ORAL_CONFIRM_NOVEL must be 1 or 0 (on or off), got {raw_confirm!r}")
         night_answer = night_answer_rule(os.environ.get("ORAL_NIGHT_ANSWER", ""))
+        confirm_size, size_separable = confirm_size_rule(os.environ.get("ORAL_CONFIRM_SIZE", ""))
         return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
                    margin, gate_test, gate_scope, confirm_novel=raw_confirm in TRUE,
-                   night_answer=night_answer)
+                   night_answer=night_answer, confirm_size=confirm_size,
+                   confirm_size_separable=size_separable)
+
+    def lineage_size(self, separable: bool | None) -> float | None:
+        """The ``confirm_size`` of tonight's lineage: ``ORAL_CONFIRM_SIZE``'s share, unless it
+        holds only on separable nights and tonight's fit did not find its known classes
+        separable (``separable``: the fit's decision, None when it did not judge)."""
+        if self.confirm_size_separable and not separable:
+            return None
+        return self.confirm_size
 
 
 def configure_environment(state_dir: str | Path | None = None) -> Settings:

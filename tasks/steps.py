@@ -146,6 +146,9 @@ class TrainResult:
     #: ``novel_wholeness_if="separable"`` found the known classes not separable
     #: (:mod:`oral_core.separability`)
     novel_wholeness_used: float | None = None
+    #: whether the fit found its known classes separable (``novel_wholeness_if="separable"``;
+    #: None when it did not judge); ``ORAL_CONFIRM_SIZE=separable:<share>`` reads it
+    known_separable: bool | None = None
     #: known-class validation accuracy of the plain reference classifier (a logistic regression
     #: on the features, :func:`oral_core.reference.reference_accuracy`) on the same labelled
     #: training and validation nodes, standardised as the known head is (``known_head_scale``);
@@ -318,7 +321,9 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         warm_from="" if init is None else str(init.get("warm_from") or ""),
         trained_epochs=int(model.payload["trained_epochs"]),
         batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
-        novel_wholeness_used=oral.novel_wholeness_used, reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
+        novel_wholeness_used=oral.novel_wholeness_used,
+        known_separable=None if oral.separability is None else oral.separability["separable"],
+        reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
         gate_worse=worse, gate_better=better, gate_known_worse=known_worse,
         gate_known_better=known_better, gate_known_nodes=known_nodes)
 

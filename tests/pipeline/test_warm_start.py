@@ -206,6 +206,7 @@ def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_threa
     # novel_wholeness_if=separable found the known classes not separable
     assert cold.novel_wholeness_used in (None, cfg.novel_wholeness)
     assert cold.config["novel_wholeness"] == cfg.novel_wholeness
+    assert cold.known_separable is None  # novel_wholeness off: the fit did not judge
     assert all(status == ("candidate" if ":novel:" in lid else "emerged")
                for lid, status in pub1["statuses"].items())
     assert pub2["statuses"] == {lid: "emerged" if status == "candidate" else "persisting"
@@ -424,6 +425,47 @@ def test_confirmation_setting_defaults_on_turns_off_and_refuses_nonsense(monkeyp
     monkeypatch.setenv("ORAL_CONFIRM_NOVEL", "sometimes")
     with pytest.raises(ValueError, match="ORAL_CONFIRM_NOVEL must be 1 or 0 .* got 'sometimes'"):
         Settings.from_env()
+
+
+def test_a_night_records_whether_its_fit_found_the_known_classes_separable(tmp_path, one_thread):
+    """At the night's defaults (novel_wholeness_if=separable) the fit judges its known classes;
+    the training result says what it decided (``ORAL_CONFIRM_SIZE=separable:...`` reads it) and
+    the novel_wholeness it clustered with follows the decision."""
+    from data_contracts import snapshots as snap
+    from data_contracts.simulate import simulate
+    from tasks import steps
+
+    [path] = simulate(_static(), 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
+                      known_classes=[0, 1, 2])
+    cfg = _config()
+    assert cfg.novel_wholeness == 0.9 and cfg.novel_wholeness_if == "separable"
+    trained = steps.train(snap.load_snapshot(path), cfg, tmp_path / "run", "auto")
+    assert trained.known_separable is not None
+    assert trained.novel_wholeness_used == (0.9 if trained.known_separable else None)
+
+
+def test_confirm_size_setting_is_off_by_default_and_may_hold_on_separable_nights_only(
+        monkeypatch):
+    """``ORAL_CONFIRM_SIZE`` (an option: its rule failed, confirm_size_separable/): off, a share,
+    or ``separable:<share>``, which tonight's lineage gets only when the fit found its known
+    classes separable."""
+    from flows.settings import Settings
+
+    monkeypatch.delenv("ORAL_CONFIRM_SIZE", raising=False)
+    off = Settings.from_env()
+    assert (off.confirm_size, off.confirm_size_separable) == (None, False)
+    assert off.lineage_size(True) is None and off.lineage_size(None) is None
+    monkeypatch.setenv("ORAL_CONFIRM_SIZE", "0.5")
+    always = Settings.from_env()
+    assert always.lineage_size(False) == always.lineage_size(None) == 0.5
+    monkeypatch.setenv("ORAL_CONFIRM_SIZE", " Separable:0.25 ")
+    gated = Settings.from_env()
+    assert gated.lineage_size(True) == 0.25
+    assert gated.lineage_size(False) is None and gated.lineage_size(None) is None
+    for bad in ("sometimes", "0", "-1", "known:0.5", "separable:", "separable:x"):
+        monkeypatch.setenv("ORAL_CONFIRM_SIZE", bad)
+        with pytest.raises(ValueError, match=f"ORAL_CONFIRM_SIZE must be off, .* got '{bad}'"):
+            Settings.from_env()
 
 
 @pytest.mark.slow
