@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.nightly_loop import static_graph
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "known_head_hops"
 LOOPS = ROOT / "benchmarks" / ".state" / "nightly_loop_known_head"
@@ -36,17 +38,6 @@ GRAPHS = ("cora", "amazonphoto", "blogcatalog", "synthetic15", "synthetic40")
 NIGHTS = (1, 4, 8)
 FIELDS = ["kind", "graph", "case", "train", "val", "known", "val_h0", "val_h1", "val_h2",
           "cv_h0", "cv_h1", "cv_h2", "chosen", "val_chosen", "val_reference", "seconds"]
-
-
-def static_graph(graph: str, data_dir: str | None):
-    """A benchmark graph, or the generator with 15 or 40 classes."""
-    if graph.startswith("synthetic"):
-        from data_contracts.synthetic import make_static_graph
-        k = int(graph.removeprefix("synthetic"))
-        return make_static_graph(num_nodes=200 * k, num_classes=k, num_features=64,
-                                 separation=2.5, seed=0, name=graph)
-    from oral_core.datasets import load_dataset
-    return load_dataset(graph, data_dir)
 
 
 def measure(x, edge_index, train, val, known: int) -> dict:

@@ -58,12 +58,23 @@ PRECISION, RECALL = 0.70, 0.50
 
 
 # ---------------------------------------------------------------------------- the graphs
+def generated_classes(graph: str) -> int | None:
+    """The class count of a generated graph's name (``synthetic<K>``, K >= 4), else None."""
+    count = graph.removeprefix("synthetic")
+    if graph.startswith("synthetic") and count.isdigit() and int(count) >= 4:
+        return int(count)
+    return None
+
+
 def static_graph(graph: str, data_dir: str | None):
-    """The static graph a loop evolves: a real dataset, or the generator with 15 classes."""
-    if graph == "synthetic15":
+    """The static graph a loop evolves: a real dataset, or the generator with K classes
+    (``synthetic<K>``: 200 nodes a class, 64 features, class centres 2.5 apart; ``synthetic15``
+    is the loops' generated graph)."""
+    k = generated_classes(graph)
+    if k is not None:
         from data_contracts.synthetic import make_static_graph
-        return make_static_graph(num_nodes=3000, num_classes=15, num_features=64,
-                                 separation=2.5, seed=0, name="synthetic15")
+        return make_static_graph(num_nodes=200 * k, num_classes=k, num_features=64,
+                                 separation=2.5, seed=0, name=graph)
     from oral_core.datasets import load_dataset
     return load_dataset(graph, data_dir)
 
@@ -824,9 +835,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
     graphs = [g for g in args.graphs.split(",") if g]
-    unknown = [g for g in graphs if g not in GRAPHS]
+    unknown = [g for g in graphs if g not in GRAPHS and generated_classes(g) is None]
     if unknown:
-        print(f"error: --graphs {unknown[0]}: choose from {', '.join(GRAPHS)}", file=sys.stderr)
+        print(f"error: --graphs {unknown[0]}: choose from {', '.join(GRAPHS)} or synthetic<K> "
+              "(the generator with K >= 4 classes)", file=sys.stderr)
         return 2
     (args.out / "loops").mkdir(parents=True, exist_ok=True)
     if not (args.out / "README.md").exists():  # a study folder always has its README

@@ -2,6 +2,7 @@
 whose right answer is known: a stub that merges, splits or invents must score worse."""
 from __future__ import annotations
 
+import benchmarks.nightly_loop as nl
 from benchmarks.nightly_loop import score_loop
 
 KNOWN = {"a", "b"}
@@ -290,3 +291,16 @@ def test_a_study_rule_heads_the_readme_and_the_loops_never_rewrite_it(tmp_path):
     text = report(tmp_path, [])
     assert text.startswith(rule) and "\n## Nightly loop: what an analyst reads" in text
     assert (tmp_path / RULE).read_text() == rule and (tmp_path / "README.md").read_text() == text
+
+
+def test_the_generator_with_any_class_count_is_a_loop_graph_and_other_names_are_refused(
+        tmp_path, capsys):
+    assert nl.generated_classes("synthetic15") == 15
+    assert nl.generated_classes("synthetic20") == 20
+    assert nl.generated_classes("synthetic3") is None
+    assert nl.generated_classes("synthetic") is None
+    assert nl.generated_classes("cora") is None
+    g = nl.static_graph("synthetic6", None)
+    assert len(g.class_names) == 6 and g.x.shape[0] == 1200
+    assert nl.main(["--graphs", "synthetic2", "--out", str(tmp_path)]) == 2
+    assert "synthetic<K>" in capsys.readouterr().err
