@@ -4,7 +4,7 @@ For machines that hold torch, torch-geometric, pyarrow and scipy but not Prefect
 Expectations, MLflow or DuckDB (the lent GPU machine): a DC-SBM snapshot of ``--nodes`` nodes (the
 one :mod:`benchmarks.scale` generates: 10 classes, 64 features, mean degree 10, half the nodes of
 known classes labelled) is read, split, trained and predicted exactly as the nightly flow's
-``train`` task does (:func:`tasks.steps.read_snapshot`, :func:`tasks.steps.train`, Parquet
+``train`` task does (:func:`tasks.intake.read_snapshot`, :func:`tasks.fitting.train`, Parquet
 predictions), then scored against its truth file. ``--warm`` then runs a second, warm night on the
 same snapshot from the cold night's model (``warm_epochs``), as the flow does when nothing changed.
 
@@ -47,14 +47,14 @@ def night(folder: Path, run_dir: Path, overrides: dict, init: dict | None = None
 
     from data_contracts import snapshots as snap
     from oral_core.config import ORALConfig
-    from tasks import steps
+    from tasks import fitting, intake, scoring
 
     config = ORALConfig.from_dict(ORALConfig().to_dict() | {"progress": False} | overrides)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    snapshot = snap.snapshot_from_files(steps.read_snapshot(folder))
-    result = steps.train(snapshot, config, run_dir, init=init)
+    snapshot = snap.snapshot_from_files(intake.read_snapshot(folder))
+    result = fitting.train(snapshot, config, run_dir, init=init)
     stage = time.perf_counter() - start
     import json
     history = json.loads(Path(result.history_path).read_text())
@@ -63,7 +63,7 @@ def night(folder: Path, run_dir: Path, overrides: dict, init: dict | None = None
     import numpy as np
     import pyarrow.parquet as pq
     pred = pq.read_table(result.predictions_path, columns=["class_key"]).column(0).to_numpy()
-    scored = steps.score(snapshot, np.asarray(pred), result.num_known)
+    scored = scoring.score(snapshot, np.asarray(pred), result.num_known)
     label = (f"synthetic-{_short(snapshot.num_nodes)} ({result.start}, {result.epochs} epochs"
              + "".join(f", {k}={v}" for k, v in overrides.items()) + ")")
     peak = torch.cuda.max_memory_allocated() / 2**30 if result.device.startswith("cuda") else None

@@ -7,7 +7,7 @@ novel classes, measured on labelled nodes only and without labels?
 
 Replays the snapshots that ``benchmarks.nightly_loop`` simulated (its state folder, ignored by
 git), each night a cold fit of ORAL at the pipeline's defaults plus both switches, on the
-labelled nodes split as the pipeline splits them (``tasks.steps.split_labelled``). One fit gives
+labelled nodes split as the pipeline splits them (``tasks.fitting.split_labelled``). One fit gives
 all four answers (check once or repeated, without or with the head): both act after training,
 the fit keeps the one-pass answer (``<rule>_split_once``) and the answer without the head
 (``<rule>_no_head``).
@@ -53,20 +53,14 @@ def night_row(path: Path) -> dict:
     import torch
 
     from data_contracts import snapshots as snap
-    from oral_core.columns import writable
     from oral_core.config import ORALConfig
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.graph import canonical_edges
     from oral_core.known_head import head_probabilities, keep_known_fidelity
     from oral_core.trainer import ORAL
-    from tasks.steps import split_labelled
+    from tasks.fitting import fit_inputs
 
     s = snap.load_snapshot(path)
-    raw = torch.from_numpy(writable(s.x))
-    x = preprocess_features(raw, auto_feature_mode(raw))
-    edges = canonical_edges(torch.from_numpy(s.edge_index), s.num_nodes)
     config = ORALConfig(known_head="sgc", known_split_repeat=True, progress=False)
-    train, val = split_labelled(s.labels, config.seed)
+    x, edges, train, val, _ = fit_inputs(s, "auto", config.seed)
     start = time.perf_counter()
     oral = ORAL(config).fit(x, edges, torch.from_numpy(train), torch.from_numpy(val))
     fit_seconds = time.perf_counter() - start

@@ -19,7 +19,7 @@ Two kinds of rows: the static graphs under the strict protocol's split
 (``oral_core.splits.make_split``, seeds ``--seeds``; the known classes' train and validation
 nodes), including the generator with 15 and with 40 classes; and the nightly snapshots the
 nightly-loop benchmark kept (nights 1, 4 and 8 of every loop under ``--loops``, split as the
-pipeline splits them, ``tasks.steps.split_labelled``). Resumable: one CSV row per case.
+pipeline splits them, ``tasks.fitting.split_labelled``). Resumable: one CSV row per case.
 """
 from __future__ import annotations
 
@@ -94,13 +94,10 @@ def static_cases(graphs: list[str], seeds: list[int], data_dir: str | None, meas
 def night_cases(loops: Path, measure=measure):
     """``(kind, graph, case, run)`` per kept nightly snapshot (nights :data:`NIGHTS`), split as
     the pipeline splits it; ``run()`` is ``measure(x, edges, train, val, known)``."""
-    import numpy as np
     import torch
 
     from data_contracts import snapshots as snap
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.graph import canonical_edges
-    from tasks.steps import split_labelled
+    from tasks.fitting import fit_inputs
 
     for base in sorted(p for p in loops.glob("*-sim*") if (p / "snapshots").is_dir()):
         graph = base.name.rsplit("-sim", 1)[0]
@@ -111,10 +108,7 @@ def night_cases(loops: Path, measure=measure):
 
             def case(path=paths[night - 1]):
                 s = snap.load_snapshot(path)
-                x_raw = torch.from_numpy(np.array(s.x, dtype=np.float32))
-                x = preprocess_features(x_raw, auto_feature_mode(x_raw))
-                edges = canonical_edges(torch.from_numpy(s.edge_index), s.num_nodes)
-                train, val = split_labelled(s.labels, 0)
+                x, edges, train, val, _ = fit_inputs(s, "auto", 0)
                 return measure(x, edges, torch.from_numpy(train), torch.from_numpy(val),
                                len(s.class_names))
             yield "night", graph, f"{base.name.rsplit('-', 1)[1]} night {night}", case

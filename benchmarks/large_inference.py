@@ -7,15 +7,15 @@ For each size N, synthetic predictions (node ids ``n<i>``, a handful of classes 
 are known, random confidences) go through the pipeline's own code, each stage in a fresh
 subprocess so that one stage's or size's memory cannot show in another's peak:
 
-- ``write``: :func:`tasks.steps.write_predictions` writes night 1's ``predictions.parquet`` in row
+- ``write``: :func:`tasks.predictions.write_predictions` writes night 1's ``predictions.parquet`` in row
   groups of ``--chunk`` rows (night 2's file, 5% of the nodes replaced and 10% moved to another
   class, is written by the same process but not timed);
 - ``write (one table)``, for comparison: night 1 built as one Arrow table
-  (:func:`tasks.steps.predictions_table`) and written by one ``pq.write_table``;
+  (:func:`tasks.predictions.predictions_table`) and written by one ``pq.write_table``;
 - ``publish_run only``: the DuckDB transaction alone, :meth:`tasks.warehouse.Warehouse.publish_run`
   of night 1 from its Parquet file to a fresh DuckDB file (classes given their lineage ids, no
   lineage computed): the streaming insert and its checks;
-- ``publish``: :func:`tasks.steps.publish` of night 1 from its Parquet file to a fresh DuckDB file
+- ``publish``: :func:`tasks.publishing.publish` of night 1 from its Parquet file to a fresh DuckDB file
   (lineage: every class emerges; DuckDB streams the file into ``node_assignments``);
 - ``publish+lineage``: night 2 from its file into that warehouse: lineage pairs the two nights'
   nodes in DuckDB and matches the classes on compact node keys, then the same streaming insert;
@@ -115,14 +115,14 @@ def stage_write_one_table(n: int, folder: Path) -> dict:
 
     import pyarrow.parquet as pq
 
-    from tasks import steps
+    from tasks import predictions
 
     ids, class_id, confidence = _synthetic(n, 1)
     snapshot = types.SimpleNamespace(node_ids=ids, class_names=NAMES)
     out = _start()
     start = time.perf_counter()
     path = folder / "one-table.parquet"
-    pq.write_table(steps.predictions_table(snapshot, class_id, confidence, len(NAMES)), path)
+    pq.write_table(predictions.predictions_table(snapshot, class_id, confidence, len(NAMES)), path)
     out |= {"seconds": time.perf_counter() - start, "peak_rss_mb": _rss_mb(),
             "file_mb": path.stat().st_size / 2**20}
     path.unlink()
@@ -130,7 +130,7 @@ def stage_write_one_table(n: int, folder: Path) -> dict:
 
 
 def stage_write(n: int, chunk: int, folder: Path) -> dict:
-    from tasks import steps
+    from tasks import predictions
 
     out = {}
     for night in (1, 2):
@@ -138,7 +138,7 @@ def stage_write(n: int, chunk: int, folder: Path) -> dict:
         (folder / f"classes{night}.json").write_text(json.dumps(_classes(class_id, confidence)))
         started = _start()
         start = time.perf_counter()
-        path = steps.write_predictions(folder / f"predictions{night}.parquet", ids, class_id,
+        path = predictions.write_predictions(folder / f"predictions{night}.parquet", ids, class_id,
                                        confidence, len(NAMES), NAMES, chunk_size=chunk)
         seconds = time.perf_counter() - start
         if night == 1:
@@ -152,7 +152,7 @@ def stage_publish(n: int, folder: Path, night: int, db: Path, threads: int,
                   memory_limit: str | None, as_table: bool = False) -> dict:
     import pyarrow.parquet as pq
 
-    from tasks import steps
+    from tasks import publishing
     from tasks.warehouse import Warehouse
 
     timing = {}
@@ -183,7 +183,7 @@ def stage_publish(n: int, folder: Path, night: int, db: Path, threads: int,
     predictions = folder / f"predictions{night}.parquet"
     if as_table:
         predictions = pq.read_table(predictions)
-    out = steps.publish(wh, run, {"nodes": n}, predictions, classes, "big", date)
+    out = publishing.publish(wh, run, {"nodes": n}, predictions, classes, "big", date)
     seconds = time.perf_counter() - start
     peak = _rss_mb()
     rows = wh.query("SELECT count(*) AS n FROM node_assignments WHERE run_id = ?",

@@ -40,7 +40,7 @@ def fit_inputs(snapshot):
 
     from oral_core.datasets import auto_feature_mode, preprocess_features
     from oral_core.graph import canonical_edges
-    from tasks.steps import split_labelled
+    from tasks.fitting import split_labelled
 
     raw = torch.from_numpy(np.array(snapshot.x))
     x = preprocess_features(raw, auto_feature_mode(raw))

@@ -7,7 +7,7 @@
 Each kept nightly snapshot of a loop (``STATE/<graph>-sim<k>/snapshots``, as
 ``benchmarks.nightly_loop --state`` keeps them) is trained through the pipeline's own steps at
 its defaults, once per seed (the seed draws the labelled nodes' split, the initialisation and
-the clustering, as ``--set seed=S`` does for a night): ``tasks.steps.train`` then the night's
+the clustering, as ``--set seed=S`` does for a night): ``tasks.fitting.train`` then the night's
 answer (``tasks.answer.decide_per_class``, ``per_class+paired``). Two seeds' answers are
 compared on the snapshot's unlabelled nodes: the adjusted Rand index of the whole answer, of the
 nodes both answers put in novel classes, and the novel classes each seed finds. No label of an
@@ -40,7 +40,7 @@ def night_answer(path: Path, seed: int) -> dict:
     from data_contracts import snapshots as snap
     from flows.configuration import build_config, pipeline_defaults
     from tasks.answer import decide_per_class
-    from tasks.steps import train
+    from tasks.fitting import train
 
     snapshot = snap.load_snapshot(path)
     config = build_config(pipeline_defaults() | {"seed": seed, "progress": False})

@@ -86,7 +86,7 @@ def heldout_fit(g, x, seed: int, config) -> dict:
 
 def night_task(path: str):
     """``(graph, x, train, val, num_known)`` of a nightly snapshot (its edges in ``graph``), split as the
-    pipeline splits its labelled nodes (``tasks.steps.split_labelled``); ``graph.y`` holds the
+    pipeline splits its labelled nodes (``tasks.fitting.split_labelled``); ``graph.y`` holds the
     snapshot's labels (-1 where unlabelled), all the proxy reads."""
     from types import SimpleNamespace
 
@@ -94,15 +94,11 @@ def night_task(path: str):
     import torch
 
     from data_contracts import snapshots as snap
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.graph import canonical_edges
-    from tasks.steps import split_labelled
+    from tasks.fitting import fit_inputs
 
     s = snap.load_snapshot(path)
-    x_raw = torch.from_numpy(np.array(s.x, dtype=np.float32))
-    x = preprocess_features(x_raw, auto_feature_mode(x_raw))
-    edges = canonical_edges(torch.from_numpy(s.edge_index), s.num_nodes)
-    train, val = (torch.from_numpy(a) for a in split_labelled(s.labels, 0))
+    x, edges, train, val, _ = fit_inputs(s, "auto", 0)
+    train, val = torch.from_numpy(train), torch.from_numpy(val)
     k = len(s.class_names)
     g = SimpleNamespace(y=torch.from_numpy(np.asarray(s.labels, dtype=np.int64)), num_classes=k,
                         edge_index=edges)
@@ -231,13 +227,11 @@ def gate_share(nights_csv: Path, loops: Path) -> list[dict]:
     loops' snapshots under ``loops``)."""
     import csv
 
-    import numpy as np
     import torch
 
     from data_contracts import snapshots as snap
-    from oral_core.datasets import auto_feature_mode, preprocess_features
     from oral_core.reference import reference_accuracy
-    from tasks.steps import split_labelled
+    from tasks.fitting import fit_inputs
 
     out = []
     for r in csv.DictReader(nights_csv.open()):
@@ -248,9 +242,7 @@ def gate_share(nights_csv: Path, loops: Path) -> list[dict]:
         s = snap.load_snapshot(paths[int(r["night"])])
         if s.date.isoformat() != r["date"]:
             raise ValueError(f"{base}: night {r['night']} is {s.date}, not {r['date']}")
-        raw = torch.from_numpy(np.array(s.x, dtype=np.float32))
-        x = preprocess_features(raw, auto_feature_mode(raw))
-        train, val = split_labelled(s.labels, 0)
+        x, _edges, train, val, _ = fit_inputs(s, "auto", 0)
         ref = 100 * reference_accuracy(x, torch.from_numpy(train), torch.from_numpy(val))
         once = max(float(r["val_once"]), float(r["val_once_head"]))
         repeat = max(float(r["val_repeat"]), float(r["val_repeat_head"]))

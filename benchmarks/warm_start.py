@@ -7,15 +7,15 @@ For each graph an evolving graph is simulated (:func:`data_contracts.simulate.si
 ``--nights`` dated snapshots: known-class nodes arrive over the nights, the novel classes start
 in the second half). Then, night by night, in this one process (one torch thread):
 
-- **cold chain**: ORAL trained from scratch on the night's snapshot (``tasks.steps.train``, the
+- **cold chain**: ORAL trained from scratch on the night's snapshot (``tasks.fitting.train``, the
   nightly pipeline's training step and configuration: the defaults, 200 epochs, seed 0);
 - **warm chain**: night 0 is the cold run; every later night continues the warm chain's previous
-  model (``tasks.steps.train(init=...)``: parameters, prototypes, partitions, class ids mapped
+  model (``tasks.fitting.train(init=...)``: parameters, prototypes, partitions, class ids mapped
   by node id) for ``warm_epochs`` epochs.
 
-Each run is scored as the nightly flow scores a simulated night (``tasks.steps.score``: All /
+Each run is scored as the nightly flow scores a simulated night (``tasks.scoring.score``: All /
 Known / Novel accuracy on the night's unlabelled nodes that have a truth row) and published, one
-chain per DuckDB file, with the pipeline's lineage (``tasks.steps.publish``), whose statuses
+chain per DuckDB file, with the pipeline's lineage (``tasks.publishing.publish``), whose statuses
 are counted per night.
 
 **Probe** (how ``warm_epochs`` was chosen, labelled nodes only): on nights ``1..--probe-nights``
@@ -74,11 +74,11 @@ def run_night(snapshot, files, cfg, run_dir: Path, init: dict | None) -> dict:
     """Train (cold or warm), score as the pipeline does; the result row and the TrainResult."""
     import pyarrow.parquet as pq
 
-    from tasks import steps
+    from tasks import fitting, scoring
 
-    out = steps.train(snapshot, cfg, run_dir, "auto", init=init)
+    out = fitting.train(snapshot, cfg, run_dir, "auto", init=init)
     class_id = pq.read_table(out.predictions_path).column("class_key").to_numpy()
-    scores = steps.score(snapshot, class_id, out.num_known) or {}
+    scores = scoring.score(snapshot, class_id, out.num_known) or {}
     return {"seconds": round(out.train_seconds, 2), "epochs": out.epochs,
             "val_accuracy": round(out.val_accuracy, 4), "classes": out.num_classes,
             "novel_classes": out.num_novel, "all": scores.get("all"), "known": scores.get("known"),
@@ -91,16 +91,16 @@ def lineage(warehouse_path: Path, graph: str, snapshot, files, result: dict, num
             start_key: str) -> dict:
     import pyarrow.parquet as pq
 
-    from tasks import steps
+    from tasks import publishing, scoring
     from tasks.warehouse import Warehouse
 
     predictions = pq.read_table(result["predictions_path"])
-    classes = steps.describe_classes(snapshot, predictions, num_known)
+    classes = scoring.describe_classes(snapshot, predictions, num_known)
     run = {"graph": graph, "snapshot_date": files.date, "content_hash": files.content_hash,
            "config_hash": result["config_hash"] + start_key, "epochs": result["epochs"],
            "val_accuracy": result["val_accuracy"], "train_seconds": result["seconds"],
            "num_nodes": snapshot.num_nodes}
-    published = steps.publish(Warehouse(warehouse_path), run, None, predictions, classes, graph,
+    published = publishing.publish(Warehouse(warehouse_path), run, None, predictions, classes, graph,
                               files.date)
     counts = Counter(published["statuses"].values())
     return {s: int(counts.get(s, 0)) for s in STATUS_ORDER}
@@ -114,21 +114,15 @@ def probe(snapshot, cfg, init_model: str, cold_predictions: str, epochs: int) ->
     import torch
     from sklearn.metrics import adjusted_rand_score
 
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.columns import writable
-    from oral_core.graph import canonical_edges
     from oral_core.trainer import ORAL
-    from tasks import steps
+    from tasks import fitting
 
-    x_raw = torch.from_numpy(writable(snapshot.x))
-    x = preprocess_features(x_raw, auto_feature_mode(x_raw))
-    edges = canonical_edges(torch.from_numpy(snapshot.edge_index), snapshot.num_nodes)
-    train, val = steps.split_labelled(snapshot.labels, cfg.seed)
+    x, edges, train, val, _ = fitting.fit_inputs(snapshot, "auto", cfg.seed)
     model = ORAL(dataclasses.replace(cfg, warm_epochs=epochs))
     model.record_epochs = True
     start = time.perf_counter()
     model.fit(x, edges, torch.from_numpy(train), torch.from_numpy(val),
-              init=steps.load_payload(init_model))
+              init=fitting.load_payload(init_model))
     seconds = time.perf_counter() - start
     cold = pq.read_table(cold_predictions).column("class_key").to_numpy()
     ari = [round(float(adjusted_rand_score(cold, c.numpy())), 4) for c in model.epoch_class_ids]
@@ -162,7 +156,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
 
     from data_contracts import snapshots as snap
-    from tasks import steps
+    from tasks import intake
 
     overrides = {k: v for k, v in (("epochs", args.epochs), ("warm_epochs", args.warm_epochs))
                  if v is not None}
@@ -180,7 +174,7 @@ def main(argv=None) -> int:
             for k, path in enumerate(paths[:last + 1]):
                 night_file = out_dir / f"night_{k:02d}.json"
                 rec = json.loads(night_file.read_text()) if night_file.exists() else {}
-                files = steps.read_snapshot(path)
+                files = intake.read_snapshot(path)
                 snapshot = snap.snapshot_from_files(files)
                 num_known = len(snapshot.class_names)
                 base = args.state / "runs" / graph / f"night_{k:02d}"
@@ -379,8 +373,8 @@ def report(graphs: list[str], warm_epochs: int, argv, cold_every: int = 7,
              f"seed 0), `warm_epochs` = {warm_epochs}. Night 0 is cold in both chains; the warm "
              "chain continues its own previous night's model from night 1 on. Accuracy: All / "
              "Known / Novel (%) on the night's unlabelled nodes with truth, as the nightly flow "
-             "scores it (`tasks.steps.score`); lineage: statuses of the classes each chain "
-             "published that night (`tasks.steps.publish`, one DuckDB file per chain). "
+             "scores it (`tasks.scoring.score`); lineage: statuses of the classes each chain "
+             "published that night (`tasks.publishing.publish`, one DuckDB file per chain). "
              "Lineage columns: persisting / grown / shrunk / emerged / merged / split / vanished.",
              "", "Reading: a warm night costs about 5% of a cold one, but a warm chain keeps the "
              "classes it started with and misses the novel classes that emerge later (their "

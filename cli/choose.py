@@ -215,18 +215,13 @@ def _load(args) -> _Source:
                        lambda seed: proxy.proxy_task(g, seed, args.hide, True, args.protocol), full,
                        g.num_classes if args.prior else None)
     from data_contracts import contracts, snapshots as snap
-    from oral_core.columns import writable
-    from oral_core.datasets import auto_feature_mode, preprocess_features
-    from oral_core.graph import canonical_edges
-    from tasks.steps import split_labelled
+    from tasks.fitting import fit_inputs, split_labelled
 
     path = snap.select_snapshots(args.snapshots, args.graph, date=args.date)[0]  # default: latest
     files = snap.read_snapshot_files(path)
     contracts.require_valid(files)
     s = snap.snapshot_from_files(files)
-    x_raw = torch.from_numpy(writable(s.x))
-    x = preprocess_features(x_raw, auto_feature_mode(x_raw))
-    edges = canonical_edges(torch.from_numpy(s.edge_index), s.num_nodes)
+    x, edges, *_ = fit_inputs(s, "auto", 0)
     y = torch.from_numpy(s.labels).long()
     known = torch.unique(y[y >= 0])
     labels = _Labels(y, len(s.class_names))

@@ -138,7 +138,7 @@ def _run_flow(fn) -> int:
     or a full disk 1. Anything else reaches :func:`cli.main.main`, which prints one line too
     (traceback in the log file; a full disk named as such, :func:`cli.logs.disk_full_line`)."""
     from data_contracts.snapshots import SnapshotError
-    from tasks.steps import ContractFailed
+    from tasks.intake import ContractFailed
     from tasks.registry import TrackingError
     from tasks.diskspace import DiskFull
     from tasks.warehouse import WarehouseError

@@ -600,12 +600,6 @@ class Snapshot:
     def num_nodes(self) -> int:
         return len(self.node_ids)
 
-    def tensors(self):
-        """``(x, edge_index, labels)`` as torch tensors (no copy of the feature matrix)."""
-        import torch
-        return (torch.from_numpy(self.x), torch.from_numpy(self.edge_index),
-                torch.from_numpy(self.labels))
-
 
 def feature_matrix(column: pa.ChunkedArray | pa.Array, where: str = NODES) -> np.ndarray:
     """A ``list<number>`` column of one fixed length as an ``[N, F]`` float32 array

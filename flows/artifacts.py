@@ -8,7 +8,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_table_artifact
 
 from flows.settings import Settings
-from tasks.steps import scores_text
+from tasks.scoring import scores_text
 
 
 def as_link(path_or_uri) -> str:

@@ -46,7 +46,7 @@ from flows.params import ORALOverrides
 from flows.run_names import backfill_name, night_name
 from flows.settings import Settings
 from tasks import prefect_tasks as pt
-from tasks import steps
+from tasks import fitting, intake, scoring, start_plan
 from tasks.warehouse.writer_lock import writer_lock
 
 
@@ -74,7 +74,7 @@ class Training:
     result: dict
     run_key: str
     run_id: str
-    plan: steps.StartPlan
+    plan: start_plan.StartPlan
     history: list
 
 
@@ -99,7 +99,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             ``train-remote/gpu``, see :mod:`flows.training`) and wait for it; ``None``: the
             ``ORAL_REMOTE_TRAINING`` setting (default off: training runs in this process).
         cold: ``True``: train from scratch; ``False``: continue the previous night's champion
-            when it applies (a warm start, :func:`tasks.steps.plan_start`; a warm fit whose
+            when it applies (a warm start, :func:`tasks.start_plan.plan_start`; a warm fit whose
             emergence check fires, :mod:`tasks.emergence`, is set aside and the night trained
             cold); ``None``: the ``ORAL_WARM_START`` setting (default off: cold).
     """
@@ -177,7 +177,7 @@ def open_night(graph: str, config, state_dir, device, remote_training) -> Night:
 def read_and_validate(night: Night, path: str):
     """Read the snapshot's files and check them against the data contract. A broken contract
     stops the night before training: nothing is published, the report is kept and linked, an
-    ``oral.contract.failed`` event is emitted, and :class:`tasks.steps.ContractFailed` raised.
+    ``oral.contract.failed`` event is emitted, and :class:`tasks.intake.ContractFailed` raised.
     Returns the files and the report (with its JSON and HTML paths)."""
     unreadable = None
     try:
@@ -197,7 +197,7 @@ def read_and_validate(night: Night, path: str):
         artifacts.contract_failed(graph, path, report, report_json, report_html)
         artifacts.graph_report(graph, settings, settings.tracking_uri)  # lists the rejected one
         broken = ", ".join(dict.fromkeys(f"{f.file} {f.rule}" for f in report.errors))
-        raise steps.ContractFailed(
+        raise intake.ContractFailed(
             f"snapshot {path} broke its data contract ({len(report.errors)} error(s): {broken}); "
             f"nothing was trained or published. Report: {report_html}", Path(report_html))
     if unreadable is not None:  # readable by the time the contract read it: not tonight's bytes
@@ -212,7 +212,7 @@ def train_once(night: Night, plan, path, snapshot, files, mode: str) -> tuple[di
     from tasks.warehouse import make_run_id, make_training_id
 
     graph, settings, cfg = night.graph, night.settings, night.config
-    chash = steps.run_config_hash(cfg, mode)
+    chash = fitting.run_config_hash(cfg, mode)
     # the published run (DuckDB rows, MLflow run and version) is one per graph, snapshot date,
     # content, configuration and start (a warm start names the model it continued); training
     # depends on content, configuration and start only, so a graph that did not change
@@ -400,7 +400,7 @@ def summary_line(out: dict) -> str:
     emerged = out.get("new_tonight")  # the emerged_classes rule (tasks.warehouse.new_tonight)
     if emerged is None:  # a summary from before that field
         emerged = [k for k, v in out["statuses"].items() if v == "emerged" and ":novel:" in k]
-    score = f"; scored {steps.scores_text(out['scores'])}" if out.get("scores") else ""
+    score = f"; scored {scoring.scores_text(out['scores'])}" if out.get("scores") else ""
     start = (f"; {out['start']} start ({out.get('start_reason', '')}), {out.get('epochs')} epochs"
              if out.get("start") else "")
     if out.get("reused"):

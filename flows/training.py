@@ -70,7 +70,7 @@ def check_snapshot(snapshot_path: str | Path, content_hash: str):
     when the folder is missing on this host or its content differs from ``content_hash``.
     """
     from data_contracts import snapshots as snap
-    from tasks import steps
+    from tasks import intake
 
     host = socket.gethostname()
     if not Path(snapshot_path).is_dir():
@@ -78,7 +78,7 @@ def check_snapshot(snapshot_path: str | Path, content_hash: str):
             f"snapshot {snapshot_path} is not visible on training host {host}: the nightly host "
             "and the training host must see the snapshot root at the same path")
     try:
-        files = steps.read_snapshot(snapshot_path)
+        files = intake.read_snapshot(snapshot_path)
     except snap.SnapshotError as err:
         raise SnapshotMismatch(f"snapshot {snapshot_path} cannot be read on training host {host}: "
                                f"{err}") from err
@@ -115,7 +115,7 @@ def read_result(run_dir: str | Path, content_hash: str, config_hash: str,
         return None
     if not all(Path(data.get(k, "")).is_file() for k in ("model_path", "predictions_path")):
         return None
-    from tasks.steps import TrainResult
+    from tasks.fitting import TrainResult
 
     keys = TrainResult.__dataclass_fields__
     return {k: data[k] for k in keys if k in data}
@@ -138,15 +138,15 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
         config_hash: the configuration hash the nightly flow computed; checked after training.
         refresh: train again even when ``run_dir`` holds a finished result.
         init: a warm start's previous model and predictions (paths under the shared state
-            folder, :func:`tasks.steps.plan_start`); None: a cold start.
+            folder, :func:`tasks.start_plan.plan_start`); None: a cold start.
         start_key: the start's part of the training's identity (``""`` when cold).
 
-    Returns the same small dict as the in-process ``train`` task (``tasks.steps.TrainResult``).
+    Returns the same small dict as the in-process ``train`` task (``tasks.fitting.TrainResult``).
     """
     from data_contracts import snapshots as snap
     from oral_core.config import ORALConfig
     from oral_core.columns import writable
-    from tasks import steps
+    from tasks import fitting
 
     logger = get_run_logger()
     host = socket.gethostname()
@@ -168,8 +168,8 @@ def train_remote(snapshot_path: str, content_hash: str, config: dict, run_dir: s
                 host, device, why, graph, snapshot.num_nodes,
                 cfg.epochs if init is None else min(cfg.warm_epochs, cfg.epochs),
                 "cold" if init is None else "warm")
-    result = steps.train(snapshot, cfg, Path(run_dir), feature_mode, init=init,
-                         progress=steps.ProgressLog(logger))  # a line every few seconds
+    result = fitting.train(snapshot, cfg, Path(run_dir), feature_mode, init=init,
+                         progress=fitting.ProgressLog(logger))  # a line every few seconds
     if result.config_hash != config_hash:
         raise RemoteTrainingError(f"configuration hash on {host} is {result.config_hash}, the "
                                   f"nightly flow computed {config_hash}: are both hosts on the "

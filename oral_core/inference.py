@@ -39,7 +39,7 @@ class Assignment:
 def class_name_of(class_id: int, class_names: list[str], num_known: int) -> str | None:
     """A known class keeps its name; a novel or unassigned class has none (its lineage id or
     label names it in the warehouse). The one rule of the pipeline's predictions
-    (``tasks.steps``) and of the registered model's pyfunc output."""
+    (``tasks.predictions``) and of the registered model's pyfunc output."""
     return class_names[class_id] if 0 <= class_id < num_known and class_id < len(class_names) else None
 
 

@@ -250,7 +250,7 @@ class ORAL:
 
         ``on_progress`` (optional): called after every epoch as ``on_progress(done, total)``
         (epochs done, epochs of this fit), whether or not the ``progress`` bar is shown; the
-        pipeline logs a throttled progress line with it (:class:`tasks.steps.ProgressLog`).
+        pipeline logs a throttled progress line with it (:class:`tasks.fitting.ProgressLog`).
 
         **Warm start** (``init``; a deviation from the paper, whose Algorithm 1 always starts
         from random parameters and singleton prototype groups): ``init`` is the payload of a

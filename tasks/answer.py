@@ -34,7 +34,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     import torch
 
     from oral_core.answer import ENERGY_QUANTILE, PAIRED_ALPHA, decide_answer
-    from tasks.steps import fit_inputs, write_predictions
+    from tasks.fitting import fit_inputs
+    from tasks.predictions import write_predictions
 
     run_dir = Path(trained["run_dir"])
     num_known = int(trained["num_known"])

@@ -1,6 +1,6 @@
 """Did a class emerge since the model a warm night continued? A check on labelled nodes only.
 
-A warm night (``tasks.steps.plan_start``) continues the previous night's model for a few epochs
+A warm night (``tasks.start_plan.plan_start``) continues the previous night's model for a few epochs
 and keeps the classes it started with: nodes of a class that emerged meanwhile join the known
 classes they resemble (measured: ``benchmarks/results/warm_start/warm_start.md``). Their labels give that
 away: nodes of a novel class are never labelled, so the known classes that absorbed them hold a

@@ -1,4 +1,6 @@
-"""Prefect tasks: thin adapters around :mod:`tasks.steps`, :mod:`tasks.registry` and the warehouse.
+"""Prefect tasks: thin adapters around the night's plain steps (:mod:`tasks.intake`,
+:mod:`tasks.start_plan`, :mod:`tasks.fitting`, :mod:`tasks.scoring`, :mod:`tasks.publishing`),
+:mod:`tasks.registry` and the warehouse.
 
 - **Caching**: training is cached by :class:`TrainingKey`, a ``CachePolicy`` keyed on the graph,
   the snapshot's content hash, the configuration hash and the start (its small JSON result is
@@ -31,7 +33,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.transactions import get_transaction
 
-from . import steps
+from . import fitting, intake, publishing, scoring, start_plan
 
 
 def check_disk(state_dir, warehouse_path: str | None, tracking_uri: str | None, step: str,
@@ -47,7 +49,7 @@ def check_disk(state_dir, warehouse_path: str | None, tracking_uri: str | None, 
 
 @task(name="find-snapshot", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
 def find_snapshot(root: str, graph: str, date: str | None, last_processed: dt.date | None) -> str:
-    path = steps.pick_snapshot(root, graph, date, last_processed)
+    path = intake.pick_snapshot(root, graph, date, last_processed)
     get_run_logger().info("snapshot %s (last processed: %s)", path, last_processed or "none")
     return str(path)
 
@@ -69,7 +71,7 @@ def _retry_unless_unreadable(task, task_run, state) -> bool:
 @task(name="ingest", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE,
       retry_condition_fn=_retry_unless_unreadable)
 def ingest(path: str):
-    files = steps.read_snapshot(path)
+    files = intake.read_snapshot(path)
     get_run_logger().info("read %s: %s bytes, content hash %s", path,
                           sum(files.sizes.values()), files.content_hash[:12])
     return files
@@ -78,7 +80,7 @@ def ingest(path: str):
 @task(name="validate", cache_policy=NO_CACHE)
 def validate(files, report_dir: str, last_processed: dt.date | None):
     # report_dir is Settings.reports_dir / graph (<state>/reports/<graph>); GX lives in <state>/gx
-    report, json_path, html_path = steps.validate(files, Path(report_dir), last_processed,
+    report, json_path, html_path = intake.validate(files, Path(report_dir), last_processed,
                                                   state_dir=Path(report_dir).parents[1])
     logger = get_run_logger()
     (logger.info if report.passed else logger.error)("%s", report.summary())
@@ -103,15 +105,15 @@ def load_snapshot(files):
 @task(name="plan-start", cache_policy=NO_CACHE)
 def plan_start(tracking_cfg, graph: str, files, snapshot, feature_mode: str, config,
                dest_root: Path, cold: bool | None, warm_start: bool,
-               cold_every: int) -> steps.StartPlan:
+               cold_every: int) -> start_plan.StartPlan:
     """Warm (continue the previous night's champion) or cold, with the reason
-    (:func:`tasks.steps.plan_start`). ``cold`` None: warm starts only when ``warm_start``
+    (:func:`tasks.start_plan.plan_start`). ``cold`` None: warm starts only when ``warm_start``
     (``ORAL_WARM_START``) is on."""
     if cold is None and not warm_start:
-        plan = steps.StartPlan("cold", "warm starts are off (ORAL_WARM_START=1 or --warm turns "
+        plan = start_plan.StartPlan("cold", "warm starts are off (ORAL_WARM_START=1 or --warm turns "
                                        "them on)")
     else:
-        plan = steps.plan_start(tracking_cfg, graph, files.date, files.content_hash,
+        plan = start_plan.plan_start(tracking_cfg, graph, files.date, files.content_hash,
                                 int(snapshot.x.shape[1]), feature_mode, config,
                                 list(snapshot.class_names), dest_root, cold=bool(cold),
                                 cold_every=cold_every)
@@ -136,8 +138,8 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
           content_hash: str, config_hash: str, init: dict | None = None,
           start_key: str = "") -> dict:
     """Fit ORAL; ``graph``, ``content_hash``, ``config_hash`` and ``start_key`` (empty for a cold
-    start, the model continued for a warm one, :func:`tasks.steps.plan_start`) form the cache
-    key. ``init``: the warm start's model and predictions (:func:`tasks.steps.train`)."""
+    start, the model continued for a warm one, :func:`tasks.start_plan.plan_start`) form the cache
+    key. ``init``: the warm start's model and predictions (:func:`tasks.fitting.train`)."""
     from oral_core.config import ORALConfig
 
     import os
@@ -157,8 +159,8 @@ def train(snapshot, config_dict: dict, run_dir: str, feature_mode: str, graph: s
                 f"{init.get('model_path')}", feature_mode,
                 f", data parallel over {config.shards} worker processes (batches of "
                 f"{config.batch_size} seed nodes)" if config.shards > 1 else "")
-    result = steps.train(snapshot, config, Path(run_dir), feature_mode, init=init,
-                         progress=steps.ProgressLog(logger))  # a line every few seconds
+    result = fitting.train(snapshot, config, Path(run_dir), feature_mode, init=init,
+                         progress=fitting.ProgressLog(logger))  # a line every few seconds
     if result.config_hash != config_hash:
         raise RuntimeError(f"configuration hash changed during training: {result.config_hash} != {config_hash}")
     logger.info("trained on %s in %.1f s: %d classes (%d novel), validation accuracy %.3f at epoch %d",
@@ -210,9 +212,9 @@ def score(snapshot, predictions_path: str, num_known: int) -> dict | None:
     import pyarrow.parquet as pq
 
     class_id = pq.read_table(predictions_path, columns=["class_key"]).column("class_key").to_numpy()
-    out = steps.score(snapshot, class_id, num_known)
+    out = scoring.score(snapshot, class_id, num_known)
     if out:
-        get_run_logger().info("scored against truth: %s", steps.scores_text(out, ", "))
+        get_run_logger().info("scored against truth: %s", scoring.scores_text(out, ", "))
     return out
 
 
@@ -221,7 +223,7 @@ def describe(snapshot, predictions_path: str, num_known: int) -> list[dict]:
     """One description per class found: size, purity, top features, exemplars."""
     import pyarrow.parquet as pq
 
-    classes = steps.describe_classes(snapshot, pq.read_table(predictions_path), num_known)
+    classes = scoring.describe_classes(snapshot, pq.read_table(predictions_path), num_known)
     get_run_logger().info("%d classes described (%d novel)", len(classes),
                           sum(c["is_novel"] for c in classes))
     return classes
@@ -304,14 +306,14 @@ def champion(tracking_cfg, graph: str, version: int, val_accuracy: float,
 def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list[dict],
             graph: str, snapshot_date: dt.date, confirm_novel: bool = True,
             confirm_size: float | None = None) -> dict:
-    """Tonight's classes against the previous run's (:func:`tasks.steps.lineage`, read only),
+    """Tonight's classes against the previous run's (:func:`tasks.publishing.lineage`, read only),
     novel classes confirmed on their second night unless ``confirm_novel`` is off (or, with
     ``confirm_size``, unless large enough: ``ORAL_CONFIRM_SIZE``). Run under the DuckDB writer
     lock, with :func:`register` and :func:`publish`, so no other run lands between."""
     from tasks.warehouse import Warehouse
     from tasks.warehouse.lineage import LineageConfig
 
-    found = steps.lineage(Warehouse(warehouse_path), run, Path(predictions_path), classes, graph,
+    found = publishing.lineage(Warehouse(warehouse_path), run, Path(predictions_path), classes, graph,
                           snapshot_date, LineageConfig(confirm_novel=confirm_novel,
                                                        confirm_size=confirm_size))
     statuses = [r.status for r in found["result"].rows]
@@ -323,13 +325,13 @@ def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list
 @task(name="publish", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
 def publish(warehouse_path: str, run: dict, snapshot_row: dict, predictions_path: str,
             found: dict) -> dict:
-    """The run into DuckDB in one transaction (:func:`tasks.steps.write_run`), with the lineage
+    """The run into DuckDB in one transaction (:func:`tasks.publishing.write_run`), with the lineage
     ``found`` by :func:`lineage`. The caller holds the DuckDB writer lock
     (:func:`tasks.warehouse.writer_lock.writer_lock`)."""
     from tasks.warehouse import Warehouse
 
     # the Parquet file, not a loaded table: DuckDB streams it in row groups (memory bounded)
-    out = steps.write_run(Warehouse(warehouse_path), run, snapshot_row, Path(predictions_path),
+    out = publishing.write_run(Warehouse(warehouse_path), run, snapshot_row, Path(predictions_path),
                           found)
     get_run_logger().info("published run %s to %s", out["run_id"][:12], warehouse_path)
     return out

@@ -220,7 +220,7 @@ def load(warehouse_path, graph: str, contract_dir: Path | None = None,
 
 def _contract_reports(folder: Path) -> dict[tuple[str, str], tuple[dict, Path]]:
     """The graph's contract reports (``snapshot-<date>-<hash>.json``, written by
-    :func:`tasks.steps.validate`) by ``(snapshot date, content hash)``; unreadable files are
+    :func:`tasks.intake.validate`) by ``(snapshot date, content hash)``; unreadable files are
     skipped with a log line."""
     out: dict[tuple[str, str], tuple[dict, Path]] = {}
     if not folder.is_dir():

@@ -312,6 +312,15 @@ def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
     return max(found, key=lambda mv: (dated(mv), int(mv.version)))
 
 
+def model_version(tracking_cfg, graph: str, version: int | str):
+    """Registered version ``version`` of the graph's model (:func:`model_name`), read with the
+    tracking store's retries."""
+    name = model_name(graph)
+    client = store.client(tracking_cfg)
+    return call_with_retries(tracking_cfg, lambda: client.get_model_version(name, str(version)),
+                             f"reading version {version} of {name!r}")
+
+
 def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path | None]:
     """The ORAL model file and the published predictions of registered version ``mv``, copied
     from the tracking store into ``dest`` (replacing what is there). Returns
@@ -426,7 +435,7 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
 
 #: run tags that the nightly flow also puts on the registered version: how its training started
 #: (``start``, ``start_reason``, ``start_key``, ``warm_from`` run id, ``warm_from_version``) and
-#: the snapshot's ``content_hash``; :func:`tasks.steps.plan_start` reads them on the next night,
+#: the snapshot's ``content_hash``; :func:`tasks.start_plan.plan_start` reads them on the next night,
 #: with ``emergence_history`` (earlier nights' new-node label counts, :mod:`tasks.emergence`)
 START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from", "warm_from_version",
               "emergence_history")
@@ -440,8 +449,7 @@ def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float,
     points at ``version`` now) and ``reason``."""
     name = model_name(graph)
     client = store.client(tracking_cfg)
-    mv = call_with_retries(tracking_cfg, lambda: client.get_model_version(name, str(int(version))),
-                           f"reading version {version} of {name!r}")
+    mv = model_version(tracking_cfg, graph, int(version))
     reason = (mv.tags or {}).get("champion_decision")
     if reason is None:
         promoted, reason = promote_champion(tracking_cfg, graph, version, True,
@@ -477,8 +485,7 @@ def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int |
                 f"moving the {CHAMPION} alias of {name!r} back")
             done.append(f"moved the {CHAMPION} alias back to version {champion_before}")
     if champion_before != version:
-        mv = call_with_retries(tracking_cfg, lambda: client.get_model_version(name, str(version)),
-                               f"reading version {version} of {name!r}")
+        mv = model_version(tracking_cfg, graph, version)
         for tag in ("champion_decision", PROMOTED_TAG):
             if tag not in (mv.tags or {}):
                 continue

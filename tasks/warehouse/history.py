@@ -78,7 +78,7 @@ class History:
 
         The member lists hold one Python string per node: for small graphs and inspection.
         ``with_members=False`` leaves ``members`` empty (``{}``, to be filled before lineage);
-        :func:`tasks.steps.publish` does so and takes the members from :meth:`node_pairs`."""
+        :func:`tasks.publishing.publish` does so and takes the members from :meth:`node_pairs`."""
         day = as_date(before_date)
         with self._reader() as con:
             if con is None:

@@ -85,7 +85,7 @@ def as_string_list(value, what: str) -> list[str] | None:
 
 
 #: the keys a ``top_features`` entry may have: ``name`` (or ``feature``, as
-#: :func:`tasks.steps.describe_classes` writes it), ``lift``, ``class_mean``; ``index`` (of
+#: :func:`tasks.scoring.describe_classes` writes it), ``lift``, ``class_mean``; ``index`` (of
 #: :class:`oral_core.interpret.Feature`) is dropped
 _FEATURE_KEYS = {"name", "feature", "lift", "class_mean", "index"}
 

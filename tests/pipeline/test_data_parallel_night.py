@@ -25,28 +25,28 @@ def night_snapshot(tmp_path):
 
 
 def test_a_night_trained_by_two_workers_is_the_one_process_computation(tmp_path, one_thread):
-    """``steps.train`` with ``shards=2`` trains in two processes and writes the same
+    """``fitting.train`` with ``shards=2`` trains in two processes and writes the same
     predictions as the same configuration computed in one process; a warm night passes the
     previous model to both workers."""
     from flows.configuration import resolve_config
     from oral_core.trainer import ORAL
-    from tasks import steps
+    from tasks import fitting
 
     snapshot = night_snapshot(tmp_path)
     cfg = resolve_config(CONFIG)
-    trained = steps.train(snapshot, cfg, tmp_path / "run-1", "auto")
+    trained = fitting.train(snapshot, cfg, tmp_path / "run-1", "auto")
     assert trained.config["shards"] == 2
     history = [row for row in trained_history(trained) if "loss" in row]
     assert history and all(row["communication_seconds"] > 0 for row in history)
 
-    x, edges, train_labels, val_labels, _ = steps.fit_inputs(snapshot, "auto", cfg.seed)
+    x, edges, train_labels, val_labels, _ = fitting.fit_inputs(snapshot, "auto", cfg.seed)
     alone = ORAL(cfg).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
     written = pq.read_table(trained.predictions_path).column("class_key").to_numpy()
     assert (written == alone.predict().class_id.numpy()).all()
 
     init = {"model_path": trained.model_path, "predictions_path": trained.predictions_path,
             "warm_from": "night1"}
-    warm = steps.train(snapshot, cfg, tmp_path / f"run-{dt.date(2026, 4, 2)}", "auto", init=init)
+    warm = fitting.train(snapshot, cfg, tmp_path / f"run-{dt.date(2026, 4, 2)}", "auto", init=init)
     assert warm.start == "warm" and warm.epochs == CONFIG["warm_epochs"]
 
 
@@ -67,20 +67,20 @@ def test_the_other_workers_can_run_on_a_dask_cluster(tmp_path, monkeypatch, one_
 
     from flows.configuration import resolve_config
     from oral_core.trainer import ORAL
-    from tasks import steps, workers
+    from tasks import fitting, workers
 
     snapshot = night_snapshot(tmp_path)
     cfg = resolve_config(CONFIG)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster:
         monkeypatch.setenv("ORAL_TRAIN_CLUSTER", cluster.scheduler_address)
-        trained = steps.train(snapshot, cfg, tmp_path / "run-dask", "auto")
+        trained = fitting.train(snapshot, cfg, tmp_path / "run-dask", "auto")
         with pytest.raises(workers.ClusterError, match="the cluster has 1 worker process\\(es\\); "
                                                        "shards=3 needs 2 besides this one"):
-            steps.train(snapshot, resolve_config(CONFIG | {"shards": 3}), tmp_path / "run-3",
+            fitting.train(snapshot, resolve_config(CONFIG | {"shards": 3}), tmp_path / "run-3",
                         "auto")
     assert not list((tmp_path / "run-dask").glob("rendezvous-*"))  # the meeting file is gone
-    x, edges, train_labels, val_labels, _ = steps.fit_inputs(snapshot, "auto", cfg.seed)
+    x, edges, train_labels, val_labels, _ = fitting.fit_inputs(snapshot, "auto", cfg.seed)
     alone = ORAL(cfg).fit(x, edges, torch.from_numpy(train_labels), torch.from_numpy(val_labels))
     written = pq.read_table(trained.predictions_path).column("class_key").to_numpy()
     assert (written == alone.predict().class_id.numpy()).all()
@@ -89,4 +89,4 @@ def test_the_other_workers_can_run_on_a_dask_cluster(tmp_path, monkeypatch, one_
     monkeypatch.setenv("ORAL_TRAIN_CLUSTER", "127.0.0.1:9")
     with pytest.raises(workers.ClusterError, match="ORAL_TRAIN_CLUSTER=tcp://127.0.0.1:9: no Dask "
                                                    "scheduler answers"):
-        steps.train(snapshot, cfg, tmp_path / "run-none", "auto")
+        fitting.train(snapshot, cfg, tmp_path / "run-none", "auto")

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tasks import steps
+from tasks import predictions, publishing, scoring
 from tasks.warehouse.lineage import LineageConfig, track_lineage
 from tasks.warehouse import Warehouse, WarehouseError, make_run_id
 
@@ -57,9 +57,9 @@ def test_chunked_writer_gives_the_one_piece_table(tmp_path, chunk):
     n = 300
     ids = string_ids(0, n)
     class_id, conf = fake_predictions(n)
-    path = steps.write_predictions(tmp_path / "p.parquet", ids, class_id, conf, 3, NAMES,
+    path = predictions.write_predictions(tmp_path / "p.parquet", ids, class_id, conf, 3, NAMES,
                                    chunk_size=chunk)
-    expected = steps.predictions_table(snapshot_like(ids), class_id, conf, 3)
+    expected = predictions.predictions_table(snapshot_like(ids), class_id, conf, 3)
     back = pq.read_table(path)
     assert back.schema == expected.schema and back.equals(expected)
     assert pq.ParquetFile(path).metadata.num_row_groups == math.ceil(n / chunk)
@@ -80,26 +80,26 @@ def test_writer_takes_torch_tensors_integer_ids_and_no_rows(tmp_path):
     n = 1000
     ids = pa.array(np.arange(10**12, 10**12 + n, dtype=np.int64))
     class_id, conf = fake_predictions(n, seed=1)
-    path = steps.write_predictions(tmp_path / "p.parquet", ids, torch.from_numpy(class_id),
+    path = predictions.write_predictions(tmp_path / "p.parquet", ids, torch.from_numpy(class_id),
                                    torch.from_numpy(conf).float(), 3, NAMES, chunk_size=64)
     back = pq.read_table(path)
     assert back.schema.field("node_id").type == pa.int64()
-    assert back.equals(steps.predictions_table(snapshot_like(ids), class_id,
+    assert back.equals(predictions.predictions_table(snapshot_like(ids), class_id,
                                                torch.from_numpy(conf).float(), 3))
     # numpy node ids work too
-    path2 = steps.write_predictions(tmp_path / "q.parquet", np.arange(10**12, 10**12 + n),
+    path2 = predictions.write_predictions(tmp_path / "q.parquet", np.arange(10**12, 10**12 + n),
                                     class_id, torch.from_numpy(conf).float(), 3, NAMES)
     assert pq.read_table(path2).equals(back)
     # no nodes: a valid file with the schema
-    empty = steps.write_predictions(tmp_path / "e.parquet", string_ids(0, 0),
+    empty = predictions.write_predictions(tmp_path / "e.parquet", string_ids(0, 0),
                                     np.zeros(0, np.int64), np.zeros(0), 3, NAMES)
     assert pq.read_table(empty).num_rows == 0
     assert pq.read_schema(empty).names == ["node_id", "class_key", "class_name", "is_novel",
                                            "confidence"]
     with pytest.raises(ValueError, match="one class id"):
-        steps.write_predictions(tmp_path / "x.parquet", ids, class_id[:-1], conf, 3, NAMES)
+        predictions.write_predictions(tmp_path / "x.parquet", ids, class_id[:-1], conf, 3, NAMES)
     with pytest.raises(ValueError, match="chunk_size"):
-        steps.write_predictions(tmp_path / "x.parquet", ids, class_id, conf, 3, NAMES,
+        predictions.write_predictions(tmp_path / "x.parquet", ids, class_id, conf, 3, NAMES,
                                 chunk_size=0)
 
 
@@ -107,7 +107,7 @@ def test_writer_failure_mid_file_keeps_the_previous_file(tmp_path, monkeypatch):
     n = 500
     ids = string_ids(0, n)
     class_id, conf = fake_predictions(n)
-    path = steps.write_predictions(tmp_path / "p.parquet", ids, class_id, conf, 3, NAMES)
+    path = predictions.write_predictions(tmp_path / "p.parquet", ids, class_id, conf, 3, NAMES)
     before = path.read_bytes()
     real = pq.ParquetWriter.write_table
     calls = []
@@ -119,7 +119,7 @@ def test_writer_failure_mid_file_keeps_the_previous_file(tmp_path, monkeypatch):
         return real(self, table, *args, **kwargs)
     monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
     with pytest.raises(OSError, match="No space left"):
-        steps.write_predictions(path, ids, 1 - class_id, conf, 3, NAMES, chunk_size=100)
+        predictions.write_predictions(path, ids, 1 - class_id, conf, 3, NAMES, chunk_size=100)
     assert calls == [100, 100, 100]
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.parquet"]  # no temporary left
@@ -127,13 +127,13 @@ def test_writer_failure_mid_file_keeps_the_previous_file(tmp_path, monkeypatch):
 
 def test_node_keys_are_compact_distinct_strings():
     index = np.array([0, 1, 65535, 65536, 2**20 + 3, 2**32 - 1])
-    keys = steps.node_keys(index)
+    keys = publishing.node_keys(index)
     assert keys.dtype == np.dtype("U2") and keys.nbytes == 8 * index.size
     assert np.unique(keys).size == index.size
     assert all(len(k) == 2 and k.encode("utf-8") for k in keys.tolist())  # valid strings
-    assert np.array_equal(keys, steps.node_keys(index.copy()))
+    assert np.array_equal(keys, publishing.node_keys(index.copy()))
     with pytest.raises(ValueError):
-        steps.node_keys(np.array([2**32]))
+        publishing.node_keys(np.array([2**32]))
 
 
 # ----------------------------------------------------------------------------- publishing
@@ -192,17 +192,17 @@ def test_chunked_publish_matches_the_previous_behaviour(tmp_path, chunk):
         # unassigned nodes have no classes row (publishing refuses them): leave them out here
         keep = class_id >= 0
         ids, class_id, conf = ids.filter(pa.array(keep)), class_id[keep], conf[keep]
-        path = steps.write_predictions(tmp_path / f"p{night}.parquet", ids, class_id, conf, 3,
+        path = predictions.write_predictions(tmp_path / f"p{night}.parquet", ids, class_id, conf, 3,
                                        NAMES, chunk_size=chunk)
         table = pq.read_table(path)
-        classes = steps.describe_classes(snapshot_like(ids), table, 3)
+        classes = scoring.describe_classes(snapshot_like(ids), table, 3)
         run = run_of(night)
         run_id = make_run_id("g", run["snapshot_date"], run["content_hash"], "cfg")
         lineage, rows = previous_behaviour(from_file, table, classes, "g", run["snapshot_date"],
                                            run_id)
-        out = steps.publish(from_file, run, {"nodes": len(ids)}, path, [dict(c) for c in classes],
+        out = publishing.publish(from_file, run, {"nodes": len(ids)}, path, [dict(c) for c in classes],
                             "g", run["snapshot_date"])
-        steps.publish(from_table, run, {"nodes": len(ids)}, table, [dict(c) for c in classes],
+        publishing.publish(from_table, run, {"nodes": len(ids)}, table, [dict(c) for c in classes],
                       "g", run["snapshot_date"])
         assert out["lineage"] == lineage.lineage_of
         assert out["statuses"] == {r.lineage_id: r.status for r in lineage.rows}
@@ -223,14 +223,14 @@ def test_chunked_publish_matches_the_previous_behaviour(tmp_path, chunk):
     assert dump(from_file.path) == dump(from_table.path)
     # republishing the last night from the file leaves identical rows
     before = dump(from_file.path)
-    steps.publish(from_file, run, {"nodes": len(ids)}, path, [dict(c) for c in classes], "g",
+    publishing.publish(from_file, run, {"nodes": len(ids)}, path, [dict(c) for c in classes], "g",
                   run["snapshot_date"])
     assert dump(from_file.path) == before
 
 
 def broken_file(tmp_path, name: str, ids: pa.Array, class_id, conf, *, last: dict) -> str:
     """A predictions file of row groups of 250 rows whose last row group is altered."""
-    table = steps.predictions_table(snapshot_like(ids), class_id, conf, 3)
+    table = predictions.predictions_table(snapshot_like(ids), class_id, conf, 3)
     n = table.num_rows
     cols = {c: table[c] for c in table.column_names}
     for col, (pos, value) in last.items():
@@ -248,20 +248,20 @@ def test_failure_mid_insert_leaves_nothing_published(tmp_path, monkeypatch):
     for night in (0, 1):
         _, ids, class_id, conf = data[night]
         class_id = np.maximum(class_id, 0)
-        path = steps.write_predictions(tmp_path / f"p{night}.parquet", ids, class_id, conf, 3,
+        path = predictions.write_predictions(tmp_path / f"p{night}.parquet", ids, class_id, conf, 3,
                                        NAMES, chunk_size=250)
         table = pq.read_table(path)
         if night == 0:
-            steps.publish(wh, run_of(0), {"nodes": 2000}, path,
-                          steps.describe_classes(snapshot_like(ids), table, 3), "g",
+            publishing.publish(wh, run_of(0), {"nodes": 2000}, path,
+                          scoring.describe_classes(snapshot_like(ids), table, 3), "g",
                           run_of(0)["snapshot_date"])
     before = dump(wh.path)
     run1 = make_run_id("g", run_of(1)["snapshot_date"], "h1", "cfg")
-    classes = steps.describe_classes(snapshot_like(ids), table, 3)
+    classes = scoring.describe_classes(snapshot_like(ids), table, 3)
 
     def attempt(source, error, match):
         with pytest.raises(error, match=match):
-            steps.publish(wh, run_of(1), {"nodes": 2000}, source, [dict(c) for c in classes],
+            publishing.publish(wh, run_of(1), {"nodes": 2000}, source, [dict(c) for c in classes],
                           "g", run_of(1)["snapshot_date"])
         assert dump(wh.path) == before and not wh.run_exists(run1)
 
@@ -294,7 +294,7 @@ def test_failure_mid_insert_leaves_nothing_published(tmp_path, monkeypatch):
     assert seen == [2000]
     monkeypatch.undo()
     # and the same run then publishes cleanly
-    steps.publish(wh, run_of(1), {"nodes": 2000}, path, [dict(c) for c in classes], "g",
+    publishing.publish(wh, run_of(1), {"nodes": 2000}, path, [dict(c) for c in classes], "g",
                   run_of(1)["snapshot_date"])
     assert wh.query("SELECT count(*) AS n FROM node_assignments WHERE run_id = ?",
                     [run1]).to_pylist() == [{"n": 2000}]
@@ -305,17 +305,17 @@ def test_paths_with_pattern_characters_are_read_literally(tmp_path):
     class_id, conf = fake_predictions(400, unassigned=False)
     odd = tmp_path / "we*rd[1]?"
     odd.mkdir()
-    path = steps.write_predictions(odd / "p.parquet", ids, class_id, conf, 3, NAMES,
+    path = predictions.write_predictions(odd / "p.parquet", ids, class_id, conf, 3, NAMES,
                                    chunk_size=100)
     decoy = tmp_path / "wexrd1z"  # what the path would match as a pattern
     decoy.mkdir()
-    steps.write_predictions(decoy / "p.parquet", string_ids(1000, 1100), class_id[:100],
+    predictions.write_predictions(decoy / "p.parquet", string_ids(1000, 1100), class_id[:100],
                             conf[:100], 3, NAMES)
     wh = Warehouse(tmp_path / "wh.duckdb", threads=1)
     table = pq.read_table(path)
-    classes = steps.describe_classes(snapshot_like(ids), table, 3)
-    steps.publish(wh, run_of(0), None, path, classes, "g", run_of(0)["snapshot_date"])
-    steps.publish(wh, run_of(1), None, path, classes, "g", run_of(1)["snapshot_date"])
+    classes = scoring.describe_classes(snapshot_like(ids), table, 3)
+    publishing.publish(wh, run_of(0), None, path, classes, "g", run_of(0)["snapshot_date"])
+    publishing.publish(wh, run_of(1), None, path, classes, "g", run_of(1)["snapshot_date"])
     assert wh.query("SELECT count(*) AS n FROM node_assignments").to_pylist() == [{"n": 800}]
     # the same classes on the second night: the known ones persist, the novel one (a
     # candidate the first night) is confirmed
@@ -352,13 +352,13 @@ def test_memory_stays_bounded_by_the_chunk(tmp_path):
     n, chunk = 300_000, 10_000
     ids = string_ids(0, n)
     class_id, conf = fake_predictions(n, unassigned=False)
-    full = steps.predictions_table(snapshot_like(ids), class_id, conf, 3)
+    full = predictions.predictions_table(snapshot_like(ids), class_id, conf, 3)
     full_bytes = full.nbytes  # ~10 MB
     del full
     path = tmp_path / "p.parquet"
 
     def write(size):
-        return lambda: steps.write_predictions(path, ids, class_id, conf, 3, NAMES,
+        return lambda: predictions.write_predictions(path, ids, class_id, conf, 3, NAMES,
                                                chunk_size=size)
     py_peak, arrow_peak = _traced(write(chunk))
     assert py_peak + arrow_peak < full_bytes / 8, (py_peak, arrow_peak, full_bytes)
@@ -367,7 +367,7 @@ def test_memory_stays_bounded_by_the_chunk(tmp_path):
     assert py_one + arrow_one > full_bytes / 4, (py_one, arrow_one, full_bytes)
     write(chunk)()
 
-    classes = steps.describe_classes(snapshot_like(ids, x=np.ones((n, 1), np.float32)),
+    classes = scoring.describe_classes(snapshot_like(ids, x=np.ones((n, 1), np.float32)),
                                      pq.read_table(path), 3)
     wh = Warehouse(tmp_path / "wh.duckdb", threads=1)
     run0 = {**run_of(0), "run_id": make_run_id("g", run_of(0)["snapshot_date"], "h0", "cfg")}
@@ -383,9 +383,9 @@ def test_memory_stays_bounded_by_the_chunk(tmp_path):
     # lineage against that run: numpy int and 8-byte keys per node, no Python string per node
     # (one-piece lineage on node id strings peaked near 600 bytes per node here)
     ids2 = string_ids(5_000, n + 5_000)
-    path2 = steps.write_predictions(tmp_path / "p2.parquet", ids2, class_id, conf, 3, NAMES,
+    path2 = predictions.write_predictions(tmp_path / "p2.parquet", ids2, class_id, conf, 3, NAMES,
                                     chunk_size=chunk)
-    py_peak, arrow_peak = _traced(lambda: steps.publish(
+    py_peak, arrow_peak = _traced(lambda: publishing.publish(
         wh, run_of(1), None, path2, [dict(c) for c in classes], "g", run_of(1)["snapshot_date"]))
     assert (py_peak + arrow_peak) / n < 300, (py_peak, arrow_peak)
     assert wh.query("SELECT count(*) AS n FROM node_assignments").to_pylist() == [{"n": 2 * n}]

@@ -65,7 +65,7 @@ def test_a_night_without_novel_test_nodes_says_so_not_nan():
     """Before a novel class starts there is no novel node to score: the summary line says so
     instead of ``Novel nan%`` (issue 62)."""
     from flows.nightly import summary_line
-    from tasks.steps import scores_text
+    from tasks.scoring import scores_text
 
     assert scores_text({"all": 91.25, "known": 93.0, "novel": 80.04}) == (
         "All 91.2% Known 93.0% Novel 80.0%")

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from tasks.steps import pick_snapshot
+from tasks.intake import pick_snapshot
 from tasks.warehouse import Warehouse
 
 DAYS = ["2026-03-01", "2026-03-02", "2026-03-04"]

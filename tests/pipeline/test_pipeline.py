@@ -158,7 +158,7 @@ def test_failed_contract_publishes_nothing(env, backfilled):
 
     from data_contracts import snapshots as snap
     from flows.nightly import nightly_discovery
-    from tasks.steps import ContractFailed
+    from tasks.intake import ContractFailed
 
     good = snap.load_snapshot(env["paths"][-1])
     x = good.x.copy()

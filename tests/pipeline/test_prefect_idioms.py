@@ -127,7 +127,7 @@ def test_project_loggers_reach_prefect(tmp_path):
             "from prefect.logging.handlers import APILogHandler; "
             "print(*[any(isinstance(h, APILogHandler) for h in logging.getLogger(n).handlers) "
             "for n in ('tasks', 'oral_core', 'flows')]); "
-            "logging.getLogger('tasks.steps').warning('outside a flow: no warning, no error')")
+            "logging.getLogger('tasks.fitting').warning('outside a flow: no warning, no error')")
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("PREFECT_")}
     out = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=120)
@@ -339,7 +339,7 @@ def test_failed_publish_rolls_back_and_the_alias_stays(env, monkeypatch):
     alias stays on the first night's version, DuckDB holds the first night only; the rerun
     publishes and only then moves the alias (when the gate promotes)."""
     from tasks import prefect_tasks as pt
-    from tasks import steps
+    from tasks import publishing
 
     graph = _graph(env, "rollback-publish")
     first = _night(env, graph, D1)
@@ -348,7 +348,7 @@ def test_failed_publish_rolls_back_and_the_alias_stays(env, monkeypatch):
 
     def failing(*args, **kwargs):
         raise OSError("injected publish failure")
-    monkeypatch.setattr(steps, "write_run", failing)
+    monkeypatch.setattr(publishing, "write_run", failing)
     with pytest.raises(OSError, match="injected publish failure"):
         _night(env, graph, D2)
     monkeypatch.undo()
@@ -414,7 +414,7 @@ def test_contract_failure_emits_an_event_and_table_artifact(env, monkeypatch):
     import prefect.events
 
     from data_contracts import snapshots as snap
-    from tasks.steps import ContractFailed
+    from tasks.intake import ContractFailed
 
     graph = _graph(env, "bad-night")
     good = snap.load_snapshot(env.root / graph / f"snapshot={D1}")

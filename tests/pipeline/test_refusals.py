@@ -264,15 +264,15 @@ def _argv(argv: list[str], paths: dict[str, Path]) -> list[str]:
 def _inject(option: str):
     """Patches a case needs in the child; returns an undo."""
     if option == "crash":
-        from tasks import steps
+        from tasks import fitting
 
-        real = steps.train
+        real = fitting.train
 
         def crash(*args, **kwargs):
             raise RuntimeError("injected crash in training")
 
-        steps.train = crash
-        return lambda: setattr(steps, "train", real)
+        fitting.train = crash
+        return lambda: setattr(fitting, "train", real)
     if option == "cluster":  # the data-parallel workers' Dask scheduler, where none listens
         from tasks import workers
 

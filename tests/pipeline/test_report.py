@@ -46,7 +46,7 @@ def nights() -> list[dict]:
 
 def write_contract(folder: Path, day: dt.date, content_hash: str, passed: bool = True,
                    findings: list | None = None) -> Path:
-    """A contract report as :func:`tasks.steps.validate` names and writes it."""
+    """A contract report as :func:`tasks.intake.validate` names and writes it."""
     folder.mkdir(parents=True, exist_ok=True)
     findings = findings or []
     doc = {"path": f"/data/g/snapshot={day}", "passed": passed, "content_hash": content_hash,

@@ -49,7 +49,7 @@ def test_the_filter_spares_warnings_and_our_loggers():
                  "alembic.runtime.migration", "mlflow.store.db.utils"):
         assert not passes(name) and not passes(name, logging.DEBUG)
         assert passes(name, logging.WARNING) and passes(name, logging.ERROR)
-    for name in ("tasks.steps", "flows.nightly", "oral_core.trainer", "prefect.task_runs",
+    for name in ("tasks.fitting", "flows.nightly", "oral_core.trainer", "prefect.task_runs",
                  "data_contracts", "httpx_like_but_ours", "mlflowish"):
         assert passes(name)
     # the loggers' own levels are untouched: a log file on the root logger still gets them
@@ -73,7 +73,7 @@ def test_prefect_routine_completions_stay_off_the_terminal():
     assert passes("prefect.flow_runs", "Finished in state Crashed()")
     assert passes("prefect.task_runs", "Finished in state Completed()", logging.WARNING)
     assert passes("prefect.task_runs", "published run 08927d5c6618 to oral.duckdb")
-    assert passes("tasks.steps", "Finished in state Completed()")
+    assert passes("tasks.fitting", "Finished in state Completed()")
     assert not passes("prefect", "Stopping temporary server on http://127.0.0.1:8202")
     from cli.logs import said_by_the_command
 
@@ -101,7 +101,7 @@ class _Logger:
 
 
 def test_progress_log_is_a_line_every_few_seconds():
-    from tasks.steps import ProgressLog
+    from tasks.fitting import ProgressLog
 
     clock, logger = _Clock(), _Logger()
     progress = ProgressLog(logger, every=5.0, clock=clock)
@@ -114,7 +114,7 @@ def test_progress_log_is_a_line_every_few_seconds():
 
 def test_fit_reports_every_epoch_and_the_pipeline_passes_a_progress_log(monkeypatch):
     """``ORAL.fit(on_progress=...)`` is told after each epoch (with the bar off, as in the
-    pipeline); ``tasks.steps.train`` hands it on, and the Prefect task gives it a ProgressLog on
+    pipeline); ``tasks.fitting.train`` hands it on, and the Prefect task gives it a ProgressLog on
     the run's logger, so ``oral run`` shows it."""
     from oral_core.config import ORALConfig
     from oral_core.synthetic import make_attributed_sbm
@@ -132,7 +132,7 @@ def test_fit_reports_every_epoch_and_the_pipeline_passes_a_progress_log(monkeypa
     assert {t for _, t in seen} == {6} and len(seen) == 7  # 6 epochs and the final evaluation
 
     from tasks import prefect_tasks as pt
-    from tasks import steps
+    from tasks import fitting
 
     handed = {}
 
@@ -141,7 +141,7 @@ def test_fit_reports_every_epoch_and_the_pipeline_passes_a_progress_log(monkeypa
         raise RuntimeError("stop here")
 
     logger = _Logger()
-    monkeypatch.setattr(steps, "train", fake_train)
+    monkeypatch.setattr(fitting, "train", fake_train)
     monkeypatch.setattr(pt, "get_run_logger", lambda: logger)
     monkeypatch.setattr("tasks.diskspace.check_free_space", lambda *a, **k: None)
     try:
@@ -149,7 +149,7 @@ def test_fit_reports_every_epoch_and_the_pipeline_passes_a_progress_log(monkeypa
                     "c", "h")
     except RuntimeError:
         pass
-    assert isinstance(handed.get("progress"), steps.ProgressLog)
+    assert isinstance(handed.get("progress"), fitting.ProgressLog)
     assert handed["progress"].logger is logger
 
 

@@ -82,14 +82,14 @@ def test_same_seed_gives_the_same_classes(snapshot_path, tmp_path, one_thread):
     from data_contracts import snapshots as snap
     from oral_core.config import ORALConfig
     from oral_core.columns import writable
-    from tasks import steps
+    from tasks import fitting
 
     snapshot = snap.load_snapshot(snapshot_path)
     snapshot.x = writable(snapshot.x)
     snapshot.edge_index = writable(snapshot.edge_index)
     config = ORALConfig.from_dict(ORALConfig().to_dict() | CONFIG)
-    first = steps.train(snapshot, config, tmp_path / "a")
-    second = steps.train(snapshot, config, tmp_path / "b")
+    first = fitting.train(snapshot, config, tmp_path / "a")
+    second = fitting.train(snapshot, config, tmp_path / "b")
     a, b = pq.read_table(first.predictions_path), pq.read_table(second.predictions_path)
     assert first.device == second.device == "cpu"
     assert a.column("class_key").to_pylist() == b.column("class_key").to_pylist()
@@ -144,7 +144,7 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     from oral_core import reference
     from oral_core.columns import writable
     from oral_core.config import ORALConfig
-    from tasks import steps
+    from tasks import fitting
 
     asked, plain = [], reference.reference_val_predictions
 
@@ -156,11 +156,11 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     snapshot.x = writable(snapshot.x)
     snapshot.edge_index = writable(snapshot.edge_index)
     config = ORALConfig.from_dict(ORALConfig().to_dict() | CONFIG | {"known_head_scale": scale})
-    result = steps.train(snapshot, config, tmp_path / "run")
+    result = fitting.train(snapshot, config, tmp_path / "run")
     assert asked == [scale] and result.reference_val_accuracy is not None
     assert result.floor_joined == 0  # known_floor off
     # the gate's McNemar counts are the two accuracies' difference, node by node
-    _, val = steps.split_labelled(snapshot.labels, config.seed)
+    _, val = fitting.split_labelled(snapshot.labels, config.seed)
     n_val = int((val >= 0).sum())
     assert result.gate_worse is not None and result.gate_better is not None
     assert (result.gate_better - result.gate_worse) / n_val == pytest.approx(

@@ -80,7 +80,7 @@ def test_novel_class_ids_follow_the_previous_classes():
 
 # ---------------------------------------------------------------------------------- steps level
 def test_previous_class_ids_map_by_node_id_for_vanished_and_new_nodes(tmp_path):
-    from tasks.steps import previous_class_ids
+    from tasks.fitting import previous_class_ids
 
     path = tmp_path / "predictions.parquet"
     pq.write_table(pa.table({"node_id": ["a", "b", "c", "gone"], "class_key": [0, 5, 6, 2]}), path)
@@ -92,7 +92,7 @@ def test_previous_class_ids_map_by_node_id_for_vanished_and_new_nodes(tmp_path):
 
 
 def test_start_problem_names_what_changed(one_thread):
-    from tasks.steps import start_problem
+    from tasks.start_plan import start_problem
 
     cfg = _config()
     payload = {"in_dim": 16, "feature_mode": "row", "config": cfg.to_dict(), "class_names": ["a", "b"]}
@@ -112,7 +112,7 @@ def test_a_model_trained_in_automatic_minibatches_still_warm_starts(one_thread):
     from oral_core.splits import make_split
     from oral_core.synthetic import make_attributed_sbm
     from oral_core.trainer import ORAL
-    from tasks.steps import start_problem
+    from tasks.start_plan import start_problem
 
     graph = make_attributed_sbm(num_nodes=200, num_classes=3, feature_dim=16, seed=0)
     split = make_split(graph.y, seed=0, known_classes=[0, 1])
@@ -171,7 +171,7 @@ def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_threa
     candidates of the first night confirmed)."""
     from data_contracts import snapshots as snap
     from data_contracts.simulate import simulate
-    from tasks import steps
+    from tasks import fitting, publishing, scoring
     from tasks.warehouse import Warehouse
 
     [path] = simulate(_static(), 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
@@ -190,12 +190,12 @@ def test_warm_run_on_an_unchanged_snapshot_keeps_its_classes(tmp_path, one_threa
             prev = out[-1][0]
             init = {"model_path": prev.model_path, "predictions_path": prev.predictions_path,
                     "warm_from": "night1"}
-        trained = steps.train(snapshot, cfg, tmp_path / f"run-{day}", "auto", init=init)
+        trained = fitting.train(snapshot, cfg, tmp_path / f"run-{day}", "auto", init=init)
         predictions = pq.read_table(trained.predictions_path)
-        classes = steps.describe_classes(snapshot, predictions, trained.num_known)
+        classes = scoring.describe_classes(snapshot, predictions, trained.num_known)
         run = {"graph": GRAPH, "snapshot_date": day, "content_hash": snapshot.content_hash,
                "config_hash": trained.config_hash + ("+warm-night1" if init else "")}
-        published = steps.publish(warehouse, run, None, predictions, classes, GRAPH, day)
+        published = publishing.publish(warehouse, run, None, predictions, classes, GRAPH, day)
         out.append((trained, predictions, published))
     (cold, p1, pub1), (warm, p2, pub2) = out
     assert cold.start == "cold" and warm.start == "warm" and warm.warm_from == "night1"
@@ -384,7 +384,7 @@ def test_cold_flag_and_changed_configuration_start_cold(env, nights, monkeypatch
 
 
 def test_a_cold_night_is_due_every_cold_every_nights():
-    from tasks.steps import refresh_due
+    from tasks.start_plan import refresh_due
 
     assert refresh_due({"warm_nights": 5}, 7) is None  # tonight would be the 6th warm night
     reason = refresh_due({"warm_nights": 6}, 7)
@@ -433,13 +433,13 @@ def test_a_night_records_whether_its_fit_found_the_known_classes_separable(tmp_p
     the novel_wholeness it clustered with follows the decision."""
     from data_contracts import snapshots as snap
     from data_contracts.simulate import simulate
-    from tasks import steps
+    from tasks import fitting
 
     [path] = simulate(_static(), 1, tmp_path / "snaps", GRAPH, start_date="2026-04-01", seed=0,
                       known_classes=[0, 1, 2])
     cfg = _config()
     assert cfg.novel_wholeness == 0.9 and cfg.novel_wholeness_if == "separable"
-    trained = steps.train(snap.load_snapshot(path), cfg, tmp_path / "run", "auto")
+    trained = fitting.train(snap.load_snapshot(path), cfg, tmp_path / "run", "auto")
     assert trained.known_separable is not None
     assert trained.novel_wholeness_used == (0.9 if trained.known_separable else None)
 
@@ -600,3 +600,30 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                                              "per_class with \\+paired and/or \\+energy, got"):
             settings.Settings.from_env()
 
+
+
+def test_the_warm_start_reads_registered_versions_by_the_model_name_with_retries(tmp_path,
+                                                                                 monkeypatch):
+    """Issue 62: ``plan_start`` read the model a reused night continued straight from MLflow
+    under a hard-coded name, without the tracking store's retries; it now goes through
+    ``tasks.registry.champion.model_version`` (the graph's model name, bounded retries)."""
+    from tasks.registry import TrackingConfig, TrackingError, store
+    from tasks.registry.champion import model_version
+
+    class Flaky:
+        def __init__(self, failures):
+            self.failures, self.calls = failures, []
+
+        def get_model_version(self, name, version):
+            self.calls.append((name, version))
+            if len(self.calls) <= self.failures:
+                raise ConnectionError("connection reset")
+            return f"{name} v{version}"
+    cfg = TrackingConfig(None, tmp_path, attempts=3, base_delay=0.0, max_delay=0.0)
+    flaky = Flaky(failures=2)
+    monkeypatch.setattr(store, "client", lambda _cfg: flaky)
+    assert model_version(cfg, "g", 4) == "oral-g v4"
+    assert flaky.calls == [("oral-g", "4")] * 3
+    monkeypatch.setattr(store, "client", lambda _cfg: Flaky(failures=9))
+    with pytest.raises(TrackingError, match="after 3 attempt"):
+        model_version(cfg, "g", 4)

@@ -90,7 +90,7 @@ def concurrent(env, tmp_path_factory):
         def emit(self, record):
             here["lines"].append(record.getMessage())
     handler = Lines(level=logging.WARNING)
-    for name in ("tasks.warehouse", "tasks.steps", "tasks.registry"):
+    for name in ("tasks.warehouse", "tasks.fitting", "tasks.registry"):
         logging.getLogger(name).addHandler(handler)
 
     def in_this_process():
@@ -138,7 +138,7 @@ def concurrent(env, tmp_path_factory):
             proc.wait(timeout=400)
             thread.join(timeout=30)
     finally:
-        for name in ("tasks.warehouse", "tasks.steps", "tasks.registry"):
+        for name in ("tasks.warehouse", "tasks.fitting", "tasks.registry"):
             logging.getLogger(name).removeHandler(handler)
         for proc in [p for p, _, _ in workers.values()] + [holder]:
             if proc.poll() is None:

@@ -166,7 +166,7 @@ def install_pause(point: str) -> None:
     the pipeline has no pause hook of its own."""
     import mlflow
 
-    from tasks import steps
+    from tasks import publishing
     from tasks.registry import champion
     from tasks.warehouse import Warehouse
 
@@ -197,12 +197,12 @@ def install_pause(point: str) -> None:
                                       lambda: _pause(point))
         Warehouse.connect = connect
         return
-    where = {"lineage-start": (before, steps, "lineage"), "lineage-end": (after, steps, "lineage"),
+    where = {"lineage-start": (before, publishing, "lineage"), "lineage-end": (after, publishing, "lineage"),
              "register-start": (before, champion, "track"),
              # the MLflow run and its model are logged, no version registered yet
              "register-mid": (after, champion, "log_training_run"),
              "register-end": (after, champion, "track"),
-             "publish-end": (after, steps, "write_run"),
+             "publish-end": (after, publishing, "write_run"),
              "champion-start": (before, champion, "champion_gate"),
              # the alias moved, the gate's decision not yet written
              "champion-mid": (after, mlflow.MlflowClient, "set_registered_model_alias"),

@@ -12,17 +12,17 @@ from .harness import check_consistent
 def test_crash_in_training_then_rerun_completes(env, monkeypatch):
     """Case 2. Training raises on the first attempt: the flow fails with nothing published or
     registered; the rerun trains, completes, and leaves one runs row and one model version."""
-    from tasks import steps
+    from tasks import fitting
 
     graph = env.graph("crash-train")
-    real, calls = steps.train, []
+    real, calls = fitting.train, []
 
     def crashing(*args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("injected crash during training")
         return real(*args, **kwargs)
-    monkeypatch.setattr(steps, "train", crashing)
+    monkeypatch.setattr(fitting, "train", crashing)
     with pytest.raises(RuntimeError, match="injected crash during training"):
         env.night(graph)
     assert env.rows(graph)["runs"] == [] and env.versions(graph) == []
@@ -40,7 +40,7 @@ def test_crash_before_publish_reuses_training_and_version(env, monkeypatch):
     every retry): the rerun takes training from the cache (the model file is not rewritten) and
     the MLflow version from the registry: one version, one runs row pointing at it."""
     from tasks import prefect_tasks as pt
-    from tasks import steps
+    from tasks import fitting, publishing
 
     graph = env.graph("crash-publish")
     monkeypatch.setattr(pt.publish, "retry_delay_seconds", 0)
@@ -49,7 +49,7 @@ def test_crash_before_publish_reuses_training_and_version(env, monkeypatch):
     def crashing(*args, **kwargs):
         attempts.append(1)
         raise RuntimeError("injected crash before publishing")
-    monkeypatch.setattr(steps, "write_run", crashing)  # the publish task's DuckDB write
+    monkeypatch.setattr(publishing, "write_run", crashing)  # the publish task's DuckDB write
     with pytest.raises(RuntimeError, match="injected crash before publishing"):
         env.night(graph)
     assert len(attempts) == 3  # the task's own retries, bounded
@@ -60,8 +60,8 @@ def test_crash_before_publish_reuses_training_and_version(env, monkeypatch):
     monkeypatch.undo()
 
     trained = []
-    real = steps.train
-    monkeypatch.setattr(steps, "train", lambda *a, **k: trained.append(1) or real(*a, **k))
+    real = fitting.train
+    monkeypatch.setattr(fitting, "train", lambda *a, **k: trained.append(1) or real(*a, **k))
     out = env.night(graph)
     assert trained == [] and model.stat().st_mtime_ns == stamp  # training came from the cache
     assert [v.version for v in env.versions(graph)] == [registered.version]

@@ -64,13 +64,13 @@ def test_two_processes_registering_one_run_keep_one_version(env, tmp_path):
 
     from data_contracts.snapshots import load_snapshot
     from oral_core.config import ORALConfig
-    from tasks import steps
+    from tasks import fitting
 
     from .harness import CONFIG, HELPER, ROOT
 
     graph = env.graph("raced")
     snapshot = load_snapshot(env.root / graph / f"snapshot={D1}")
-    trained = steps.train(snapshot, ORALConfig.from_dict(CONFIG), tmp_path / "run").to_dict()
+    trained = fitting.train(snapshot, ORALConfig.from_dict(CONFIG), tmp_path / "run").to_dict()
     report = tmp_path / "report.json"
     report.write_text("{}")
     from tasks.warehouse import make_run_id
@@ -115,7 +115,7 @@ def test_unchanged_graph_on_the_next_date_keeps_the_previous_night(env, monkeypa
     night's classes ``persisting`` with the first night's lineage ids), each night has its own
     MLflow run and version, training is reused by content (not run again), and rerunning the
     second night leaves the same rows and versions."""
-    from tasks import steps
+    from tasks import fitting
 
     graph = "unchanged"
     folder = env.root / graph
@@ -124,8 +124,8 @@ def test_unchanged_graph_on_the_next_date_keeps_the_previous_night(env, monkeypa
     first = env.night(graph, D1)
     model = next((env.state / "runs" / graph).glob("*/model.pt"))
     stamp = model.stat().st_mtime_ns
-    real, trained = steps.train, []
-    monkeypatch.setattr(steps, "train", lambda *a, **k: trained.append(1) or real(*a, **k))
+    real, trained = fitting.train, []
+    monkeypatch.setattr(fitting, "train", lambda *a, **k: trained.append(1) or real(*a, **k))
     second = env.night(graph, D2)
     assert trained == [] and model.stat().st_mtime_ns == stamp  # training reused by content
     assert [p.name for p in (env.state / "runs" / graph).iterdir()] == [model.parent.name]

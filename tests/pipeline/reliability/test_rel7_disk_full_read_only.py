@@ -57,11 +57,11 @@ def test_disk_full_while_writing_a_report_keeps_the_old_one(env, tmp_path, monke
     """Case 7. Reports are replaced whole: a write that runs out of space leaves the previous
     report as it was and no temporary file."""
     from data_contracts import snapshots as snap
-    from tasks import steps
+    from tasks import intake
 
     files = snap.read_snapshot_files(env.root / "base" / f"snapshot={D1}")
     reports = tmp_path / "reports"
-    _, json_path, html_path = steps.validate(files, reports)
+    _, json_path, html_path = intake.validate(files, reports)
     before = {p.name: p.read_bytes() for p in reports.iterdir()}
     real = Path.write_text
 
@@ -70,7 +70,7 @@ def test_disk_full_while_writing_a_report_keeps_the_old_one(env, tmp_path, monke
         raise OSError(errno.ENOSPC, "No space left on device", str(self))
     monkeypatch.setattr(Path, "write_text", full)
     with pytest.raises(OSError, match="No space left"):
-        steps.validate(files, reports)
+        intake.validate(files, reports)
     monkeypatch.undo()
     assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
     json.loads(json_path.read_text())
@@ -284,17 +284,17 @@ def test_disk_filling_during_a_night_stops_it_in_one_line(env, capsys, monkeypat
     line naming the folder and no traceback on the terminal; once space is back the rerun
     publishes the night. Before: a Prefect server error 500 or an ENOSPC traceback."""
     from cli.main import main
-    from tasks import steps
+    from tasks import scoring
 
     graph = env.graph("disk-fills")
     env.night(graph, D1)
     filled = {"on": False}
-    real = steps.describe_classes
+    real = scoring.describe_classes
 
     def describe_then_fill(*args, **kwargs):
         filled["on"] = True
         return real(*args, **kwargs)
-    monkeypatch.setattr(steps, "describe_classes", describe_then_fill)
+    monkeypatch.setattr(scoring, "describe_classes", describe_then_fill)
     _fake_free_space(monkeypatch, env.state, when=lambda: filled["on"])
     args = ["run", "--graph", graph, "--snapshots", str(env.root), "--date", "2026-03-02",
             "--state-dir", str(env.state), "--epochs", "10", "--set", "hidden_dim=16",

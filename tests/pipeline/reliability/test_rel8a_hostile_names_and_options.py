@@ -115,15 +115,15 @@ def test_bad_configuration_fails_the_flow_before_the_snapshot_is_read(env, monke
     """Issue 21.6. Called directly (a deployment, Python), the flow checks its configuration
     before it looks for, reads or validates a snapshot."""
     from flows.nightly import backfill, nightly_discovery
-    from tasks import steps
+    from tasks import intake
 
     graph = env.graph("bad-config")
 
     def read(*args, **kwargs):
         raise AssertionError("the snapshot was read before the configuration was checked")
 
-    monkeypatch.setattr(steps, "read_snapshot", read)
-    monkeypatch.setattr(steps, "pick_snapshot", read)
+    monkeypatch.setattr(intake, "read_snapshot", read)
+    monkeypatch.setattr(intake, "pick_snapshot", read)
     with pytest.raises(ValueError, match="gamma must be in"):
         nightly_discovery(graph, str(env.root), D1, CONFIG | {"gamma": 5}, str(env.state))
     with pytest.raises(ValueError, match="epochs must be >= 1"):

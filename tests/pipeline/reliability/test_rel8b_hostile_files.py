@@ -23,7 +23,7 @@ def test_feature_width_over_the_limit_is_rejected_before_training(env):
     """Case 8. Feature vectors wider than the contract's limit (65,536) stop the run at
     validation: no training, no run folder, nothing published."""
     from flows.nightly import nightly_discovery
-    from tasks.steps import ContractFailed
+    from tasks.intake import ContractFailed
 
     graph = "too-wide"
     _write_snapshot_files(env.root / graph / f"snapshot={D1}", _good_nodes(n=40, width=70_000),
@@ -107,7 +107,7 @@ def test_parquet_row_count_lie_is_refused_before_allocation(env, tmp_path, monke
     from data_contracts import validate_snapshot
     from flows.nightly import nightly_discovery
     from tasks import prefect_tasks as pt
-    from tasks.steps import ContractFailed
+    from tasks.intake import ContractFailed
 
     monkeypatch.setattr(pt.ingest, "retry_delay_seconds", 0)
     graph = "liar"
