@@ -99,6 +99,17 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
     return out
 
 
+def changed_elsewhere(runs: list[dict], lineage: dict[str, dict], base: dict[str, dict] | None,
+                      separable: set) -> int:
+    """The answered nights not in ``separable`` whose statuses under ``lineage`` differ from
+    ``base``'s (``all+confirm``): what a rule applied on separable nights only changes on the
+    other nights (0 when ``base`` is None, the base rule itself). No label read."""
+    if base is None:
+        return 0
+    return sum(1 for r in runs if not r["degraded"] and r["date"] not in separable
+               and lineage[r["run_id"]]["key_status"] != base[r["run_id"]]["key_status"])
+
+
 def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5,
                separable: set | None = None) -> dict:
     """Novel lineage events, new novel ids and those that go on to the next answered night; the
@@ -222,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             row = {"study": folder.name, "graph": graph, "sim": int(sim),
                    "nights": len(runs), "rules": {}}
             separable = separable_dates(base, graph)
+            lineages = {}
             for name, (match_on, confirm, size) in RULES.items():
                 lineage = replay(runs, graph, match_on, confirm, size,
                                  separable if name in ON_SEPARABLE else None)
@@ -231,8 +243,14 @@ def main(argv: list[str] | None = None) -> int:
                     if bad:
                         raise SystemExit(f"{base}: the replay of the stored rule differs from "
                                          f"the stored statuses on {bad[:3]}")
+                lineages[name] = lineage
                 got = scored(base, graph, int(sim), runs, lineage)
                 row["rules"][name] = label_free(runs, lineage, separable=separable) | {
+                    "separable_nights": sum(1 for r in runs if not r["degraded"]
+                                            and r["date"] in separable),
+                    "changed_elsewhere": changed_elsewhere(
+                        runs, lineage, lineages["all+confirm"], separable)
+                    if name in ON_SEPARABLE else 0,
                     "false_events": got["false_lineage_events"],
                     "on_time": sum(1 for c in got["planted"].values()
                                    if c["late"] is not None and c["late"] <= 1),
@@ -310,12 +328,14 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
         w = csv.writer(fh)
         w.writerow(["study", "graph", "sim", "rule", "answered", "events", "appeared",
                     "goes_on", "appeared_large", "goes_on_large", "appeared_large_separable",
-                    "goes_on_large_separable", "false_events", "on_time", "planted"])
+                    "goes_on_large_separable", "separable_nights", "changed_elsewhere",
+                    "false_events", "on_time", "planted"])
         for r in rows:
             for name, v in r["rules"].items():
                 w.writerow([r["study"], r["graph"], r["sim"], name, v["answered"], v["events"],
                             v["appeared"], v["goes_on"], v["appeared_large"], v["goes_on_large"],
                             v["appeared_large_separable"], v["goes_on_large_separable"],
+                            v["separable_nights"], v["changed_elsewhere"],
                             v["false_events"], v["on_time"], v["planted"]])
     return text
 
