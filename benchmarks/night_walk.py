@@ -132,16 +132,18 @@ class Walk:
                 if layer(unit) > layer(caller):
                     self.climbs.append({"from": caller, "to": unit, "function": code.co_name})
                 self.stops.append({"move": "call", "from": caller, "to": unit,
-                                   "function": code.co_name})
+                                   "function": code.co_name, "left": 0})
         else:
             self.depth[unit] -= 1
             if unit == FLOW and code.co_name == "nightly_discovery":
                 self.active = False
                 return
-            if caller is not None and caller != unit and self.depth[unit] <= 0:
-                self.left.add(unit)
+            if caller is not None and caller != unit:
+                left = self.depth[unit] <= 0
+                if left:
+                    self.left.add(unit)
                 self.stops.append({"move": "return", "from": unit, "to": caller,
-                                   "function": code.co_name})
+                                   "function": code.co_name, "left": int(left)})
 
 
 def run_nights(work: Path, walk) -> dict:
@@ -182,12 +184,33 @@ def summary(walk: Walk) -> dict:
             "reentries": sum(walk.reentered.values()), "climbs": len(walk.climbs)}
 
 
-def write(out: Path, walks: dict, command: str) -> str:
-    """``walks``: ``{depth: Walk}``, the reading view (a depth) and the whole trace (None)."""
+def counts_of(walk_csv: Path) -> dict:
+    """The reading view's counts read back from a ``walk.csv`` (as :func:`summary` gives them:
+    a return row says whether it left its file, so re-entries and climbs follow from the
+    rows)."""
+    with open(walk_csv, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    left, reentries, climbs = set(), 0, 0
+    for r in rows:
+        if r["move"] == "return":
+            if r["left"] == "1":
+                left.add(r["from"])
+            continue
+        if r["to"] in left and r["to"] != FLOW:
+            reentries += 1
+            left.discard(r["to"])
+        climbs += layer(r["to"]) > layer(r["from"])
+    units = {r["from"] for r in rows} | {r["to"] for r in rows}
+    return {"files": len(units), "stops": len(rows), "reentries": reentries, "climbs": climbs}
+
+
+def write(out: Path, walks: dict, command: str, before: Path | None = None) -> str:
+    """``walks``: ``{depth: Walk}``, the reading view (a depth) and the whole trace (None);
+    ``before``: a folder holding an earlier trace's ``walk.csv``, shown as a row beside."""
     out.mkdir(parents=True, exist_ok=True)
     reading = walks[READING]
     with open(out / "walk.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=["step", "move", "from", "to", "function"])
+        w = csv.DictWriter(fh, fieldnames=["step", "move", "from", "to", "function", "left"])
         w.writeheader()
         for i, s in enumerate(reading.stops, 1):
             w.writerow({"step": i} | s)
@@ -208,8 +231,11 @@ def write(out: Path, walks: dict, command: str) -> str:
         f"file it had left {s['reentries']} times and climbs up a layer {s['climbs']} times. "
         f"Every call followed, it visits {whole['files']} files in {whole['stops']} stops with "
         f"{whole['reentries']} re-entries (most of them small shared helpers: value formatting, "
-        f"configuration, retries) and {whole['climbs']} calls up a layer, all of them callbacks a "
-        "higher layer handed down (a progress line, a file writer), never an import.",
+        f"configuration, retries) and {whole['climbs']} calls up a layer, into functions a higher "
+        "layer handed down (tests/core/test_layering.py allows no import upward)."
+        + ("" if before is None else " Before: {files} files, {stops} stops, {reentries} "
+           "re-entries, {climbs} climbs in the reading view (`{name}/`).".format(
+               **counts_of(before / "walk.csv"), name=before.name)),
         "",
         "Current: yes (traced at the commit this README was committed with).",
         "",
@@ -228,6 +254,12 @@ def write(out: Path, walks: dict, command: str) -> str:
         f"{s['reentries']} | {s['climbs']} |",
         f"| every call | {whole['files']} | {whole['stops']} | {whole['reentries']} | "
         f"{whole['climbs']} |",
+    ]
+    if before is not None:
+        b = counts_of(before / "walk.csv")
+        lines.append(f"| reading, before (`{before.name}/`) | {b['files']} | {b['stops']} | "
+                     f"{b['reentries']} | {b['climbs']} |")
+    lines += [
         "",
         "Re-entries by file (reading view):",
         "",
@@ -250,6 +282,8 @@ def write(out: Path, walks: dict, command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a folder with an earlier trace's walk.csv, shown as a row beside")
     args = ap.parse_args(argv)
     walks = {READING: Walk(READING), None: Walk()}
 
@@ -259,8 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="night-walk-") as tmp:
         run_nights(Path(tmp), profile)
     command = "OMP_NUM_THREADS=1 python -m benchmarks.night_walk" + (
-        "" if args.out == OUT else f" --out {args.out}")
-    print(write(args.out, walks, command))
+        "" if args.out == OUT else f" --out {args.out}") + (
+        "" if args.before is None else f" --before {args.before}")
+    print(write(args.out, walks, command, args.before))
     return 0
 
 

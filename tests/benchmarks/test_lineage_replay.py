@@ -59,3 +59,24 @@ def test_the_size_rule_on_separable_nights_only():
     free = label_free(runs, got, large=1.0, separable=second)
     assert (free["appeared_large_separable"], free["goes_on_large_separable"]) == (1, 1)
     assert (free["appeared_large"], free["goes_on_large"]) == (2, 2)
+
+
+def test_what_a_separable_night_rule_changes_on_the_other_nights_is_counted():
+    """``changed_elsewhere``: the nights outside the separable dates whose statuses differ from
+    ``all+confirm``'s; publishing a class at once on a separable night changes the next night
+    (``emerged`` the first night, ``persisting`` the next instead of ``emerged``)."""
+    from benchmarks.lineage_replay import changed_elsewhere
+
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(2, {0: ["a1", "a2"], 1: ["n1", "n2"]})]
+    base = replay(runs, "g", "all", True)
+    first = {dt.date(2026, 1, 1)}
+    at_once = replay(runs, "g", "all", True, 1.0, size_on=first)
+    assert at_once["r0"]["statuses"]["g:novel:1"] == "emerged"
+    assert base["r1"]["statuses"]["g:novel:1"] == "emerged"
+    assert at_once["r1"]["statuses"]["g:novel:1"] != "emerged"
+    assert changed_elsewhere(runs, at_once, base, first) == 1  # night 2; night 3 the same
+    assert changed_elsewhere(runs, base, base, first) == 0
+    never = replay(runs, "g", "all", True, 1.0, size_on=set())
+    assert changed_elsewhere(runs, never, base, set()) == 0
