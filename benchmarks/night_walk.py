@@ -234,8 +234,8 @@ def write(out: Path, walks: dict, command: str, before: Path | None = None) -> s
         f"configuration, retries) and {whole['climbs']} calls up a layer, into functions a higher "
         "layer handed down (tests/core/test_layering.py allows no import upward)."
         + ("" if before is None else " Before: {files} files, {stops} stops, {reentries} "
-           "re-entries, {climbs} climbs in the reading view (`{name}/`).".format(
-               **counts_of(before / "walk.csv"), name=before.name)),
+           "re-entries, {climbs} climbs in the reading view (`{name}`).".format(
+               **counts_of(before / "walk.csv"), name=before.as_posix())),
         "",
         "Current: yes (traced at the commit this README was committed with).",
         "",
@@ -257,7 +257,7 @@ def write(out: Path, walks: dict, command: str, before: Path | None = None) -> s
     ]
     if before is not None:
         b = counts_of(before / "walk.csv")
-        lines.append(f"| reading, before (`{before.name}/`) | {b['files']} | {b['stops']} | "
+        lines.append(f"| reading, before (`{before.as_posix()}`) | {b['files']} | {b['stops']} | "
                      f"{b['reentries']} | {b['climbs']} |")
     lines += [
         "",
