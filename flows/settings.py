@@ -18,7 +18,7 @@
 | ``ORAL_NIGHT_ANSWER`` | ``per_class+paired`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%); ``+energy`` (an option, ``per_class+paired+energy``): a node of a novel group whose propagated energy (GNNSafe) is at or below the validation nodes' 0.8 quantile is named a known class |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
-| ``ORAL_CONFIRM_SIZE`` | ``off`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears (``0.5``), or so only on nights whose fit found the known classes separable (``separable:0.5``, ``oral_core.separability``); an option: its rule failed (``benchmarks/results/confirm_size_separable``) |
+| ``ORAL_CONFIRM_SIZE`` | ``separable:0.5`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears, only on nights whose fit found the known classes separable (``oral_core.separability``; default since 2026-12-02, ``benchmarks/results/confirm_size_separable_fresh``); ``0.5``: on every night; ``off``: every new novel class waits a night |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
 
@@ -51,10 +51,15 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired"
 NIGHT_ANSWER_PARTS = ("paired", "energy")
 
 
+#: ``ORAL_CONFIRM_SIZE`` when unset: large new novel classes published at once on separable
+#: nights (its rule met on fresh generated loops, benchmarks/results/confirm_size_separable_fresh)
+CONFIRM_SIZE_DEFAULT = "separable:0.5"
+
+
 def confirm_size_rule(text: str) -> tuple[float | None, bool]:
-    """``ORAL_CONFIRM_SIZE`` read: ``(share, separable only)``; ``off`` (or empty) is ``(None,
-    False)``. ValueError names what it may say."""
-    given = text.strip().lower() or "off"
+    """``ORAL_CONFIRM_SIZE`` read: ``(share, separable only)``; ``off`` is ``(None, False)``,
+    empty is :data:`CONFIRM_SIZE_DEFAULT`. ValueError names what it may say."""
+    given = text.strip().lower() or CONFIRM_SIZE_DEFAULT
     if given == "off":
         return None, False
     only, _, raw = given.rpartition(":")
@@ -170,8 +175,8 @@ class Settings:
     #: with confirmation, the share of the median known class's size from which a new novel
     #: class is published the night it appears (None: off), and whether only on nights whose
     #: fit found the known classes separable (``ORAL_CONFIRM_SIZE``)
-    confirm_size: float | None = field(default=None, kw_only=True)
-    confirm_size_separable: bool = field(default=False, kw_only=True)
+    confirm_size: float | None = field(default=0.5, kw_only=True)
+    confirm_size_separable: bool = field(default=True, kw_only=True)
     #: what a night publishes (``ORAL_NIGHT_ANSWER``): ``whole`` (the model's answer when the
     #: gate passes it, else none) or ``per_class`` (``per_class+paired``; every night,
     #: :mod:`tasks.answer`)

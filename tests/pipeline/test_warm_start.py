@@ -444,14 +444,21 @@ def test_a_night_records_whether_its_fit_found_the_known_classes_separable(tmp_p
     assert trained.novel_wholeness_used == (0.9 if trained.known_separable else None)
 
 
-def test_confirm_size_setting_is_off_by_default_and_may_hold_on_separable_nights_only(
+def test_confirm_size_setting_holds_on_separable_nights_by_default_and_may_be_off(
         monkeypatch):
-    """``ORAL_CONFIRM_SIZE`` (an option: its rule failed, confirm_size_separable/): off, a share,
-    or ``separable:<share>``, which tonight's lineage gets only when the fit found its known
-    classes separable."""
+    """``ORAL_CONFIRM_SIZE``: ``separable:0.5`` by default (its rule met,
+    confirm_size_separable_fresh/), which tonight's lineage gets only when the fit found its
+    known classes separable; ``off``, a share on every night, or ``separable:<share>``."""
     from flows.settings import Settings
 
     monkeypatch.delenv("ORAL_CONFIRM_SIZE", raising=False)
+    default = Settings.from_env()
+    assert (default.confirm_size, default.confirm_size_separable) == (0.5, True)
+    assert default.lineage_size(True) == 0.5
+    assert default.lineage_size(False) is None and default.lineage_size(None) is None
+    built = Settings(default.state_dir, default.warehouse_path, None)
+    assert (built.confirm_size, built.confirm_size_separable) == (0.5, True)
+    monkeypatch.setenv("ORAL_CONFIRM_SIZE", "off")
     off = Settings.from_env()
     assert (off.confirm_size, off.confirm_size_separable) == (None, False)
     assert off.lineage_size(True) is None and off.lineage_size(None) is None
