@@ -285,6 +285,21 @@ def prefect_ui_base(prefect_api_url: str | None) -> str:
     return DEFAULT_PREFECT_UI
 
 
+def prefect_note(prefect_api_url: str | None, prefect_base: str, state_dir: Path | None) -> str:
+    """Where the page's Prefect links lead. Without ``PREFECT_API_URL`` each command ran on a
+    temporary server that stopped with it; its runs stay in the state folder's Prefect database
+    (``PREFECT_HOME``), which ``prefect server start`` serves again at the default address
+    (issue 62: the links pointed at a stopped server without a word)."""
+    if prefect_api_url:
+        return f"Prefect links open the Prefect UI at <code>{e(prefect_base)}</code>."
+    home = (Path(state_dir) / "prefect").as_posix() if state_dir is not None else "<state>/prefect"
+    return (f"The nights ran on a temporary Prefect server that stopped with each command; their "
+            f"runs are kept in the state folder's Prefect database, which "
+            f"<code>PREFECT_HOME={e(home)} prefect server start</code> serves again at "
+            f"<code>{e(prefect_base)}</code>, where the Prefect links point (or set "
+            f"<code>PREFECT_API_URL</code> to a Prefect server).")
+
+
 def _q(value) -> str:
     return urllib.parse.quote(str(value), safe="")
 
@@ -710,6 +725,7 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
                            f"{e(safe_uri(data.tracking_uri))}</code>)")
                    ) if data.tracking_uri else (
         f"MLflow links open the MLflow UI at <code>{e(mlflow_base)}</code>.")
+    mlflow_note += " " + prefect_note(prefect_api_url, prefect_base, data.state_dir)
     last = {r["lineage_id"]: r for r in data.timeline}
     legend = "".join(
         f"<li><span class='sw' style='background:{_style(i)[0]}'></span>{e(name_of(last[lid]))}"

@@ -405,3 +405,20 @@ def test_a_night_the_gate_held_back_is_shown_for_the_record_not_as_the_answer(tm
     sizes = page.split("id='sizes'")[1]
     table = sizes.split("</table>")[0]
     assert "2026-04-02" in table and "2026-04-03" not in table
+
+
+def test_the_page_says_where_its_prefect_links_lead(state, tmp_path) -> None:
+    """Issue 62: without PREFECT_API_URL the nights ran on temporary servers that stopped; the
+    page says their runs are kept in the state folder's Prefect database and how to serve it
+    (the links pointed at a stopped server without a word). With a Prefect server the links
+    open its UI."""
+
+    page = write(state, tmp_path)
+    assert "temporary Prefect server" in page and "prefect server start" in page
+    assert "PREFECT_HOME=&lt;state&gt;/prefect" in page or "/prefect prefect server" in page
+    served = report(state / "oral.duckdb", "g", tmp_path / "served" / "report.html",
+                    contract_dir=state / "reports" / "g", tracking_uri="sqlite:///x/mlflow.db",
+                    prefect_api_url="http://prefect.example:4200/api").read_text(encoding="utf-8")
+    assert "temporary Prefect server" not in served
+    assert 'href="http://prefect.example:4200/runs/flow-run/' in served
+    assert "Prefect links open the Prefect UI at <code>http://prefect.example:4200</code>" in served
