@@ -718,14 +718,14 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
                    f"({sum(bool(c['is_novel']) for c in latest.classes)} novel). "
                    f"{emerged_total} novel class(es) new over all nights (the emerged_classes rule); "
                    f"{len(order)} lineage id(s) in all.{held_note}</p>")
-    mlflow_note = (f"MLflow tracking store <code>{e(safe_uri(data.tracking_uri))}</code>; links open "
+    links_note = (f"MLflow tracking store <code>{e(safe_uri(data.tracking_uri))}</code>; links open "
                    f"the MLflow UI at <code>{e(mlflow_base)}</code>"
                    + ("" if data.tracking_uri and data.tracking_uri.startswith(("http:", "https:"))
                       else f" (start it with <code>mlflow ui --backend-store-uri "
                            f"{e(safe_uri(data.tracking_uri))}</code>)")
                    ) if data.tracking_uri else (
         f"MLflow links open the MLflow UI at <code>{e(mlflow_base)}</code>.")
-    mlflow_note += " " + prefect_note(prefect_api_url, prefect_base, data.state_dir)
+    links_note += " " + prefect_note(prefect_api_url, prefect_base, data.state_dir)
     last = {r["lineage_id"]: r for r in data.timeline}
     legend = "".join(
         f"<li><span class='sw' style='background:{_style(i)[0]}'></span>{e(name_of(last[lid]))}"
@@ -749,7 +749,7 @@ def render(data: ReportData, *, mlflow_ui: str | None = None, prefect_api_url: s
             f"<h1>{e(title)}</h1>"
             f"<p class='muted'>{e(span)} · warehouse <code>{e(data.warehouse_path)}</code> · "
             f"generated {e(generated_at.strftime('%Y-%m-%d %H:%M UTC'))}</p>"
-            f"{summary}<p class='small muted'>{mlflow_note}</p>"
+            f"{summary}<p class='small muted'>{links_note}</p>"
             + (f"<nav class='small'>Nights: {nav}</nav>" if nav else "")
             + chart
             + ("<h2 id='nights'>Nights, newest first</h2>" + nights if nights else "")

@@ -80,3 +80,21 @@ def test_what_a_separable_night_rule_changes_on_the_other_nights_is_counted():
     assert changed_elsewhere(runs, base, base, first) == 0
     never = replay(runs, "g", "all", True, 1.0, size_on=set())
     assert changed_elsewhere(runs, never, base, set()) == 0
+
+
+def test_the_rules_that_give_the_stored_statuses_are_found():
+    """A kept loop's stored statuses are given by the replay of the rule it ran under (a loop
+    at ``ORAL_CONFIRM_SIZE=separable:...`` as well as one with confirmation only); a stored
+    row no rule gives is found too (an empty list)."""
+    from benchmarks.lineage_replay import stored_rules
+
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2"]})]
+    first = {dt.date(2026, 1, 1)}
+    lineages = {"all+confirm": replay(runs, "g", "all", True),
+                "all+confirm+size@separable": replay(runs, "g", "all", True, 1.0, size_on=first)}
+    for name, lineage in lineages.items():
+        stored = [dict(r, stored=lineage[r["run_id"]]["key_status"]) for r in runs]
+        assert stored_rules(stored, lineages) == [name]
+    odd = [dict(r, stored={0: "grown", 1: "split"}) for r in runs]
+    assert stored_rules(odd, lineages) == []
