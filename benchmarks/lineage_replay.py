@@ -35,13 +35,15 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "lineage_replay"
 STATES = ("nightly_loop", "nightly_loop_known_head", "nightly_loop_fidelity",
           "nightly_loop_split_repeat")
-RULES = {"all": ("all", False, None), "all+confirm": ("all", True, None),
-         "shared": ("shared", False, None), "shared+confirm": ("shared", True, None),
-         "all+confirm+size": ("all", True, 0.5),
-         "all+confirm+size@separable": ("all", True, 0.5)}
+#: rule name -> (``match_on``, ``confirm_novel``, ``confirm_size``, ``continue_mutual``)
+RULES = {"all": ("all", False, None, False), "all+confirm": ("all", True, None, False),
+         "shared": ("shared", False, None, False), "shared+confirm": ("shared", True, None, False),
+         "all+confirm+size": ("all", True, 0.5, False),
+         "all+confirm+size@separable": ("all", True, 0.5, False),
+         "all+confirm+size@separable+mutual": ("all", True, 0.5, True)}
 #: rules whose ``confirm_size`` applies only on the nights whose fit found the known classes
 #: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
-ON_SEPARABLE = {"all+confirm+size@separable"}
+ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual"}
 EVENTS = ("merged", "split", "vanished", "emerged")
 
 
@@ -71,10 +73,11 @@ def runs_of(con, graph: str, dates) -> list[dict]:
 
 
 def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
-           confirm_size: float | None = None, size_on: set | None = None) -> dict[str, dict]:
+           confirm_size: float | None = None, size_on: set | None = None,
+           mutual: bool = False) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
     id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
-    ``confirm_size`` applies (None: every night)."""
+    ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
     prev, max_n, out = None, 0, {}
@@ -82,7 +85,8 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
         if run["degraded"]:
             continue
         size = confirm_size if size_on is None or run["date"] in size_on else None
-        cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size)
+        cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size,
+                            continue_mutual=mutual)
         res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
                             current_names=run["names"], max_novel_index=max_n, config=cfg)
         statuses = {r.lineage_id: r.status for r in res.rows}
@@ -158,6 +162,42 @@ def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5,
             "appeared_large_separable": large_sep, "goes_on_large_separable": goes_on_sep}
 
 
+def labelled_nodes(base: Path, graph: str) -> dict:
+    """``{snapshot date: the node ids (strings) that carry a label}`` of a kept loop's
+    snapshots: the pipeline's input labels (known classes), no truth row read."""
+    import pyarrow.parquet as pq
+
+    from data_contracts import snapshots as snap
+
+    out = {}
+    for day, path in snap.list_snapshots(base / "snapshots", graph):
+        table = pq.read_table(Path(path) / "nodes.parquet", columns=["node_id", "label"])
+        ids, labels = table["node_id"].to_pylist(), table["label"].to_pylist()
+        out[day] = {str(n) for n, lab in zip(ids, labels) if lab is not None}
+    return out
+
+
+def published_labelled(runs: list[dict], lineage: dict[str, dict], labelled: dict) -> dict:
+    """Labelled nodes only: over the answered nights' published novel classes (a novel lineage
+    id whose status is not ``candidate``), the (id, night) ``pairs``, their ``members`` and how
+    many of those carry a label of a known class (``members_labelled``). A new class's nodes
+    carry no label; a novel class that holds labelled nodes holds nodes of known classes, so
+    the labelled share estimates how much of what is published is known classes. No truth read."""
+    pairs = count = with_label = 0
+    for run in runs:
+        if run["degraded"]:
+            continue
+        got, marked = lineage[run["run_id"]], labelled.get(run["date"], set())
+        for key, nodes in run["members"].items():
+            lid = got["lineage_of"][key]
+            if run["names"].get(key) is not None or got["statuses"].get(lid) == "candidate":
+                continue
+            pairs += 1
+            count += len(nodes)
+            with_label += sum(1 for n in nodes if str(n) in marked)
+    return {"pairs": pairs, "members": count, "members_labelled": with_label}
+
+
 def separable_dates(base: Path, graph: str) -> set:
     """The snapshot dates of a kept loop whose fit finds its known classes separable
     (:func:`oral_core.separability.known_separability` on the labelled training nodes the
@@ -180,6 +220,7 @@ def scored(base: Path, graph: str, sim: int, runs: list[dict], lineage: dict[str
     from types import SimpleNamespace
 
     from benchmarks import nightly_loop as nl
+    from benchmarks import scoreboard
     from data_contracts import snapshots as snap
 
     paths = [p for _, p in snap.list_snapshots(base / "snapshots", graph)]
@@ -204,7 +245,9 @@ def scored(base: Path, graph: str, sim: int, runs: list[dict], lineage: dict[str
             "statuses": got["statuses"] if answer is run else {},
             "candidates": {lid for lid, st in got["statuses"].items() if st == "candidate"}})
     args = SimpleNamespace(data_dir=None, periods=len(paths))
-    return nl.score_loop(nights, nl.planted_classes(graph, sim, args))
+    planted = nl.planted_classes(graph, sim, args)
+    got = nl.score_loop(nights, planted)
+    return got | {"board": scoreboard.score(nights, planted, got["false_lineage_events"])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,8 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                    "nights": len(runs), "rules": {}}
             separable = separable_dates(base, graph)
             lineages = {name: replay(runs, graph, match_on, confirm, size,
-                                     separable if name in ON_SEPARABLE else None)
-                        for name, (match_on, confirm, size) in RULES.items()}
+                                     separable if name in ON_SEPARABLE else None, mutual)
+                        for name, (match_on, confirm, size, mutual) in RULES.items()}
+            labelled = labelled_nodes(base, graph)
             row["stored_rules"] = stored_rules(runs, lineages)
             if not row["stored_rules"]:
                 raise SystemExit(f"{base}: no rule's replay gives the stored statuses")
@@ -251,10 +295,14 @@ def main(argv: list[str] | None = None) -> int:
                     "changed_elsewhere": changed_elsewhere(
                         runs, lineage, lineages["all+confirm"], separable)
                     if name in ON_SEPARABLE else 0,
+                    **published_labelled(runs, lineage, labelled),
                     "false_events": got["false_lineage_events"],
                     "on_time": sum(1 for c in got["planted"].values()
                                    if c["late"] is not None and c["late"] <= 1),
-                    "planted": len(got["planted"])}
+                    "planted": len(got["planted"]),
+                    "on_time_kept": got["board"]["on_time_kept"],
+                    "pairs_carrying": got["board"]["published_carrying"],
+                    "invented": got["board"]["invented"]}
             rows.append(row)
             print(f"[{folder.name} {graph} sim {sim}] stored rows given by "
                   f"{', '.join(row['stored_rules'])}; " + "; ".join(
@@ -271,7 +319,9 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
     tot = {name: {k: sum(r["rules"][name][k] for r in rows)
                   for k in ("answered", "events", "appeared", "goes_on", "appeared_before_last",
                             "appeared_large", "goes_on_large", "appeared_large_separable",
-                            "goes_on_large_separable", "false_events", "on_time", "planted")}
+                            "goes_on_large_separable", "false_events", "on_time", "planted",
+                            "pairs", "members", "members_labelled", "on_time_kept",
+                            "pairs_carrying", "invented")}
            for name in RULES}
     base = tot["all+confirm"]
     lines = [
@@ -315,6 +365,21 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
         "new novel ids that go on to the next answered night. Diagnostic (truth): false "
         "lineage events and planted classes surfaced on time, as `benchmarks.nightly_loop` "
         "scores them.", "",
+        "Per rule, over every loop: label-free and labelled-only columns, then the truth's "
+        "(diagnostic). Labelled share: of the members of the published novel classes (novel "
+        "ids not candidates, every answered night), the share that carry a known class's label "
+        "in the snapshot (a new class's nodes carry none).", "",
+        "| rule | novel events / 10 nights | new ids going on | published novel (id, night) "
+        "pairs | labelled share of their members | diagnostic: on time (kept) | diagnostic: "
+        "precision of pairs | diagnostic: invented ids | diagnostic: false events |",
+        "|---|---|---|---|---|---|---|---|---|"] + [
+        f"| `{name}` | {10 * t['events'] / max(t['answered'], 1):.1f} | {t['goes_on']} of "
+        f"{t['appeared_before_last']} | {t['pairs']} | "
+        f"{100 * t['members_labelled'] / max(t['members'], 1):.1f}% | {t['on_time']} of "
+        f"{t['planted']} ({t['on_time_kept']}) | "
+        f"{100 * t['pairs_carrying'] / max(t['pairs'], 1):.0f}% | {t['invented']} | "
+        f"{t['false_events']} |" for name, t in tot.items()] + [
+        "",
         "| study | graph | sim | answered nights | " + " | ".join(
             f"{name}: events, goes on / new, false, on time" for name in RULES) + " |",
         "|---|---|---|---|" + "---|" * len(RULES)]
@@ -330,7 +395,8 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
         w.writerow(["study", "graph", "sim", "rule", "answered", "events", "appeared",
                     "goes_on", "appeared_large", "goes_on_large", "appeared_large_separable",
                     "goes_on_large_separable", "separable_nights", "changed_elsewhere",
-                    "false_events", "on_time", "planted", "gives_stored"])
+                    "false_events", "on_time", "planted", "gives_stored", "pairs", "members",
+                    "members_labelled", "on_time_kept", "pairs_carrying", "invented"])
         for r in rows:
             for name, v in r["rules"].items():
                 w.writerow([r["study"], r["graph"], r["sim"], name, v["answered"], v["events"],
@@ -338,7 +404,9 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                             v["appeared_large_separable"], v["goes_on_large_separable"],
                             v["separable_nights"], v["changed_elsewhere"],
                             v["false_events"], v["on_time"], v["planted"],
-                            int(name in r["stored_rules"])])
+                            int(name in r["stored_rules"]), v["pairs"], v["members"],
+                            v["members_labelled"], v["on_time_kept"], v["pairs_carrying"],
+                            v["invented"]])
     return text
 
 

@@ -22,6 +22,10 @@ Matching
    whatever the overlap. Novel classes are matched one-to-one by the Hungarian algorithm
    maximising the summed Jaccard index over the pairs with ``J >= threshold`` (pairs under the
    threshold cannot be matched). A matched current class keeps its predecessor's lineage id.
+   With ``LineageConfig.continue_mutual`` (an option) a novel class the Hungarian match left
+   alone still continues the unmatched previous novel class it is the mutual largest overlap
+   of, when that class holds at least ``share`` of its nodes the previous run held
+   (:func:`mutual_continuations`).
 2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
    that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
    two sources (its own predecessor and/or other absorbed classes).
@@ -113,6 +117,11 @@ class LineageConfig:
     #: runs hold (tonight's new nodes and the nodes gone since are left out of ``J``,
     #: ``share_of_P`` and ``share_of_C``; sizes and the size statuses still count every member)
     match_on: str = "all"
+    #: step 1b: an unmatched novel class continues the unmatched previous novel class when each
+    #: is the other's largest overlap and it holds at least ``share`` of the current class's
+    #: nodes the previous run held (:func:`mutual_continuations`; off by default,
+    #: ``benchmarks/results/lineage_mutual``)
+    continue_mutual: bool = False
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -223,6 +232,33 @@ def overlap_matrix(previous: Mapping, current: Mapping, prev_keys: list, cur_key
             np.bincount(c_cls, minlength=n_c))
 
 
+def mutual_continuations(ov: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarray,
+                         cont: np.ndarray, cont_of_prev: np.ndarray, share: float) -> None:
+    """Step 1b (``LineageConfig.continue_mutual``), in place on ``cont`` / ``cont_of_prev``: a
+    novel class ``C`` the Hungarian match left alone continues the unmatched previous novel class
+    ``P`` when
+
+    - ``P`` gave ``C`` more of its nodes than it gave any other current class, known ones
+      included (``C`` is where most of ``P`` went),
+    - ``C`` took more nodes from ``P`` than from any other previous class, and
+    - those nodes are at least ``share`` of ``C``'s nodes the previous run held (tonight's new
+      nodes left out: a class growing fast is not cut off from its past by them).
+
+    A fast-growing novel class that also splits can fall under the Jaccard threshold with every
+    part though one part is plainly its continuation (its old nodes nearly all came from it)."""
+    is_novel = np.zeros(ov.shape[1], dtype=bool)
+    is_novel[c_novel] = True
+    held = ov.sum(axis=0)  # the current classes' nodes the previous run held (in any class)
+    for i in p_novel:
+        if cont_of_prev[i] >= 0 or ov[i].max() == 0:
+            continue
+        j = int(np.argmax(ov[i]))
+        if not is_novel[j] or cont[j] >= 0 or int(np.argmax(ov[:, j])) != i:
+            continue
+        if ov[i, j] >= share * held[j]:
+            cont[j], cont_of_prev[i] = i, j
+
+
 def _size_status(size: int, before: int, tol: float) -> str:
     if size > before * (1.0 + tol):
         return "grown"
@@ -283,6 +319,8 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
             if sub[r, c] >= cfg.threshold:
                 cont[c_novel[c]] = p_novel[r]
                 cont_of_prev[p_novel[r]] = c_novel[c]
+    if cfg.continue_mutual:
+        mutual_continuations(ov, p_novel, c_novel, cont, cont_of_prev, cfg.share)
 
     share_p = ov / np.maximum(p_base, 1)[:, None]
     share_c = ov / np.maximum(c_base, 1)[None, :]

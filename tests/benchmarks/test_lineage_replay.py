@@ -98,3 +98,25 @@ def test_the_rules_that_give_the_stored_statuses_are_found():
         assert stored_rules(stored, lineages) == [name]
     odd = [dict(r, stored={0: "grown", 1: "split"}) for r in runs]
     assert stored_rules(odd, lineages) == []
+
+
+def test_published_novel_classes_and_their_labelled_members_are_counted():
+    """``published_labelled``: the published novel (id, night) pairs (candidates left out), their
+    members and how many carry a label in the snapshot; ``mutual`` reaches the lineage."""
+    from benchmarks.lineage_replay import published_labelled
+
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2", "n3", "a3"]})]
+    labelled = {dt.date(2026, 1, 1): {"a1", "a2"}, dt.date(2026, 1, 2): {"a1", "a2", "a3"}}
+    got = replay(runs, "g", "all", True)  # novel:1 a candidate, then emerged
+    assert published_labelled(runs, got, labelled) == {"pairs": 1, "members": 4,
+                                                      "members_labelled": 1}
+    plain = replay(runs, "g", "all", False)  # published both nights
+    assert published_labelled(runs, plain, labelled) == {"pairs": 2, "members": 6,
+                                                        "members_labelled": 1}
+    # a class of 2 nodes whose 2 old nodes are half of tonight's 6 (J 0.33, matched either
+    # way) against one of 2 of 8 (J 0.25: only the mutual rule continues it)
+    runs = [_run(0, {0: ["a1"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1"], 1: ["n1", "n2", "m1", "m2", "m3", "m4", "m5", "m6"]})]
+    assert replay(runs, "g", "all", False)["r1"]["statuses"]["g:novel:1"] == "vanished"
+    assert replay(runs, "g", "all", False, mutual=True)["r1"]["statuses"]["g:novel:1"] == "grown"

@@ -309,3 +309,52 @@ def test_shared_matching_keeps_a_fast_growing_class_on_its_past() -> None:
     assert shared["g:novel:1"].status == "grown" and "g:novel:2" not in shared
     with pytest.raises(ValueError, match="match_on"):
         LineageConfig(match_on="some").validate()
+
+
+MUTUAL = LineageConfig(confirm_novel=False, continue_mutual=True)
+
+
+def test_mutual_continuation_keeps_a_class_that_grows_and_splits() -> None:
+    """A novel class of 100 nodes splits overnight into parts of 40 (+60 new nodes) and 30
+    (+20 new) old nodes, the rest going to a known class: every Jaccard index is 0.25, so by
+    default both parts get new ids and the class ends; with ``continue_mutual`` the part that
+    took most of it, and whose old nodes all came from it, keeps its id."""
+    prev = previous({0: ids(0, 50), 1: ids(100, 200)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"})
+    tonight = {0: ids(0, 50) + ids(170, 200), 1: ids(100, 140) + ids(300, 360),
+               2: ids(140, 170) + ids(400, 420)}
+    plain = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                     current_names={0: "A"}, max_novel_index=1))
+    assert "g:novel:1" in plain and plain["g:novel:1"].class_key is None  # ended
+    mutual = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                      current_names={0: "A"}, max_novel_index=1, config=MUTUAL))
+    assert mutual["g:novel:1"].class_key == 1 and mutual["g:novel:1"].status == "persisting"
+    assert mutual["g:novel:1"].previous_size == 100  # 40 old and 60 new nodes: the same size
+    assert mutual["g:novel:2"].class_key == 2  # the other part: a new id
+    assert plain["g:novel:2"].class_key == 1 and plain["g:novel:3"].class_key == 2
+
+
+def test_mutual_continuation_needs_each_to_be_the_others_largest_overlap() -> None:
+    """No continuation when the previous class went mostly to a known class (it dissolved),
+    nor when the current class's old nodes came mostly from elsewhere (under ``share``)."""
+    # 1. novel:1 (40 nodes) gives 30 to known A and 10 to a new group of 12 old + 30 new nodes
+    prev = previous({0: ids(0, 50), 1: ids(100, 140), 2: ids(200, 202)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}, {0: "A"})
+    tonight = {0: ids(0, 50) + ids(100, 130), 1: ids(130, 140) + ids(200, 202) + ids(300, 330)}
+    got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                   current_names={0: "A"}, max_novel_index=2, config=MUTUAL))
+    assert got["g:novel:1"].class_key is None  # dissolved into A: not continued
+    # 2. the current class's old nodes: 10 from novel:1 and 10 from known A (a tie: A is first,
+    # so novel:1 is not its largest source) ...
+    prev = previous({0: ids(0, 50), 1: ids(100, 110)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"})
+    tonight = {0: ids(10, 50), 1: ids(0, 10) + ids(100, 110) + ids(300, 360)}
+    got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                   current_names={0: "A"}, max_novel_index=1, config=MUTUAL))
+    assert got["g:novel:1"].class_key is None
+    # ... and with share=0.6 a class whose old nodes are 10 of novel:1's and 8 of A's is not
+    # continued either (10 < 0.6 * 18), where the default share of 0.5 continues it
+    tonight = {0: ids(8, 50), 1: ids(0, 8) + ids(100, 110) + ids(300, 360)}
+    for share, continued in ((0.5, True), (0.6, False)):
+        cfg = LineageConfig(confirm_novel=False, continue_mutual=True, share=share)
+        got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                       current_names={0: "A"}, max_novel_index=1, config=cfg))
+        assert (got["g:novel:1"].class_key == 1) is continued
