@@ -393,14 +393,15 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
     with (out / "loops.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["study", "graph", "sim", "rule", "answered", "events", "appeared",
-                    "goes_on", "appeared_large", "goes_on_large", "appeared_large_separable",
+                    "appeared_before_last", "goes_on", "appeared_large", "goes_on_large", "appeared_large_separable",
                     "goes_on_large_separable", "separable_nights", "changed_elsewhere",
                     "false_events", "on_time", "planted", "gives_stored", "pairs", "members",
                     "members_labelled", "on_time_kept", "pairs_carrying", "invented"])
         for r in rows:
             for name, v in r["rules"].items():
                 w.writerow([r["study"], r["graph"], r["sim"], name, v["answered"], v["events"],
-                            v["appeared"], v["goes_on"], v["appeared_large"], v["goes_on_large"],
+                            v["appeared"], v["appeared_before_last"], v["goes_on"],
+                            v["appeared_large"], v["goes_on_large"],
                             v["appeared_large_separable"], v["goes_on_large_separable"],
                             v["separable_nights"], v["changed_elsewhere"],
                             v["false_events"], v["on_time"], v["planted"],
