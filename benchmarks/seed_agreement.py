@@ -45,14 +45,13 @@ def night_answer(path: Path, seed: int) -> dict:
     snapshot = snap.load_snapshot(path)
     config = build_config(pipeline_defaults() | {"seed": seed, "progress": False})
     with tempfile.TemporaryDirectory() as tmp:
-        trained = train(snapshot, config, Path(tmp), "auto").to_dict()
-        answer = decide_per_class(snapshot, trained, config, trained["feature_mode"],
-                                  paired=True)
+        trained = train(snapshot, config, Path(tmp), "auto")
+        answer = decide_per_class(snapshot, trained, config, trained.feature_mode, paired=True)
         table = pq.read_table(answer["predictions_path"], columns=["node_id", "class_key"])
     unlabelled = np.asarray(snapshot.labels) < 0
     ids = [str(v) for v in table.column("node_id").to_pylist()]
     keys = table.column("class_key").fill_null(-1).to_pylist()
-    return {"num_known": int(trained["num_known"]),
+    return {"num_known": int(trained.num_known),
             "classes": {i: int(k) for i, k, u in zip(ids, keys, unlabelled) if u}}
 
 

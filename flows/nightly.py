@@ -68,14 +68,16 @@ class Night:
 @dataclasses.dataclass
 class Training:
     """Tonight's training: the train task's ``result``, the run key (configuration hash + start
-    key) and run id it is published under, the start ``plan`` that made it and the emergence
-    check's ``history`` of new-node label counts."""
+    key) and run id it is published under, the start ``plan`` that made it, the emergence
+    check's ``history`` of new-node label counts and whether the model was ``reused`` (the same
+    snapshot content, settings and start trained before)."""
 
-    result: dict
+    result: fitting.TrainResult
     run_key: str
     run_id: str
     plan: start_plan.StartPlan
     history: list
+    reused: bool = False
 
 
 @flow(name="nightly-discovery", flow_run_name=night_name)
@@ -113,9 +115,9 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
     training = train_night(night, plan, path, snapshot, files, mode)
     trained = training.result
     answer = answer_night(night, snapshot, trained, mode)  # what the night publishes
-    predictions = answer["predictions_path"] if answer else trained["predictions_path"]
-    scores = pt.score(snapshot, predictions, trained["num_known"])
-    classes = pt.describe(snapshot, predictions, trained["num_known"])
+    predictions = answer["predictions_path"] if answer else trained.predictions_path
+    scores = pt.score(snapshot, predictions, trained.num_known)
+    classes = pt.describe(snapshot, predictions, trained.num_known)
     margin = night.settings.gate_reference_margin
     # the gate's verdict before anything is published: a degraded model is registered and kept
     # for the record, but is never champion and, unless the night is answered per class, never
@@ -143,17 +145,17 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
         with writer_lock(settings.warehouse_path, graph, settings.writer_lock_timeout):
             found = pt.lineage(warehouse_path, run, predictions, classes, graph,
                                files.date, settings.confirm_novel,
-                               settings.lineage_size(trained.get("known_separable")))
+                               settings.lineage_size(trained.known_separable))
             lineage_ids = {str(k): v for k, v in found["result"].lineage_of.items()}
             # the predictions artifact is what DuckDB gets: the answer, per class or whole
             tracked = pt.register(night.tracking, graph, run | {"run_id": training.run_id},
-                                  trained | {"predictions_path": predictions},
+                                  dataclasses.replace(trained, predictions_path=predictions),
                                   (report_json, report_html), classes, scores, tags,
                                   promote=False, lineage=lineage_ids)
             run |= {k: tracked[k] for k in ("mlflow_run_id", "model_name", "model_version")}
             published = pt.publish(warehouse_path, run, snapshot_row, predictions, found)
         tracked = tracked | pt.champion(night.tracking, graph, tracked["model_version"],
-                                        trained["val_accuracy"], degraded)
+                                        trained.val_accuracy, degraded)
     return announce(night, files.date, found, published, tracked, training, scores, degraded,
                     report_html, answer)
 
@@ -205,10 +207,12 @@ def read_and_validate(night: Night, path: str):
     return files, report, report_json, report_html
 
 
-def train_once(night: Night, plan, path, snapshot, files, mode: str) -> tuple[dict, str, str]:
+def train_once(night: Night, plan, path, snapshot, files, mode: str
+               ) -> tuple[fitting.TrainResult, str, str, bool]:
     """Tonight's training for ``plan``, in this process or on the training deployment
     (:mod:`flows.training`): the train task's result, the run key (configuration hash + start
-    key) and the run id."""
+    key), the run id and whether the model was reused (trained before for the same snapshot
+    content, settings and start)."""
     from tasks.warehouse import make_run_id, make_training_id
 
     graph, settings, cfg = night.graph, night.settings, night.config
@@ -228,7 +232,7 @@ def train_once(night: Night, plan, path, snapshot, files, mode: str) -> tuple[di
             content_hash=files.content_hash, config=cfg.to_dict(), run_dir=str(run_dir),
             feature_mode=mode, graph=graph, config_hash=chash, init=plan.init,
             start_key=plan.key)
-        return trained, run_key, run_id
+        return fitting.TrainResult.from_dict(trained), run_key, run_id, False
     import socket
 
     from flows.training import describe_device
@@ -239,12 +243,14 @@ def train_once(night: Night, plan, path, snapshot, files, mode: str) -> tuple[di
     args = (snapshot, cfg.to_dict(), str(run_dir), mode, graph, files.content_hash, chash,
             plan.init, plan.key)
     before = (run_dir / "model.pt").stat().st_mtime_ns if (run_dir / "model.pt").exists() else None
-    trained = pt.train(*args)
-    if not all(Path(trained[k]).exists() for k in ("model_path", "predictions_path", "history_path")):
-        trained = pt.train.with_options(refresh_cache=True)(*args)  # the cache outlived its files
+    trained = fitting.TrainResult.from_dict(pt.train(*args))  # a dict: Prefect's JSON cache
+    if not all(Path(p).exists() for p in (trained.model_path, trained.predictions_path,
+                                          trained.history_path)):
+        # the cache outlived its files
+        trained = fitting.TrainResult.from_dict(pt.train.with_options(refresh_cache=True)(*args))
     # the same snapshot content, settings and start trained before: its model is reused as is
     reused = before is not None and (run_dir / "model.pt").stat().st_mtime_ns == before
-    return trained | {"reused": reused}, run_key, run_id
+    return trained, run_key, run_id, reused
 
 
 def train_night(night: Night, plan, path, snapshot, files, mode: str):
@@ -256,34 +262,36 @@ def train_night(night: Night, plan, path, snapshot, files, mode: str):
     from tasks import emergence
 
     logger = get_run_logger()
-    trained, run_key, run_id = train_once(night, plan, path, snapshot, files, mode)
+    trained, run_key, run_id, reused = train_once(night, plan, path, snapshot, files, mode)
     history = emergence.parse_history(plan.history)
     check = None
     alpha = night.settings.emergence_alpha
     if plan.start == "warm" and alpha > 0:
-        check = pt.emergence_check(snapshot, trained["predictions_path"],
+        check = pt.emergence_check(snapshot, trained.predictions_path,
                                    (plan.init or {}).get("predictions_path"),
-                                   trained["num_known"], alpha, list(history))
+                                   trained.num_known, alpha, list(history))
         if check["fired"]:
-            warm_seconds = trained["train_seconds"]
+            warm_seconds = trained.train_seconds
             plan = dataclasses.replace(
                 plan, start="cold", reason=f"the warm fit was set aside, {check['reason']}",
                 key="", init=None)
             logger.info("cold start: %s", plan.reason)
-            trained, run_key, run_id = train_once(night, plan, path, snapshot, files, mode)
-            trained = trained | {"train_seconds": trained["train_seconds"] + warm_seconds}
+            trained, run_key, run_id, reused = train_once(night, plan, path, snapshot, files, mode)
+            trained = dataclasses.replace(trained,
+                                          train_seconds=trained.train_seconds + warm_seconds)
     if plan.previous_predictions:  # tonight's new-node label counts join the check's history
         same = (check is not None and not check["fired"]
                 and (plan.init or {}).get("predictions_path") == plan.previous_predictions)
         counts = check if same else pt.emergence_check(
-            snapshot, trained["predictions_path"], plan.previous_predictions,
-            trained["num_known"], 0.0)
+            snapshot, trained.predictions_path, plan.previous_predictions,
+            trained.num_known, 0.0)
         if counts["new_members"]:
             history.append((counts["new_labelled"], counts["new_members"]))
-    return Training(trained, run_key, run_id, plan, history)
+    return Training(trained, run_key, run_id, plan, history, reused)
 
 
-def answer_night(night: Night, snapshot, trained: dict, mode: str) -> dict | None:
+def answer_night(night: Night, snapshot, trained: fitting.TrainResult, mode: str
+                 ) -> dict | None:
     """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER``, default ``per_class+paired``:
     :func:`tasks.prefect_tasks.decide_per_class`), which the night publishes whatever the gate
     thinks of the model; None when the night is judged whole (``whole``)."""
@@ -312,11 +320,11 @@ def run_record(night: Night, files, snapshot, training: Training, scores, degrad
              "emergence_history": emergence.format_history(training.history) or None}
     run = {
         "graph": night.graph, "snapshot_date": files.date, "content_hash": files.content_hash,
-        "config_hash": training.run_key, "code_version": code_version(), "device": trained["device"],
-        "epochs": trained["epochs"], "val_accuracy": trained["val_accuracy"],
-        "num_classes": trained["num_classes"], "num_known": trained["num_known"],
-        "num_novel": trained["num_novel"], "num_nodes": snapshot.num_nodes,
-        "train_seconds": trained["train_seconds"], "scores": scores,
+        "config_hash": training.run_key, "code_version": code_version(), "device": trained.device,
+        "epochs": trained.epochs, "val_accuracy": trained.val_accuracy,
+        "num_classes": trained.num_classes, "num_known": trained.num_known,
+        "num_novel": trained.num_novel, "num_nodes": snapshot.num_nodes,
+        "train_seconds": trained.train_seconds, "scores": scores,
         "prefect_flow_run_id": str(flow_run.get_id() or ""),
     }
     run |= {k: v for k, v in {"start_mode": plan.start, "start_reason": plan.reason,
@@ -358,12 +366,11 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
                "new_tonight": new,
                "scores": scores, "mlflow_run_id": tracked["mlflow_run_id"],
                "model_version": tracked["model_version"], "champion": tracked.get("promoted"),
-               "val_accuracy": trained["val_accuracy"], "train_seconds": trained["train_seconds"],
+               "val_accuracy": trained.val_accuracy, "train_seconds": trained.train_seconds,
                "start": plan.start, "start_reason": plan.reason,
                "warm_from_version": str(plan.source_version) if plan.start == "warm" else None,
-               "epochs": trained["epochs"], "chosen_settings": night.chosen,
-               "reused": bool(trained.get("reused")),
-               "floor_joined": trained.get("floor_joined", 0),
+               "epochs": trained.epochs, "chosen_settings": night.chosen,
+               "reused": training.reused, "floor_joined": trained.floor_joined,
                # a held-back model whose night is answered per class is no degraded night
                "degraded": degraded if answer is None else None,
                "held_back": degraded if answer is not None else None,

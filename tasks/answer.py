@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from data_contracts import snapshots as snap
+from tasks.fitting import TrainResult
 
 
-def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mode: str,
+def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feature_mode: str,
                      paired: bool = False, energy: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
@@ -37,9 +38,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: dict, config, feature_mod
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
 
-    run_dir = Path(trained["run_dir"])
-    num_known = int(trained["num_known"])
-    table = pq.read_table(trained["predictions_path"], columns=["class_key", "confidence"])
+    run_dir, num_known = Path(trained.run_dir), int(trained.num_known)
+    table = pq.read_table(trained.predictions_path, columns=["class_key", "confidence"])
     class_id = torch.from_numpy(np.array(table.column("class_key").fill_null(-1).to_numpy(),
                                          dtype=np.int64))
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)

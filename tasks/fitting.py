@@ -108,6 +108,13 @@ class TrainResult:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "TrainResult":
+        """The result again from :meth:`to_dict`'s dict (what the train task persists for
+        Prefect's cache and a training deployment hands back); keys it does not know are left
+        out (a result written by an older revision), missing ones take their defaults."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
 
 def load_payload(path: str | Path) -> dict:
     """A saved ORAL model's payload (weights only); raises on a file that is not one."""

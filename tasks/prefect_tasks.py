@@ -187,7 +187,7 @@ def emergence_check(snapshot, predictions_path: str, previous_predictions_path: 
 
 
 @task(name="decide-per-class", cache_policy=NO_CACHE)
-def decide_per_class(snapshot, trained: dict, config_dict: dict, feature_mode: str,
+def decide_per_class(snapshot, trained: fitting.TrainResult, config_dict: dict, feature_mode: str,
                      paired: bool = False, energy: bool = False) -> dict:
     """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER=per_class``, with ``+paired`` and
     ``+energy``: :func:`tasks.answer.decide_per_class`)."""
@@ -230,7 +230,8 @@ def describe(snapshot, predictions_path: str, num_known: int) -> list[dict]:
 
 
 @task(name="register", cache_policy=NO_CACHE)
-def register(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
+def register(tracking_cfg, graph: str, run: dict, trained: fitting.TrainResult,
+             report_paths: tuple[str, str],
              classes: list[dict], scores: dict | None, tags: dict, promote: bool = True,
              lineage: dict | None = None) -> dict:
     """One MLflow run (params, per-epoch metrics, artifacts, model), a registered version, and
@@ -276,7 +277,7 @@ def degraded_line(graph: str, reason: str, per_class: bool) -> str:
 
 
 @task(name="quality-gate", cache_policy=NO_CACHE)
-def quality_gate(tracking_cfg, graph: str, trained: dict, reference_margin: float,
+def quality_gate(tracking_cfg, graph: str, trained: fitting.TrainResult, reference_margin: float,
                  test: str = "mcnemar", scope: str = "night", per_class: bool = False) -> str | None:
     """Before anything is published: is tonight's model degraded
     (:func:`tasks.registry.champion.degradation`)? Returns the one-line reason, or None

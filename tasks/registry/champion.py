@@ -19,7 +19,7 @@ import logging
 import math
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow.parquet as pq
 from mlflow.exceptions import MlflowException
@@ -28,6 +28,9 @@ from tasks.registry import store
 from tasks.registry.config import CHAMPION, TrackingConfig, model_name
 from tasks.registry.retries import call_with_retries
 from tasks.registry.runs import log_training_run
+
+if TYPE_CHECKING:
+    from tasks.fitting import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +152,7 @@ DEGRADED = "degraded"
 GATE_ALPHA = 0.05
 
 
-def below_reference(trained: Mapping[str, Any], reference_margin: float = 0.0,
+def below_reference(trained: TrainResult, reference_margin: float = 0.0,
                     test: str = "mcnemar", scope: str = "night") -> str | None:
     """The reference check of :func:`degradation`: why the model's known classes are below the
     reference logistic regression's (a one-line reason), or None. ``scope="known"``: compared
@@ -157,8 +160,8 @@ def below_reference(trained: Mapping[str, Any], reference_margin: float = 0.0,
     ``gate_known_better`` of ``gate_known_nodes``); the validation nodes inside novel classes
     are those classes' own evidence (the known-split check), not the night's."""
     if scope == "known":
-        worse, better = trained.get("gate_known_worse"), trained.get("gate_known_better")
-        n = trained.get("gate_known_nodes")
+        worse, better, n = (trained.gate_known_worse, trained.gate_known_better,
+                            trained.gate_known_nodes)
         if worse is None or better is None or not n:
             return None
         gap = (int(better) - int(worse)) / int(n)
@@ -169,14 +172,14 @@ def below_reference(trained: Mapping[str, Any], reference_margin: float = 0.0,
                   f"{int(better)} the reference does not ({100 * gap:+.1f} points)"
                   + (f" (margin {reference_margin})" if reference_margin else ""))
     else:
-        val, ref = trained.get("val_accuracy"), trained.get("reference_val_accuracy")
+        val, ref = trained.val_accuracy, trained.reference_val_accuracy
         if (val is None or ref is None or not math.isfinite(float(val))
                 or not float(val) < float(ref) - reference_margin):
             return None
         reason = (f"known-class validation accuracy {float(val):.4f} is below the reference "
                   f"logistic regression's {float(ref):.4f} on the same labelled nodes"
                   + (f" (margin {reference_margin})" if reference_margin else ""))
-        worse, better = trained.get("gate_worse"), trained.get("gate_better")
+        worse, better = trained.gate_worse, trained.gate_better
     if test != "mcnemar" or worse is None or better is None:
         return reason
     from oral_core.reference import mcnemar_p
@@ -190,7 +193,7 @@ def below_reference(trained: Mapping[str, Any], reference_margin: float = 0.0,
     return None
 
 
-def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
+def degradation(cfg: TrackingConfig, graph: str, trained: TrainResult,
                 reference_margin: float = 0.0, test: str = "mcnemar",
                 scope: str = "night") -> str | None:
     """Why tonight's model is degraded (a one-line reason), or None when it is not. Read before
@@ -213,8 +216,8 @@ def degradation(cfg: TrackingConfig, graph: str, trained: Mapping[str, Any],
     reason = below_reference(trained, reference_margin, test, scope)
     if reason:
         return reason
-    configured = (trained.get("config") or {}).get("epochs")
-    if trained.get("start", "cold") == "cold" and configured is not None:
+    configured = (trained.config or {}).get("epochs")
+    if trained.start == "cold" and configured is not None:
         c = store.client(cfg)
         current = _champion(cfg, graph, c)
         champ = None if current is None else _version_epochs(c, current)
@@ -356,7 +359,7 @@ def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path
     return model_path, predictions_path
 
 
-def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tuple[str, str],
+def track(tracking_cfg, graph: str, run: dict, trained: TrainResult, report_paths: tuple[str, str],
           classes: list[dict], scores: dict | None, tags: dict, promote: bool = True,
           lineage: dict | None = None) -> dict:
     """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
@@ -385,34 +388,30 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
     existing = _versions_of_run(tracking_cfg, client, name, oral_run_id)
     if existing:
         return _reuse_version(tracking_cfg, client, graph, existing, trained, promote)
-    history = json.loads(Path(trained["history_path"]).read_text())
-    params = dict(trained["config"]) | {"feature_mode": trained["feature_mode"],
-                                        "config_hash": trained["config_hash"], "graph": graph,
-                                        "oral_run_id": oral_run_id,
-                                        "start": trained.get("start", "cold"),
-                                        # the batch size trained with (the config's may be None
-                                        # when the fit switched to mini-batches itself) and why
-                                        "batch_size": trained.get("batch_size",
-                                                                  trained["config"].get("batch_size")),
-                                        "batch_reason": trained.get("batch_reason", ""),
-                                        # novel_wholeness_if=separable: whether it applied
-                                        "novel_wholeness_used": trained.get(
-                                            "novel_wholeness_used",
-                                            trained["config"].get("novel_wholeness")),
-                                        "warm_from_version": tags.get("warm_from_version") or ""}
-    metrics = {"val_accuracy": trained["val_accuracy"], "selected_epoch": trained["epoch"],
-               "num_classes": trained["num_classes"], "num_novel": trained["num_novel"],
-               "train_seconds": trained["train_seconds"]}
+    history = json.loads(Path(trained.history_path).read_text())
+    params = dict(trained.config) | {"feature_mode": trained.feature_mode,
+                                     "config_hash": trained.config_hash, "graph": graph,
+                                     "oral_run_id": oral_run_id, "start": trained.start,
+                                     # the batch size trained with (None: full batch, also when
+                                     # the configuration asked for none) and why
+                                     "batch_size": trained.batch_size,
+                                     "batch_reason": trained.batch_reason,
+                                     # novel_wholeness_if=separable: whether it applied
+                                     "novel_wholeness_used": trained.novel_wholeness_used,
+                                     "warm_from_version": tags.get("warm_from_version") or ""}
+    metrics = {"val_accuracy": trained.val_accuracy, "selected_epoch": trained.epoch,
+               "num_classes": trained.num_classes, "num_novel": trained.num_novel,
+               "train_seconds": trained.train_seconds}
     if scores:
         metrics["scores"] = {k: v for k, v in scores.items() if isinstance(v, (int, float))}
-    artifacts = {"predictions": pq.read_table(trained["predictions_path"]),
+    artifacts = {"predictions": pq.read_table(trained.predictions_path),
                  "class_summary": classes, "validation_report": [Path(p) for p in report_paths]}
     mlflow_run_id, model_uri = log_training_run(
         tracking_cfg, graph, params, history, artifacts, dict(tags) | {"contracts_passed": "true"},
-        Path(trained["model_path"]), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}",
+        Path(trained.model_path), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}",
         lineage=lineage)
     version = register_model(
-        tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained["val_accuracy"],
+        tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained.val_accuracy,
         contracts_passed=True, snapshot_date=tags.get("snapshot_date"),
         tags={"oral_run_id": oral_run_id} | {k: tags[k] for k in START_TAGS if tags.get(k)})
     # another process may have tracked the same run meanwhile: settle on the lowest version
@@ -424,7 +423,7 @@ def track(tracking_cfg, graph: str, run: dict, trained: dict, report_paths: tupl
         return _reuse_version(tracking_cfg, client, graph, found, trained, promote)
     if promote:
         promoted, reason = promote_champion(tracking_cfg, graph, version, True,
-                                            trained["val_accuracy"])
+                                            trained.val_accuracy)
     else:
         promoted, reason = None, "registered; the champion gate runs after the DuckDB publish"
     log.info("MLflow run %s, %s version %d: %s", mlflow_run_id, name, version, reason)
@@ -520,7 +519,7 @@ def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
                                   f"searching versions of {name!r} for run {oral_run_id}"))
 
 
-def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: dict,
+def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: TrainResult,
                    promote: bool = True) -> dict:
     """Keep the lowest of ``versions`` (all tagged with one pipeline run id), delete the others
     (a crashed or concurrent duplicate; never one an alias points at), finish the champion gate
@@ -552,7 +551,7 @@ def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: di
                 log.warning("could not delete duplicate MLflow run %s: %s", extra.run_id, err)
     reason = "reused the registered version"
     if promote and "champion_decision" not in (keeper.tags or {}):  # the gate never decided
-        accuracy = (keeper.tags or {}).get("val_accuracy", trained.get("val_accuracy"))
+        accuracy = (keeper.tags or {}).get("val_accuracy", trained.val_accuracy)
         _, reason = promote_champion(tracking_cfg, graph, keeper.version, True,
                                      float(accuracy))
         champion = champion_version(tracking_cfg, graph)

@@ -287,6 +287,17 @@ def test_champion_gate(fitted, cfg):
     assert "below champion" in mv.tags["champion_decision"]
 
 
+def result(fields: dict):
+    """A training result carrying ``fields`` (what the gate reads), the rest filler."""
+    from tasks.fitting import TrainResult
+
+    filler = dict(run_dir="r", model_path="m", predictions_path="p", history_path="h",
+                  config={}, config_hash="c", feature_mode="auto", val_accuracy=1.0, epoch=1,
+                  epochs=1, num_classes=1, num_known=1, num_novel=0, train_seconds=0.0,
+                  device="cpu")
+    return TrainResult(**(filler | fields))
+
+
 def test_degraded_model_is_never_champion(fitted, cfg):
     """Issue 47's gate: a shortened cold retrain (fewer configured epochs than the champion's
     run) and a model below the reference logistic regression are degraded; a degraded version
@@ -302,43 +313,44 @@ def test_degraded_model_is_never_champion(fitted, cfg):
         return tracking.register_model(cfg, graph, uri, run_id, contracts_passed=True)
 
     v1 = new_version(1.0, 200)
-    assert rules.degradation(cfg, graph, {"val_accuracy": 1.0, "config": {"epochs": 200}}) is None
+    assert rules.degradation(cfg, graph, result({"val_accuracy": 1.0, "config": {"epochs": 200}})) is None
     assert tracking.promote_champion(cfg, graph, v1, True, 1.0)[0] is True
 
     short = {"val_accuracy": 0.982, "config": {"epochs": 5}, "start": "cold"}
-    reason = rules.degradation(cfg, graph, short)
+    reason = rules.degradation(cfg, graph, result(short))
     assert reason == f"trained with 5 epochs where champion v{v1} was trained with 200"
     v2 = new_version(0.982, 5)
     promoted, why = tracking.promote_champion(cfg, graph, v2, True, 0.982, degraded=reason)
     assert not promoted and why.startswith("degraded: trained with 5 epochs")
     assert tracking.champion_version(cfg, graph) == v1
     # a warm fit continues the champion's training: not held to the epochs rule
-    assert rules.degradation(cfg, graph, short | {"start": "warm"}) is None
+    assert rules.degradation(cfg, graph, result(short | {"start": "warm"})) is None
 
     below = {"val_accuracy": 0.30, "reference_val_accuracy": 0.70, "config": {"epochs": 200}}
-    assert "below the reference logistic regression's 0.7000" in rules.degradation(cfg, graph, below)
-    assert rules.degradation(cfg, graph, below, reference_margin=0.5) is None
-    assert rules.degradation(cfg, graph, below | {"reference_val_accuracy": None}) is None
+    assert "below the reference logistic regression's 0.7000" in rules.degradation(
+        cfg, graph, result(below))
+    assert rules.degradation(cfg, graph, result(below), reference_margin=0.5) is None
+    assert rules.degradation(cfg, graph, result(below | {"reference_val_accuracy": None})) is None
     # the McNemar test (the default): below by a few nodes is within chance, by many is not
     near = {"val_accuracy": 0.80, "reference_val_accuracy": 0.82, "config": {"epochs": 200},
             "gate_worse": 2, "gate_better": 0}
-    assert rules.degradation(cfg, graph, near) is None
-    assert "below the reference" in rules.degradation(cfg, graph, near, test="strict")
+    assert rules.degradation(cfg, graph, result(near)) is None
+    assert "below the reference" in rules.degradation(cfg, graph, result(near), test="strict")
     far = near | {"val_accuracy": 0.70, "gate_worse": 13, "gate_better": 1}
     assert "beyond chance (McNemar p 0.00183: 13 nodes only the reference names right, 1 only" \
-        in rules.degradation(cfg, graph, far)
+        in rules.degradation(cfg, graph, result(far))
     # the known part alone (ORAL_GATE_SCOPE=known): a novel class holding validation nodes the
     # reference names right no longer holds the night back; the known classes' own naming does
     demo = {"val_accuracy": 0.9756, "reference_val_accuracy": 0.9878, "gate_worse": 1,
             "gate_better": 0, "gate_known_worse": 0, "gate_known_better": 0,
             "gate_known_nodes": 81, "config": {"epochs": 200}}
-    assert rules.degradation(cfg, graph, demo, test="strict") is not None
-    assert rules.degradation(cfg, graph, demo, test="strict", scope="known") is None
+    assert rules.degradation(cfg, graph, result(demo), test="strict") is not None
+    assert rules.degradation(cfg, graph, result(demo), test="strict", scope="known") is None
     worse = demo | {"gate_known_worse": 9, "gate_known_better": 1}
-    reason = rules.degradation(cfg, graph, worse, test="strict", scope="known")
+    reason = rules.degradation(cfg, graph, result(worse), test="strict", scope="known")
     assert reason.startswith("on the 81 validation nodes it names a known class, the reference "
                              "logistic regression names 9 right that it does not and it 1")
-    assert rules.degradation(cfg, graph, worse, test="mcnemar", scope="known").endswith(
+    assert rules.degradation(cfg, graph, result(worse), test="mcnemar", scope="known").endswith(
         "9 nodes only the reference names right, 1 only the model)")
     v3 = new_version(1.0, 200)  # better on val, but degraded: the gate still refuses it
     assert tracking.promote_champion(cfg, graph, v3, True, 1.0, degraded="x")[0] is False

@@ -169,3 +169,21 @@ def test_the_gate_floor_is_standardised_as_the_known_head(snapshot_path, tmp_pat
     assert 0 < result.gate_known_nodes <= n_val
     assert result.gate_known_worse <= result.gate_worse
     assert result.gate_known_better == result.gate_better  # a node in a novel class is never right
+
+
+def test_a_train_result_comes_back_from_its_dict():
+    """The train task persists ``TrainResult.to_dict()`` (Prefect's JSON cache, a training
+    deployment's answer); the flow reads it back typed: the same result, keys it does not know
+    left out, missing optional ones at their defaults, a missing required one refused."""
+    from tasks.fitting import TrainResult
+
+    fields = dict(run_dir="r", model_path="m", predictions_path="p", history_path="h",
+                  config={"epochs": 3}, config_hash="c", feature_mode="auto", val_accuracy=0.5,
+                  epoch=2, epochs=3, num_classes=4, num_known=3, num_novel=1, train_seconds=1.5,
+                  device="cpu")
+    result = TrainResult(**fields, gate_worse=2)
+    assert TrainResult.from_dict(result.to_dict()) == result
+    assert TrainResult.from_dict(result.to_dict() | {"gone_field": 1}) == result
+    assert TrainResult.from_dict(fields).gate_worse is None
+    with pytest.raises(TypeError, match="device"):
+        TrainResult.from_dict({k: v for k, v in fields.items() if k != "device"})

@@ -330,12 +330,13 @@ def cmd_track(spec: dict) -> int:
     configure_environment(spec["state_dir"])
     logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(message)s")
     install_rendezvous(spec["rendezvous"], f"pid-{os.getpid()}")
+    from tasks.fitting import TrainResult
     from tasks.registry import TrackingConfig
     from tasks.registry import champion
 
     out = champion.track(TrackingConfig(None, Path(spec["state_dir"])), spec["graph"], spec["run"],
-                         spec["trained"], tuple(spec["reports"]), [], None, spec["tags"],
-                         promote=False)
+                         TrainResult.from_dict(spec["trained"]), tuple(spec["reports"]), [], None,
+                         spec["tags"], promote=False)
     print("RESULT " + json.dumps(out, default=str), flush=True)
     return 0
 
