@@ -28,6 +28,7 @@ night they start or the next.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -40,10 +41,17 @@ RULES = {"all": ("all", False, None, False), "all+confirm": ("all", True, None, 
          "shared": ("shared", False, None, False), "shared+confirm": ("shared", True, None, False),
          "all+confirm+size": ("all", True, 0.5, False),
          "all+confirm+size@separable": ("all", True, 0.5, False),
-         "all+confirm+size@separable+mutual": ("all", True, 0.5, True)}
+         "all+confirm+size@separable+mutual": ("all", True, 0.5, True),
+         "all+confirm+size@separable+clean": ("all", True, 0.5, False)}
 #: rules whose ``confirm_size`` applies only on the nights whose fit found the known classes
 #: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
-ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual"}
+ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual",
+                "all+confirm+size@separable+clean"}
+#: rules that besides publish at once, on any night, a new novel class of at least
+#: :data:`CLEAN_SIZE` times the median known class's size whose estimated known share is at
+#: most :data:`CLEAN_SHARE` (:func:`clean_keys`, ``benchmarks/results/publish_clean``)
+ON_CLEAN = {"all+confirm+size@separable+clean"}
+CLEAN_SIZE, CLEAN_SHARE = 0.5, 0.3
 EVENTS = ("merged", "split", "vanished", "emerged")
 
 
@@ -74,10 +82,11 @@ def runs_of(con, graph: str, dates) -> list[dict]:
 
 def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
            confirm_size: float | None = None, size_on: set | None = None,
-           mutual: bool = False) -> dict[str, dict]:
+           mutual: bool = False, now: dict | None = None) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
     id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
-    ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``."""
+    ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``; ``now``:
+    per run id, the class keys published the night they appear (``publish_now``)."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
     prev, max_n, out = None, 0, {}
@@ -88,7 +97,8 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
         cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size,
                             continue_mutual=mutual)
         res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
-                            current_names=run["names"], max_novel_index=max_n, config=cfg)
+                            current_names=run["names"], max_novel_index=max_n, config=cfg,
+                            publish_now=(now or {}).get(run["run_id"], ()))
         statuses = {r.lineage_id: r.status for r in res.rows}
         by_key = {key: res.lineage_of[key] for key in run["members"]}
         out[run["run_id"]] = {"lineage_of": by_key, "statuses": statuses,
@@ -109,6 +119,81 @@ def stored_rules(runs: list[dict], lineages: dict[str, dict]) -> list[str]:
     return [name for name, lineage in lineages.items()
             if all(lineage[r["run_id"]]["key_status"] == r["stored"]
                    for r in runs if not r["degraded"])]
+
+
+def estimated_known_share(run: dict, labelled: set, val: set) -> dict:
+    """Per novel class key of ``run``, the estimated share of known-class nodes among its
+    unlabelled nodes, the known-split check's estimator (:func:`oral_core.novelty.known_share`)
+    read on the night's answer: the unlabelled nodes per validation node in the answer's known
+    classes, times the class's validation nodes, over its unlabelled nodes (inf with validation
+    nodes and no unlabelled one). Empty when no validation node lies in a known class.
+    ``labelled`` / ``val``: the snapshot's labelled and validation node ids (strings). Labelled
+    nodes only."""
+    def counts(nodes) -> tuple[int, int]:
+        ids = [str(n) for n in nodes]
+        return (sum(1 for n in ids if n not in labelled), sum(1 for n in ids if n in val))
+
+    unl_known = val_known = 0
+    for key, nodes in run["members"].items():
+        if run["names"].get(key) is not None:
+            u, v = counts(nodes)
+            unl_known, val_known = unl_known + u, val_known + v
+    if not val_known:
+        return {}
+    rate, out = unl_known / val_known, {}
+    for key, nodes in run["members"].items():
+        if run["names"].get(key) is None:
+            u, v = counts(nodes)
+            out[key] = rate * v / u if u else (math.inf if v else 0.0)
+    return out
+
+
+def clean_keys(run: dict, labelled: set, val: set, size: float = CLEAN_SIZE,
+               share: float = CLEAN_SHARE) -> set:
+    """The novel class keys of ``run`` of at least ``size`` times the median known class's size
+    whose :func:`estimated_known_share` is at most ``share``: what the ``clean`` rule publishes
+    the night it appears. Labelled nodes only."""
+    import statistics
+
+    known = [len(v) for k, v in run["members"].items() if run["names"].get(k) is not None]
+    if not known:
+        return set()
+    cut = size * statistics.median(known)
+    return {k for k, s in estimated_known_share(run, labelled, val).items()
+            if s <= share and len(run["members"][k]) >= cut}
+
+
+def published_sooner(runs: list[dict], lineage: dict[str, dict], base: dict[str, dict]
+                     ) -> dict:
+    """The new novel ids (before the last answered night) that ``lineage`` publishes the night
+    they appear where ``base`` holds them as candidates (``appeared_clean``), and how many go
+    on to the next answered night (``goes_on_clean``). Confirmation renames statuses only, so
+    the ids are the same under both. No label read."""
+    chain = [r for r in runs if not r["degraded"]]
+    appeared = goes_on = 0
+    for k, run in enumerate(chain[:-1]):
+        now, before = lineage[run["run_id"]]["statuses"], base[run["run_id"]]["statuses"]
+        sooner = {lid for lid, st in now.items()
+                  if ":novel:" in lid and before.get(lid) == "candidate" and st != "candidate"}
+        tomorrow = set(lineage[chain[k + 1]["run_id"]]["lineage_of"].values())
+        appeared += len(sooner)
+        goes_on += len(sooner & tomorrow)
+    return {"appeared_clean": appeared, "goes_on_clean": goes_on}
+
+
+def validation_nodes(base: Path, graph: str) -> dict:
+    """``{snapshot date: the validation node ids (strings)}`` of a kept loop's snapshots, as the
+    pipeline splits their labelled nodes (seed 0, :func:`tasks.fitting.fit_inputs`)."""
+    from data_contracts import snapshots as snap
+    from tasks.fitting import fit_inputs
+
+    out = {}
+    for day, path in snap.list_snapshots(base / "snapshots", graph):
+        s = snap.load_snapshot(path)
+        _x, _edges, _train, val, _ = fit_inputs(s, "auto", 0)
+        ids = s.node_ids.to_pylist()
+        out[day] = {str(ids[i]) for i in range(len(ids)) if val[i] >= 0}
+    return out
 
 
 def changed_elsewhere(runs: list[dict], lineage: dict[str, dict], base: dict[str, dict],
@@ -280,10 +365,14 @@ def main(argv: list[str] | None = None) -> int:
             row = {"study": folder.name, "graph": graph, "sim": int(sim),
                    "nights": len(runs), "rules": {}}
             separable = separable_dates(base, graph)
-            lineages = {name: replay(runs, graph, match_on, confirm, size,
-                                     separable if name in ON_SEPARABLE else None, mutual)
-                        for name, (match_on, confirm, size, mutual) in RULES.items()}
             labelled = labelled_nodes(base, graph)
+            val = validation_nodes(base, graph)
+            clean = {r["run_id"]: clean_keys(r, labelled.get(r["date"], set()),
+                                             val.get(r["date"], set())) for r in runs}
+            lineages = {name: replay(runs, graph, match_on, confirm, size,
+                                     separable if name in ON_SEPARABLE else None, mutual,
+                                     clean if name in ON_CLEAN else None)
+                        for name, (match_on, confirm, size, mutual) in RULES.items()}
             row["stored_rules"] = stored_rules(runs, lineages)
             if not row["stored_rules"]:
                 raise SystemExit(f"{base}: no rule's replay gives the stored statuses")
@@ -296,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                         runs, lineage, lineages["all+confirm"], separable)
                     if name in ON_SEPARABLE else 0,
                     **published_labelled(runs, lineage, labelled),
+                    **published_sooner(runs, lineage, lineages["all+confirm+size@separable"]),
                     "false_events": got["false_lineage_events"],
                     "on_time": sum(1 for c in got["planted"].values()
                                    if c["late"] is not None and c["late"] <= 1),
@@ -321,7 +411,7 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                             "appeared_large", "goes_on_large", "appeared_large_separable",
                             "goes_on_large_separable", "false_events", "on_time", "planted",
                             "pairs", "members", "members_labelled", "on_time_kept",
-                            "pairs_carrying", "invented")}
+                            "pairs_carrying", "invented", "appeared_clean", "goes_on_clean")}
            for name in RULES}
     base = tot["all+confirm"]
     lines = [
@@ -369,12 +459,14 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
         "(diagnostic). Labelled share: of the members of the published novel classes (novel "
         "ids not candidates, every answered night), the share that carry a known class's label "
         "in the snapshot (a new class's nodes carry none).", "",
-        "| rule | novel events / 10 nights | new ids going on | published novel (id, night) "
+        "| rule | novel events / 10 nights | new ids going on | published a night sooner than "
+        "today, going on | published novel (id, night) "
         "pairs | labelled share of their members | diagnostic: on time (kept) | diagnostic: "
         "precision of pairs | diagnostic: invented ids | diagnostic: false events |",
-        "|---|---|---|---|---|---|---|---|---|"] + [
+        "|---|---|---|---|---|---|---|---|---|---|"] + [
         f"| `{name}` | {10 * t['events'] / max(t['answered'], 1):.1f} | {t['goes_on']} of "
-        f"{t['appeared_before_last']} | {t['pairs']} | "
+        f"{t['appeared_before_last']} | {t['goes_on_clean']} of {t['appeared_clean']} | "
+        f"{t['pairs']} | "
         f"{100 * t['members_labelled'] / max(t['members'], 1):.1f}% | {t['on_time']} of "
         f"{t['planted']} ({t['on_time_kept']}) | "
         f"{100 * t['pairs_carrying'] / max(t['pairs'], 1):.0f}% | {t['invented']} | "
@@ -396,7 +488,8 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                     "appeared_before_last", "goes_on", "appeared_large", "goes_on_large", "appeared_large_separable",
                     "goes_on_large_separable", "separable_nights", "changed_elsewhere",
                     "false_events", "on_time", "planted", "gives_stored", "pairs", "members",
-                    "members_labelled", "on_time_kept", "pairs_carrying", "invented"])
+                    "members_labelled", "on_time_kept", "pairs_carrying", "invented",
+                    "appeared_clean", "goes_on_clean"])
         for r in rows:
             for name, v in r["rules"].items():
                 w.writerow([r["study"], r["graph"], r["sim"], name, v["answered"], v["events"],
@@ -407,7 +500,7 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                             v["false_events"], v["on_time"], v["planted"],
                             int(name in r["stored_rules"]), v["pairs"], v["members"],
                             v["members_labelled"], v["on_time_kept"], v["pairs_carrying"],
-                            v["invented"]])
+                            v["invented"], v["appeared_clean"], v["goes_on_clean"]])
     return text
 
 

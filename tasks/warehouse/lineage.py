@@ -86,8 +86,9 @@ from __future__ import annotations
 
 import datetime as dt
 import dataclasses
+import math
 from dataclasses import dataclass, field
-from typing import Hashable, Mapping, Sequence
+from typing import Collection, Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -270,12 +271,16 @@ def _size_status(size: int, before: int, tol: float) -> str:
 def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, Sequence], *,
                   graph: str, snapshot_date: dt.date | str,
                   current_names: Mapping[Hashable, str | None] | None = None,
-                  max_novel_index: int = 0, config: LineageConfig | None = None) -> LineageResult:
+                  max_novel_index: int = 0, config: LineageConfig | None = None,
+                  publish_now: Collection = ()) -> LineageResult:
     """Lineage rows of tonight's classes given the previous run's (``None`` on a graph's first run).
 
     ``current``: class key -> member node ids; ``current_names``: class key -> known class name
-    (None or absent: a novel class). Returns the rows, the lineage id of every current class and
-    the graph's new largest novel index. See the module docstring for the rules.
+    (None or absent: a novel class); ``publish_now``: keys of novel classes published the night
+    they appear under confirmation whatever their size (a caller's own evidence, e.g. the
+    replay's ``clean`` rule, ``benchmarks/results/publish_clean``). Returns the rows, the lineage
+    id of every current class and the graph's new largest novel index. See the module docstring
+    for the rules.
     """
     cfg = (config or LineageConfig()).validate()
     date = snapshot_date if isinstance(snapshot_date, dt.date) else dt.date.fromisoformat(str(snapshot_date))
@@ -402,7 +407,10 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
                          if prev.statuses.get(key) == "candidate"}
         publish_at = publish_size(c_size[[j for j in range(n_c) if c_name[j] is not None]],
                                   cfg.confirm_size)
-        rows = [confirmed(row, was_candidate, publish_at) for row in rows]
+        now = set(publish_now)
+        rows = [confirmed(row, was_candidate,
+                          -math.inf if row.class_key is not None and row.class_key in now
+                          else publish_at) for row in rows]
     return LineageResult(rows=rows, lineage_of=lineage_of, max_novel_index=next_n)
 
 

@@ -120,3 +120,31 @@ def test_published_novel_classes_and_their_labelled_members_are_counted():
             _run(1, {0: ["a1"], 1: ["n1", "n2", "m1", "m2", "m3", "m4", "m5", "m6"]})]
     assert replay(runs, "g", "all", False)["r1"]["statuses"]["g:novel:1"] == "vanished"
     assert replay(runs, "g", "all", False, mutual=True)["r1"]["statuses"]["g:novel:1"] == "grown"
+
+
+def test_the_clean_rule_reads_each_novel_class_on_its_validation_nodes():
+    """``estimated_known_share``: the known classes hold 8 unlabelled nodes per validation node
+    here (16 and 2), so a novel class of 8 unlabelled nodes and 1 validation node is estimated
+    all known, one without a validation node 0; ``clean_keys`` keeps the large clean one;
+    ``published_sooner`` counts what it publishes a night before the base rule, and whether
+    it goes on."""
+    from benchmarks.lineage_replay import clean_keys, estimated_known_share, published_sooner
+
+    known = [f"k{i}" for i in range(20)]  # k0, k1 labelled (validation), k2, k3 labelled (train)
+    run = {"date": dt.date(2026, 1, 1), "run_id": "r0", "degraded": False,
+           "members": {0: known, 1: [f"a{i}" for i in range(8)] + ["v1"],
+                       2: [f"b{i}" for i in range(12)], 3: ["c1"]},
+           "names": {0: "A"}, "stored": {}}
+    labelled, val = {"k0", "k1", "k2", "k3", "v1"}, {"k0", "k1", "v1"}
+    share = estimated_known_share(run, labelled, val)
+    assert share == {1: 8 * 1 / 8, 2: 0.0, 3: 0.0}
+    assert clean_keys(run, labelled, val) == {2}  # 3 is clean but under half of 20 nodes
+    assert estimated_known_share(run, labelled, {"v1"}) == {}  # no validation node in A
+    nxt = dict(run, date=dt.date(2026, 1, 2), run_id="r1")
+    runs = [run, nxt]
+    base = replay(runs, "g", "all", True)
+    sooner = replay(runs, "g", "all", True, now={"r0": {2}})
+    assert sooner["r0"]["statuses"]["g:novel:2"] == "emerged"
+    assert base["r0"]["statuses"]["g:novel:2"] == "candidate"
+    assert published_sooner(runs, sooner, base) == {"appeared_clean": 1, "goes_on_clean": 1}
+    assert published_sooner(runs, base, base) == {"appeared_clean": 0, "goes_on_clean": 0}

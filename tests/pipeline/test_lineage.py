@@ -358,3 +358,15 @@ def test_mutual_continuation_needs_each_to_be_the_others_largest_overlap() -> No
         got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
                                        current_names={0: "A"}, max_novel_index=1, config=cfg))
         assert (got["g:novel:1"].class_key == 1) is continued
+
+
+def test_publish_now_publishes_a_new_novel_class_the_night_it_appears() -> None:
+    """Under confirmation a new novel class is a candidate, unless its key is in
+    ``publish_now`` (a caller's own evidence); a known class is untouched by it."""
+    prev = previous({0: ids(0, 50)}, {0: "known:A"}, {0: "A"})
+    tonight = {0: ids(0, 50), 1: ids(100, 110), 2: ids(200, 210)}
+    cfg = LineageConfig()
+    got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                   current_names={0: "A"}, config=cfg, publish_now={1, 0}))
+    assert got["g:novel:1"].status == "emerged" and got["g:novel:2"].status == "candidate"
+    assert got["known:A"].status == "persisting"
