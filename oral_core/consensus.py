@@ -1,0 +1,91 @@
+"""Consensus over restarts: one answer from several fits of the same graph and split.
+
+Not in the paper (a deviation, ``consensus_restarts``). ORAL's novel partition depends on the
+seed: two fits of one night that differ only in the initialisation, dropout, sampling and
+clustering draws cut the novel nodes differently (``benchmarks/results/seed_agreement``). A
+consensus answer reads R fits' class ids per node:
+
+- a node is *novel* when a strict majority of the fits put it in a novel class; otherwise it is
+  named the known class most fits give it (ties: the lowest class id);
+- the novel nodes are grouped by *co-association*: two nodes share a consensus class when, in a
+  strict majority of the fits, both sat in the same novel class (the connected components of
+  that relation, found on the distinct patterns of novel ids, so the cost grows with the number
+  of patterns, not with the square of the novel nodes).
+
+Known class ids are the same in every fit (the labelled classes); novel ids are each fit's own
+and are never matched across fits, only co-associated. The consensus novel classes are numbered
+from ``num_known`` by size, largest first.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def majority_known(class_ids: torch.Tensor, num_known: int) -> torch.Tensor:
+    """The known class most fits name each node (``class_ids``: R x N); the lowest id on a tie,
+    -1 where no fit names a known class."""
+    votes = torch.zeros(class_ids.shape[1], num_known + 1, dtype=torch.long)
+    is_known = (class_ids >= 0) & (class_ids < num_known)
+    known = torch.where(is_known, class_ids, torch.full_like(class_ids, num_known))
+    for row in known:
+        votes.scatter_add_(1, row.unsqueeze(1), torch.ones_like(row).unsqueeze(1))
+    votes = votes[:, :num_known]
+    best = votes.argmax(dim=1)  # argmax returns the first maximum: the lowest id on a tie
+    return torch.where(votes.max(dim=1).values > 0, best, torch.full_like(best, -1))
+
+
+def novel_majority(class_ids: torch.Tensor, num_known: int) -> torch.Tensor:
+    """Nodes a strict majority of the fits put in a novel class."""
+    return (class_ids >= num_known).sum(dim=0) * 2 > class_ids.shape[0]
+
+
+def co_association_groups(patterns: torch.Tensor, num_known: int) -> torch.Tensor:
+    """Connected components of the co-association relation over distinct patterns (P x R: each
+    pattern's class id in every fit): two patterns are linked when a strict majority of the R fits
+    give both the same novel id. Returns the component of each pattern (0..C-1)."""
+    p, r = patterns.shape
+    parent = list(range(p))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    novel = patterns >= num_known
+    for i in range(p):
+        same = ((patterns == patterns[i]) & novel & novel[i]).sum(dim=1)
+        for j in torch.nonzero(same * 2 > r).flatten().tolist():
+            a, b = root(i), root(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    roots = [root(i) for i in range(p)]
+    index = {v: k for k, v in enumerate(dict.fromkeys(roots))}
+    return torch.tensor([index[v] for v in roots], dtype=torch.long)
+
+
+def consensus_class_ids(class_ids: list[torch.Tensor] | torch.Tensor,
+                        num_known: int) -> torch.Tensor:
+    """One class id per node from R fits' class ids (each N long, known ids < ``num_known``): the
+    known majority, and the novel majority grouped by co-association (see the module)."""
+    ids = torch.stack(list(class_ids)) if not torch.is_tensor(class_ids) else class_ids
+    ids = ids.long()
+    if ids.shape[0] == 1:
+        return ids[0].clone()
+    out = majority_known(ids, num_known)
+    novel = novel_majority(ids, num_known)
+    out[novel] = -1
+    nodes = torch.nonzero(novel).flatten()
+    if nodes.numel():
+        patterns, inverse = torch.unique(ids[:, nodes].T, dim=0, return_inverse=True)
+        group = co_association_groups(patterns, num_known)[inverse]
+        sizes = torch.bincount(group)
+        order = torch.argsort(-sizes, stable=True)  # largest first
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(order.numel())
+        out[nodes] = num_known + rank[group]
+    # a node no fit names known and no majority calls novel cannot occur with R >= 2 unless
+    # every fit left it unassigned; name it by the first fit
+    missing = out < 0
+    out[missing] = ids[0][missing]
+    return out
