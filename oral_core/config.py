@@ -159,6 +159,12 @@ class ORALConfig:
         "only in a fit whose known classes are separable in the propagated features, judged on "
         "the labelled training nodes before training (oral_core.separability)",
         _RESULTS + "novel_wholeness_separable/README.md")
+    # the novel partition depends on the seed (benchmarks/results/seed_agreement)
+    consensus_restarts: int = _setting(
+        1, "deviation", "answer from this many fits of the same graph and split (model seeds "
+        "seed, seed+1, ...): the known class most fits give a node, novel where most call it "
+        "novel, novel nodes grouped by co-association (oral_core.consensus); 1, one fit, is the "
+        "paper", _RESULTS + "consensus_restarts/README.md")
     cluster_every: int = _setting(
         1, "deviation", "re-cluster every this many epochs; 1 is the paper's Algorithm 1")
     cluster_freeze_epoch: int | None = _setting(
@@ -375,6 +381,9 @@ class ORALConfig:
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.shards >= 1, "shards must be >= 1"),
+            (self.consensus_restarts >= 1, "consensus_restarts must be >= 1"),
+            (self.consensus_restarts == 1 or self.shards == 1,
+             "consensus_restarts > 1 fits whole models one after another: use shards=1"),
             (self.shards == 1 or self.batch_size is not None,
              "shards > 1 splits mini-batches across workers: set batch_size too"),
             (self.opennc_pair_pool >= 2, "opennc_pair_pool must be >= 2"),

@@ -89,3 +89,55 @@ def consensus_class_ids(class_ids: list[torch.Tensor] | torch.Tensor,
     missing = out < 0
     out[missing] = ids[0][missing]
     return out
+
+
+def agreement_share(class_ids: torch.Tensor, consensus: torch.Tensor,
+                    num_known: int) -> torch.Tensor:
+    """Per node, the share of the fits (R x N) that agree with the consensus: the same known
+    class, or a novel class where the consensus is novel (a consensus answer's confidence)."""
+    novel = consensus >= num_known
+    agree = torch.where(novel.unsqueeze(0), class_ids >= num_known, class_ids == consensus)
+    return agree.float().mean(dim=0)
+
+
+def restart_seeds(seed: int, restarts: int) -> list[int]:
+    """The model seeds of a consensus night: ``seed, seed + 1, ...`` (the first is the night's
+    own seed, so one restart is the single fit)."""
+    return [seed + r for r in range(restarts)]
+
+
+def fit_consensus(config, x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
+                  val_labels: torch.Tensor, **fit_kwargs):
+    """``config.consensus_restarts`` fits of ORAL on the same graph and split (model seeds
+    :func:`restart_seeds`), one after another; returns ``(first fit, discovery)`` where the
+    discovery's class ids are the consensus (:func:`consensus_class_ids`) and its confidence
+    the fits' agreement (:func:`agreement_share`). The first fit stands for the model (its
+    weights, history and selection are what the night saves). ``fit_kwargs`` go to every fit
+    (a warm start's ``init`` included); a progress callback sees the restarts' epochs in turn."""
+    from dataclasses import replace
+
+    from oral_core.trainer import ORAL
+
+    seeds = restart_seeds(config.seed, config.consensus_restarts)
+    on_progress = fit_kwargs.pop("on_progress", None)
+    fits = []
+    for r, seed in enumerate(seeds):
+        def progress(done, total, r=r):
+            if on_progress is not None:
+                on_progress(r * total + done, len(seeds) * total)
+        fits.append(ORAL(replace(config, seed=seed)).fit(
+            x, edge_index, train_labels, val_labels, on_progress=progress, **fit_kwargs))
+    first = fits[0]
+    num_known = first.num_known
+    ids = torch.stack([f.predict().class_id for f in fits]).long()
+    consensus = consensus_class_ids(ids, num_known)
+    found = first.predict()
+    is_novel = consensus >= num_known
+    seen = val_labels >= 0
+    val_accuracy = (float((consensus[seen] == val_labels[seen]).float().mean())
+                    if bool(seen.any()) else found.val_accuracy)
+    return first, replace(found, class_id=consensus, confidence=agreement_share(ids, consensus,
+                                                                              num_known),
+                          is_novel=is_novel, val_accuracy=val_accuracy,
+                          num_classes=int(num_known + torch.unique(consensus[is_novel]).numel()),
+                          layer_class_ids=[])

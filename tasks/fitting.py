@@ -221,6 +221,11 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
                                  start_workers=dask_workers(cluster) if cluster else LocalWorkers,
                                  rendezvous_dir=run_dir if cluster else None,
                                  init=payload, init_class_id=previous, on_progress=progress)
+    elif config.consensus_restarts > 1:  # one answer from several fits (oral_core.consensus)
+        from oral_core.consensus import fit_consensus
+
+        oral, consensus = fit_consensus(config, x, edges, *labelled, init=payload,
+                                        init_class_id=previous, on_progress=progress)
     else:
         oral = ORAL(config).fit(x, edges, *labelled, init=payload, init_class_id=previous,
                                 on_progress=progress)
@@ -230,7 +235,7 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     val = torch.from_numpy(val_labels)
     ref_pred = reference_val_predictions(x, torch.from_numpy(train_labels), val,
                                          scale=config.known_head_scale)
-    found = oral.predict()
+    found = oral.predict() if config.consensus_restarts == 1 else consensus
     reference = oral.reference_val_accuracy  # measured by the fit when known_floor is on
     worse = better = known_worse = known_better = known_nodes = None
     if ref_pred is not None:
