@@ -240,9 +240,11 @@ def register(tracking_cfg, graph: str, run: dict, trained: fitting.TrainResult,
     stored with the model so the pyfunc outputs each node's ``lineage_id``. Inside a transaction
     it records what its rollback hook needs (the champion before)."""
     from tasks.registry import champion as champion_rules
+    from tasks.registry.store import Registry
 
-    before = champion_rules.champion_version(tracking_cfg, graph)
-    out = champion_rules.track(tracking_cfg, graph, run, trained, report_paths, classes, scores,
+    registry = Registry(tracking_cfg)  # one store client for the task's calls
+    before = champion_rules.champion_version(registry, graph)
+    out = champion_rules.track(registry, graph, run, trained, report_paths, classes, scores,
                                tags, promote, lineage=lineage)
     txn = get_transaction()
     if txn is not None:

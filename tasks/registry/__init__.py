@@ -9,8 +9,11 @@ Plain functions (no Prefect): the flow's tasks wrap them. What lives where:
 - :mod:`~tasks.registry.retries`: :func:`with_retries`, bounded retries with exponential backoff
   around every MLflow call; after the last attempt a :class:`TrackingError` names the tracking URI
   and what failed.
-- :mod:`~tasks.registry.store`: the SQLite store made safe to open, :func:`client`, and
-  :func:`using` (MLflow's process-wide URIs pointed at a store for a block).
+- :mod:`~tasks.registry.store`: the SQLite store made safe to open, :func:`client`,
+  :func:`using` (MLflow's process-wide URIs pointed at a store for a block), and
+  :class:`Registry`, the store bound to its settings (one client, every call retried inside):
+  what the functions of :mod:`~tasks.registry.runs` and :mod:`~tasks.registry.champion` take
+  (or its :class:`TrackingConfig`).
 - :mod:`~tasks.registry.runs`: :func:`experiment_for` (one experiment per graph) and
   :func:`log_training_run` (one run per training: params, per-epoch metrics, artifacts, tags, the
   model); :mod:`~tasks.registry.plots` draws its PNGs and :mod:`~tasks.registry.values` turns
@@ -53,11 +56,11 @@ from tasks.registry.retries import TrackingError, with_retries  # noqa: E402
 from tasks.registry.runs import (  # noqa: E402
     HISTORY_METRICS, experiment_for, history_metrics, log_training_run, summary_markdown,
     write_artifacts)
-from tasks.registry.store import client, prepare_store, using  # noqa: E402
+from tasks.registry.store import Registry, client, prepare_store, using  # noqa: E402
 
 __all__ = [
     "CHAMPION", "HISTORY_METRICS", "MODEL_ARTIFACT", "MODEL_NAME_IN_RUN", "PINNED_PACKAGES",
-    "PROMOTED_TAG", "PYFUNC_CODE_FILE", "START_TAGS", "ORALPyfunc", "TrackingConfig",
+    "PROMOTED_TAG", "PYFUNC_CODE_FILE", "START_TAGS", "ORALPyfunc", "Registry", "TrackingConfig",
     "TrackingError", "assign_graph", "assign_snapshot", "champion_gate", "champion_uri",
     "champion_version", "class_sizes", "client", "download_model", "experiment_for",
     "experiment_name", "history_metrics", "input_example", "load_champion", "log_training_run",

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pyarrow.parquet as pq
 from mlflow.exceptions import MlflowException
 
-from tasks.registry import store
 from tasks.registry.config import CHAMPION, TrackingConfig, model_name
-from tasks.registry.retries import call_with_retries
+from tasks.registry.store import Registry
 from tasks.registry.runs import log_training_run
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str, *,
+def register_model(registry: Registry | TrackingConfig, graph: str, model_uri: str, run_id: str, *,
                    val_accuracy: float | None = None, contracts_passed: bool | None = None,
                    snapshot_date: str | None = None, tags: Mapping[str, Any] | None = None) -> int:
     """Register ``model_uri`` (from :func:`log_training_run`) as a new version of
@@ -47,8 +46,9 @@ def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str,
     version is returned instead of a second one.
     """
     name = model_name(graph)
-    c = store.client(cfg)
-    run = call_with_retries(cfg, lambda: c.get_run(run_id), f"reading run {run_id}")
+    reg = Registry.of(registry)
+    c = reg.client
+    run = reg.call(f"reading run {run_id}", c.get_run, run_id)
     if val_accuracy is None:
         val_accuracy = run.data.metrics.get("val_accuracy")
     if contracts_passed is None and "contracts_passed" in run.data.tags:
@@ -71,28 +71,28 @@ def register_model(cfg: TrackingConfig, graph: str, model_uri: str, run_id: str,
         except MlflowException as err:
             if str(err.error_code) not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
                 raise
-    call_with_retries(cfg, ensure_model, f"creating registered model {name!r}")
+    reg.call(f"creating registered model {name!r}", ensure_model)
 
     def existing():
         found = c.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
         return [v for v in found if v.source == model_uri]
-    prior = call_with_retries(cfg, existing, f"searching versions of {name!r}")
+    prior = reg.call(f"searching versions of {name!r}", existing)
     if prior:
         version = max(prior, key=lambda v: int(v.version))
         for key, value in version_tags.items():
             if version.tags.get(key) != value:
-                call_with_retries(cfg, lambda key=key, value=value: c.set_model_version_tag(
-                    name, version.version, key, value), "tagging the model version")
+                reg.call("tagging the model version", c.set_model_version_tag, name,
+                         version.version, key, value)
         return int(version.version)
     model_id = _model_id(model_uri)
 
     def create():
         # the SQL registry resolves ``models:/<id>`` with a default MlflowClient(): point the
         # process-wide URIs at this store for the call
-        with store.using(cfg):
+        with reg.using():
             return c.create_model_version(name, source=model_uri, run_id=run_id,
                                           tags=version_tags, model_id=model_id)
-    version = call_with_retries(cfg, create, f"registering a version of {name!r}")
+    version = reg.call(f"registering a version of {name!r}", create)
     return int(version.version)
 
 
@@ -104,14 +104,15 @@ def _model_id(model_uri: str) -> str | None:
     return rest if rest and "/" not in rest and "@" not in rest else None
 
 
-def champion_version(cfg: TrackingConfig, graph: str) -> int | None:
+def champion_version(registry: Registry | TrackingConfig, graph: str) -> int | None:
     """The version the ``champion`` alias of ``oral-<graph>`` points at (None: no champion)."""
-    mv = _champion(cfg, graph, store.client(cfg))
+    mv = _champion(Registry.of(registry), graph)
     return None if mv is None else int(mv.version)
 
 
-def _champion(cfg: TrackingConfig, graph: str, c):
+def _champion(reg: Registry, graph: str):
     name = model_name(graph)
+    c = reg.client
 
     def get():
         try:
@@ -120,7 +121,7 @@ def _champion(cfg: TrackingConfig, graph: str, c):
             if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND", "INVALID_PARAMETER_VALUE"):
                 return None
             raise
-    return call_with_retries(cfg, get, f"reading the {CHAMPION} alias of {name!r}")
+    return reg.call(f"reading the {CHAMPION} alias of {name!r}", get)
 
 
 def _version_accuracy(c, mv) -> float | None:
@@ -193,7 +194,7 @@ def below_reference(trained: TrainResult, reference_margin: float = 0.0,
     return None
 
 
-def degradation(cfg: TrackingConfig, graph: str, trained: TrainResult,
+def degradation(registry: Registry | TrackingConfig, graph: str, trained: TrainResult,
                 reference_margin: float = 0.0, test: str = "mcnemar",
                 scope: str = "night") -> str | None:
     """Why tonight's model is degraded (a one-line reason), or None when it is not. Read before
@@ -218,16 +219,17 @@ def degradation(cfg: TrackingConfig, graph: str, trained: TrainResult,
         return reason
     configured = (trained.config or {}).get("epochs")
     if trained.start == "cold" and configured is not None:
-        c = store.client(cfg)
-        current = _champion(cfg, graph, c)
-        champ = None if current is None else _version_epochs(c, current)
+        reg = Registry.of(registry)
+        current = _champion(reg, graph)
+        champ = None if current is None else _version_epochs(reg.client, current)
         if champ is not None and int(configured) < champ:
             return (f"trained with {int(configured)} epochs where champion v{current.version} "
                     f"was trained with {champ}")
     return None
 
 
-def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contracts_passed: bool,
+def promote_champion(registry: Registry | TrackingConfig, graph: str, version: int | str,
+                     contracts_passed: bool,
                      val_accuracy: float, tolerance: float = 0.02,
                      degraded: str | None = None) -> tuple[bool, str]:
     """Move the ``champion`` alias of ``oral-<graph>`` to ``version`` when the gates pass.
@@ -241,8 +243,9 @@ def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contra
     """
     name = model_name(graph)
     version = str(int(version))
-    c = store.client(cfg)
-    current = _champion(cfg, graph, c)
+    reg = Registry.of(registry)
+    c = reg.client
+    current = _champion(reg, graph)
     if not contracts_passed:
         promoted, reason = False, "data contracts failed: the champion stays"
     elif degraded:
@@ -265,11 +268,10 @@ def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contra
             promoted, reason = False, (f"val_accuracy {float(val_accuracy):.4f} is more than "
                                        f"{tolerance} below champion v{current.version} {best:.4f}")
     if promoted and (current is None or current.version != version):
-        call_with_retries(cfg, lambda: c.set_registered_model_alias(name, CHAMPION, version),
-                          f"moving the {CHAMPION} alias of {name!r}")
-    call_with_retries(cfg, lambda: c.set_model_version_tag(name, version, "champion_decision",
-                                                           reason),
-                      "tagging the model version")
+        reg.call(f"moving the {CHAMPION} alias of {name!r}", c.set_registered_model_alias,
+                 name, CHAMPION, version)
+    reg.call("tagging the model version", c.set_model_version_tag, name, version,
+             "champion_decision", reason)
     log.info("%s v%s: %s (%s)", name, version, "promoted" if promoted else "not promoted", reason)
     return promoted, reason
 
@@ -279,7 +281,7 @@ def promote_champion(cfg: TrackingConfig, graph: str, version: int | str, contra
 PROMOTED_TAG = "champion_promoted"
 
 
-def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
+def previous_champion(registry: Registry | TrackingConfig, graph: str, before: dt.date | str):
     """The champion of ``oral-<graph>`` as of the night before ``before``: the latest registered
     version dated earlier (``snapshot_date`` tag) that the champion gate promoted; for versions
     registered before that tag existed, the ``champion`` alias when it is dated earlier. None
@@ -288,11 +290,12 @@ def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
 
     day = snap.parse_date(before) if not isinstance(before, dt.date) else before
     name = model_name(graph)
-    client = store.client(tracking_cfg)
+    reg = Registry.of(registry)
 
     def search():
         try:
-            return client.search_model_versions(f"name = '{name}' and tags.{PROMOTED_TAG} = 'true'")
+            return reg.client.search_model_versions(
+                f"name = '{name}' and tags.{PROMOTED_TAG} = 'true'")
         except MlflowException as err:
             if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                 return []
@@ -304,27 +307,27 @@ def previous_champion(tracking_cfg, graph: str, before: dt.date | str):
         except Exception:  # noqa: BLE001 - no or a malformed date: not a candidate
             return None
 
-    found = [mv for mv in call_with_retries(tracking_cfg, search,
-                                            f"searching champions of {name!r}")
+    found = [mv for mv in reg.call(f"searching champions of {name!r}", search)
              if (d := dated(mv)) is not None and d < day]
     if not found:
-        alias = _champion(tracking_cfg, graph, client)
+        alias = _champion(reg, graph)
         if alias is not None and (d := dated(alias)) is not None and d < day:
             return alias
         return None
     return max(found, key=lambda mv: (dated(mv), int(mv.version)))
 
 
-def model_version(tracking_cfg, graph: str, version: int | str):
+def model_version(registry: Registry | TrackingConfig, graph: str, version: int | str):
     """Registered version ``version`` of the graph's model (:func:`model_name`), read with the
     tracking store's retries."""
     name = model_name(graph)
-    client = store.client(tracking_cfg)
-    return call_with_retries(tracking_cfg, lambda: client.get_model_version(name, str(version)),
-                             f"reading version {version} of {name!r}")
+    reg = Registry.of(registry)
+    return reg.call(f"reading version {version} of {name!r}", reg.client.get_model_version, name,
+                    str(version))
 
 
-def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path | None]:
+def download_model(registry: Registry | TrackingConfig, graph: str, mv,
+                   dest: Path) -> tuple[Path, Path | None]:
     """The ORAL model file and the published predictions of registered version ``mv``, copied
     from the tracking store into ``dest`` (replacing what is there). Returns
     ``(model_path, predictions_path or None)``."""
@@ -336,8 +339,9 @@ def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     name = model_name(graph)
+    reg = Registry.of(registry)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=dest) as tmp:
-        with store.using(tracking_cfg):
+        with reg.using():
             folder = Path(mlflow.artifacts.download_artifacts(
                 artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(Path(tmp) / "model")))
         found = sorted(p for p in folder.rglob("*.pt"))
@@ -349,7 +353,7 @@ def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path
         predictions_path = None
         if mv.run_id:
             try:
-                got = store.client(tracking_cfg).download_artifacts(
+                got = reg.client.download_artifacts(
                     mv.run_id, "predictions/predictions.parquet", tmp)
                 predictions_path = dest / "predictions.parquet"
                 os.replace(got, predictions_path)
@@ -359,7 +363,8 @@ def download_model(tracking_cfg, graph: str, mv, dest: Path) -> tuple[Path, Path
     return model_path, predictions_path
 
 
-def track(tracking_cfg, graph: str, run: dict, trained: TrainResult, report_paths: tuple[str, str],
+def track(registry: Registry | TrackingConfig, graph: str, run: dict, trained: TrainResult,
+          report_paths: tuple[str, str],
           classes: list[dict], scores: dict | None, tags: dict, promote: bool = True,
           lineage: dict | None = None) -> dict:
     """MLflow for one run: params, per-epoch metrics, artifacts, the model, a registered version
@@ -384,10 +389,10 @@ def track(tracking_cfg, graph: str, run: dict, trained: TrainResult, report_path
     """
     name = model_name(graph)
     oral_run_id = run["run_id"]
-    client = store.client(tracking_cfg)
-    existing = _versions_of_run(tracking_cfg, client, name, oral_run_id)
+    reg = Registry.of(registry)
+    existing = _versions_of_run(reg, name, oral_run_id)
     if existing:
-        return _reuse_version(tracking_cfg, client, graph, existing, trained, promote)
+        return _reuse_version(reg, graph, existing, trained, promote)
     history = json.loads(Path(trained.history_path).read_text())
     params = dict(trained.config) | {"feature_mode": trained.feature_mode,
                                      "config_hash": trained.config_hash, "graph": graph,
@@ -407,29 +412,28 @@ def track(tracking_cfg, graph: str, run: dict, trained: TrainResult, report_path
     artifacts = {"predictions": pq.read_table(trained.predictions_path),
                  "class_summary": classes, "validation_report": [Path(p) for p in report_paths]}
     mlflow_run_id, model_uri = log_training_run(
-        tracking_cfg, graph, params, history, artifacts, dict(tags) | {"contracts_passed": "true"},
+        reg, graph, params, history, artifacts, dict(tags) | {"contracts_passed": "true"},
         Path(trained.model_path), metrics, run_name=f"{graph}-{tags.get('snapshot_date', '')}",
         lineage=lineage)
     version = register_model(
-        tracking_cfg, graph, model_uri, mlflow_run_id, val_accuracy=trained.val_accuracy,
+        reg, graph, model_uri, mlflow_run_id, val_accuracy=trained.val_accuracy,
         contracts_passed=True, snapshot_date=tags.get("snapshot_date"),
         tags={"oral_run_id": oral_run_id} | {k: tags[k] for k in START_TAGS if tags.get(k)})
     # another process may have tracked the same run meanwhile: settle on the lowest version
-    found = _versions_of_run(tracking_cfg, client, name, oral_run_id)
+    found = _versions_of_run(reg, name, oral_run_id)
     if found and min(int(v.version) for v in found) != int(version):
         log.warning("%s: run %s was registered concurrently by another process; dropping version "
                     "%d in favour of version %d", name, oral_run_id, int(version),
                     min(int(v.version) for v in found))
-        return _reuse_version(tracking_cfg, client, graph, found, trained, promote)
+        return _reuse_version(reg, graph, found, trained, promote)
     if promote:
-        promoted, reason = promote_champion(tracking_cfg, graph, version, True,
-                                            trained.val_accuracy)
+        promoted, reason = promote_champion(reg, graph, version, True, trained.val_accuracy)
     else:
         promoted, reason = None, "registered; the champion gate runs after the DuckDB publish"
     log.info("MLflow run %s, %s version %d: %s", mlflow_run_id, name, version, reason)
     return {"mlflow_run_id": mlflow_run_id, "model_name": name, "model_version": int(version),
             "promoted": None if promoted is None else bool(promoted), "reason": reason,
-            "tracking_uri": tracking_cfg.safe_uri()}
+            "tracking_uri": reg.safe_uri()}
 
 
 #: run tags that the nightly flow also puts on the registered version: how its training started
@@ -440,28 +444,29 @@ START_TAGS = ("content_hash", "start", "start_reason", "start_key", "warm_from",
               "emergence_history")
 
 
-def champion_gate(tracking_cfg, graph: str, version: int, val_accuracy: float,
+def champion_gate(registry: Registry | TrackingConfig, graph: str, version: int,
+                  val_accuracy: float,
                   degraded: str | None = None) -> dict:
     """The champion gate for a registered ``version``, once: when the version already carries a
     ``champion_decision`` (a rerun, a retry after the gate ran) that decision stands. The
     nightly flow calls it after the DuckDB publish committed. Returns ``promoted`` (the alias
     points at ``version`` now) and ``reason``."""
     name = model_name(graph)
-    client = store.client(tracking_cfg)
-    mv = model_version(tracking_cfg, graph, int(version))
+    reg = Registry.of(registry)
+    mv = model_version(reg, graph, int(version))
     reason = (mv.tags or {}).get("champion_decision")
     if reason is None:
-        promoted, reason = promote_champion(tracking_cfg, graph, version, True,
-                                            float(val_accuracy), degraded=degraded)
+        promoted, reason = promote_champion(reg, graph, version, True, float(val_accuracy),
+                                            degraded=degraded)
         # what the gate decided, for the warm start of a later night (previous_champion)
-        call_with_retries(tracking_cfg, lambda: client.set_model_version_tag(
-            name, str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower()),
-            "tagging the model version")
-    return {"promoted": champion_version(tracking_cfg, graph) == int(version),
+        reg.call("tagging the model version", reg.client.set_model_version_tag, name,
+                 str(int(version)), PROMOTED_TAG, str(bool(promoted)).lower())
+    return {"promoted": champion_version(reg, graph) == int(version),
             "reason": reason}
 
 
-def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int | None) -> str:
+def undo_champion(registry: Registry | TrackingConfig, graph: str, version: int,
+                  champion_before: int | None) -> str:
     """Undo what the champion gate did for ``version`` in a transaction that rolled back (the
     nightly flow's ``on_rollback`` hook of the ``register`` task): when the ``champion`` alias
     points at ``version`` but pointed elsewhere (or nowhere) before, it goes back to
@@ -469,22 +474,22 @@ def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int |
     again. An alias that another run moved meanwhile is left alone. The registered version stays:
     the rerun reuses it (:func:`track`). Returns what was done, for the log."""
     name = model_name(graph)
-    client = store.client(tracking_cfg)
+    reg = Registry.of(registry)
+    client = reg.client
     version = int(version)
     done = []
-    now = champion_version(tracking_cfg, graph)
+    now = champion_version(reg, graph)
     if now == version and champion_before != version:
         if champion_before is None:
-            call_with_retries(tracking_cfg, lambda: client.delete_registered_model_alias(
-                name, CHAMPION), f"removing the {CHAMPION} alias of {name!r}")
+            reg.call(f"removing the {CHAMPION} alias of {name!r}",
+                     client.delete_registered_model_alias, name, CHAMPION)
             done.append(f"removed the {CHAMPION} alias (there was none before)")
         else:
-            call_with_retries(tracking_cfg, lambda: client.set_registered_model_alias(
-                name, CHAMPION, str(champion_before)),
-                f"moving the {CHAMPION} alias of {name!r} back")
+            reg.call(f"moving the {CHAMPION} alias of {name!r} back",
+                     client.set_registered_model_alias, name, CHAMPION, str(champion_before))
             done.append(f"moved the {CHAMPION} alias back to version {champion_before}")
     if champion_before != version:
-        mv = model_version(tracking_cfg, graph, version)
+        mv = model_version(reg, graph, version)
         for tag in ("champion_decision", PROMOTED_TAG):
             if tag not in (mv.tags or {}):
                 continue
@@ -495,12 +500,12 @@ def undo_champion(tracking_cfg, graph: str, version: int, champion_before: int |
                 except MlflowException as err:  # gone meanwhile: nothing to undo
                     if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                         raise
-            call_with_retries(tracking_cfg, drop, f"dropping tag {tag} of version {version}")
+            reg.call(f"dropping tag {tag} of version {version}", drop)
             done.append(f"dropped the gate's {tag} tag of version {version}")
     return "; ".join(done) or "the champion alias had not moved"
 
 
-def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
+def _versions_of_run(reg: Registry, name: str, oral_run_id: str) -> list:
     """The registered versions of ``name`` tagged with this pipeline run id (retried, bounded)."""
     import re
 
@@ -509,24 +514,24 @@ def _versions_of_run(tracking_cfg, client, name: str, oral_run_id: str) -> list:
 
     def search():
         try:
-            return client.search_model_versions(
+            return reg.client.search_model_versions(
                 f"name = '{name}' and tags.oral_run_id = '{oral_run_id}'")
         except MlflowException as err:
             if str(err.error_code) in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                 return []
             raise
-    return list(call_with_retries(tracking_cfg, search,
-                                  f"searching versions of {name!r} for run {oral_run_id}"))
+    return list(reg.call(f"searching versions of {name!r} for run {oral_run_id}", search))
 
 
-def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: TrainResult,
+def _reuse_version(reg: Registry, graph: str, versions: list, trained: TrainResult,
                    promote: bool = True) -> dict:
     """Keep the lowest of ``versions`` (all tagged with one pipeline run id), delete the others
     (a crashed or concurrent duplicate; never one an alias points at), finish the champion gate
     if it never decided for the kept one, and describe it like :func:`track` does."""
     name = model_name(graph)
     keeper = min(versions, key=lambda v: int(v.version))
-    champion = champion_version(tracking_cfg, graph)
+    client = reg.client
+    champion = champion_version(reg, graph)
     for extra in versions:
         if int(extra.version) == int(keeper.version):
             continue
@@ -541,8 +546,7 @@ def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: Tr
             except MlflowException as err:  # the other process dropped it already
                 if str(err.error_code) not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND"):
                     raise
-        call_with_retries(tracking_cfg, drop,
-                          f"deleting duplicate version {extra.version} of {name!r}")
+        reg.call(f"deleting duplicate version {extra.version} of {name!r}", drop)
         if extra.run_id and extra.run_id != keeper.run_id:
             try:  # best effort: the duplicate's MLflow run goes to the bin (mlflow gc purges it)
                 client.set_tag(extra.run_id, "oral_duplicate_of", keeper.run_id)
@@ -552,9 +556,8 @@ def _reuse_version(tracking_cfg, client, graph: str, versions: list, trained: Tr
     reason = "reused the registered version"
     if promote and "champion_decision" not in (keeper.tags or {}):  # the gate never decided
         accuracy = (keeper.tags or {}).get("val_accuracy", trained.val_accuracy)
-        _, reason = promote_champion(tracking_cfg, graph, keeper.version, True,
-                                     float(accuracy))
-        champion = champion_version(tracking_cfg, graph)
+        _, reason = promote_champion(reg, graph, keeper.version, True, float(accuracy))
+        champion = champion_version(reg, graph)
     return {"mlflow_run_id": keeper.run_id, "model_name": name, "model_version": int(keeper.version),
             "promoted": champion == int(keeper.version), "reason": reason,
-            "tracking_uri": tracking_cfg.safe_uri()}
+            "tracking_uri": reg.safe_uri()}

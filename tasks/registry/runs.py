@@ -20,8 +20,8 @@ from mlflow.exceptions import MlflowException
 from tasks.registry.config import TrackingConfig, experiment_name
 from tasks.registry.plots import class_sizes, plot_class_sizes, plot_loss_curves
 from tasks.registry.pyfunc import MODEL_NAME_IN_RUN, log_pyfunc
-from tasks.registry.retries import TrackingError, call_with_retries, short_message
-from tasks.registry.store import client
+from tasks.registry.retries import TrackingError, short_message
+from tasks.registry.store import Registry
 from tasks.registry.values import (chunked, flatten_mapping, is_number, mlflow_key, now_ms,
                                    param_value, tag_value, to_json)
 
@@ -33,11 +33,12 @@ _MAX_METRICS_PER_BATCH = 1000
 _MAX_PARAMS_TAGS_PER_BATCH = 100
 
 
-def experiment_for(cfg: TrackingConfig, graph: str, mlflow_client=None) -> str:
+def experiment_for(registry: Registry | TrackingConfig, graph: str) -> str:
     """The id of experiment ``oral-<graph>``, created when absent (restored when deleted)."""
     name = experiment_name(graph)
-    c = mlflow_client or client(cfg)
-    base = cfg.artifact_base
+    reg = Registry.of(registry)
+    c = reg.client
+    base = reg.cfg.artifact_base
 
     def get_or_create() -> str:
         exp = c.get_experiment_by_name(name)
@@ -61,11 +62,11 @@ def experiment_for(cfg: TrackingConfig, graph: str, mlflow_client=None) -> str:
                 raise
             return exp.experiment_id
 
-    return call_with_retries(cfg, get_or_create, f"getting or creating experiment {name!r}")
+    return reg.call(f"getting or creating experiment {name!r}", get_or_create)
 
 
 # ----------------------------------------------------------------------------- training runs
-def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
+def log_training_run(registry: Registry | TrackingConfig, graph: str, params: Mapping[str, Any],
                      history: Sequence[Mapping[str, Any]], artifacts: Mapping[str, Any],
                      tags: Mapping[str, Any], model, metrics: Mapping[str, Any],
                      run_name: str | None = None,
@@ -118,31 +119,30 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
     if not isinstance(model, ORALModel) and not Path(model).is_file():
         raise FileNotFoundError(f"model file {model} does not exist")
 
-    c = client(cfg)
-    experiment_id = experiment_for(cfg, graph, c)
+    reg = Registry.of(registry)
+    c = reg.client
+    experiment_id = experiment_for(reg, graph)
     tags_dict = {mlflow_key(k): tag_value(k, v) for k, v in run_tags.items()}
-    run = call_with_retries(cfg, lambda: c.create_run(experiment_id, run_name=run_name,
-                                                      tags=tags_dict),
-                            f"creating a run in experiment oral-{graph}")
+    run = reg.call(f"creating a run in experiment oral-{graph}", c.create_run, experiment_id,
+                   run_name=run_name, tags=tags_dict)
     run_id = run.info.run_id
     try:
         now = now_ms()
         params_list = [Param(mlflow_key(k), param_value(k, v)) for k, v in flat_params.items()]
         for chunk in chunked(params_list, _MAX_PARAMS_TAGS_PER_BATCH):
-            call_with_retries(cfg, lambda chunk=chunk: c.log_batch(run_id, params=chunk),
-                              "logging params")
+            reg.call("logging params", c.log_batch, run_id, params=chunk)
         with tempfile.TemporaryDirectory(prefix="oral-mlflow-") as tmp:
             tmp = Path(tmp)
             tree = tmp / "artifacts"
             write_artifacts(tree, artifacts or {}, history or [])
-            call_with_retries(cfg, lambda: c.log_artifacts(run_id, str(tree)), "logging artifacts")
+            reg.call("logging artifacts", c.log_artifacts, run_id, str(tree))
             if isinstance(model, ORALModel):
                 model_path = model.save(tmp / "oral_model.pt")
             else:
                 model_path = Path(model)
-            logged = call_with_retries(cfg, lambda: c.create_logged_model(
-                experiment_id, name=MODEL_NAME_IN_RUN, source_run_id=run_id,
-                params={p.key: p.value for p in params_list}), "creating the logged model")
+            logged = reg.call("creating the logged model", c.create_logged_model,
+                              experiment_id, name=MODEL_NAME_IN_RUN, source_run_id=run_id,
+                              params={p.key: p.value for p in params_list})
             model_id = logged.model_id
             model_config = {"graph": graph}
             if run_tags.get("oral_run_id"):  # the warehouse's run id: the pyfunc outputs it
@@ -150,9 +150,8 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
             if lineage:  # tonight's class_key -> lineage_id: the pyfunc outputs it per node
                 model_config["oral_lineage"] = {str(int(k)): str(v)
                                                 for k, v in lineage.items() if v is not None}
-            call_with_retries(cfg, lambda: log_pyfunc(cfg, run_id, model_id, model_path,
-                                                      model_config),
-                              "logging the pyfunc model")
+            reg.call("logging the pyfunc model", log_pyfunc, reg.cfg, run_id, model_id,
+                     model_path, model_config)
 
         # metrics after the model: MLflow links a run's step-0 metrics to a model logged after
         # them by logging them again, which would duplicate the first epoch in the history.
@@ -162,16 +161,15 @@ def log_training_run(cfg: TrackingConfig, graph: str, params: Mapping[str, Any],
         all_metrics += [Metric(mlflow_key(k), float(v), now, 0, model_id=model_id)
                         for k, v in final.items()]
         for chunk in chunked(all_metrics, _MAX_METRICS_PER_BATCH):
-            call_with_retries(cfg, lambda chunk=chunk: c.log_batch(run_id, metrics=chunk),
-                              "logging metrics")
+            reg.call("logging metrics", c.log_batch, run_id, metrics=chunk)
         finished = RunStatus.to_string(RunStatus.FINISHED)
-        call_with_retries(cfg, lambda: c.set_terminated(run_id, finished), "finishing the run")
+        reg.call("finishing the run", c.set_terminated, run_id, finished)
     except BaseException as err:
         with contextlib.suppress(Exception):
             c.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
         if isinstance(err, (TrackingError, KeyboardInterrupt)) or not isinstance(err, Exception):
             raise
-        raise TrackingError(f"logging run {run_id} against tracking URI {cfg.safe_uri()} failed: "
+        raise TrackingError(f"logging run {run_id} against tracking URI {reg.safe_uri()} failed: "
                             f"{type(err).__name__}: {short_message(err)}") from err
     return run_id, f"models:/{model_id}"
 

@@ -226,3 +226,36 @@ def using(cfg: TrackingConfig):
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+class Registry:
+    """One MLflow store bound to its settings (a :class:`TrackingConfig`): the client is opened
+    once, on first use (:func:`client`), and every operation goes through :meth:`call`, which
+    retries it with the settings' budget (:func:`tasks.registry.retries.call_with_retries`), so
+    the registry's functions take one object instead of threading the settings and a client
+    through every call. ``Registry.of`` accepts a registry or its settings."""
+
+    def __init__(self, cfg: TrackingConfig):
+        self.cfg = cfg
+        self._client = None
+
+    @classmethod
+    def of(cls, where: "Registry | TrackingConfig") -> "Registry":
+        return where if isinstance(where, Registry) else cls(where)
+
+    @property
+    def client(self) -> "mlflow.MlflowClient":
+        if self._client is None:
+            self._client = client(self.cfg)
+        return self._client
+
+    def call(self, what: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, retried; ``what`` names it in the log and the error."""
+        return call_with_retries(self.cfg, lambda: fn(*args, **kwargs), what)
+
+    def using(self):
+        """MLflow's process-wide URIs pointed at this store for a block (:func:`using`)."""
+        return using(self.cfg)
+
+    def safe_uri(self) -> str:
+        return self.cfg.safe_uri()
