@@ -21,7 +21,7 @@ METHODS = ("oral", "oral_no_pan", "oral_no_pol", "opennc", "gcn", "vgae_kmeans",
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from oral_core.datasets import DatasetNotFound
-    from harness.reproduction import markdown_path, sweep, update_csv, write_markdown
+    from harness.reproduction import markdown_path, reproduce_tables
 
     from flows import fanout
     from cli.options import OptionError, check_config, check_device, parse_set
@@ -57,23 +57,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if code is not None:
             return code
     else:
-        for dataset in datasets:
-            for method in methods:
-                for prior in priors:
-                    print(f"ORAL reproduction: {method} on {dataset}, prior={'yes' if prior else 'no'}, "
-                          f"protocol {args.protocol}, known classes {args.known}, seeds {seeds[0]}..{seeds[-1]}")
-                    try:
-                        rows = sweep(dataset, method, seeds, prior, base, args.data_dir,
-                                     results=results, refresh=args.refresh, protocol=args.protocol,
-                                     known=args.known)
-                    except DatasetNotFound as err:
-                        print(f"error: {err}", file=sys.stderr)
-                        return 2
-                    if not rows:  # not applicable in this prior setting, or every seed failed (sweep said why)
-                        continue
-                    s = update_csv(rows, results)
-                    _print_summary(method, dataset, prior, s, rows[0]["classes_true"])
-        write_markdown(results)
+        try:
+            reproduce_tables(datasets, methods, seeds, priors, base, args.data_dir,
+                             results=results, echo=print, refresh=args.refresh,
+                             protocol=args.protocol, known=args.known,
+                             on_summary=lambda s: _print_summary(s["method"], s["dataset"],
+                                                                 s["prior"], s, s["classes_true"]))
+        except DatasetNotFound as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     from harness.experiment import protocol_tag
     md = markdown_path(results, protocol_tag(args.protocol, args.known))
     print(f"tables: {results / 'reproduction.csv'} and {md}")

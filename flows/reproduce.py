@@ -1,6 +1,7 @@
 """The paper's reproduction sweep as a Prefect flow, for a manual deployment (``reproduce/sweep``).
 
-A thin wrapper around :mod:`harness.reproduction` (the code behind ``oral reproduce``): the
+A thin wrapper around :func:`harness.reproduction.reproduce_tables` (the service behind
+``oral reproduce`` too): the
 same resumable per-seed files under ``<out>/runs/``, the same ``reproduction.csv`` and
 ``reproduction.md``, plus the summary as a Prefect Markdown artifact. Run it by hand:
 
@@ -38,7 +39,8 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
     Returns one summary per prior setting (means and standard deviations over seeds).
     """
     from oral_core.config import ORALConfig
-    from harness.reproduction import markdown_path, sweep, update_csv, write_markdown
+    from harness.experiment import protocol_tag
+    from harness.reproduction import markdown_path, reproduce_tables
 
     logger = get_run_logger()
     from flows.configuration import build_config
@@ -48,24 +50,17 @@ def reproduce(dataset: str = "cora", seeds: int = 10, first_seed: int = 0, prior
         values["device"] = device
     base = build_config(values)
     results = Path(out) if out else Path("benchmarks") / "results"  # relative to the cwd
-    seed_list = list(range(first_seed, first_seed + seeds))
-    summaries = []
-    for with_prior in ([False, True] if both_priors else [prior]):
-        logger.info("reproduction: %s on %s, prior=%s, seeds %d..%d, results in %s", method, dataset,
-                    with_prior, seed_list[0], seed_list[-1], results)
-        rows = sweep(dataset, method, seed_list, with_prior, base, data_dir, results=results,
-                     echo=logger.info, protocol=protocol, known=known)
-        if not rows:  # the method does not apply in this prior setting (sweep logged why)
-            continue
-        s = update_csv(rows, results)
+
+    def summary(s: dict) -> None:
         logger.info("%s %s prior=%s over %d seeds: All %.2f ± %.2f | Known %.2f ± %.2f | Novel "
-                    "%.2f ± %.2f | classes %.2f (true %s)", method, dataset, with_prior, s["seeds"],
-                    s["all_mean"], s["all_std"], s["known_mean"], s["known_std"], s["novel_mean"],
-                    s["novel_std"], s["classes_est_mean"], rows[0]["classes_true"])
-        summaries.append({"method": method, "dataset": dataset, "prior": with_prior,
-                          "protocol": protocol, "known": known} | s)
-    from harness.experiment import protocol_tag
-    write_markdown(results)
+                    "%.2f ± %.2f | classes %.2f (true %s)", s["method"], s["dataset"], s["prior"],
+                    s["seeds"], s["all_mean"], s["all_std"], s["known_mean"], s["known_std"],
+                    s["novel_mean"], s["novel_std"], s["classes_est_mean"], s["classes_true"])
+
+    summaries = reproduce_tables([dataset], [method], list(range(first_seed, first_seed + seeds)),
+                                 [False, True] if both_priors else [prior], base, data_dir,
+                                 results=results, echo=logger.info, on_summary=summary,
+                                 protocol=protocol, known=known)
     md = markdown_path(results, protocol_tag(protocol, known))
     create_markdown_artifact(md.read_text(), key="oral-reproduction",
                              description=f"reproduction tables ({md})")

@@ -139,6 +139,37 @@ def sweep(dataset: str, method: str, seeds: list[int], prior: bool, base: ORALCo
     return rows
 
 
+def reproduce_tables(datasets: list[str], methods: list[str], seeds: list[int],
+                     priors: list[bool], base: ORALConfig, data_dir: str | None = None, *,
+                     results: Path, echo=print, on_summary=None, refresh: bool = False,
+                     protocol: str = "ours", known: str = "default") -> list[dict]:
+    """The reproduction sweep, one service for its callers (``oral reproduce`` and the
+    ``reproduce`` flow): every (dataset, method, prior) row swept over ``seeds``
+    (:func:`sweep`, resumable), its CSV row updated (:func:`update_csv`), and the Markdown tables
+    written once at the end (:func:`write_markdown`). ``echo`` receives the progress lines,
+    ``on_summary`` each summary as its row is written. Returns one summary per row written:
+    ``{method, dataset, prior, protocol, known, classes_true}`` and :func:`update_csv`'s means.
+    A dataset that cannot be found raises :class:`oral_core.datasets.DatasetNotFound`."""
+    summaries = []
+    for dataset in datasets:
+        for method in methods:
+            for prior in priors:
+                echo(f"ORAL reproduction: {method} on {dataset}, prior={'yes' if prior else 'no'}, "
+                     f"protocol {protocol}, known classes {known}, seeds {seeds[0]}..{seeds[-1]}")
+                rows = sweep(dataset, method, seeds, prior, base, data_dir, results=results,
+                             echo=echo, refresh=refresh, protocol=protocol, known=known)
+                if not rows:  # not applicable in this prior setting, or every seed failed
+                    continue
+                summary = {"method": method, "dataset": dataset, "prior": prior,
+                           "protocol": protocol, "known": known,
+                           "classes_true": rows[0]["classes_true"]} | update_csv(rows, results)
+                summaries.append(summary)
+                if on_summary is not None:
+                    on_summary(summary)
+    write_markdown(results)
+    return summaries
+
+
 def write_seed_file(path: Path, row: dict) -> None:
     """Write one seed's row atomically: a killed sweep never leaves half a result; the scratch
     name is this writer's own, so two sweeps writing the same seed at once (two hosts of a

@@ -47,7 +47,7 @@ def _task_run_names() -> set[str]:
 def test_reproduction_fanout_matches_a_sequential_run(prefect_env, npz_graph, tmp_path):
     from flows import fanout
     from oral_core.config import ORALConfig
-    from harness.reproduction import read_csv, sweep, update_csv
+    from harness.reproduction import read_csv, reproduce_tables
 
     methods, seeds = ["oral", "gcd"], [0, 1]
     fanned = tmp_path / "fanned"
@@ -60,11 +60,19 @@ def test_reproduction_fanout_matches_a_sequential_run(prefect_env, npz_graph, tm
             assert (fanned / "runs" / method / "tiny-noprior" / f"seed_{seed}.json").is_file()
     assert (fanned / "reproduction.md").is_file()
 
-    sequential = tmp_path / "sequential"
-    for method in methods:  # what `oral reproduce` does in-process, one method after the other
-        update_csv(sweep(str(npz_graph), method, seeds, False, ORALConfig.from_dict(TINY),
-                         results=sequential, echo=lambda line: None), sequential)
+    sequential = tmp_path / "sequential"  # what `oral reproduce` does in-process
+    summaries = reproduce_tables([str(npz_graph)], methods, seeds, [False],
+                                 ORALConfig.from_dict(TINY), results=sequential,
+                                 echo=lambda line: None)
+    assert [s["method"] for s in summaries] == methods
     assert read_csv(fanned / "reproduction.csv") == read_csv(sequential / "reproduction.csv")
+    from flows.reproduce import reproduce as reproduce_flow
+
+    by_flow = tmp_path / "flow"  # the `reproduce` deployment's flow: the same service
+    for method in methods:
+        reproduce_flow(dataset=str(npz_graph), seeds=len(seeds), method=method, config=TINY,
+                       out=str(by_flow))
+    assert read_csv(by_flow / "reproduction.csv") == read_csv(sequential / "reproduction.csv")
     assert {(s["method"], s["seeds"]) for s in out["summaries"]} == {("oral", 2), ("gcd", 2)}
     assert {f"{m}-tiny-no-seed{s}" for m in methods for s in seeds} <= _task_run_names()
 
