@@ -4,7 +4,8 @@ measures only.
 
     OMP_NUM_THREADS=1 python -m benchmarks.consensus_restarts --loops STATE
         [--graphs synthetic15,cora] [--sims 0,1] [--nights 4,8] [--tasks heldout,nonovel]
-        [--out benchmarks/results/consensus_restarts] [--report-only]
+        [--out benchmarks/results/consensus_restarts] [--linkage components|average]
+        [--report-only]
 
 On each kept nightly snapshot (``STATE/<graph>-sim<k>/snapshots``) two proxy tasks are drawn
 once (proxy seed 0, the pipeline's split of the labelled nodes), and ORAL is fitted on each at
@@ -79,7 +80,8 @@ def ari(a, b, nodes) -> float:
     return float(adjusted_rand_score(a[nodes].tolist(), b[nodes].tolist()))
 
 
-def score_night(kind: str, path: str, fits: dict[int, list[int]], config) -> dict:
+def score_night(kind: str, path: str, fits: dict[int, list[int]], config,
+                linkage: str = "components") -> dict:
     """Every answer of one night's task from its fits (seed -> class ids): single and consensus,
     ORAL's own and the pipeline's (``per_class+paired``), scored on labelled nodes; the
     label-free agreement between disjoint seeds."""
@@ -98,9 +100,9 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config) -> dic
     groups = GROUPS if kind == "heldout" else GROUPS[:1]
     for group in groups:
         raw["consensus" + "".join(map(str, group))] = consensus_class_ids(
-            [raw[f"single{s}"] for s in group], k)
+            [raw[f"single{s}"] for s in group], k, linkage)
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": 0, "progress": False})
-    out: dict = {"answers": {}}
+    out: dict = {"answers": {}, "linkage": linkage}
     piped = {}
     for name, ids in raw.items():
         piped[name] = answers(ids, t["x"], t["edges"], t["train"], t["val"], unlabelled, k,
@@ -194,7 +196,8 @@ def table(nights: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_night(folder: Path, kind: str, loop: str, night: int, snapshot: str, config) -> None:
+def run_night(folder: Path, kind: str, loop: str, night: int, snapshot: str, config,
+              linkage: str = "components") -> None:
     """Fit what a night's task still lacks (one line per fit in ``folder/fits.jsonl``), then
     score its answers into ``folder/nights.jsonl`` unless they are there: one folder per graph,
     so processes working on different graphs never write the same file."""
@@ -217,7 +220,8 @@ def run_night(folder: Path, kind: str, loop: str, night: int, snapshot: str, con
         fits[seed] = row
     night_row = {"kind": kind, "loop": loop, "graph": loop.rsplit("-sim", 1)[0], "night": night,
                  "seconds": statistics.fmean(f["seconds"] for f in fits.values())}
-    night_row |= score_night(kind, snapshot, {s: f["class_id"] for s, f in fits.items()}, config)
+    night_row |= score_night(kind, snapshot, {s: f["class_id"] for s, f in fits.items()}, config,
+                             linkage)
     append_jsonl(nights_path, night_row)
     print(f"{kind} {loop} night {night}: scored", flush=True)
 
@@ -228,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     loop_arguments(ap, "synthetic15,cora", "0,1", "4,8", None, loops=None)
     ap.add_argument("--tasks", default="heldout,nonovel")
+    ap.add_argument("--linkage", default="components", choices=("components", "average"),
+                    help="how the consensus groups novel nodes (oral_core.consensus); "
+                         "components: this study's rule")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
@@ -241,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                 for loop, night, _, snapshot in loop_nights(Path(args.loops), args.graphs,
                                                             args.sims, args.nights, "0")
                 for kind in args.tasks.split(",")]:
-            run_night(args.out / loop.rsplit("-sim", 1)[0], kind, loop, night, snapshot, config)
+            run_night(args.out / loop.rsplit("-sim", 1)[0], kind, loop, night, snapshot, config,
+                      args.linkage)
     nights = [n for path in sorted(args.out.glob("*/nights.jsonl")) for n in read_jsonl(path)]
     text = table(nights)
     (args.out / "table.md").write_text(text + "\n")

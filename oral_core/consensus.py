@@ -7,10 +7,14 @@ consensus answer reads R fits' class ids per node:
 
 - a node is *novel* when a strict majority of the fits put it in a novel class; otherwise it is
   named the known class most fits give it (ties: the lowest class id);
-- the novel nodes are grouped by *co-association*: two nodes share a consensus class when, in a
-  strict majority of the fits, both sat in the same novel class (the connected components of
-  that relation, found on the distinct patterns of novel ids, so the cost grows with the number
-  of patterns, not with the square of the novel nodes).
+- the novel nodes are grouped by *co-association* (the share of the fits in which two nodes sat
+  in the same novel class), worked on the distinct patterns of novel ids, so the cost grows with
+  the number of patterns, not with the square of the novel nodes. ``linkage="components"``: two
+  nodes share a consensus class when a strict majority of the fits put both in one novel class,
+  closed transitively (connected components; the first study's consensus, which chains classes
+  together through small bridging patterns); ``linkage="average"``: groups are merged, the most
+  co-associated pair first, while their mean co-association over all pairs of their nodes is
+  above one half (average linkage: a few bridging nodes cannot join two classes).
 
 Known class ids are the same in every fit (the labelled classes); novel ids are each fit's own
 and are never matched across fits, only co-associated. The consensus novel classes are numbered
@@ -64,10 +68,54 @@ def co_association_groups(patterns: torch.Tensor, num_known: int) -> torch.Tenso
     return torch.tensor([index[v] for v in roots], dtype=torch.long)
 
 
-def consensus_class_ids(class_ids: list[torch.Tensor] | torch.Tensor,
-                        num_known: int) -> torch.Tensor:
+def average_linkage_groups(patterns: torch.Tensor, weights: torch.Tensor,
+                           num_known: int) -> torch.Tensor:
+    """Average-linkage groups of distinct patterns (P x R, ``weights``: nodes per pattern): the
+    pair of groups with the highest mean co-association over all pairs of their nodes is merged
+    while that mean is above one half (Lance-Williams update). Returns the group of each pattern
+    (0..C-1)."""
+    import numpy as np
+
+    pat = patterns.numpy()
+    novel = pat >= num_known
+    r = pat.shape[1]
+    same = np.zeros((len(pat), len(pat)))
+    for f in range(r):  # fits in which both patterns are novel and share the novel id
+        col, nov = pat[:, f], novel[:, f]
+        same += (col[:, None] == col[None, :]) & nov[:, None] & nov[None, :]
+    sim = same / r
+    size = weights.numpy().astype(float).copy()
+    alive = np.ones(len(pat), dtype=bool)
+    group = np.arange(len(pat))
+    np.fill_diagonal(sim, -np.inf)
+    while alive.sum() > 1:
+        masked = np.where(alive[:, None] & alive[None, :], sim, -np.inf)
+        flat = int(np.argmax(masked))
+        i, j = divmod(flat, len(pat))
+        if not masked[i, j] > 0.5:
+            break
+        i, j = min(i, j), max(i, j)
+        merged = (size[i] * sim[i] + size[j] * sim[j]) / (size[i] + size[j])
+        sim[i, :], sim[:, i] = merged, merged
+        sim[i, i] = -np.inf
+        size[i] += size[j]
+        alive[j] = False
+        group[group == j] = i
+    index = {v: k for k, v in enumerate(dict.fromkeys(group.tolist()))}
+    return torch.tensor([index[v] for v in group.tolist()], dtype=torch.long)
+
+
+#: how the novel nodes are grouped (see the module)
+LINKAGES = ("components", "average")
+
+
+def consensus_class_ids(class_ids: list[torch.Tensor] | torch.Tensor, num_known: int,
+                        linkage: str = "average") -> torch.Tensor:
     """One class id per node from R fits' class ids (each N long, known ids < ``num_known``): the
-    known majority, and the novel majority grouped by co-association (see the module)."""
+    known majority, and the novel majority grouped by co-association under ``linkage`` (see the
+    module)."""
+    if linkage not in LINKAGES:
+        raise ValueError(f"linkage must be one of {LINKAGES}, got {linkage!r}")
     ids = torch.stack(list(class_ids)) if not torch.is_tensor(class_ids) else class_ids
     ids = ids.long()
     if ids.shape[0] == 1:
@@ -78,7 +126,11 @@ def consensus_class_ids(class_ids: list[torch.Tensor] | torch.Tensor,
     nodes = torch.nonzero(novel).flatten()
     if nodes.numel():
         patterns, inverse = torch.unique(ids[:, nodes].T, dim=0, return_inverse=True)
-        group = co_association_groups(patterns, num_known)[inverse]
+        if linkage == "components":
+            group = co_association_groups(patterns, num_known)[inverse]
+        else:
+            weights = torch.bincount(inverse, minlength=patterns.shape[0])
+            group = average_linkage_groups(patterns, weights, num_known)[inverse]
         sizes = torch.bincount(group)
         order = torch.argsort(-sizes, stable=True)  # largest first
         rank = torch.empty_like(order)
@@ -130,7 +182,7 @@ def fit_consensus(config, x: torch.Tensor, edge_index: torch.Tensor, train_label
     first = fits[0]
     num_known = first.num_known
     ids = torch.stack([f.predict().class_id for f in fits]).long()
-    consensus = consensus_class_ids(ids, num_known)
+    consensus = consensus_class_ids(ids, num_known, config.consensus_linkage)
     found = first.predict()
     is_novel = consensus >= num_known
     seen = val_labels >= 0

@@ -44,7 +44,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "known_split_repeat": False, "known_head_hops": 2, "known_head_scale": "labelled", "known_floor": False,
                 "known_split_trim": False, "granularity_position": 0.5,
                 "novel_wholeness": None, "novel_wholeness_if": "always",
-                "shards": 1, "consensus_restarts": 1}
+                "shards": 1, "consensus_restarts": 1,
+                "consensus_linkage": "average"}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

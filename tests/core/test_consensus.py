@@ -48,3 +48,23 @@ def test_a_node_most_fits_call_known_is_named_known_even_if_one_calls_it_novel()
 def test_one_fit_is_its_own_consensus():
     one = torch.tensor([0, 4, 4, 1])
     assert torch.equal(consensus_class_ids([one], 2), one)
+
+
+def test_average_linkage_keeps_two_classes_apart_that_bridging_nodes_chain_together():
+    # classes A (nodes 0-9) and B (10-19), each fit numbering them its own way; two bridging
+    # nodes agree with A in two fits, with each other in two, and with B in two
+    fits = ids([10] * 10 + [11] * 10 + [10, 10],
+               [20] * 10 + [21] * 10 + [20, 21],
+               [30] * 10 + [31] * 10 + [31, 31])
+    chained = consensus_class_ids(fits, 2, linkage="components")
+    assert len(set(chained.tolist())) == 1  # A, B and the bridges in one class
+    apart = consensus_class_ids(fits, 2, linkage="average")
+    assert len(set(apart[:10].tolist())) == 1 and len(set(apart[10:20].tolist())) == 1
+    assert apart[0] != apart[10]
+
+
+def test_an_unknown_linkage_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="linkage must be one of"):
+        consensus_class_ids(ids([0, 2], [0, 3]), 2, linkage="single")
