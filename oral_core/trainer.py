@@ -711,29 +711,15 @@ class ORAL:
                                                              num_known, cfg.known_split_repeat)
         class_id, conf, novel, release = self._absorb_checked(ens, group_class, labels, val,
                                                               num_known)
-        trim_cut = untrimmed = None
+        trim_cut = None
+        checked_id = class_id
         if self._trim is not None:
-            checked_id = class_id
             trim_cut, class_id = self._trimmed(ens, group_class, release, class_id, labels, val,
                                                num_known)
             novel = class_id >= num_known
-            if final:  # what the checks would report without the trim (a diagnostic)
-                self.trim_moved = int((class_id != checked_id).sum())
-                log.info("known-split trim: %d nodes of novel groups joined the known head's "
-                         "class", self.trim_moved)
-                plain_ens, plain_class, _ = self._split_checked(*raw, labels, val, num_known,
-                                                                cfg.known_split_repeat, trim=False)
-                untrimmed = self._absorb_checked(plain_ens, plain_class, labels, val,
-                                                 num_known)[:3]
-        unguarded = split_once = None
-        if cfg.known_absorb_share is not None and cfg.known_absorb_guard and final:
-            # what the unguarded check would report (a diagnostic of the guard)
-            tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
-            unguarded = discover(ens, group_class, num_known, tau)
-        if cfg.known_split_repeat and split_rounds > 1 and final:
-            # what one pass of the known-split check would have reported (a diagnostic)
-            once_ens, once_class, _ = self._split_checked(*raw, labels, val, num_known, False)
-            split_once = self._absorb_checked(once_ens, once_class, labels, val, num_known)[:3]
+        diagnostics = (self._diagnostic_answers(raw, ens, group_class, labels, val, num_known,
+                                                split_rounds, checked_id, class_id)
+                       if final else {})
         checks = cfg.known_split_share is not None or cfg.known_absorb_share is not None
         has_val = val >= 0
 
@@ -764,13 +750,8 @@ class ORAL:
             self.discoveries["last"] = discovery()
             if checks:  # what the unchecked groups would report
                 self.discoveries["last_unchecked"] = answer(unchecked, float("nan"))
-            if unguarded is not None:
-                self.discoveries["last_unguarded"] = answer(unguarded, val_accuracy(unguarded[0]))
-            if split_once is not None:
-                self.discoveries["last_split_once"] = answer(split_once,
-                                                             val_accuracy(split_once[0]))
-            if untrimmed is not None:
-                self.discoveries["last_no_trim"] = answer(untrimmed, val_accuracy(untrimmed[0]))
+            for name, found in diagnostics.items():
+                self.discoveries[name] = answer(found, val_accuracy(found[0]))
         if self.record_epochs:
             self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
             if checks:
@@ -792,6 +773,33 @@ class ORAL:
         return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes, "split_rounds": split_rounds,
                 "groups": [p.num_groups for p in partitions],
                 "train_cluster_acc": [round(p.accuracy, 4) for p in partitions]}
+
+    def _diagnostic_answers(self, raw, ens, group_class, labels, val, num_known: int,
+                            split_rounds: int, checked_id: torch.Tensor,
+                            class_id: torch.Tensor) -> dict[str, tuple]:
+        """What the final epoch would answer without one of the switches decided "stays off"
+        (diagnostics, never the answer; ``raw``: the groups before either check): without the
+        trim (``last_no_trim``), without the absorb guard (``last_unguarded``), with one pass of
+        the known-split check (``last_split_once``). Each is ``(class id, confidence, novelty)``
+        per node; :meth:`_select` keeps them in :attr:`discoveries`."""
+        cfg = self.config
+        out = {}
+        if self._trim is not None:
+            self.trim_moved = int((class_id != checked_id).sum())
+            log.info("known-split trim: %d nodes of novel groups joined the known head's class",
+                     self.trim_moved)
+            plain_ens, plain_class, _ = self._split_checked(*raw, labels, val, num_known,
+                                                            cfg.known_split_repeat, trim=False)
+            out["last_no_trim"] = self._absorb_checked(plain_ens, plain_class, labels, val,
+                                                       num_known)[:3]
+        if cfg.known_absorb_share is not None and cfg.known_absorb_guard:
+            tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
+            out["last_unguarded"] = discover(ens, group_class, num_known, tau)
+        if cfg.known_split_repeat and split_rounds > 1:
+            once_ens, once_class, _ = self._split_checked(*raw, labels, val, num_known, False)
+            out["last_split_once"] = self._absorb_checked(once_ens, once_class, labels, val,
+                                                          num_known)[:3]
+        return out
 
     def _step(self, net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen,
               watch: Stopwatch) -> dict:
