@@ -39,3 +39,22 @@ def test_the_table_shows_agreement_all_and_the_invented_classes_side_by_side():
     text = table([heldout_night(), nonovel])
     assert "| cora | 1 | paired | 0.50 / 0.80 | 72.5 / +2.5 (6.5) | 2.0 / 2 of 4 | 40 |" in text
     assert "| cora | 1 | paired | 1.0 / 0 | 90.0 / 92.0 |" in text
+
+
+def test_the_rule_reads_each_clause_per_graph():
+    from benchmarks.consensus_restarts import rule_lines
+
+    nonovel = {"kind": "nonovel", "graph": "cora", "loop": "cora-sim0", "night": 8,
+               "seconds": 30.0,
+               "answers": answers({"single0": 90.0, "single1": 90.0, "single2": 90.0,
+                                   "consensus012": 92.0},
+                                  novel={"single0": 1, "single1": 2, "single2": 0,
+                                         "consensus012": 0})}
+    good = heldout_night(consensus=(75.0, 78.0), ari=(0.5, 0.8))  # +4 and +4 on their singles
+    lines = rule_lines([good, nonovel])
+    assert lines[-1] == ("| cora | +0.30: holds | +4.0 + 0.0; 2 / 2.0: holds | 0 / 1.0: holds "
+                         "| met |")
+    worse = heldout_night(consensus=(60.0, 61.0), ari=(0.5, 0.52))
+    lines = rule_lines([worse])
+    assert "+0.02: fails" in lines[-1] and "no rows: fails" in lines[-1]
+    assert lines[-1].endswith("| not met |")
