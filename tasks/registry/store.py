@@ -235,9 +235,9 @@ class Registry:
     the registry's functions take one object instead of threading the settings and a client
     through every call. ``Registry.of`` accepts a registry or its settings."""
 
-    def __init__(self, cfg: TrackingConfig):
+    def __init__(self, cfg: TrackingConfig, client=None):
         self.cfg = cfg
-        self._client = None
+        self._client = client  # an MLflow client already open on ``cfg`` (or a stand-in)
 
     @classmethod
     def of(cls, where: "Registry | TrackingConfig") -> "Registry":

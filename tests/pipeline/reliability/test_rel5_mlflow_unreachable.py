@@ -77,7 +77,7 @@ def test_a_failing_version_search_is_retried_not_taken_for_none(tmp_path):
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST
 
-    from tasks.registry import TrackingConfig, TrackingError
+    from tasks.registry import Registry, TrackingConfig, TrackingError
     from tasks.registry import champion as steps
 
     cfg = TrackingConfig(None, tmp_path, attempts=3, base_delay=0.0, max_delay=0.0)
@@ -94,11 +94,12 @@ def test_a_failing_version_search_is_retried_not_taken_for_none(tmp_path):
                 raise self.error
             return ["v1"]
     flaky = Flaky(failures=2)
-    assert steps._versions_of_run(cfg, flaky, "oral-g", run_id) == ["v1"] and flaky.calls == 3
+    assert steps._versions_of_run(Registry(cfg, flaky), "oral-g", run_id) == ["v1"]
+    assert flaky.calls == 3
     missing = Flaky(failures=9, error=MlflowException("no such model",
                                                        error_code=RESOURCE_DOES_NOT_EXIST))
-    assert steps._versions_of_run(cfg, missing, "oral-g", run_id) == []
+    assert steps._versions_of_run(Registry(cfg, missing), "oral-g", run_id) == []
     with pytest.raises(TrackingError, match="after 3 attempt"):
-        steps._versions_of_run(cfg, Flaky(failures=9), "oral-g", run_id)
+        steps._versions_of_run(Registry(cfg, Flaky(failures=9)), "oral-g", run_id)
     with pytest.raises(ValueError, match="not a pipeline run id"):
-        steps._versions_of_run(cfg, flaky, "oral-g", "x' or name != '")
+        steps._versions_of_run(Registry(cfg, flaky), "oral-g", "x' or name != '")
