@@ -4,7 +4,7 @@ measures only.
 
     OMP_NUM_THREADS=1 python -m benchmarks.consensus_restarts --loops STATE
         [--graphs synthetic15,cora] [--sims 0,1] [--nights 4,8] [--tasks heldout,nonovel]
-        [--out benchmarks/results/consensus_restarts] [--linkage components|average]
+        [--out benchmarks/results/consensus_restarts] [--linkage components|average|medoid]
         [--report-only]
 
 On each kept nightly snapshot (``STATE/<graph>-sim<k>/snapshots``) two proxy tasks are drawn
@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from benchmarks.records import append_jsonl, read_jsonl
+from oral_core.consensus import LINKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "consensus_restarts"
@@ -100,7 +101,7 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config,
     groups = GROUPS if kind == "heldout" else GROUPS[:1]
     for group in groups:
         raw["consensus" + "".join(map(str, group))] = consensus_class_ids(
-            [raw[f"single{s}"] for s in group], k, linkage)
+            [raw[f"single{s}"] for s in group], k, linkage, unlabelled)
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": 0, "progress": False})
     out: dict = {"answers": {}, "linkage": linkage}
     piped = {}
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     loop_arguments(ap, "synthetic15,cora", "0,1", "4,8", None, loops=None)
     ap.add_argument("--tasks", default="heldout,nonovel")
-    ap.add_argument("--linkage", default="components", choices=("components", "average"),
+    ap.add_argument("--linkage", default="components", choices=LINKAGES,
                     help="how the consensus groups novel nodes (oral_core.consensus); "
                          "components: this study's rule")
     ap.add_argument("--out", type=Path, default=OUT)

@@ -168,7 +168,8 @@ class ORALConfig:
     consensus_linkage: str = _setting(
         "average", "deviation", "how a consensus groups the novel nodes: \"average\" merges "
         "groups while their mean co-association is above one half, \"components\" joins nodes a "
-        "majority of fits put together, transitively (oral_core.consensus)")
+        "majority of fits put together, transitively, \"medoid\" answers with the one fit that "
+        "agrees most with the others (oral_core.consensus)")
     cluster_every: int = _setting(
         1, "deviation", "re-cluster every this many epochs; 1 is the paper's Algorithm 1")
     cluster_freeze_epoch: int | None = _setting(
@@ -386,8 +387,8 @@ class ORALConfig:
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.shards >= 1, "shards must be >= 1"),
             (self.consensus_restarts >= 1, "consensus_restarts must be >= 1"),
-            (self.consensus_linkage in ("components", "average"),
-             "consensus_linkage must be 'components' or 'average'"),
+            (self.consensus_linkage in ("components", "average", "medoid"),
+             "consensus_linkage must be 'components', 'average' or 'medoid'"),
             (self.consensus_restarts == 1 or self.shards == 1,
              "consensus_restarts > 1 fits whole models one after another: use shards=1"),
             (self.shards == 1 or self.batch_size is not None,

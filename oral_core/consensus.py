@@ -14,7 +14,10 @@ consensus answer reads R fits' class ids per node:
   closed transitively (connected components; the first study's consensus, which chains classes
   together through small bridging patterns); ``linkage="average"``: groups are merged, the most
   co-associated pair first, while their mean co-association over all pairs of their nodes is
-  above one half (average linkage: a few bridging nodes cannot join two classes).
+  above one half (average linkage: a few bridging nodes cannot join two classes);
+  ``linkage="medoid"``: no node is voted on; the answer is the one fit whose class ids agree most
+  with the other fits' (the highest mean adjusted Rand index over the nodes that carry no label,
+  :func:`medoid_restart`), taken whole, so its novel classes are classes one model formed.
 
 Known class ids are the same in every fit (the labelled classes); novel ids are each fit's own
 and are never matched across fits, only co-associated. The consensus novel classes are numbered
@@ -106,20 +109,40 @@ def average_linkage_groups(patterns: torch.Tensor, weights: torch.Tensor,
 
 
 #: how the novel nodes are grouped (see the module)
-LINKAGES = ("components", "average")
+LINKAGES = ("components", "average", "medoid")
+
+
+def medoid_restart(class_ids: torch.Tensor, nodes: torch.Tensor | None = None) -> int:
+    """The fit (row of ``class_ids``, R x N) whose answer agrees most with the others': the
+    highest mean adjusted Rand index with every other fit over ``nodes`` (all nodes when None);
+    the first such fit on a tie. Reads no label."""
+    from oral_core.metrics import adjusted_rand_index
+
+    ids = class_ids if nodes is None else class_ids[:, nodes]
+    r = ids.shape[0]
+    if r == 1:
+        return 0
+    mean = [sum(adjusted_rand_index(ids[i], ids[j]) for j in range(r) if j != i) / (r - 1)
+            for i in range(r)]
+    return max(range(r), key=lambda i: (mean[i], -i))
 
 
 def consensus_class_ids(class_ids: list[torch.Tensor] | torch.Tensor, num_known: int,
-                        linkage: str = "average") -> torch.Tensor:
+                        linkage: str = "average",
+                        unlabelled: torch.Tensor | None = None) -> torch.Tensor:
     """One class id per node from R fits' class ids (each N long, known ids < ``num_known``): the
-    known majority, and the novel majority grouped by co-association under ``linkage`` (see the
-    module)."""
+    known majority, and the novel majority grouped by co-association under ``linkage``; or, with
+    ``linkage="medoid"``, the class ids of the fit that agrees most with the others over the
+    ``unlabelled`` nodes (a mask; all nodes when None). See the module."""
     if linkage not in LINKAGES:
         raise ValueError(f"linkage must be one of {LINKAGES}, got {linkage!r}")
     ids = torch.stack(list(class_ids)) if not torch.is_tensor(class_ids) else class_ids
     ids = ids.long()
     if ids.shape[0] == 1:
         return ids[0].clone()
+    if linkage == "medoid":
+        nodes = None if unlabelled is None else torch.nonzero(unlabelled).flatten()
+        return ids[medoid_restart(ids, nodes)].clone()
     out = majority_known(ids, num_known)
     novel = novel_majority(ids, num_known)
     out[novel] = -1
@@ -164,7 +187,8 @@ def fit_consensus(config, x: torch.Tensor, edge_index: torch.Tensor, train_label
     :func:`restart_seeds`), one after another; returns ``(first fit, discovery)`` where the
     discovery's class ids are the consensus (:func:`consensus_class_ids`) and its confidence
     the fits' agreement (:func:`agreement_share`). The first fit stands for the model (its
-    weights, history and selection are what the night saves). ``fit_kwargs`` go to every fit
+    weights, history and selection are what the night saves); with ``consensus_linkage="medoid"``
+    the chosen fit is the model and its own discovery the answer. ``fit_kwargs`` go to every fit
     (a warm start's ``init`` included); a progress callback sees the restarts' epochs in turn."""
     from dataclasses import replace
 
@@ -182,6 +206,10 @@ def fit_consensus(config, x: torch.Tensor, edge_index: torch.Tensor, train_label
     first = fits[0]
     num_known = first.num_known
     ids = torch.stack([f.predict().class_id for f in fits]).long()
+    if config.consensus_linkage == "medoid":
+        unlabelled = torch.nonzero((train_labels < 0) & (val_labels < 0)).flatten()
+        chosen = fits[medoid_restart(ids, unlabelled)]
+        return chosen, chosen.predict()
     consensus = consensus_class_ids(ids, num_known, config.consensus_linkage)
     found = first.predict()
     is_novel = consensus >= num_known

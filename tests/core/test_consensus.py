@@ -68,3 +68,35 @@ def test_an_unknown_linkage_is_refused():
 
     with pytest.raises(ValueError, match="linkage must be one of"):
         consensus_class_ids(ids([0, 2], [0, 3]), 2, linkage="single")
+
+
+def test_the_medoid_is_the_fit_that_agrees_most_with_the_others():
+    from oral_core.consensus import medoid_restart
+
+    # fits 0 and 2 cut nodes 2-7 alike (renamed); fit 1 cuts them another way
+    fits = torch.stack(ids([0, 1, 2, 2, 2, 3, 3, 3],
+                           [0, 1, 2, 3, 2, 3, 2, 3],
+                           [0, 1, 5, 5, 5, 4, 4, 4]))
+    assert medoid_restart(fits) in (0, 2)
+    got = consensus_class_ids(fits, 2, linkage="medoid")
+    assert torch.equal(got, fits[0])  # taken whole, ids untouched; the first on a tie
+    # the fit whose cut lies between the two others is the medoid of three different cuts
+    between = torch.stack(ids([2, 2, 2, 2, 3, 3, 3, 3], [2, 2, 2, 3, 3, 3, 3, 3],
+                              [2, 2, 3, 3, 3, 3, 3, 3]))
+    assert medoid_restart(between) == 1
+
+
+def test_the_medoid_reads_only_the_nodes_it_is_given():
+    from oral_core.consensus import medoid_restart
+
+    p, q = [2, 2, 3, 3], [2, 3, 2, 3]
+    # on nodes 0-3 fits 1 and 2 cut alike (q); on nodes 4-7 fits 0 and 2 (p)
+    fits = torch.stack(ids(p + p, q + q, q + p))
+    first, last = torch.arange(4), torch.arange(4, 8)
+    assert medoid_restart(fits, first) == 1  # fits 1 and 2 tie; the first of them
+    assert medoid_restart(fits, last) == 0
+    mask = torch.zeros(8, dtype=torch.bool)
+    mask[4:] = True
+    assert torch.equal(consensus_class_ids(fits, 2, "medoid", mask), fits[0])
+    mask = ~mask
+    assert torch.equal(consensus_class_ids(fits, 2, "medoid", mask), fits[1])
