@@ -27,13 +27,8 @@ import argparse
 import sys
 from pathlib import Path
 
-#: the settings tried by default: the levers of benchmarks/results/lever_table/lever_table.md whose proxy
-#: bound (gain - s.e.) is above 0 on at least one of our graphs: the two that scale how much
-#: pseudo-label learning (Eq. 7-11) reinforces itself and a sharper group-aware attention (Eq. 5
-#: over a temperature of 0.3). opennc_losses=true also has such a bound (AmazonPhoto with the
-#: prior) but is left out: on the full task it collapsed the known classes (validation accuracy
-#: 35-57% against 95-97% at the defaults, docs/method.md "Open choices"), which the proxy cannot see
-DEFAULT_CANDIDATES = ("gamma=0.1", "pseudo_label_groups=novel", "attention_temperature=0.3")
+from flows.choice import DEFAULT_CANDIDATES, candidate_name
+
 #: :data:`harness.proxy.HIDE_MODES` (kept literal so building the parser imports no torch)
 HIDE_CHOICES = ("last", "rotate", "extremes")
 
@@ -52,8 +47,8 @@ def register(sub) -> None:
                    help="(--dataset) give ORAL the true number of classes; for snapshots use "
                         "--set prior_num_classes=N")
     p.add_argument("--candidate", action="append", metavar="KEY=VALUE[,KEY=VALUE]",
-                   help=f"a setting to try against the defaults (repeatable; default: "
-                        f"{', '.join(DEFAULT_CANDIDATES)})")
+                   help="a setting to try against the defaults (repeatable; default: "
+                        + ", ".join(candidate_name(c) for c in DEFAULT_CANDIDATES) + ")")
     p.add_argument("--seeds", type=int, default=5,
                    help="proxy seeds per setting (default 5; at least 2, the gain is paired)")
     p.add_argument("--fit-seed", type=int, action="append", metavar="S",
@@ -103,13 +98,15 @@ def _candidates(items: list[str] | None) -> dict[str, dict]:
     """``{name: overrides}`` of the ``--candidate`` options (one-line errors via parse_set)."""
     from cli.options import OptionError, parse_set
 
+    if not items:
+        return {candidate_name(c): dict(c) for c in DEFAULT_CANDIDATES}
     out = {}
-    for item in items or DEFAULT_CANDIDATES:
+    for item in items:
         parts = [p.strip() for p in item.split(",") if p.strip()]
         if not parts:
             raise OptionError(f"--candidate {item!r}: give KEY=VALUE[,KEY=VALUE]")
         overrides, _ = parse_set(parts)
-        out[",".join(f"{k}={v}" for k, v in overrides.items())] = overrides
+        out[candidate_name(overrides)] = overrides
     return out
 
 

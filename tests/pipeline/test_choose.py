@@ -407,3 +407,4 @@ def test_fit_guard_fits_one_full_task_and_writes_no_table(snapshot_root, tmp_pat
                  "gamma=0.1"]) == 0
     assert [p.relative_to(out).as_posix() for p in out.rglob("*.json")] == ["g/gamma=0.1/guard_seed_1.json"]
     assert "guard gamma=0.1 seed 1: known-class validation accuracy" in capsys.readouterr().out
+

@@ -227,3 +227,34 @@ def test_cli_backfill_of_several_graphs_names_a_failed_graph(tmp_path, capsys, m
     out = capsys.readouterr()
     assert "g 2026-03-01: 3 classes (1 novel)" in out.out and "[pid 7 on h]" in out.out
     assert out.err.strip() == "error: no snapshot of 'h'"
+
+
+def test_the_choose_flow_chooses_what_oral_choose_chooses(prefect_env, tmp_path, capsys):
+    """The ``choose/graph`` deployment's flow and ``oral choose`` are one service
+    (:func:`flows.choice.choose_settings`): the same fits (their keys), the same choice."""
+    import json
+
+    from cli.main import main
+    from data_contracts.simulate import simulate
+    from data_contracts.synthetic import make_static_graph
+    from flows.choose import choose
+
+    graph = make_static_graph(num_nodes=300, num_classes=4, num_features=8, separation=4.0,
+                              seed=0, name="g")
+    simulate(graph, 1, tmp_path / "snaps", "g", start_date="2026-04-01", seed=0,
+             known_classes=[0, 1, 2])
+    tiny = {"epochs": 6, "hidden_dim": 8, "num_prototypes": 8}
+    by_cli, by_flow = tmp_path / "cli", tmp_path / "flow"
+    assert main(["choose", "--graph", "g", "--snapshots", str(tmp_path / "snaps"), "--candidate",
+                 "gamma=0.1", "--out", str(by_cli), "--seeds", "2", "--window", "2",
+                 *[a for k, v in tiny.items() for a in ("--set", f"{k}={v}")]]) == 0
+    got = choose(graph="g", snapshot_root=str(tmp_path / "snaps"), candidates=[{"gamma": 0.1}],
+                 config=tiny, seeds=2, window=2, out=str(by_flow))
+    cli_choice = json.loads((by_cli / "g.json").read_text())
+    assert got["chosen"] == cli_choice["chosen"] and got["set"] == cli_choice["set"]
+    assert json.loads((by_flow / "g.json").read_text()) == cli_choice
+
+    def keys(root):
+        return sorted(json.dumps(json.loads(p.read_text())["key"], sort_keys=True)
+                      for p in root.rglob("*seed_*.json"))
+    assert keys(by_flow) == keys(by_cli) and len(keys(by_cli)) >= 4

@@ -118,7 +118,8 @@ def test_deployment_file_is_consistent():
         env = d["work_pool"]["job_variables"]["env"]
         assert {k: QUIET[k] for k in env} == env
     assert seen == {("nightly-discovery", "nightly", "cpu"), ("train-remote", "gpu", "gpu"),
-                    ("backfill", "backfill", "cpu"), ("reproduce", "sweep", "cpu")}
+                    ("backfill", "backfill", "cpu"), ("reproduce", "sweep", "cpu"),
+                    ("choose", "graph", "cpu")}
     # the nightly flow's default training deployment is the one in the file
     assert Settings(Path("/tmp"), Path("/tmp/x"), None).training_deployment == "train-remote/gpu"
 
