@@ -259,7 +259,8 @@ def test_deployments_and_schedule(stack):
     assert names == {("nightly", "cpu", "flows/nightly.py:nightly_discovery"),
                      ("gpu", "gpu", "flows/training.py:train_remote"),
                      ("backfill", "cpu", "flows/nightly.py:backfill"),
-                     ("sweep", "cpu", "flows/reproduce.py:reproduce")}
+                     ("sweep", "cpu", "flows/reproduce.py:reproduce"),
+                     ("graph", "cpu", "flows/choose.py:choose")}
     nightly = client.get("/deployments/name/nightly-discovery/nightly").json()
     assert nightly["parameters"] == {"graph": GRAPH, "snapshot_root": str(stack["root"])}
     assert nightly["pull_steps"] == [{"prefect.deployments.steps.set_working_directory": {
