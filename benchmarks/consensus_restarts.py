@@ -197,16 +197,10 @@ def table(nights: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_night(folder: Path, kind: str, loop: str, night: int, snapshot: str, config,
-              linkage: str = "components") -> None:
-    """Fit what a night's task still lacks (one line per fit in ``folder/fits.jsonl``), then
-    score its answers into ``folder/nights.jsonl`` unless they are there: one folder per graph,
-    so processes working on different graphs never write the same file."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fits_path, nights_path = folder / "fits.jsonl", folder / "nights.jsonl"
-    if any((n["kind"], n["loop"], n["night"]) == (kind, loop, night)
-           for n in read_jsonl(nights_path)):
-        return
+def ensure_fits(fits_path: Path, kind: str, loop: str, night: int, snapshot: str,
+                config) -> dict[int, dict]:
+    """The night's task fitted at every model seed it needs (``RESTARTS[kind]``): the rows
+    already in ``fits_path`` (resumable), the missing ones fitted and appended."""
     fits = night_rows(read_jsonl(fits_path)).get((kind, loop, night), {})
     for seed in range(RESTARTS[kind]):
         if seed in fits:
@@ -219,6 +213,25 @@ def run_night(folder: Path, kind: str, loop: str, night: int, snapshot: str, con
                "seconds": round(time.perf_counter() - start, 1)}
         append_jsonl(fits_path, row)
         fits[seed] = row
+    return fits
+
+
+def scored(nights_path: Path, kind: str, loop: str, night: int) -> bool:
+    """Whether the night's task is already in ``nights_path``."""
+    return any((n["kind"], n["loop"], n["night"]) == (kind, loop, night)
+               for n in read_jsonl(nights_path))
+
+
+def run_night(folder: Path, kind: str, loop: str, night: int, snapshot: str, config,
+              linkage: str = "components") -> None:
+    """Fit what a night's task still lacks (one line per fit in ``folder/fits.jsonl``), then
+    score its answers into ``folder/nights.jsonl`` unless they are there: one folder per graph,
+    so processes working on different graphs never write the same file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fits_path, nights_path = folder / "fits.jsonl", folder / "nights.jsonl"
+    if scored(nights_path, kind, loop, night):
+        return
+    fits = ensure_fits(fits_path, kind, loop, night, snapshot, config)
     night_row = {"kind": kind, "loop": loop, "graph": loop.rsplit("-sim", 1)[0], "night": night,
                  "seconds": statistics.fmean(f["seconds"] for f in fits.values())}
     night_row |= score_night(kind, snapshot, {s: f["class_id"] for s, f in fits.items()}, config,

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from oral_core.clustering import match_groups_to_classes
+from oral_core.kmeans import kmeans, semi_supervised_kmeans, squared_distances
 from oral_core.metrics import cluster_accuracy
 from oral_core.trainer import Discovery, select_device
 
@@ -152,91 +153,6 @@ class GCDConfig(BaselineConfig):
     k_search_restarts: int = 3
 
 
-# ---------------------------------------------------------------------------------------- k-means
-def _sq_dist(z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    return ((z * z).sum(1, keepdim=True) - 2 * z @ c.t() + (c * c).sum(1)[None, :]).clamp_min(0)
-
-
-def _kmeans_pp(z: torch.Tensor, centres: torch.Tensor, k: int, pool: torch.Tensor,
-               gen: torch.Generator) -> torch.Tensor:
-    """Extend ``centres`` to ``k`` rows by k-means++ (D^2 sampling) over the rows ``pool`` of ``z``."""
-    out = [centres]
-    have = centres.shape[0]
-    cand = z[pool]
-    if cand.shape[0] == 0:
-        cand = z
-    d2 = _sq_dist(cand, centres).min(dim=1).values if have else None
-    while have < k:
-        if d2 is None or float(d2.sum()) <= 0:
-            pick = int(torch.randint(cand.shape[0], (1,), generator=gen))
-        else:
-            pick = int(torch.multinomial(d2 / d2.sum(), 1, generator=gen))
-        new = cand[pick:pick + 1]
-        out.append(new)
-        have += 1
-        nd = _sq_dist(cand, new).squeeze(1)
-        d2 = nd if d2 is None else torch.minimum(d2, nd)
-    return torch.cat(out)
-
-
-def semi_supervised_kmeans(z: torch.Tensor, k: int, labels: torch.Tensor | None = None,
-                           restarts: int = 10, iterations: int = 100,
-                           seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """k-means in which the nodes with ``labels >= 0`` stay in the cluster of their class.
-
-    Clusters ``0..K-1`` (``K = labels.max() + 1``) are the known classes, their centroids start at
-    the mean of their labelled points; clusters ``K..k-1`` start by k-means++ on the unlabelled
-    points. Lloyd iterations assign every unlabelled point to its nearest centroid and move each
-    centroid to the mean of its members (an empty cluster keeps its centroid). Of ``restarts``
-    seeded starts, the one with the lowest inertia is returned. With ``labels`` ``None`` (or all
-    -1) this is plain k-means with k-means++ starts.
-
-    Returns ``(assignment [N], centroids [k, D], inertia)``; runs on the CPU.
-    """
-    z = z.detach().cpu().double()
-    n = z.shape[0]
-    labels = torch.full((n,), -1, dtype=torch.long) if labels is None else labels.cpu().long()
-    fixed = labels >= 0
-    num_known = int(labels.max()) + 1 if fixed.any() else 0
-    if k < num_known:
-        raise ValueError(f"k={k} is smaller than the number of labelled classes {num_known}")
-    if k > n:
-        raise ValueError(f"k={k} exceeds the number of points {n}")
-    known_centres = torch.zeros(num_known, z.shape[1], dtype=z.dtype)
-    if num_known:
-        counts = torch.bincount(labels[fixed], minlength=num_known)
-        if int(counts.min()) == 0:
-            raise ValueError("every class 0..K-1 needs at least one labelled point")
-        known_centres.index_add_(0, labels[fixed], z[fixed])
-        known_centres /= counts[:, None].to(z.dtype)
-    pool = (~fixed).nonzero().flatten()
-    gen = torch.Generator().manual_seed(int(seed))
-    best = None
-    for _ in range(max(1, restarts)):
-        centres = _kmeans_pp(z, known_centres, k, pool, gen)
-        assign = None
-        for _ in range(iterations):
-            new = _sq_dist(z, centres).argmin(dim=1)
-            new[fixed] = labels[fixed]
-            if assign is not None and torch.equal(new, assign):
-                break
-            assign = new
-            sums = torch.zeros_like(centres).index_add_(0, assign, z)
-            size = torch.bincount(assign, minlength=k)
-            filled = size > 0
-            centres[filled] = sums[filled] / size[filled, None].to(z.dtype)
-        inertia = float(_sq_dist(z, centres).gather(1, assign[:, None]).sum())
-        if best is None or inertia < best[2]:
-            best = (assign.clone(), centres.clone(), inertia)
-    return best[0], best[1].float(), best[2]
-
-
-def kmeans(z: torch.Tensor, k: int, restarts: int = 10, iterations: int = 100,
-           seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Plain k-means (k-means++ starts, lowest inertia of ``restarts``)."""
-    return semi_supervised_kmeans(z, k, None, restarts, iterations, seed)
-
-
 def clusters_to_classes(cluster: torch.Tensor, num_clusters: int, train_labels: torch.Tensor,
                         num_known: int) -> torch.Tensor:
     """Per node class id: clusters matched to a known class by the Hungarian algorithm on the
@@ -262,7 +178,7 @@ def _val_cluster_accuracy(pred: torch.Tensor, val_labels: torch.Tensor | None) -
 
 
 def _soft_confidence(z: torch.Tensor, centres: torch.Tensor, assign: torch.Tensor) -> torch.Tensor:
-    p = torch.softmax(-_sq_dist(z.detach().cpu().float(), centres.cpu()), dim=1)
+    p = torch.softmax(-squared_distances(z.detach().cpu().float(), centres.cpu()), dim=1)
     return p.gather(1, assign.cpu()[:, None]).squeeze(1)
 
 

@@ -159,6 +159,14 @@ class ORALConfig:
         "only in a fit whose known classes are separable in the propagated features, judged on "
         "the labelled training nodes before training (oral_core.separability)",
         _RESULTS + "novel_wholeness_separable/README.md")
+    novel_recut: bool = _setting(
+        False, "deviation", "after the fit, the novel nodes regrouped into as many classes by "
+        "k-means on fixed propagated features (S^2 X on novel_recut_dims principal axes), so "
+        "the cut does not depend on the model's seed (oral_core.recut); False is the paper",
+        _RESULTS + "novel_recut/README.md")
+    novel_recut_dims: int = _setting(
+        64, "deviation", "principal axes of the novel re-cut's view of S^2 X (chosen by the "
+        "agreement between seeds, label-free)", _RESULTS + "novel_recut/exploration.md")
     # the novel partition depends on the seed (benchmarks/results/seed_agreement)
     consensus_restarts: int = _setting(
         1, "deviation", "answer from this many fits of the same graph and split (model seeds "
@@ -386,6 +394,7 @@ class ORALConfig:
              "batches_per_epoch must be >= 1 or None"),
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.shards >= 1, "shards must be >= 1"),
+            (self.novel_recut_dims >= 1, "novel_recut_dims must be >= 1"),
             (self.consensus_restarts >= 1, "consensus_restarts must be >= 1"),
             (self.consensus_linkage in ("components", "average", "medoid"),
              "consensus_linkage must be 'components', 'average' or 'medoid'"),

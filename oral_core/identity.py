@@ -45,7 +45,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "known_split_trim": False, "granularity_position": 0.5,
                 "novel_wholeness": None, "novel_wholeness_if": "always",
                 "shards": 1, "consensus_restarts": 1,
-                "consensus_linkage": "average"}
+                "consensus_linkage": "average", "novel_recut": False,
+                "novel_recut_dims": 64}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

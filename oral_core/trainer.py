@@ -32,6 +32,7 @@ from .prototypes import balance_regulariser
 from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_confident
 from .refinement import refine_structure
 from .graph import is_canonical
+from .recut import recut_novel
 from .known_head import fit_known_head, head_probabilities, keep_known_fidelity, known_floor
 from .separability import known_separability
 from .novelty import (known_split_groups, release_absorbed, release_margins, trim_cuts,
@@ -418,6 +419,8 @@ class ORAL:
             self._known_fidelity(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
         if cfg.known_floor:
             self._known_floor(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
+        if cfg.novel_recut:
+            self._novel_recut(x_in, edge_in, val.cpu(), num_known)
         if init_class_id is not None:
             self._keep_class_ids(init_class_id, num_known)
         data_parallel.same_answer(self._best["discovery"].class_id)
@@ -520,6 +523,25 @@ class ORAL:
         log.info("known-class floor: validation %.4f below the reference's %.4f; novel classes "
                  "%s joined known classes %s (validation now %.4f)", old.val_accuracy,
                  self.reference_val_accuracy, list(joined), list(joined.values()), val_acc)
+
+    def _novel_recut(self, x: torch.Tensor, edge_index: torch.Tensor, val: torch.Tensor,
+                     num_known: int) -> None:
+        """Novel re-cut (``novel_recut``, :func:`oral_core.recut.recut_novel`; not in the
+        paper): the selected answer's novel nodes regrouped, as many classes, on fixed
+        propagated features (the k-means draws are the re-cut's own, seed 0, so two fits that
+        agree on which nodes are novel agree on their cut). Known nodes, confidences and the
+        validation accuracy are unchanged; the answer before stays in :attr:`discoveries` as
+        ``<selection>_no_recut``."""
+        cfg = self.config
+        old = self._best["discovery"]
+        class_id = recut_novel(old.class_id, x, edge_index, num_known,
+                               dims=cfg.novel_recut_dims).to(old.class_id.device)
+        found = Discovery(class_id, old.confidence, class_id >= num_known,
+                          int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
+                          old.epoch, old.val_accuracy)
+        self.discoveries[f"{cfg.selection}_no_recut"] = old
+        self.discoveries[cfg.selection] = found
+        self._best.update(discovery=found)
 
     def _pseudo_labels(self, ens, group_class, candidates, labels, edges0, outs, num_known, gen,
                        watch: Stopwatch, row: dict) -> tuple[torch.Tensor, torch.Tensor]:
