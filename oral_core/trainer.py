@@ -415,17 +415,24 @@ class ORAL:
             self._train_epoch(net, opt, schedule, x, edges, partitions, ens, labels, pseudo,
                               num_known, gen, watch, row, started, bar)
         bar.close()
-        if cfg.known_head != "none":
-            self._known_fidelity(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
-        if cfg.known_floor:
-            self._known_floor(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
-        if cfg.novel_recut:
-            self._novel_recut(x_in, edge_in, val.cpu(), num_known)
+        for step in self._answer_steps():
+            step(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
         if init_class_id is not None:
             self._keep_class_ids(init_class_id, num_known)
         data_parallel.same_answer(self._best["discovery"].class_id)
         self._shard_gens = None  # generators do not pickle; the fit is done with them
         return self
+
+    def _answer_steps(self) -> list:
+        """The steps that finish the selected answer after training, in the order they apply,
+        each behind its switch (none is in the paper): the known head's naming of the known
+        classes (``known_head``), the known-class floor (``known_floor``), the novel re-cut
+        (``novel_recut``). Each reads and replaces ``self._best["discovery"]``."""
+        cfg = self.config
+        steps = ((cfg.known_head != "none", self._known_fidelity),
+                 (cfg.known_floor, self._known_floor),
+                 (cfg.novel_recut, self._novel_recut))
+        return [step for applies, step in steps if applies]
 
     def _novel_wholeness_gate(self, x: torch.Tensor, edge_index: torch.Tensor,
                               labels: torch.Tensor, num_known: int) -> None:
@@ -524,8 +531,8 @@ class ORAL:
                  "%s joined known classes %s (validation now %.4f)", old.val_accuracy,
                  self.reference_val_accuracy, list(joined), list(joined.values()), val_acc)
 
-    def _novel_recut(self, x: torch.Tensor, edge_index: torch.Tensor, val: torch.Tensor,
-                     num_known: int) -> None:
+    def _novel_recut(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
+                     val: torch.Tensor, num_known: int) -> None:
         """Novel re-cut (``novel_recut``, :func:`oral_core.recut.recut_novel`; not in the
         paper): the selected answer's novel nodes regrouped, as many classes, on fixed
         propagated features (the k-means draws are the re-cut's own, seed 0, so two fits that
