@@ -113,6 +113,7 @@ def _candidates(items: list[str] | None) -> dict[str, dict]:
 def _check(args) -> tuple[dict, dict, dict]:
     """Every option checked before any work: (base overrides, candidates, configs by name)."""
     from cli.options import OptionError, check_config, parse_set
+    from flows.choice import UnseenCandidate, refuse_unseen
 
     if args.graph is not None and args.snapshots is None:
         raise OptionError(f"--graph {args.graph}: needs --snapshots ROOT")
@@ -142,6 +143,10 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
     base, sources = parse_set(args.set or [])
     candidates = _candidates(args.candidate)
+    try:
+        refuse_unseen(candidates)
+    except UnseenCandidate as err:
+        raise OptionError(f"--candidate {err}") from None
     configs = {"defaults": check_config(base, sources)}
     for name, overrides in candidates.items():
         configs[name] = check_config(base | overrides, sources | {

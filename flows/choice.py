@@ -106,6 +106,26 @@ class ProxyTaskRefused(ValueError):
     known classes); the message says why."""
 
 
+class UnseenCandidate(ValueError):
+    """A candidate that sets only fields the proxy cannot see: the steps that finish the answer
+    after training (:data:`oral_core.config.AFTER_TRAINING`) leave every epoch's class ids, which
+    the proxy scores, as they are, so it would tie the defaults after all its fits."""
+
+
+def refuse_unseen(candidates: dict[str, dict]) -> None:
+    """Raise :class:`UnseenCandidate` (one line) for the first candidate whose overrides are all
+    read only after training; a candidate that also changes training is scored as any other."""
+    from oral_core.config import AFTER_TRAINING
+
+    for name, overrides in candidates.items():
+        if overrides and set(overrides) <= set(AFTER_TRAINING):
+            raise UnseenCandidate(
+                f"{name}: sets only what finishes the answer after training "
+                f"({', '.join(overrides)}); the proxy scores each epoch's class ids, which do not "
+                "see it, so it would tie the defaults (its own study judges such a switch on the "
+                "final answer, e.g. benchmarks/novel_recut.py)")
+
+
 class Labels:
     """What the proxy scores against: a snapshot's labels (-1 unlabelled) and known classes."""
 
@@ -336,10 +356,12 @@ def choose_settings(req: ChoiceRequest, say: Say = say_line) -> ChoiceOutcome:
     choice by :func:`harness.proxy.choose_setting` with the known-class guard, and
     ``<out>/<name>.md`` (the table) and ``<out>/<name>.json`` (the choice) written. With
     ``fit_seed`` or ``fit_guard`` only those fits are made and nothing else is written. Raises
-    :class:`ProxyTaskRefused` for a proxy task the graph cannot give, and what
-    :func:`load_source` raises."""
+    :class:`ProxyTaskRefused` for a proxy task the graph cannot give, :class:`UnseenCandidate`
+    (before any work) for a candidate the proxy cannot see, and what :func:`load_source`
+    raises."""
     from harness import proxy
 
+    refuse_unseen(req.candidates)
     src = load_source(req, say)
     name = src.name
     if req.guard_drop is None:

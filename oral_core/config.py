@@ -27,6 +27,10 @@ OPENNC_TERMS = ("proto", "group", "balance")
 LR_SCHEDULES = ("constant", "cosine")
 #: the ensemble groups whose confident nodes get pseudo-labels (``ORALConfig.pseudo_label_groups``)
 PSEUDO_LABEL_GROUPS = ("all", "novel")
+#: fields read only by the steps that finish the answer after training (``ORAL._answer_steps``:
+#: the known head, the known-class floor, the novel re-cut); an epoch's class ids do not see them
+AFTER_TRAINING = ("known_head", "known_head_hops", "known_head_scale", "known_head_pull",
+                  "known_floor", "novel_recut", "novel_recut_dims")
 
 #: the kinds of ORALConfig fields, in the order of their sections:
 #: "paper": a value the paper gives, or fixes by its own formulas (Eq. 13's unit weights);

@@ -408,3 +408,27 @@ def test_fit_guard_fits_one_full_task_and_writes_no_table(snapshot_root, tmp_pat
     assert [p.relative_to(out).as_posix() for p in out.rglob("*.json")] == ["g/gamma=0.1/guard_seed_1.json"]
     assert "guard gamma=0.1 seed 1: known-class validation accuracy" in capsys.readouterr().out
 
+
+
+def test_a_candidate_the_proxy_cannot_see_is_refused_before_any_fit(snapshot_root, tmp_path,
+                                                                     capsys):
+    """``novel_recut`` only re-cuts the answer after training; the proxy scores every epoch's
+    class ids, so the candidate would tie the defaults: one error line, nothing fitted."""
+    from cli.main import main
+
+    out = tmp_path / "c"
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "novel_recut=true", "--out", str(out), *TINY]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --candidate novel_recut=True: sets only")
+    assert "after training" in err[0] and not out.exists()
+
+
+def test_the_service_refuses_an_unseen_candidate_and_scores_a_mixed_one():
+    """The rule lives with the service (the deployment's flow calls it too): a candidate of
+    after-training fields only is refused, one that also changes training is kept."""
+    from flows.choice import UnseenCandidate, refuse_unseen
+
+    with pytest.raises(UnseenCandidate, match="known_floor=True: sets only"):
+        refuse_unseen({"gamma=0.1": {"gamma": 0.1}, "known_floor=True": {"known_floor": True}})
+    refuse_unseen({"gamma=0.1,novel_recut=True": {"gamma": 0.1, "novel_recut": True}})
