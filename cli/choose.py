@@ -76,6 +76,11 @@ def register(sub) -> None:
                         "one s.e.) more than POINTS below the defaults' (default 20)")
     p.add_argument("--window", type=int, default=10,
                    help="score: the mean proxy All over the last WINDOW epochs (default 10)")
+    p.add_argument("--score", choices=["mean", "final"], default="mean",
+                   help="what a fit scores: mean, the last WINDOW epochs' answers (default); "
+                        "final, the answer as the fit ends, after the steps that finish it (the "
+                        "known head, the floor, the novel re-cut: candidates setting only those "
+                        "need it)")
     p.add_argument("--hide", choices=HIDE_CHOICES, default="extremes",
                    help="which known classes play novel ones (default extremes: the largest and "
                         "the smallest together)")
@@ -144,7 +149,8 @@ def _check(args) -> tuple[dict, dict, dict]:
     base, sources = parse_set(args.set or [])
     candidates = _candidates(args.candidate)
     try:
-        refuse_unseen(candidates)
+        if args.score == "mean":
+            refuse_unseen(candidates)
     except UnseenCandidate as err:
         raise OptionError(f"--candidate {err}") from None
     configs = {"defaults": check_config(base, sources)}
@@ -195,7 +201,7 @@ def cmd_choose(args) -> int:
         configs=configs, candidates=candidates, base=base, out=args.out, dataset=args.dataset,
         graph=args.graph, snapshots=args.snapshots, date=args.date, data_dir=args.data_dir,
         prior=args.prior, protocol=args.protocol, hide=args.hide, seeds=args.seeds,
-        window=args.window, guard_seeds=args.guard_seeds, guard_drop=args.guard_drop,
+        window=args.window, score=args.score, guard_seeds=args.guard_seeds, guard_drop=args.guard_drop,
         cache=list(args.cache), fit_seed=args.fit_seed, fit_guard=args.fit_guard,
         guard_setting=args.guard_setting, jobs=args.jobs,
         child_command=[sys.executable, "-m", "cli.main", *_child_argv(args.argv)],

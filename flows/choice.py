@@ -51,7 +51,7 @@ class ChoiceRequest:
     """What ``oral choose`` was asked (its options, checked): one of ``dataset`` / ``graph``
     (with ``snapshots``, ``date``), the settings by name (``configs``: ``defaults`` first, then
     each candidate; ``candidates``: the candidates' overrides; ``base``: the ``--set`` every
-    setting starts from), the proxy (``seeds``, ``hide``, ``window``, ``protocol``), the guard
+    setting starts from), the proxy (``seeds``, ``hide``, ``window``, ``score``, ``protocol``), the guard
     (``guard_seeds``, ``guard_drop``), where fits go (``out``, ``cache``), and how the work is
     split (``fit_seed`` / ``fit_guard`` with ``guard_setting``: fit only those and write no
     table; ``jobs`` > 1: missing fits in child processes started as ``child_command``)."""
@@ -70,6 +70,7 @@ class ChoiceRequest:
     hide: str = "extremes"
     seeds: int = 5
     window: int = 10
+    score: str = "mean"
     guard_seeds: int = 3
     guard_drop: float | None = None
     cache: list[Path] = field(default_factory=list)
@@ -114,16 +115,17 @@ class UnseenCandidate(ValueError):
 
 def refuse_unseen(candidates: dict[str, dict]) -> None:
     """Raise :class:`UnseenCandidate` (one line) for the first candidate whose overrides are all
-    read only after training; a candidate that also changes training is scored as any other."""
+    read only after training; a candidate that also changes training is scored as any other.
+    Asked only when the choice scores the epochs (``score="mean"``)."""
     from oral_core.config import AFTER_TRAINING
 
     for name, overrides in candidates.items():
         if overrides and set(overrides) <= set(AFTER_TRAINING):
             raise UnseenCandidate(
                 f"{name}: sets only what finishes the answer after training "
-                f"({', '.join(overrides)}); the proxy scores each epoch's class ids, which do not "
-                "see it, so it would tie the defaults (its own study judges such a switch on the "
-                "final answer, e.g. benchmarks/novel_recut.py)")
+                f"({', '.join(overrides)}); the proxy's mean over the last epochs does not see "
+                "it, so it would tie the defaults: score the answer as the fit ends "
+                "(--score final)")
 
 
 class Labels:
@@ -361,7 +363,8 @@ def choose_settings(req: ChoiceRequest, say: Say = say_line) -> ChoiceOutcome:
     raises."""
     from harness import proxy
 
-    refuse_unseen(req.candidates)
+    if req.score != "final":
+        refuse_unseen(req.candidates)
     src = load_source(req, say)
     name = src.name
     if req.guard_drop is None:
@@ -372,7 +375,7 @@ def choose_settings(req: ChoiceRequest, say: Say = say_line) -> ChoiceOutcome:
     except ValueError as err:
         raise ProxyTaskRefused(str(err)) from None
     epochs = req.configs["defaults"].epochs
-    rule = f"mean@{epochs}:{req.window}"
+    rule = proxy.score_rule(req.score, epochs, req.window)
     say(f"oral choose {name}: {len(req.configs)} settings x {req.seeds} seeds, hide {req.hide}, "
         f"score {rule} (labelled nodes only)")
     keys = {}
@@ -443,8 +446,10 @@ def report_lines(name: str, req: ChoiceRequest, scores: dict, choice, rule: str)
              f"{req.guard_drop:g} points below the defaults', else the next bound is tried"
              if req.guard_seeds else "; the known-class guard was off (`--guard-seeds 0`)")
     lines = [f"# Settings for {name}, chosen by the held-out-class proxy", "",
-             f"Command: `{req.command}`. Hidden: `{req.hide}`; score: `{rule}` (mean proxy All "
-             "over the last epochs; labelled nodes only). A candidate replaces the defaults when "
+             f"Command: `{req.command}`. Hidden: `{req.hide}`; score: `{rule}` ("
+             + ("mean proxy All over the last epochs" if req.score == "mean" else
+                "proxy All of the answer as the fit ends, after the steps that finish it")
+             + "; labelled nodes only). A candidate replaces the defaults when "
              "its gain, paired by seed, minus one standard error is above 0 (the highest such "
              f"bound wins){guard}.",
              "", f"defaults: proxy All {sum(ref.values()) / len(ref):.2f} over {len(ref)} seeds",

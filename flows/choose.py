@@ -18,7 +18,7 @@ from prefect.artifacts import create_markdown_artifact
 @flow(name="choose")
 def choose(graph: str, snapshot_root: str, date: str | None = None,
            candidates: list[dict] | None = None, config: dict | None = None, seeds: int = 5,
-           hide: str = "extremes", window: int = 10, guard_seeds: int = 3,
+           hide: str = "extremes", window: int = 10, score: str = "mean", guard_seeds: int = 3,
            state_dir: str | None = None, out: str | None = None) -> dict:
     """Settings for one graph's snapshot chosen by the held-out-class proxy (labelled nodes only).
 
@@ -32,6 +32,8 @@ def choose(graph: str, snapshot_root: str, date: str | None = None,
         seeds: proxy seeds per setting (at least 2: the gain is paired by seed).
         hide: which known classes play novel ones (``extremes``, ``last`` or ``rotate``).
         window: the score is the mean proxy All over the last ``window`` epochs.
+        score: ``mean`` (those epochs) or ``final`` (the answer as the fit ends, after the
+            steps that finish it; candidates that set only those need it).
         guard_seeds: the known-class guard's seeds (0: no guard).
         state_dir: the state folder (default: the worker's ``ORAL_STATE_DIR``); the choice goes
             to ``<state>/choose`` unless ``out`` says otherwise.
@@ -55,7 +57,7 @@ def choose(graph: str, snapshot_root: str, date: str | None = None,
     folder = Path(out) if out else Settings.from_env(state_dir).state_dir / "choose"
     req = ChoiceRequest(configs=configs, candidates={candidate_name(c): c for c in tried},
                         base=base, out=folder, graph=graph, snapshots=Path(snapshot_root),
-                        date=date, hide=hide, seeds=seeds, window=window,
+                        date=date, hide=hide, seeds=seeds, window=window, score=score,
                         guard_seeds=guard_seeds, command=f"choose/graph flow ({graph})")
     outcome = choose_settings(req, say=logger.info)
     create_markdown_artifact("\n".join(outcome.lines), key="oral-choice",

@@ -206,10 +206,16 @@ def training_key(config: dict) -> dict:
 
 
 # ------------------------------------------------------------------------ the per-graph choice
+#: what a choice scores: the mean of the last epochs' answers, or the answer as the fit ends
+SCORES = ("mean", "final")
+
+
 def window_rows(x: torch.Tensor, edge_index: torch.Tensor, graph, task: ProxyTask, seed: int,
                 config: ORALConfig, window: int) -> list[dict]:
-    """One proxy fit of ``config.epochs`` epochs on ``task``: the rows ``last@E`` and
-    ``mean@E:k`` (k = ``window``, the mean of the last k epochs' proxy scores). ``graph`` holds
+    """One proxy fit of ``config.epochs`` epochs on ``task``: the rows ``last@E``,
+    ``mean@E:k`` (k = ``window``, the mean of the last k epochs' proxy scores) and ``final@E``
+    (the answer as the fit ends: the selected epoch's, finished by the steps after training,
+    which the epochs' rows do not see; ``oral choose --score final``). ``graph`` holds
     the labels the task scores (``y``, ``num_classes``); the prior, when set, is the config's own
     (every class of the graph, hidden ones included)."""
     from oral_core.trainer import ORAL
@@ -223,7 +229,17 @@ def window_rows(x: torch.Tensor, edge_index: torch.Tensor, graph, task: ProxyTas
     ids = model.epoch_class_ids
     return [{"rule": f"last@{horizon}", "seed": seed} | proxy_accuracy(graph, task, ids[horizon]),
             {"rule": f"mean@{horizon}:{window}", "seed": seed}
-            | epoch_mean([proxy_accuracy(graph, task, e) for e in ids[horizon - window + 1:]])]
+            | epoch_mean([proxy_accuracy(graph, task, e) for e in ids[horizon - window + 1:]]),
+            {"rule": f"final@{horizon}", "seed": seed}
+            | proxy_accuracy(graph, task, model.predict().class_id.cpu())]
+
+
+def score_rule(score: str, epochs: int, window: int) -> str:
+    """The row of :func:`window_rows` a choice reads: ``mean@E:k`` (``score="mean"``, the
+    expected last-epoch score) or ``final@E`` (``score="final"``, the answer as the fit ends)."""
+    if score not in SCORES:
+        raise ValueError(f"score {score!r}: one of {', '.join(SCORES)}")
+    return f"mean@{epochs}:{window}" if score == "mean" else f"final@{epochs}"
 
 
 def run_key(config: ORALConfig, hide: str, protocol: str = "ours", data: str | None = None) -> dict:

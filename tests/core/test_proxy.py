@@ -117,9 +117,26 @@ def test_window_score_never_reads_a_test_label(one_thread):
                         0, cfg, 2)
     finally:
         proxy.make_split = real
-    assert a == b and [r["rule"] for r in a] == ["last@4", "mean@4:2"]
+    assert a == b and [r["rule"] for r in a] == ["last@4", "mean@4:2", "final@4"]
     with pytest.raises(ValueError, match="window 5"):
         window_rows(g.x, g.edge_index, g, proxy_task(g, 0, "extremes", True), 0, cfg, 5)
+
+
+def test_only_the_final_row_sees_the_steps_after_training(one_thread):
+    """A switch read only after training (the novel re-cut) leaves the epochs' rows as they
+    are, which is why ``oral choose`` scores such a candidate by ``final@E``."""
+    from harness.proxy import score_rule
+
+    g = make_attributed_sbm(num_nodes=240, num_classes=6, feature_dim=8, seed=3)
+    task = proxy_task(g, 0, "extremes", True)
+    cfg = ORALConfig(epochs=4, hidden_dim=8, num_prototypes=8, progress=False)
+    plain = window_rows(g.x, g.edge_index, g, task, 0, cfg, 2)
+    recut = window_rows(g.x, g.edge_index, g, task, 0,
+                        dataclasses.replace(cfg, novel_recut=True, novel_recut_dims=4), 2)
+    assert plain[:2] == recut[:2] and recut[2]["rule"] == "final@4"
+    assert score_rule("final", 4, 2) == "final@4" and score_rule("mean", 4, 2) == "mean@4:2"
+    with pytest.raises(ValueError, match="score 'best'"):
+        score_rule("best", 4, 2)
 
 
 def test_the_paper_protocol_proxy_hides_among_the_papers_known_classes(monkeypatch):

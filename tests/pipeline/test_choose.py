@@ -421,7 +421,23 @@ def test_a_candidate_the_proxy_cannot_see_is_refused_before_any_fit(snapshot_roo
                  "novel_recut=true", "--out", str(out), *TINY]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --candidate novel_recut=True: sets only")
-    assert "after training" in err[0] and not out.exists()
+    assert "after training" in err[0] and "--score final" in err[0] and not out.exists()
+
+
+def test_scored_as_the_fit_ends_a_re_cut_candidate_is_fitted_and_chosen_or_not(
+        snapshot_root, tmp_path, capsys, one_thread):
+    """With ``--score final`` the same candidate is fitted and compared on the answer as the
+    fit ends; the choice file names that rule."""
+    from cli.main import main
+
+    out = tmp_path / "c"
+    assert main(["choose", "--graph", "g", "--snapshots", str(snapshot_root), "--candidate",
+                 "novel_recut=true,novel_recut_dims=4", "--score", "final", "--guard-seeds", "0",
+                 "--out", str(out), *TINY]) == 0
+    choice = json.loads((out / "g.json").read_text())
+    assert choice["rule"] == "final@6"
+    assert [r["candidate"] for r in choice["candidates"]] == ["novel_recut=True,novel_recut_dims=4"]
+    assert "answer as the fit ends" in (out / "g.md").read_text()
 
 
 def test_the_service_refuses_an_unseen_candidate_and_scores_a_mixed_one():
