@@ -63,7 +63,7 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     task = proxy_task(g, seed, hide, disjoint_val=True)
     cfg = proxy_config(config, seed, g.num_classes)
     cfg.epochs = horizon
-    model = ORAL(cfg)
+    model = ORAL(cfg).with_diagnostics()
     model.record_epochs = True
     model.fit(prep.x, g.edge_index, task.train, task.val)
     ids = model.epoch_class_ids

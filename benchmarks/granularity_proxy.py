@@ -79,7 +79,7 @@ def heldout_answers(g, x, edges, train, val, k: int, seed: int, config,
 
     task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, hide)
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    model = ORAL(cfg).fit(x, edges, task.train, task.val)
+    model = ORAL(cfg).with_diagnostics().fit(x, edges, task.train, task.val)
     v = int(task.visible.numel())
     out = {}
     for key in answers:

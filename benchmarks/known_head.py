@@ -62,7 +62,7 @@ def night_row(path: Path) -> dict:
     config = ORALConfig(known_head="sgc", known_split_repeat=True, progress=False)
     x, edges, train, val, _ = fit_inputs(s, "auto", config.seed)
     start = time.perf_counter()
-    oral = ORAL(config).fit(x, edges, torch.from_numpy(train), torch.from_numpy(val))
+    oral = ORAL(config).with_diagnostics().fit(x, edges, torch.from_numpy(train), torch.from_numpy(val))
     fit_seconds = time.perf_counter() - start
     k = oral.num_known
     repeat = oral.discoveries[f"{config.selection}_no_head"]

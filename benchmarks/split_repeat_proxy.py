@@ -79,8 +79,8 @@ def heldout_fit(g, x, seed: int, config) -> dict:
     from oral_core.trainer import ORAL
 
     task = proxy_task(g, seed, "last")
-    model = ORAL(proxy_config(config, seed, g.num_classes)).fit(x, g.edge_index, task.train,
-                                                                task.val)
+    model = ORAL(proxy_config(config, seed, g.num_classes)).with_diagnostics().fit(
+        x, g.edge_index, task.train, task.val)
     return proxy_scores(g, task, model)
 
 
@@ -158,7 +158,7 @@ def night_heldout_fit(path: str, seed: int, config) -> dict:
     g, x, train, val, k = night_task(path)
     task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "last")
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    model = ORAL(cfg).fit(x, g.edge_index, task.train, task.val)
+    model = ORAL(cfg).with_diagnostics().fit(x, g.edge_index, task.train, task.val)
     return proxy_scores(g, task, model)
 
 
@@ -184,7 +184,7 @@ def nonovel_fit(g, x, seed: int, config, split=None, keys: tuple[str, ...] | Non
     keep, train, val, scored, y = (task[k] for k in ("keep", "train", "val", "scored", "y"))
     edges, _ = subgraph(keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    model = ORAL(cfg).fit(x[keep], edges, train, val)
+    model = ORAL(cfg).with_diagnostics().fit(x[keep], edges, train, val)
     k = int(known.numel())
     found_by = (answers(model, k) if keys is None else
                 {key: model.discoveries.get(key, model.discoveries["last"]) for key in keys})

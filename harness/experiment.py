@@ -262,7 +262,7 @@ def run_seed_protocols(prep: Prepared, method: str, seed: int, prior: bool, base
     num_classes = g.num_classes
     config = method_config(method, base, num_classes if prior else None, seed)
     start = time.perf_counter()
-    model = BASELINES[method](config) if method in BASELINES else ORAL(config)
+    model = BASELINES[method](config) if method in BASELINES else ORAL(config).with_diagnostics()
     val_labels = split.val_labels(g.y)
     model.fit(prep.x, g.edge_index, split.train_labels(g.y), val_labels)
     found = model.predict()

@@ -179,6 +179,9 @@ class ORAL:
         self.discoveries: dict[str, Discovery] = {}
         #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
         self.record_epochs = False
+        #: set by :meth:`with_diagnostics` (the harness's studies): the final epoch also keeps
+        #: the answers without the switches decided "stays off" (:meth:`_diagnostic_answers`)
+        self.record_diagnostics = False
         self._trim = None  # the known-split trim's (confidence, class) per node, during a fit
         self.trim_moved = 0  # nodes the trim moved to known classes in the final answer
         self.epoch_class_ids: list[torch.Tensor] = []
@@ -746,9 +749,13 @@ class ORAL:
             trim_cut, class_id = self._trimmed(ens, group_class, release, class_id, labels, val,
                                                num_known)
             novel = class_id >= num_known
+        if final and self._trim is not None:
+            self.trim_moved = int((class_id != checked_id).sum())
+            log.info("known-split trim: %d nodes of novel groups joined the known head's class",
+                     self.trim_moved)
         diagnostics = (self._diagnostic_answers(raw, ens, group_class, labels, val, num_known,
-                                                split_rounds, checked_id, class_id)
-                       if final else {})
+                                                split_rounds)
+                       if final and self.record_diagnostics else {})
         checks = cfg.known_split_share is not None or cfg.known_absorb_share is not None
         has_val = val >= 0
 
@@ -803,20 +810,24 @@ class ORAL:
                 "groups": [p.num_groups for p in partitions],
                 "train_cluster_acc": [round(p.accuracy, 4) for p in partitions]}
 
+    def with_diagnostics(self) -> "ORAL":
+        """This model, keeping the research diagnostics of its final epoch in
+        :attr:`discoveries` (:meth:`_diagnostic_answers`); off by default, since a night never
+        reads them. Chainable: ``ORAL(cfg).with_diagnostics().fit(...)``."""
+        self.record_diagnostics = True
+        return self
+
     def _diagnostic_answers(self, raw, ens, group_class, labels, val, num_known: int,
-                            split_rounds: int, checked_id: torch.Tensor,
-                            class_id: torch.Tensor) -> dict[str, tuple]:
+                            split_rounds: int) -> dict[str, tuple]:
         """What the final epoch would answer without one of the switches decided "stays off"
-        (diagnostics, never the answer; ``raw``: the groups before either check): without the
-        trim (``last_no_trim``), without the absorb guard (``last_unguarded``), with one pass of
-        the known-split check (``last_split_once``). Each is ``(class id, confidence, novelty)``
-        per node; :meth:`_select` keeps them in :attr:`discoveries`."""
+        (diagnostics, never the answer; ``raw``: the groups before either check; asked only with
+        :meth:`with_diagnostics`): without the trim (``last_no_trim``), without the absorb guard
+        (``last_unguarded``), with one pass of the known-split check (``last_split_once``). Each
+        is ``(class id, confidence, novelty)`` per node; :meth:`_select` keeps them in
+        :attr:`discoveries`."""
         cfg = self.config
         out = {}
         if self._trim is not None:
-            self.trim_moved = int((class_id != checked_id).sum())
-            log.info("known-split trim: %d nodes of novel groups joined the known head's class",
-                     self.trim_moved)
             plain_ens, plain_class, _ = self._split_checked(*raw, labels, val, num_known,
                                                             cfg.known_split_repeat, trim=False)
             out["last_no_trim"] = self._absorb_checked(plain_ens, plain_class, labels, val,

@@ -177,8 +177,8 @@ def test_the_guard_stops_a_release_that_cuts_through_a_known_class(one_thread):
     has_val = val_cut >= 0
     results = {}
     for guard in (False, True):
-        fit = ORAL(ORALConfig(**base, known_absorb_share=0.75, known_absorb_guard=guard)).fit(
-            g.x, g.edge_index, train, val_cut)
+        fit = ORAL(ORALConfig(**base, known_absorb_share=0.75, known_absorb_guard=guard)
+                   ).with_diagnostics().fit(g.x, g.edge_index, train, val_cut)
         found, unchecked = fit.predict(), fit.discoveries["last_unchecked"]
         moved = found.class_id != unchecked.class_id
         results[guard] = (fit.selected_state()["release_margin"], moved,

@@ -163,11 +163,16 @@ def test_a_trimmed_fit_trains_as_without_it_and_its_model_applies_the_cut(tmp_pa
     base = dict(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
                 cluster_warmup_epochs=5, seed=0, device="cpu", known_split_share=0.5)
     plain = ORAL(ORALConfig(**base)).fit(g.x, g.edge_index, train, val)
-    trimmed = ORAL(ORALConfig(**base, known_split_trim=True)).fit(g.x, g.edge_index, train, val)
+    trimmed = ORAL(ORALConfig(**base, known_split_trim=True)).with_diagnostics().fit(
+        g.x, g.edge_index, train, val)
+    quiet = ORAL(ORALConfig(**base, known_split_trim=True)).fit(g.x, g.edge_index, train, val)
     assert torch.equal(trimmed.discoveries["last_unchecked"].class_id,
                        plain.discoveries["last_unchecked"].class_id)
     assert torch.equal(trimmed.discoveries["last_no_trim"].class_id, plain.predict().class_id)
     assert "last_no_trim" not in plain.discoveries
+    # the diagnostic is the harness's to ask for: the same fit without it answers the same
+    assert "last_no_trim" not in quiet.discoveries and quiet.trim_moved == trimmed.trim_moved
+    assert torch.equal(quiet.predict().class_id, trimmed.predict().class_id)
     edges = trimmed.selected_state()["edges"]
     loaded = ORALModel.load(ORALModel.from_fit(trimmed).save(tmp_path / "trim.pt"))
     assert torch.equal(loaded.assign(g.x, edges).class_id, trimmed.predict().class_id)
