@@ -89,8 +89,6 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config,
     import torch
 
     from benchmarks.answer_proxy import answers
-    from benchmarks.granularity_proxy import surfaced
-    from harness.proxy import proxy_accuracy
     from oral_core.config import ORALConfig
     from oral_core.consensus import consensus_class_ids
 
@@ -109,17 +107,7 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config,
         piped[name] = answers(ids, t["x"], t["edges"], t["train"], t["val"], unlabelled, k,
                               cfg)["per_class+paired"]
         for answer, cid in (("oral", ids), ("paired", piped[name])):
-            if kind == "heldout":
-                task, g = t["task"], t["g"]
-                acc = proxy_accuracy(g, task, cid)
-                found = surfaced(g.y, task.scored, cid, task.hidden, k)
-                row = {key: acc[key] for key in ("all", "known", "novel")} | {
-                    "surfaced": sum(f["surfaced"] for f in found)}
-            else:
-                scored, y = t["task"]["scored"], t["task"]["y"]
-                row = {"accuracy": 100 * float((cid[scored] == y[scored]).float().mean())}
-            row["novel_classes"] = int(torch.unique(cid[cid >= k]).numel())
-            out["answers"].setdefault(name, {})[answer] = row
+            out["answers"].setdefault(name, {})[answer] = answer_row(kind, t, cid, k)
     if kind == "heldout":
         nodes = torch.nonzero(unlabelled).flatten()
         for answer, table in (("oral", raw), ("paired", piped)):
@@ -128,6 +116,27 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config,
             out[f"ari_consensus_{answer}"] = ari(table["consensus012"], table["consensus345"],
                                                  nodes)
     return out
+
+
+def answer_row(kind: str, t: dict, cid, k: int) -> dict:
+    """One answer's scores on a night's task ``t`` (:func:`task_for`): on the held-out-class
+    proxy All / Known / Novel and the stand-ins surfaced, on the no-novel proxy the accuracy;
+    either way the novel classes it holds. Labelled nodes only."""
+    import torch
+
+    from benchmarks.granularity_proxy import surfaced
+    from harness.proxy import proxy_accuracy
+
+    if kind == "heldout":
+        task, g = t["task"], t["g"]
+        acc = proxy_accuracy(g, task, cid)
+        found = surfaced(g.y, task.scored, cid, task.hidden, k)
+        row = {key: acc[key] for key in ("all", "known", "novel")} | {
+            "surfaced": sum(f["surfaced"] for f in found)}
+    else:
+        scored, y = t["task"]["scored"], t["task"]["y"]
+        row = {"accuracy": 100 * float((cid[scored] == y[scored]).float().mean())}
+    return row | {"novel_classes": int(torch.unique(cid[cid >= k]).numel())}
 
 
 def night_rows(rows: list[dict]) -> dict:
@@ -299,12 +308,18 @@ def main(argv: list[str] | None = None) -> int:
                 for kind in args.tasks.split(",")]:
             run_night(args.out / loop.rsplit("-sim", 1)[0], kind, loop, night, snapshot, config,
                       args.linkage)
-    nights = [n for path in sorted(args.out.glob("*/nights.jsonl")) for n in read_jsonl(path)]
-    text = table(nights) + "\n\nThe rule, for the pipeline's answer (per_class+paired):\n\n" + \
-        "\n".join(rule_lines(nights))
-    (args.out / "table.md").write_text(text + "\n")
-    print(text)
+    write_report(args.out, table, rule_lines)
     return 0
+
+
+def write_report(out: Path, table_of, rule_lines_of) -> None:
+    """``out/table.md`` (and the screen): the table of every graph's scored nights and the
+    study's rule read clause by clause (a study's own ``table`` and ``rule_lines``)."""
+    nights = [n for path in sorted(out.glob("*/nights.jsonl")) for n in read_jsonl(path)]
+    text = table_of(nights) + "\n\nThe rule, for the pipeline's answer (per_class+paired):\n\n" + \
+        "\n".join(rule_lines_of(nights))
+    (out / "table.md").write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,9 @@ import math
 import statistics
 from pathlib import Path
 
-from benchmarks.consensus_restarts import (GROUPS, ari, ensure_fits, mean_se, scored,
-                                           task_for)
-from benchmarks.records import append_jsonl, read_jsonl
+from benchmarks.consensus_restarts import (GROUPS, answer_row, ari, ensure_fits, mean_se,
+                                           scored, task_for, write_report)
+from benchmarks.records import append_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "novel_recut"
@@ -46,8 +46,6 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config) -> dic
     import torch
 
     from benchmarks.answer_proxy import answers
-    from benchmarks.granularity_proxy import surfaced
-    from harness.proxy import proxy_accuracy
     from oral_core.config import ORALConfig
     from oral_core.recut import recut_novel
 
@@ -66,17 +64,8 @@ def score_night(kind: str, path: str, fits: dict[int, list[int]], config) -> dic
                             cfg)["per_class+paired"]
             for answer, a_ids in (("oral", cid), ("paired", piped)):
                 tables.setdefault((name, answer), {})[seed] = a_ids
-                if kind == "heldout":
-                    task, g = t["task"], t["g"]
-                    acc = proxy_accuracy(g, task, a_ids)
-                    found = surfaced(g.y, task.scored, a_ids, task.hidden, k)
-                    row = {key: acc[key] for key in ("all", "known", "novel")} | {
-                        "surfaced": sum(f["surfaced"] for f in found)}
-                else:
-                    s, y = t["task"]["scored"], t["task"]["y"]
-                    row = {"accuracy": 100 * float((a_ids[s] == y[s]).float().mean())}
-                row["novel_classes"] = int(torch.unique(a_ids[a_ids >= k]).numel())
-                out["answers"].setdefault(f"{name}{seed}", {})[answer] = row
+                out["answers"].setdefault(f"{name}{seed}", {})[answer] = answer_row(
+                    kind, t, a_ids, k)
     if kind == "heldout":
         nodes = torch.nonzero(unlabelled).flatten()
         for (name, answer), table in tables.items():
@@ -230,11 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in args.tasks.split(","):
                 run_night(args.out / loop.rsplit("-sim", 1)[0], kind, loop, night, snapshot,
                           config)
-    nights = [n for path in sorted(args.out.glob("*/nights.jsonl")) for n in read_jsonl(path)]
-    text = table(nights) + "\n\nThe rule, for the pipeline's answer (per_class+paired):\n\n" + \
-        "\n".join(rule_lines(nights))
-    (args.out / "table.md").write_text(text + "\n")
-    print(text)
+    write_report(args.out, table, rule_lines)
     return 0
 
 
