@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.registry.config import safe_uri
 from tasks.warehouse.lineage import new_tonight
 
 log = logging.getLogger(__name__)
@@ -247,19 +248,6 @@ def _strip_credentials(uri: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
-
-
-def safe_uri(uri: str | None) -> str:
-    """``uri`` with its password masked (as :func:`tasks.registry.safe_uri`, which this module
-    does not import: it loads MLflow, seconds for a command that only reads DuckDB)."""
-    if not uri:
-        return ""
-    parts = urllib.parse.urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    user = f"{parts.username}:***@" if parts.username else "***@"
-    return urllib.parse.urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
 def default_tracking_uri(state_dir) -> str:

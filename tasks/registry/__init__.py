@@ -30,41 +30,53 @@ Plain functions (no Prefect): the flow's tasks wrap them. What lives where:
   :func:`promote_champion` (the gates), :func:`champion_gate`, :func:`undo_champion`,
   :func:`previous_champion` and :func:`download_model` (what warm starts read back).
 
-MLflow is imported when this package is; ``import tasks`` does not import it, so only code that
-tracks pays for the import. Only public MLflow APIs are used, except
+Importing this package imports nothing heavy: each name is loaded from its submodule the first
+time it is read, so MLflow is imported only by code that tracks (the names of
+:mod:`~tasks.registry.config`, such as ``TrackingConfig`` and ``safe_uri``, are light).
+
+Only public MLflow APIs are used, except
 ``SqlAlchemyStore._engine_map`` (see :func:`tasks.registry.store._dispose_cached_engines`).
 
 These are the names callers use; a test that replaces one of them patches the submodule that
 calls it (e.g. :mod:`tasks.registry.champion` for ``promote_champion``).
 """
+import importlib
 import os
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from tasks.registry.champion import (  # noqa: E402
-    PROMOTED_TAG, START_TAGS, champion_gate, champion_version, download_model, previous_champion,
-    promote_champion, register_model, track, undo_champion)
-from tasks.registry.config import (  # noqa: E402
-    CHAMPION, TrackingConfig, champion_uri, experiment_name, model_name, safe_uri)
-from tasks.registry.oral_pyfunc import (  # noqa: E402
-    MODEL_ARTIFACT, ORALPyfunc, assign_graph, input_example, model_signature)
-from tasks.registry.plots import class_sizes, plot_class_sizes, plot_loss_curves  # noqa: E402
-from tasks.registry.pyfunc import (  # noqa: E402
-    MODEL_NAME_IN_RUN, PINNED_PACKAGES, PYFUNC_CODE_FILE, assign_snapshot, load_champion,
-    pip_requirements)
-from tasks.registry.retries import TrackingError, with_retries  # noqa: E402
-from tasks.registry.runs import (  # noqa: E402
-    HISTORY_METRICS, experiment_for, history_metrics, log_training_run, summary_markdown,
-    write_artifacts)
-from tasks.registry.store import Registry, client, prepare_store, using  # noqa: E402
+#: the public names and the submodule each lives in; a submodule (and MLflow with it, for all
+#: but ``config``) is imported the first time one of its names is read
+_HOMES = {
+    "champion": ("PROMOTED_TAG", "START_TAGS", "champion_gate", "champion_version",
+                 "download_model", "previous_champion", "promote_champion", "register_model",
+                 "track", "undo_champion"),
+    "config": ("CHAMPION", "TrackingConfig", "champion_uri", "experiment_name", "model_name",
+               "safe_uri"),
+    "oral_pyfunc": ("MODEL_ARTIFACT", "ORALPyfunc", "assign_graph", "input_example",
+                    "model_signature"),
+    "plots": ("class_sizes", "plot_class_sizes", "plot_loss_curves"),
+    "pyfunc": ("MODEL_NAME_IN_RUN", "PINNED_PACKAGES", "PYFUNC_CODE_FILE", "assign_snapshot",
+               "load_champion", "pip_requirements"),
+    "retries": ("TrackingError", "with_retries"),
+    "runs": ("HISTORY_METRICS", "experiment_for", "history_metrics", "log_training_run",
+             "summary_markdown", "write_artifacts"),
+    "store": ("Registry", "client", "prepare_store", "using"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = [
-    "CHAMPION", "HISTORY_METRICS", "MODEL_ARTIFACT", "MODEL_NAME_IN_RUN", "PINNED_PACKAGES",
-    "PROMOTED_TAG", "PYFUNC_CODE_FILE", "START_TAGS", "ORALPyfunc", "Registry", "TrackingConfig",
-    "TrackingError", "assign_graph", "assign_snapshot", "champion_gate", "champion_uri",
-    "champion_version", "class_sizes", "client", "download_model", "experiment_for",
-    "experiment_name", "history_metrics", "input_example", "load_champion", "log_training_run",
-    "model_name", "model_signature", "pip_requirements", "plot_class_sizes", "plot_loss_curves",
-    "prepare_store", "previous_champion", "promote_champion", "register_model", "safe_uri",
-    "summary_markdown", "track", "undo_champion", "using", "with_retries", "write_artifacts",
-]
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str):
+    """A public name, from its submodule, imported on first use (PEP 562)."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tasks.registry' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tasks.registry.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
