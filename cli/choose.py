@@ -27,7 +27,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from flows.choice import DEFAULT_CANDIDATES, candidate_name
+from flows.choice import DEFAULT_CANDIDATES, FINAL_CANDIDATES, candidate_name, default_candidates
 
 #: :data:`harness.proxy.HIDE_MODES` (kept literal so building the parser imports no torch)
 HIDE_CHOICES = ("last", "rotate", "extremes")
@@ -48,7 +48,9 @@ def register(sub) -> None:
                         "--set prior_num_classes=N")
     p.add_argument("--candidate", action="append", metavar="KEY=VALUE[,KEY=VALUE]",
                    help="a setting to try against the defaults (repeatable; default: "
-                        + ", ".join(candidate_name(c) for c in DEFAULT_CANDIDATES) + ")")
+                        + ", ".join(candidate_name(c) for c in DEFAULT_CANDIDATES)
+                        + "; with --score final also "
+                        + ", ".join(candidate_name(c) for c in FINAL_CANDIDATES) + ")")
     p.add_argument("--seeds", type=int, default=5,
                    help="proxy seeds per setting (default 5; at least 2, the gain is paired)")
     p.add_argument("--fit-seed", type=int, action="append", metavar="S",
@@ -99,12 +101,13 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_choose)
 
 
-def _candidates(items: list[str] | None) -> dict[str, dict]:
-    """``{name: overrides}`` of the ``--candidate`` options (one-line errors via parse_set)."""
+def _candidates(items: list[str] | None, score: str = "mean") -> dict[str, dict]:
+    """``{name: overrides}`` of the ``--candidate`` options (one-line errors via parse_set); none
+    named: the defaults for ``score`` (:func:`flows.choice.default_candidates`)."""
     from cli.options import OptionError, parse_set
 
     if not items:
-        return {candidate_name(c): dict(c) for c in DEFAULT_CANDIDATES}
+        return {candidate_name(c): dict(c) for c in default_candidates(score)}
     out = {}
     for item in items:
         parts = [p.strip() for p in item.split(",") if p.strip()]
@@ -147,7 +150,7 @@ def _check(args) -> tuple[dict, dict, dict]:
     if outside:
         raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
     base, sources = parse_set(args.set or [])
-    candidates = _candidates(args.candidate)
+    candidates = _candidates(args.candidate, args.score)
     try:
         if args.score == "mean":
             refuse_unseen(candidates)

@@ -30,6 +30,16 @@ from typing import Callable
 #: which the proxy cannot see
 DEFAULT_CANDIDATES = ({"gamma": 0.1}, {"pseudo_label_groups": "novel"},
                       {"attention_temperature": 0.3})
+#: tried besides them when the choice scores the answer as the fit ends (``score="final"``):
+#: the novel re-cut, which that score picks where it helps and only there
+#: (benchmarks/results/choose_recut: Cora chosen, AmazonPhoto and the generator not)
+FINAL_CANDIDATES = ({"novel_recut": True},)
+
+
+def default_candidates(score: str = "mean") -> tuple[dict, ...]:
+    """The settings tried when none is named: :data:`DEFAULT_CANDIDATES`, and with
+    ``score="final"`` also :data:`FINAL_CANDIDATES` (a mean over epochs cannot see them)."""
+    return DEFAULT_CANDIDATES + (FINAL_CANDIDATES if score == "final" else ())
 
 
 def candidate_name(overrides: dict) -> str:

@@ -27,7 +27,7 @@ def choose(graph: str, snapshot_root: str, date: str | None = None,
         snapshot_root: Hive-style snapshots ``<graph>/snapshot=YYYY-MM-DD/``.
         date: the snapshot's date (default: the latest).
         candidates: settings to try against the defaults, each a dict of ORALConfig overrides
-            (default: :data:`flows.choice.DEFAULT_CANDIDATES`).
+            (default: :func:`flows.choice.default_candidates` of ``score``).
         config: the ORALConfig overrides every setting starts from.
         seeds: proxy seeds per setting (at least 2: the gain is paired by seed).
         hide: which known classes play novel ones (``extremes``, ``last`` or ``rotate``).
@@ -40,8 +40,7 @@ def choose(graph: str, snapshot_root: str, date: str | None = None,
 
     Returns the choice (``chosen``, the ``set`` list a night applies, and the files' paths).
     """
-    from flows.choice import (DEFAULT_CANDIDATES, ChoiceRequest, candidate_name,
-                              choose_settings)
+    from flows.choice import ChoiceRequest, candidate_name, choose_settings, default_candidates
     from flows.configuration import build_config
     from flows.settings import Settings
     from oral_core.config import ORALConfig
@@ -50,7 +49,7 @@ def choose(graph: str, snapshot_root: str, date: str | None = None,
     if seeds < 2:
         raise ValueError(f"seeds={seeds}: the gain is paired by seed, so at least 2")
     base = dict(config or {})
-    tried = [dict(c) for c in (candidates or DEFAULT_CANDIDATES)]
+    tried = [dict(c) for c in (candidates or default_candidates(score))]
     defaults = ORALConfig().to_dict() | base
     configs = {"defaults": build_config(defaults)}
     configs |= {candidate_name(c): build_config(defaults | c) for c in tried}

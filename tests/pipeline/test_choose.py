@@ -448,3 +448,15 @@ def test_the_service_refuses_an_unseen_candidate_and_scores_a_mixed_one():
     with pytest.raises(UnseenCandidate, match="known_floor=True: sets only"):
         refuse_unseen({"gamma=0.1": {"gamma": 0.1}, "known_floor=True": {"known_floor": True}})
     refuse_unseen({"gamma=0.1,novel_recut=True": {"gamma": 0.1, "novel_recut": True}})
+
+
+def test_the_final_score_also_tries_the_re_cut_by_default():
+    """choose_recut's rule was met: with ``--score final`` and no ``--candidate`` the re-cut is
+    tried besides the usual candidates; the epochs' mean never tries it (it cannot see it)."""
+    from cli.choose import _candidates
+    from flows.choice import default_candidates
+
+    assert {"novel_recut": True} in default_candidates("final")
+    assert {"novel_recut": True} not in default_candidates("mean")
+    assert list(_candidates(None, "final"))[-1] == "novel_recut=True"
+    assert "novel_recut=True" not in _candidates(None)
