@@ -173,6 +173,68 @@ def no_novel_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Ten
             "y": label[keep]}
 
 
+@dataclass
+class YoungTask:
+    """A young-class task over a snapshot's labelled nodes (:func:`young_class_task`): ``keep``
+    (bool ``[N]``, the nodes of its graph) and, over the kept nodes, what ORAL sees (``train``,
+    ``val``: visible known-class index or -1), ``scored`` (the unlabelled stand-ins: known-class
+    training nodes whose label is withheld and the young class's nodes), ``y`` (dataset class id,
+    to score), ``visible`` (dataset ids of the visible classes) and ``hidden`` (the young
+    class's, as a one-tuple, as :class:`ProxyTask` holds it)."""
+
+    keep: torch.Tensor
+    train: torch.Tensor
+    val: torch.Tensor
+    scored: torch.Tensor
+    y: torch.Tensor
+    visible: torch.Tensor
+    hidden: tuple[int, ...]
+
+
+def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
+                     known_classes: torch.Tensor, seed: int, size: float,
+                     share: float = 0.5) -> YoungTask:
+    """The young-class proxy, over labelled nodes only: a class that has just appeared, small,
+    among known classes whose unlabelled nodes are stand-ins, as a planted class looks on the
+    night it starts (the held-out-class proxy hides whole established classes instead).
+
+    The graph is the labelled nodes (``train_mask | val_mask``; ``y`` read there only) and the
+    edges among them. Known class ``known_classes[seed % K]`` plays the young class: of its
+    labelled nodes only ``size`` times the other kept nodes (at least 5, seeded) stay in the graph,
+    unlabelled; the rest leave it. Of every other class ``share`` of the training nodes lose their
+    label (seeded, at least one kept labelled), as in :func:`no_novel_task`; validation nodes
+    stay. Needs at least two known classes."""
+    if not 0 < share < 1:
+        raise ValueError(f"share must be in (0, 1), got {share}")
+    if not 0 < size < 1:
+        raise ValueError(f"size must be in (0, 1), got {size}")
+    if known_classes.numel() < 2:
+        raise ValueError(f"the young-class proxy needs at least 2 known classes (one plays the "
+                         f"young class), got {known_classes.numel()}")
+    labelled = train_mask | val_mask
+    young = int(known_classes[seed % known_classes.numel()])
+    visible = known_classes[known_classes != young]
+    gen = torch.Generator().manual_seed(30_011 + seed)
+    members = (labelled & (y == young)).nonzero().flatten()
+    others = labelled & (y != young)
+    n_young = min(members.numel(), max(5, int(round(size * int(others.sum())))))
+    keep = others.clone()
+    keep[members[torch.randperm(members.numel(), generator=gen)[:n_young]]] = True
+    index = torch.full((int(y.max()) + 1,), -1, dtype=torch.long)
+    index[visible] = torch.arange(visible.numel())
+    stand_in = torch.zeros_like(train_mask)
+    for c in visible.tolist():
+        nodes = (train_mask & (y == c)).nonzero().flatten()
+        n_hide = min(int(round(share * nodes.numel())), nodes.numel() - 1)
+        if n_hide > 0:
+            stand_in[nodes[torch.randperm(nodes.numel(), generator=gen)[:n_hide]]] = True
+    label = torch.where(others, index[y.clamp(min=0)], -1)
+    scored = (stand_in | (keep & (y == young)))[keep]
+    return YoungTask(keep, torch.where(train_mask & ~stand_in, label, -1)[keep],
+                     torch.where(val_mask & others, label, -1)[keep], scored,
+                     torch.where(keep, y, -1)[keep], visible, (young,))
+
+
 def proxy_config(config: ORALConfig, seed: int, num_classes: int) -> ORALConfig:
     """``config`` for one proxy seed: that seed, no progress bar, and the prior (when given) the
     graph's full class count (hidden classes are still classes)."""

@@ -152,3 +152,32 @@ def test_the_paper_protocol_proxy_hides_among_the_papers_known_classes(monkeypat
     assert set(paper.visible.tolist()) | set(paper.hidden) == {1, 2, 3, 5}
     labelled = (paper.train >= 0) | (paper.val >= 0)
     assert not torch.isin(g.y[labelled], torch.tensor([0, 4])).any()
+
+
+def test_the_young_class_task_reads_labelled_nodes_only_and_cuts_one_class_small():
+    """One known class (rotating with the seed) stays in the graph as a few unlabelled nodes,
+    the rest of it leaves; half of the other classes' training nodes are unlabelled stand-ins;
+    unlabelled nodes (-1) never enter, and what they would be is never read."""
+    from harness import proxy
+    from harness.proxy import young_class_task
+
+    g = make_attributed_sbm(num_nodes=400, num_classes=5, feature_dim=8, seed=1)
+    split = proxy.make_split(g.y, seed=0, known_classes=[0, 1, 2, 3])
+    y = torch.where(split.train_mask | split.val_mask, g.y, -1)
+    known = torch.arange(4)
+    task = young_class_task(y, split.train_mask, split.val_mask, known, seed=1, size=0.05)
+    assert task.hidden == (1,) and task.visible.tolist() == [0, 2, 3]
+    young = task.y == 1
+    others = int((~young).sum())
+    assert int(young.sum()) == max(5, round(0.05 * others)) and task.scored[young].all()
+    assert (task.train[young] < 0).all() and (task.val[young] < 0).all()
+    assert (task.y >= 0).all()                       # only labelled nodes are in the graph
+    assert set(task.train[task.train >= 0].tolist()) == {0, 1, 2}  # visible classes re-indexed
+    stand_ins = task.scored & ~young
+    assert stand_ins.any() and (task.train[stand_ins] < 0).all()
+    assert young_class_task(y, split.train_mask, split.val_mask, known, 2, 0.05).hidden == (2,)
+    with pytest.raises(ValueError, match="size must be in"):
+        young_class_task(y, split.train_mask, split.val_mask, known, 0, 1.5)
+    with pytest.raises(ValueError, match="at least 2 known classes"):
+        young_class_task(y, split.train_mask, split.val_mask, torch.tensor([0]), 0, 0.05)
+

@@ -1,0 +1,134 @@
+"""The young-class proxy (issue 60): on a nightly snapshot's labelled nodes, is a small class that
+has just appeared found, as a planted class must be the night it starts? Labelled nodes only.
+
+    OMP_NUM_THREADS=1 python -m benchmarks.young_class --loops STATE
+        [--graphs cora,amazonphoto,synthetic15] [--sims 10] [--nights 5,8] [--seeds 0,1,2]
+        [--sizes 0.03,0.1] [--out benchmarks/results/young_class] [--report-only]
+
+The held-out-class proxy hides whole established classes; a planted class on its first night
+is small and new. :func:`harness.proxy.young_class_task` makes one from labelled nodes: the
+labelled subgraph, one known class (``seed`` rotates which) cut to ``size`` times the other
+nodes and unlabelled, half of every other class's training nodes unlabelled. One ORAL fit per
+(night, size, seed) at the nightly pipeline's defaults; its answer scored as fitted and with
+the novel re-cut (``oral_core.recut``, applied to the same fit): whether the young class
+surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and precision,
+All over the scored nodes (Eq. 14) and the novel classes found. ``<graph>/rows.jsonl``
+(resumable), ``table.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks.records import append_jsonl, read_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "results" / "young_class"
+ANSWERS = ("fit", "recut")
+
+
+def fit_young(path: str, seed: int, size: float, config) -> dict:
+    """One young-class fit on the snapshot at ``path``: both answers' scores."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch_geometric.utils import subgraph
+
+    from benchmarks.granularity_proxy import surfaced
+    from benchmarks.split_repeat_proxy import night_task
+    from harness.proxy import proxy_accuracy, young_class_task
+    from oral_core.config import ORALConfig
+    from oral_core.recut import recut_novel
+    from oral_core.trainer import ORAL
+
+    g, x, train, val, k = night_task(path)
+    task = young_class_task(g.y, train >= 0, val >= 0, torch.arange(k), seed, size)
+    edges, _ = subgraph(task.keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
+    xs = x[task.keep]
+    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
+    start = time.perf_counter()
+    model = ORAL(cfg).fit(xs, edges, task.train, task.val)
+    seconds = time.perf_counter() - start
+    visible = int(task.visible.numel())
+    fitted = model.predict().class_id.cpu()
+    scored_graph = SimpleNamespace(y=task.y, num_classes=k)
+    row = {"nodes": int(task.keep.sum()), "young_nodes": int((task.y == task.hidden[0]).sum()),
+           "young": task.hidden[0], "seconds": round(seconds, 1)}
+    for name, ids in (("fit", fitted),
+                      ("recut", recut_novel(fitted, xs, edges, visible,
+                                            dims=cfg.novel_recut_dims))):
+        found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
+        acc = proxy_accuracy(scored_graph, task, ids)
+        row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
+                     "precision": found["precision"], "all": acc["all"],
+                     "novel_classes": int(torch.unique(ids[ids >= visible]).numel())}
+    return row
+
+
+def done(rows: list[dict], loop: str, night: int, size: float, seed: int) -> bool:
+    return any((r["loop"], r["night"], r["size"], r["seed"]) == (loop, night, size, seed)
+               for r in rows)
+
+
+def table(rows: list[dict]) -> list[str]:
+    """Per graph and size: the young class surfaced (share of fits), mean recall / precision,
+    All and novel classes, as fitted and re-cut."""
+    lines = ["| graph | young class size | fits | surfaced: fitted / re-cut | recall | precision | "
+             "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["graph"], r["size"]) for r in rows})
+    for graph, size in keys:
+        rs = [r for r in rows if (r["graph"], r["size"]) == (graph, size)]
+
+        def pair(key: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+            return " / ".join(fmt.format(scale * statistics.fmean(float(r[a][key]) for r in rs))
+                              for a in ANSWERS)
+
+        sur = " / ".join(f"{sum(r[a]['surfaced'] for r in rs)} of {len(rs)}" for a in ANSWERS)
+        lines.append(f"| {graph} | {size:g} | {len(rs)} | {sur} | {pair('recall', 100)} | "
+                     f"{pair('precision', 100)} | {pair('all')} | "
+                     f"{pair('novel_classes')} | "
+                     f"{statistics.fmean(r['young_nodes'] for r in rs):.0f} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.split_repeat_proxy import loop_arguments, loop_nights
+
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
+    loop_arguments(ap, "cora,amazonphoto,synthetic15", "10", "5,8", "0,1,2", loops=None)
+    ap.add_argument("--sizes", default="0.03,0.1")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    sizes = [float(s) for s in args.sizes.split(",") if s]
+    if not args.report_only:
+        from flows.configuration import build_config, pipeline_defaults
+
+        config = build_config(pipeline_defaults())
+        for loop, night, seed, path in loop_nights(Path(args.loops), args.graphs, args.sims,
+                                                   args.nights, args.seeds):
+            graph = loop.rsplit("-sim", 1)[0]
+            out = args.out / graph / "rows.jsonl"
+            for size in sizes:
+                if done(read_jsonl(out) if out.exists() else [], loop, night, size, seed):
+                    continue
+                row = {"graph": graph, "loop": loop, "night": night, "size": size,
+                       "seed": seed} | fit_young(path, seed, size, config)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                append_jsonl(out, row)
+                print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "
+                      f"{row['young']} ({row['young_nodes']} nodes) surfaced "
+                      f"{row['fit']['surfaced']} / re-cut {row['recut']['surfaced']} "
+                      f"({row['seconds']:.0f}s)", flush=True)
+    rows = [r for p in sorted(args.out.glob("*/rows.jsonl")) for r in read_jsonl(p)]
+    lines = table(rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
