@@ -9,8 +9,9 @@ The held-out-class proxy hides whole established classes; a planted class on its
 is small and new. :func:`harness.proxy.young_class_task` makes one from labelled nodes: the
 labelled subgraph, one known class (``seed`` rotates which) cut to ``size`` times the other
 nodes and unlabelled, half of every other class's training nodes unlabelled. One ORAL fit per
-(night, size, seed) at the nightly pipeline's defaults; its answer scored as fitted and with
-the novel re-cut (``oral_core.recut``, applied to the same fit): whether the young class
+(night, size, seed) at the nightly pipeline's defaults; its answers (:data:`ANSWERS`: as
+fitted, its novel nodes re-cut, the pipeline's own, the pipeline's with the novelty check)
+scored on the same fit: whether the young class
 surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and precision,
 All over the scored nodes (Eq. 14) and the novel classes found. ``<graph>/rows.jsonl``
 (resumable), ``table.md``.
@@ -26,7 +27,10 @@ from benchmarks.records import append_jsonl, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "young_class"
-ANSWERS = ("fit", "recut")
+#: the answers scored from each fit: as fitted, its novel nodes re-cut (``novel_recut``), the
+#: nightly pipeline's (``per_class+paired``) and that answer with the novelty check
+#: (``+energy``: nodes of novel groups that look known take a known class)
+ANSWERS = ("fit", "recut", "paired", "energy")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -36,6 +40,7 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
     import torch
     from torch_geometric.utils import subgraph
 
+    from benchmarks.answer_proxy import answers
     from benchmarks.granularity_proxy import surfaced
     from benchmarks.split_repeat_proxy import night_task
     from harness.proxy import proxy_accuracy, young_class_task
@@ -56,9 +61,13 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
     scored_graph = SimpleNamespace(y=task.y, num_classes=k)
     row = {"nodes": int(task.keep.sum()), "young_nodes": int((task.y == task.hidden[0]).sum()),
            "young": task.hidden[0], "seconds": round(seconds, 1)}
+    unlabelled = (task.train < 0) & (task.val < 0)
+    piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg)
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
-                                            dims=cfg.novel_recut_dims))):
+                                            dims=cfg.novel_recut_dims)),
+                      ("paired", piped["per_class+paired"]),
+                      ("energy", piped["per_class+paired+energy"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -74,8 +83,9 @@ def done(rows: list[dict], loop: str, night: int, size: float, seed: int) -> boo
 
 def table(rows: list[dict]) -> list[str]:
     """Per graph and size: the young class surfaced (share of fits), mean recall / precision,
-    All and novel classes, as fitted and re-cut."""
-    lines = ["| graph | young class size | fits | surfaced: fitted / re-cut | recall | precision | "
+    All and novel classes, for each answer (:data:`ANSWERS`, in that order)."""
+    lines = ["| graph | young class size | fits | surfaced: " + " / ".join(ANSWERS)
+             + " | recall | precision | "
              "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["graph"], r["size"]) for r in rows})
     for graph, size in keys:
@@ -120,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                 append_jsonl(out, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "
                       f"{row['young']} ({row['young_nodes']} nodes) surfaced "
-                      f"{row['fit']['surfaced']} / re-cut {row['recut']['surfaced']} "
+                      + " / ".join(f"{a} {row[a]['surfaced']}" for a in ANSWERS)
+                      + f" "
                       f"({row['seconds']:.0f}s)", flush=True)
     rows = [r for p in sorted(args.out.glob("*/rows.jsonl")) for r in read_jsonl(p)]
     lines = table(rows)

@@ -9,13 +9,16 @@ def _row(graph, size, seed, fit_surf, recut_surf):
         return {"surfaced": s, "recall": 0.6 if s else 0.2, "precision": 0.8 if s else 0.1,
                 "all": 70.0, "novel_classes": 1}
     return {"graph": graph, "loop": f"{graph}-sim10", "night": 5, "size": size, "seed": seed,
-            "young_nodes": 20, "fit": answer(fit_surf), "recut": answer(recut_surf)}
+            "young_nodes": 20, "fit": answer(fit_surf), "recut": answer(recut_surf),
+            "paired": answer(fit_surf), "energy": answer(recut_surf)}
 
 
 def test_the_table_counts_surfaced_fits_per_graph_and_size():
     rows = [_row("cora", 0.03, 0, False, True), _row("cora", 0.03, 1, True, True),
             _row("cora", 0.1, 0, False, False)]
     lines = table(rows)
-    assert "| cora | 0.03 | 2 | 1 of 2 / 2 of 2 | 40.0 / 60.0 | 45.0 / 80.0 |" in lines[2]
-    assert lines[3].startswith("| cora | 0.1 | 1 | 0 of 1 / 0 of 1 |")
+    assert "surfaced: fit / recut / paired / energy" in lines[0]
+    assert ("| cora | 0.03 | 2 | 1 of 2 / 2 of 2 / 1 of 2 / 2 of 2 | 40.0 / 60.0 / 40.0 / 60.0 "
+            "| 45.0 / 80.0 / 45.0 / 80.0 |") in lines[2]
+    assert lines[3].startswith("| cora | 0.1 | 1 | 0 of 1 / 0 of 1 / 0 of 1 / 0 of 1 |")
     assert done(rows, "cora-sim10", 5, 0.03, 1) and not done(rows, "cora-sim10", 5, 0.03, 2)
