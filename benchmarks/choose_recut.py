@@ -20,6 +20,8 @@ import argparse
 import json
 from pathlib import Path
 
+from benchmarks.records import write_table
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "choose_recut"
 LOOPS = ROOT / "benchmarks" / ".state" / "choose_recut"
@@ -117,11 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             if rc != 0:
                 raise SystemExit(f"error: oral choose on {graph} exited {rc}")
     every = sorted({*MUST_CHOOSE, *MUST_NOT, *graphs,
-                    *(p.name for p in args.out.glob("*") if p.is_dir())})
+                    *(p.name for p in args.out.glob("*") if (p / f"{p.name}.json").exists())})
     lines = table_lines({g: read_choice(args.out, g) for g in every})
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_table(args.out, lines)
     return 0
 
 

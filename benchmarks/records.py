@@ -28,3 +28,10 @@ def append_csv(path: Path, row: dict, fields: list[str]) -> None:
         if new:
             w.writeheader()
         w.writerow(row)
+
+
+def write_table(out: Path, lines: list[str]) -> None:
+    """A study's ``out/table.md`` from its lines (the folder made if needed), also printed."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))

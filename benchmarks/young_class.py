@@ -23,7 +23,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.records import append_jsonl, read_jsonl
+from benchmarks.records import append_jsonl, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "young_class"
@@ -135,9 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"({row['seconds']:.0f}s)", flush=True)
     rows = [r for p in sorted(args.out.glob("*/rows.jsonl")) for r in read_jsonl(p)]
     lines = table(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_table(args.out, lines)
     return 0
 
 

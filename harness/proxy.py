@@ -143,6 +143,20 @@ def task_from_labels(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     return ProxyTask(train, val, scored, visible, hidden)
 
 
+def withheld_training(y: torch.Tensor, train_mask: torch.Tensor, classes: torch.Tensor,
+                      share: float, gen: torch.Generator) -> torch.Tensor:
+    """The training nodes whose labels a proxy withholds (bool ``[N]``): ``share`` of each of
+    ``classes``' training nodes, drawn from ``gen`` class by class, at least one kept labelled;
+    they play the unlabelled nodes of known classes."""
+    stand_in = torch.zeros_like(train_mask)
+    for c in classes.tolist():
+        nodes = (train_mask & (y == c)).nonzero().flatten()
+        n_hide = min(int(round(share * nodes.numel())), nodes.numel() - 1)
+        if n_hide > 0:
+            stand_in[nodes[torch.randperm(nodes.numel(), generator=gen)[:n_hide]]] = True
+    return stand_in
+
+
 def no_novel_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
                   known_classes: torch.Tensor, seed: int, share: float = 0.5) -> dict[str, torch.Tensor]:
     """The no-novel proxy, over labelled nodes only: a graph in which no novel class exists, so
@@ -160,12 +174,7 @@ def no_novel_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Ten
     index = torch.full((int(y.max()) + 1,), -1, dtype=torch.long)
     index[known_classes] = torch.arange(known_classes.numel())
     gen = torch.Generator().manual_seed(20_011 + seed)
-    stand_in = torch.zeros_like(train_mask)
-    for c in known_classes.tolist():
-        nodes = (train_mask & (y == c)).nonzero().flatten()
-        n_hide = min(int(round(share * nodes.numel())), nodes.numel() - 1)
-        if n_hide > 0:
-            stand_in[nodes[torch.randperm(nodes.numel(), generator=gen)[:n_hide]]] = True
+    stand_in = withheld_training(y, train_mask, known_classes, share, gen)
     keep = train_mask | val_mask
     label = torch.where(keep, index[y.clamp(min=0)], -1)
     return {"keep": keep, "train": torch.where(train_mask & ~stand_in, label, -1)[keep],
@@ -222,12 +231,7 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     keep[members[torch.randperm(members.numel(), generator=gen)[:n_young]]] = True
     index = torch.full((int(y.max()) + 1,), -1, dtype=torch.long)
     index[visible] = torch.arange(visible.numel())
-    stand_in = torch.zeros_like(train_mask)
-    for c in visible.tolist():
-        nodes = (train_mask & (y == c)).nonzero().flatten()
-        n_hide = min(int(round(share * nodes.numel())), nodes.numel() - 1)
-        if n_hide > 0:
-            stand_in[nodes[torch.randperm(nodes.numel(), generator=gen)[:n_hide]]] = True
+    stand_in = withheld_training(y, train_mask, visible, share, gen)
     label = torch.where(others, index[y.clamp(min=0)], -1)
     scored = (stand_in | (keep & (y == young)))[keep]
     return YoungTask(keep, torch.where(train_mask & ~stand_in, label, -1)[keep],
