@@ -3,7 +3,8 @@ has just appeared found, as a planted class must be the night it starts? Labelle
 
     OMP_NUM_THREADS=1 python -m benchmarks.young_class --loops STATE
         [--graphs cora,amazonphoto,synthetic15] [--sims 10] [--nights 5,8] [--seeds 0,1,2]
-        [--sizes 0.03,0.1] [--out benchmarks/results/young_class] [--report-only]
+        [--sizes 0.03,0.1] [--set KEY=VALUE ...] [--out benchmarks/results/young_class]
+        [--report-only]
 
 The held-out-class proxy hides whole established classes; a planted class on its first night
 is small and new. :func:`harness.proxy.young_class_task` makes one from labelled nodes: the
@@ -13,8 +14,9 @@ nodes and unlabelled, half of every other class's training nodes unlabelled. One
 fitted, its novel nodes re-cut, the pipeline's own, the pipeline's with the novelty check)
 scored on the same fit: whether the young class
 surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and precision,
-All over the scored nodes (Eq. 14) and the novel classes found. ``<graph>/rows.jsonl``
-(resumable), ``table.md``.
+All over the scored nodes (Eq. 14) and the novel classes found. Loops missing under
+``--loops`` are simulated first (the nightly loop's seeded simulation). ``<graph>/rows.jsonl``
+(resumable; ``--set`` rows kept apart), ``table.md``.
 """
 from __future__ import annotations
 
@@ -76,27 +78,34 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
     return row
 
 
-def done(rows: list[dict], loop: str, night: int, size: float, seed: int) -> bool:
-    return any((r["loop"], r["night"], r["size"], r["seed"]) == (loop, night, size, seed)
+def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
+         sets: list[str] | None = None) -> bool:
+    """Whether ``rows`` hold this fit (with these ``--set`` options; none: the defaults)."""
+    key = (loop, night, size, seed, list(sets or []))
+    return any((r["loop"], r["night"], r["size"], r["seed"], r.get("set", [])) == key
                for r in rows)
 
 
 def table(rows: list[dict]) -> list[str]:
     """Per graph and size: the young class surfaced (share of fits), mean recall / precision,
     All and novel classes, for each answer (:data:`ANSWERS`, in that order)."""
-    lines = ["| graph | young class size | fits | surfaced: " + " / ".join(ANSWERS)
+    lines = ["| graph | setting | young class size | fits | surfaced: " + " / ".join(ANSWERS)
              + " | recall | precision | "
-             "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(r["graph"], r["size"]) for r in rows})
-    for graph, size in keys:
-        rs = [r for r in rows if (r["graph"], r["size"]) == (graph, size)]
+             "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def setting(r: dict) -> str:
+        return ",".join(r.get("set", [])) or "defaults"
+
+    keys = sorted({(r["graph"], setting(r), r["size"]) for r in rows})
+    for graph, name, size in keys:
+        rs = [r for r in rows if (r["graph"], setting(r), r["size"]) == (graph, name, size)]
 
         def pair(key: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
             return " / ".join(fmt.format(scale * statistics.fmean(float(r[a][key]) for r in rs))
                               for a in ANSWERS)
 
         sur = " / ".join(f"{sum(r[a]['surfaced'] for r in rs)} of {len(rs)}" for a in ANSWERS)
-        lines.append(f"| {graph} | {size:g} | {len(rs)} | {sur} | {pair('recall', 100)} | "
+        lines.append(f"| {graph} | {name} | {size:g} | {len(rs)} | {sur} | {pair('recall', 100)} | "
                      f"{pair('precision', 100)} | {pair('all')} | "
                      f"{pair('novel_classes')} | "
                      f"{statistics.fmean(r['young_nodes'] for r in rs):.0f} |")
@@ -109,23 +118,30 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     loop_arguments(ap, "cora,amazonphoto,synthetic15", "10", "5,8", "0,1,2", loops=None)
     ap.add_argument("--sizes", default="0.03,0.1")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an ORALConfig override on top of the pipeline's defaults (repeatable); "
+                         "its rows are kept apart from the defaults'")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",") if s]
     if not args.report_only:
+        from cli.options import parse_set
         from flows.configuration import build_config, pipeline_defaults
 
-        config = build_config(pipeline_defaults())
+        from benchmarks.novel_recut import simulate_missing
+
+        config = build_config(pipeline_defaults() | parse_set(args.set)[0])
+        simulate_missing(Path(args.loops), args.graphs, args.sims)
         for loop, night, seed, path in loop_nights(Path(args.loops), args.graphs, args.sims,
                                                    args.nights, args.seeds):
             graph = loop.rsplit("-sim", 1)[0]
             out = args.out / graph / "rows.jsonl"
             for size in sizes:
-                if done(read_jsonl(out) if out.exists() else [], loop, night, size, seed):
+                if done(read_jsonl(out), loop, night, size, seed, args.set):
                     continue
                 row = {"graph": graph, "loop": loop, "night": night, "size": size,
-                       "seed": seed} | fit_young(path, seed, size, config)
+                       "seed": seed, "set": args.set} | fit_young(path, seed, size, config)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 append_jsonl(out, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "

@@ -18,7 +18,11 @@ def test_the_table_counts_surfaced_fits_per_graph_and_size():
             _row("cora", 0.1, 0, False, False)]
     lines = table(rows)
     assert "surfaced: fit / recut / paired / energy" in lines[0]
-    assert ("| cora | 0.03 | 2 | 1 of 2 / 2 of 2 / 1 of 2 / 2 of 2 | 40.0 / 60.0 / 40.0 / 60.0 "
+    assert ("| cora | defaults | 0.03 | 2 | 1 of 2 / 2 of 2 / 1 of 2 / 2 of 2 | 40.0 / 60.0 / 40.0 / 60.0 "
             "| 45.0 / 80.0 / 45.0 / 80.0 |") in lines[2]
-    assert lines[3].startswith("| cora | 0.1 | 1 | 0 of 1 / 0 of 1 / 0 of 1 / 0 of 1 |")
+    assert lines[3].startswith("| cora | defaults | 0.1 | 1 | 0 of 1 / 0 of 1 / 0 of 1 / 0 of 1 |")
     assert done(rows, "cora-sim10", 5, 0.03, 1) and not done(rows, "cora-sim10", 5, 0.03, 2)
+    pulled = dict(_row("cora", 0.03, 1, True, True), set=["known_head_pull=0.8"])
+    assert not done(rows, "cora-sim10", 5, 0.03, 1, ["known_head_pull=0.8"])
+    assert done([pulled], "cora-sim10", 5, 0.03, 1, ["known_head_pull=0.8"])
+    assert "| cora | known_head_pull=0.8 | 0.03 | 1 |" in "\n".join(table(rows + [pulled]))
