@@ -121,7 +121,6 @@ def _candidates(items: list[str] | None, score: str = "mean") -> dict[str, dict]
 def _check(args) -> tuple[dict, dict, dict]:
     """Every option checked before any work: (base overrides, candidates, configs by name)."""
     from cli.options import OptionError, check_config, parse_set
-    from flows.choice import UnseenCandidate, refuse_unseen
 
     if args.graph is not None and args.snapshots is None:
         raise OptionError(f"--graph {args.graph}: needs --snapshots ROOT")
@@ -151,11 +150,6 @@ def _check(args) -> tuple[dict, dict, dict]:
         raise OptionError(f"--fit-seed {outside[0]}: the seeds are 0 to {args.seeds - 1} (--seeds {args.seeds})")
     base, sources = parse_set(args.set or [])
     candidates = _candidates(args.candidate, args.score)
-    try:
-        if args.score == "mean":
-            refuse_unseen(candidates)
-    except UnseenCandidate as err:
-        raise OptionError(f"--candidate {err}") from None
     configs = {"defaults": check_config(base, sources)}
     for name, overrides in candidates.items():
         configs[name] = check_config(base | overrides, sources | {
@@ -193,7 +187,7 @@ def cmd_choose(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     from data_contracts.snapshots import SnapshotError
-    from flows.choice import ChoiceRequest, ProxyTaskRefused, choose_settings
+    from flows.choice import ChoiceRequest, ProxyTaskRefused, UnseenCandidate, choose_settings
     from oral_core.datasets import DatasetNotFound
 
     if args.out is None:
@@ -213,6 +207,9 @@ def cmd_choose(args) -> int:
         outcome = choose_settings(req)
     except (DatasetNotFound, SnapshotError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    except UnseenCandidate as err:  # refused by the service before any fit
+        print(f"error: --candidate {err}", file=sys.stderr)
         return 2
     except ProxyTaskRefused as err:  # e.g. extremes with fewer than three known classes
         print(f"error: --hide {args.hide}: {err}", file=sys.stderr)
