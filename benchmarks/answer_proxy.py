@@ -16,7 +16,10 @@ built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`),
   another classifier replaces ORAL's naming only beyond chance;
 - ``per_class+paired+energy``: that, and the novelty check (``+energy``,
   :func:`oral_core.answer.novelty_checked`): a node of a novel group whose propagated energy
-  is at or below ``ENERGY_QUANTILE`` of the validation nodes' is named a known class.
+  is at or below ``ENERGY_QUANTILE`` of the validation nodes' is named a known class;
+- ``per_class+paired+rejected``: the pipeline's answer with the rejected nodes grouped
+  (``+rejected``, :func:`oral_core.answer.rejected_nodes_grouped`): nodes named known that the
+  known classes reject, among rejected neighbours, join a novel class or form one.
 
 Two proxies, read on labelled nodes only:
 
@@ -44,9 +47,11 @@ from benchmarks.records import append_jsonl, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
-ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy")
+ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
+           "per_class+paired+rejected")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
-BASE = {"per_class+paired+energy": "per_class+paired"}
+BASE = {"per_class+paired+energy": "per_class+paired",
+        "per_class+paired+rejected": "per_class+paired"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -55,8 +60,9 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     chosen on ``val``; the split check of :mod:`harness.answer_split`), with the chosen ``namer``,
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
     from harness.answer_split import split_answer
-    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, best_known_namer,
-                                  decide_answer, known_validation_nodes, per_class_answer)
+    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
+                                  best_known_namer, decide_answer, known_validation_nodes,
+                                  per_class_answer)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -69,8 +75,12 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     split, dropped = split_answer({"answer": per_class, "candidates": candidates, "namer": namer},
                                   val, unlabelled, num_known, share)
     paired = per_class_answer(class_id, candidates[checked["namer"]], num_known)
+    grouped = decide_answer(class_id, x, edges, train, val, num_known,
+                            scale=config.known_head_scale, seed=config.seed,
+                            paired_alpha=PAIRED_ALPHA, rejected_quantile=REJECTED_QUANTILE)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
+            "per_class+paired+rejected": grouped["answer"], "rejected": grouped.get("rejected", 0),
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 
@@ -92,7 +102,7 @@ def heldout_row(path: str, seed: int, config) -> dict:
     unlabelled = (task.train < 0) & (task.val < 0)
     built = answers(model.discoveries["last"].class_id, x, g.edge_index, task.train, task.val,
                     unlabelled, v, cfg)
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved")}
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected")}
     for name in ANSWERS:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
@@ -120,7 +130,7 @@ def nonovel_row(path: str, seed: int, config) -> dict:
     model = ORAL(cfg).fit(x[keep], edges, tr, va)
     built = answers(model.discoveries["last"].class_id, x[keep], edges, tr, va,
                     (tr < 0) & (va < 0), k, cfg)
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved")}
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected")}
     for name in ANSWERS:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),

@@ -31,8 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: the answers scored from each fit: as fitted, its novel nodes re-cut (``novel_recut``), the
 #: nightly pipeline's (``per_class+paired``) and that answer with the novelty check
-#: (``+energy``: nodes of novel groups that look known take a known class)
-ANSWERS = ("fit", "recut", "paired", "energy")
+#: (``+energy``: nodes of novel groups that look known take a known class) and that answer with
+#: the rejected nodes grouped (``+rejected``: known-named nodes the known classes reject, among
+#: rejected neighbours, join a novel class or form one)
+ANSWERS = ("fit", "recut", "paired", "energy", "rejected")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -69,7 +71,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("recut", recut_novel(fitted, xs, edges, visible,
                                             dims=cfg.novel_recut_dims)),
                       ("paired", piped["per_class+paired"]),
-                      ("energy", piped["per_class+paired+energy"])):
+                      ("energy", piped["per_class+paired+energy"]),
+                      ("rejected", piped["per_class+paired+rejected"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -88,8 +91,10 @@ def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
 
 def table(rows: list[dict]) -> list[str]:
     """Per graph and size: the young class surfaced (share of fits), mean recall / precision,
-    All and novel classes, for each answer (:data:`ANSWERS`, in that order)."""
-    lines = ["| graph | setting | young class size | fits | surfaced: " + " / ".join(ANSWERS)
+    All and novel classes, for each answer (:data:`ANSWERS`, in that order, those every row
+    has)."""
+    names = [a for a in ANSWERS if all(a in r for r in rows)]  # earlier rows have fewer
+    lines = ["| graph | setting | young class size | fits | surfaced: " + " / ".join(names)
              + " | recall | precision | "
              "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|---|"]
 
@@ -102,9 +107,9 @@ def table(rows: list[dict]) -> list[str]:
 
         def pair(key: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
             return " / ".join(fmt.format(scale * statistics.fmean(float(r[a][key]) for r in rs))
-                              for a in ANSWERS)
+                              for a in names)
 
-        sur = " / ".join(f"{sum(r[a]['surfaced'] for r in rs)} of {len(rs)}" for a in ANSWERS)
+        sur = " / ".join(f"{sum(r[a]['surfaced'] for r in rs)} of {len(rs)}" for a in names)
         lines.append(f"| {graph} | {name} | {size:g} | {len(rs)} | {sur} | {pair('recall', 100)} | "
                      f"{pair('precision', 100)} | {pair('all')} | "
                      f"{pair('novel_classes')} | "

@@ -299,7 +299,8 @@ def answer_night(night: Night, snapshot, trained: fitting.TrainResult, mode: str
     if rule[0] == "whole":
         return None
     return pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
-                               paired="paired" in rule, energy="energy" in rule)
+                               paired="paired" in rule, energy="energy" in rule,
+                               rejected="rejected" in rule)
 
 
 def run_record(night: Night, files, snapshot, training: Training, scores, degraded,

@@ -15,7 +15,7 @@
 | ``ORAL_GATE_REFERENCE_MARGIN`` | ``0`` | the champion gate finds a model degraded when its known-class validation accuracy is below the reference logistic regression's by more than this (``off``: no reference check) |
 | ``ORAL_GATE_TEST`` | ``strict`` | how the reference check compares: ``strict``, degraded whenever the reference's validation accuracy is higher; ``mcnemar``, only when it names the same validation nodes better beyond chance (exact McNemar test, 5%) |
 | ``ORAL_GATE_SCOPE`` | ``night`` | which validation nodes the reference check compares on: ``night``, all of them; ``known``, those the model names a known class (the novel classes are judged by their own validation nodes, the known-split check) |
-| ``ORAL_NIGHT_ANSWER`` | ``per_class+paired`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%); ``+energy`` (an option, ``per_class+paired+energy``): a node of a novel group whose propagated energy (GNNSafe) is at or below the validation nodes' 0.8 quantile is named a known class |
+| ``ORAL_NIGHT_ANSWER`` | ``per_class+paired`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%); ``+energy`` (an option, ``per_class+paired+energy``): a node of a novel group whose propagated energy (GNNSafe) is at or below the validation nodes' 0.8 quantile is named a known class; ``+rejected`` (an option): a node named known whose energy is above the validation nodes' 0.9 quantile, among neighbours (on ``S^2 X``) that are mostly above it too, joins their novel class or forms a new one |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_CONFIRM_SIZE`` | ``separable:0.5`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears, only on nights whose fit found the known classes separable (``oral_core.separability``; default since 2026-12-02, ``benchmarks/results/confirm_size_separable_fresh``); ``0.5``: on every night; ``off``: every new novel class waits a night |
@@ -47,8 +47,11 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired"
 #: answer's own novel classes judged by the known-split check stayed out of the pipeline: its
 #: rule failed, benchmarks/results/answer_proxy); ``energy``, the novelty check: a node of a
 #: novel group that a known-class classifier's propagated energy finds ordinary is named a known
-#: class (oral_core.answer.novelty_checked; an option, benchmarks/results/novelty_energy)
-NIGHT_ANSWER_PARTS = ("paired", "energy")
+#: class (oral_core.answer.novelty_checked; an option, benchmarks/results/novelty_energy);
+#: ``rejected``, the rejected nodes grouped: nodes named known that the known classes reject,
+#: among rejected neighbours, join a novel class or form one (oral_core.answer.
+#: rejected_nodes_grouped; an option, benchmarks/results/rejected_young)
+NIGHT_ANSWER_PARTS = ("paired", "energy", "rejected")
 
 
 #: ``ORAL_CONFIRM_SIZE`` when unset: large new novel classes published at once on separable

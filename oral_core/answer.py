@@ -21,6 +21,17 @@ part is decided on its own evidence:
   (:func:`propagated_energy`), and a node of a novel group whose energy is at or below the
   ``novelty_quantile`` quantile of the validation nodes' energies looks like a node of a known
   class: it takes that classifier's class (:func:`novelty_checked`).
+- with **rejected nodes grouped** (``rejected_quantile``, ``ORAL_NIGHT_ANSWER=...+rejected``,
+  an option), the other way round: a node ORAL puts in a known class whose energy is above the
+  ``rejected_quantile`` quantile of the validation nodes' is rejected by the known classes
+  (:func:`rejected_by_known`); a small class that has just appeared is folded into known
+  classes by the fit but rejected node by node. A rejected node whose nearest neighbours on the
+  fixed view ``S^2 X`` (:func:`view_neighbours`) are mostly rejected too is part of something
+  new (:func:`rejected_core`): it joins the novel class most of its neighbours are in, or with
+  the other such nodes forms one new novel class, at least ``REJECTED_MIN_SIZE`` strong
+  (:func:`rejected_grouped`). A rejected node among known neighbours stays where it was, and
+  a new class that holds validation nodes as a known class does is a piece of one: it is
+  left as it was (:func:`new_class_looks_known`, the known-split check's estimate).
 
 :func:`per_class_answer` puts the two together. :func:`cross_fitted_right` is the honest
 measure of the choice (the choice and its score never read the same validation node).
@@ -44,6 +55,18 @@ ENERGY_ALPHA, ENERGY_STEPS = 0.5, 2
 #: the novelty check's quantile of the validation nodes' energies (``+energy``): set on the
 #: held-out-class proxy's labelled nodes (benchmarks/results/novelty_energy)
 ENERGY_QUANTILE = 0.8
+#: rejected nodes grouped (``+rejected``): the quantile of the validation nodes' energies above
+#: which the known classes reject a node, the nearest neighbours read on ``S^2 X``, the share
+#: of them that must be rejected (or in one novel class, to join it), and the smallest new
+#: class; set on exploration rows of the young-class proxy (labelled nodes only,
+#: benchmarks/results/rejected_young/exploration.md)
+REJECTED_QUANTILE, REJECTED_NEIGHBOURS, REJECTED_SHARE, REJECTED_MIN_SIZE = 0.95, 10, 0.3, 5
+#: principal axes of the neighbours' view (those of the novel re-cut's view)
+REJECTED_VIEW_DIMS = 64
+#: a new class estimated to hold at least this share of known-class nodes (from its validation
+#: nodes, the known-split check's estimate) is a piece of a known class: the known-split
+#: check's own share (``known_split_share``' default)
+REJECTED_KNOWN_SHARE = 0.5
 
 
 def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
@@ -137,6 +160,111 @@ def novelty_checked(answer: torch.Tensor, scorer_class: torch.Tensor, like_known
     return torch.where(moved, scorer_class.long(), answer.long()), moved
 
 
+def rejected_by_known(energy: torch.Tensor, val_labels: torch.Tensor, quantile: float,
+                      candidates: torch.Tensor) -> torch.Tensor:
+    """The ``candidates`` (bool ``[N]``) whose energy is above the ``quantile`` quantile of the
+    validation nodes' (bool ``[N]``): unlike every known class, as few known nodes are."""
+    threshold = torch.quantile(energy[val_labels >= 0].double(), quantile).item()
+    return candidates & (energy.double() > threshold)
+
+
+def view_neighbours(x: torch.Tensor, edge_index: torch.Tensor, rows: torch.Tensor, k: int,
+                    chunk: int = 2048) -> torch.Tensor:
+    """long ``[len(rows), k]``: each row's ``k`` nearest other nodes by cosine similarity on the
+    fixed view ``S^2 X`` on its first principal axes (:func:`oral_core.separability.labelled_view`
+    over every node; no label, no training), computed ``chunk`` rows at a time."""
+    from .separability import labelled_view
+
+    n = x.shape[0]
+    z = labelled_view(x, edge_index, torch.arange(n), dims=REJECTED_VIEW_DIMS)
+    z = torch.nn.functional.normalize(z.float(), dim=1)
+    k = min(k, n - 1)
+    out = []
+    for start in range(0, rows.numel(), chunk):
+        part = rows[start:start + chunk]
+        sim = z[part] @ z.T
+        sim[torch.arange(part.numel()), part] = -2.0  # not its own neighbour
+        out.append(sim.topk(k, dim=1).indices)
+    return torch.cat(out) if out else torch.empty(0, k, dtype=torch.long)
+
+
+def rejected_core(rejected: torch.Tensor, neighbours: torch.Tensor, share: float) -> torch.Tensor:
+    """bool over the rows of ``neighbours`` (the rejected nodes, in order): at least ``share`` of
+    the node's nearest neighbours are rejected too."""
+    return rejected[neighbours].float().mean(1) >= share
+
+
+def rejected_grouped(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tensor,
+                     num_known: int, share: float, min_size: int) -> tuple[torch.Tensor, int]:
+    """The answer with the core rejected nodes ``rows`` (their nearest neighbours in
+    ``neighbours``) taken out of the known classes: a node with at least ``share`` of its
+    neighbours in one novel class joins it; the others together form one new novel class when
+    there are at least ``min_size`` of them, else stay. Returns the answer and the nodes moved."""
+    out = answer.clone().long()
+    alone = []
+    for node, near in zip(rows.tolist(), answer.long()[neighbours].tolist()):
+        novel = [c for c in near if c >= num_known]
+        top = max(set(novel), key=novel.count) if novel else None
+        if top is not None and novel.count(top) >= share * len(near):
+            out[node] = top
+        else:
+            alone.append(node)
+    if len(alone) >= min_size:
+        out[torch.tensor(alone, dtype=torch.long)] = max(int(answer.max()) + 1, num_known)
+    return out, int((out != answer.long()).sum())
+
+
+def new_class_looks_known(grouped: torch.Tensor, answer: torch.Tensor, unlabelled: torch.Tensor,
+                          val: torch.Tensor, num_known: int, share: float) -> bool:
+    """The known-split check (:func:`oral_core.novelty.known_share`) on the class
+    :func:`rejected_grouped` made (the ids of ``grouped`` above every id of ``answer``): its
+    estimated share of known-class nodes, from the validation nodes it holds at the rate the
+    answer's known classes hold them, is at least ``share``. A class that is new holds no
+    validation node; a piece of a known class holds them as that class does."""
+    from .novelty import known_share
+
+    new = grouped > int(answer.max())
+    known = (answer >= 0) & (answer < num_known)
+    n_val = int((known & val).sum())
+    if not bool(new.any()) or n_val == 0:
+        return False
+    rate = int((known & unlabelled).sum()) / n_val
+    est = known_share(new.long(), unlabelled, val, 2, rate)[1]
+    return bool(est >= share)
+
+
+def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.Tensor,
+                           edge_index: torch.Tensor, train_labels: torch.Tensor,
+                           val_labels: torch.Tensor, num_known: int, quantile: float
+                           ) -> tuple[torch.Tensor, int]:
+    """The rejected nodes grouped: :func:`rejected_by_known` among the unlabelled and the
+    validation nodes, :func:`rejected_core` and :func:`rejected_grouped` for those the answer
+    names a known class (:data:`REJECTED_NEIGHBOURS`, :data:`REJECTED_SHARE`,
+    :data:`REJECTED_MIN_SIZE`). The validation nodes are witnesses: they are grouped like the
+    others, so that a new class holding them as a known class does is found out
+    (:func:`new_class_looks_known`, at :data:`REJECTED_KNOWN_SHARE`) and left as it was, and
+    they keep their class in the answer. Returns the answer and the nodes moved."""
+    answer = answer.long()
+    unlabelled = (train_labels < 0) & (val_labels < 0)
+    val = val_labels >= 0
+    rejected = rejected_by_known(energy, val_labels, quantile, unlabelled | val)
+    rows = rejected.nonzero().flatten()
+    if rows.numel() < REJECTED_MIN_SIZE:
+        return answer, 0
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS)
+    keep = rejected_core(rejected, near, REJECTED_SHARE) & (answer[rows] >= 0) & (
+        answer[rows] < num_known)
+    grouped, _ = rejected_grouped(answer, rows[keep], near[keep], num_known, REJECTED_SHARE,
+                                  REJECTED_MIN_SIZE)
+    new = grouped > int(answer.max())
+    if bool(new.any()) and (int((new & unlabelled).sum()) < REJECTED_MIN_SIZE
+                            or new_class_looks_known(grouped, answer, unlabelled, val, num_known,
+                                                     REJECTED_KNOWN_SHARE)):
+        grouped = torch.where(new, answer, grouped)
+    grouped = torch.where(val, answer, grouped)
+    return grouped, int((grouped != answer).sum())
+
+
 def named_right(candidate: torch.Tensor, val_labels: torch.Tensor, nodes: torch.Tensor) -> int:
     """How many of ``nodes`` (a boolean mask of labelled validation nodes) ``candidate`` names
     their class."""
@@ -213,18 +341,22 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   train_labels: torch.Tensor, val_labels: torch.Tensor, num_known: int,
                   scale: str = "labelled", seed: int = 0,
                   paired_alpha: float | None = None,
-                  novelty_quantile: float | None = None) -> dict:
+                  novelty_quantile: float | None = None,
+                  rejected_quantile: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
     ORAL's own naming only beyond chance (:func:`beats_oral`); with ``novelty_quantile`` the
-    nodes of novel groups that look known are named a known class (:func:`novelty_checked`).
+    nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
+    with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
+    neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check).
 
     Returns ``answer`` (class id per node), ``namer``, ``candidates`` (each classifier's known
     class per node), ``right`` (validation nodes each candidate names right among ``nodes``),
     ``nodes``, ``cross_fitted_right`` (:func:`cross_fitted_right`), and with the novelty check
-    ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class)."""
+    ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class), with the
+    rejected nodes grouped ``scorer`` and ``rejected`` (nodes it moved into novel classes)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -241,10 +373,16 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     out = {"namer": namer, "candidates": candidates,
            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
            "nodes": total, "cross_fitted_right": crossed}
-    if novelty_quantile is not None and logits:
+    if (novelty_quantile is not None or rejected_quantile is not None) and logits:
         scorer = energy_scorer(logits, val_labels)
-        like = known_like(propagated_energy(logits[scorer], edge_index), val_labels,
-                          novelty_quantile)
-        answer, moved = novelty_checked(answer, candidates[scorer], like, num_known)
-        out |= {"scorer": scorer, "moved": int(moved.sum())}
+        energy = propagated_energy(logits[scorer], edge_index)
+        out |= {"scorer": scorer}
+        if novelty_quantile is not None:
+            like = known_like(energy, val_labels, novelty_quantile)
+            answer, moved = novelty_checked(answer, candidates[scorer], like, num_known)
+            out |= {"moved": int(moved.sum())}
+        if rejected_quantile is not None:
+            answer, grouped = rejected_nodes_grouped(answer, energy, x, edge_index, train_labels,
+                                                     val_labels, num_known, rejected_quantile)
+            out |= {"rejected": grouped}
     return out | {"answer": answer}

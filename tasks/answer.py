@@ -20,7 +20,7 @@ from tasks.fitting import TrainResult
 
 
 def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feature_mode: str,
-                     paired: bool = False, energy: bool = False) -> dict:
+                     paired: bool = False, energy: bool = False, rejected: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
@@ -30,11 +30,12 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     classes only when it beats ORAL's own naming beyond chance
     (:func:`oral_core.answer.decide_answer`); with ``energy`` (``+energy``) the novelty check
     names a known class for the nodes of novel groups that look known (``scorer`` and ``moved``
-    in the result)."""
+    in the result); with ``rejected`` (``+rejected``) the known-named nodes the known classes
+    reject, among rejected neighbours, are grouped as novel (``rejected`` in the result)."""
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import ENERGY_QUANTILE, PAIRED_ALPHA, decide_answer
+    from oral_core.answer import ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
 
@@ -48,13 +49,15 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         scale=config.known_head_scale, seed=config.seed,
                         paired_alpha=PAIRED_ALPHA if paired else None,
-                        novelty_quantile=ENERGY_QUANTILE if energy else None)
+                        novelty_quantile=ENERGY_QUANTILE if energy else None,
+                        rejected_quantile=REJECTED_QUANTILE if rejected else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
-        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "scorer", "moved")
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "scorer", "moved",
+                            "rejected")
         if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))

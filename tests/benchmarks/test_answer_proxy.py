@@ -84,3 +84,27 @@ def test_the_novelty_check_answer_adds_to_the_pipelines_answer():
         "oral", "per_class", "per_class+split", "per_class+paired")},
         "per_class+paired+energy": base | {"all": 65.0}}
     assert "| per_class+paired+energy | 65.0 | 70.0 | 50.0 | 1 of 2 | 2 | +5.0 (nan) |" in table([row])
+
+
+def test_the_rejected_answer_adds_to_the_pipelines_answer_and_only_moves_known_named_nodes():
+    """``per_class+paired+rejected`` is ``per_class+paired`` with rejected known-named nodes
+    grouped as novel: it never changes a node of a novel group, and ``rejected`` counts what it
+    moved; the table pairs it with the paired answer."""
+    from types import SimpleNamespace
+
+    from benchmarks.answer_proxy import answers, table
+
+    truth, x, edges, train, val = toy()
+    class_id = truth.clone()
+    class_id[50:] = 3
+    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
+    got = answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+    grouped, base_answer = got["per_class+paired+rejected"], got["per_class+paired"]
+    changed = grouped != base_answer
+    assert got["rejected"] == int(changed.sum())
+    assert bool((base_answer[changed] < 2).all()) and bool((grouped[changed] >= 2).all())
+    base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+    row = {"kind": "heldout", "graph": "cora", "seed": 0, **{name: base for name in (
+        "oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy")},
+        "per_class+paired+rejected": base | {"all": 58.0}}
+    assert "| per_class+paired+rejected | 58.0 | 70.0 | 50.0 | 1 of 2 | 2 | -2.0 (nan) |" in table([row])

@@ -157,3 +157,113 @@ def test_the_check_returns_known_nodes_from_a_novel_group_and_keeps_a_new_class(
     assert float((answer[y == 3] == 3).float().mean()) > 0.8
     without = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")
     assert "scorer" not in without and torch.equal(without["answer"][y == 3], class_id[y == 3])
+
+
+def test_rejected_nodes_are_those_above_the_validation_quantile_among_the_candidates():
+    from oral_core.answer import rejected_by_known
+
+    energy = torch.tensor([1.0, 2.0, 3.0, 4.0, 3.5, 9.0, 0.5])
+    val = torch.tensor([0, 1, 0, 1, -1, -1, -1])  # validation energies 1-4: median 2.5
+    candidates = torch.tensor([False, False, False, False, True, True, True])
+    assert rejected_by_known(energy, val, 0.5, candidates).tolist() == [
+        False, False, False, False, True, True, False]
+
+
+def test_a_core_needs_enough_rejected_neighbours():
+    from oral_core.answer import rejected_core
+
+    rejected = torch.tensor([True, True, True, False, False])
+    near = torch.tensor([[1, 2], [0, 3], [3, 4]])  # nodes 0, 1, 2: 2, 1 and 0 rejected of 2
+    assert rejected_core(rejected, near, 0.5).tolist() == [True, True, False]
+
+
+def test_core_nodes_join_the_novel_class_of_their_neighbours_or_form_one():
+    """Node 0's neighbours are in novel class 3: it joins it; nodes 1-2's are not: with
+    min_size 2 they form the new class 4, with min_size 3 they stay where they were."""
+    from oral_core.answer import rejected_grouped
+
+    answer = torch.tensor([0, 1, 2, 3, 3, 0, 1])
+    rows = torch.tensor([0, 1, 2])
+    near = torch.tensor([[3, 4], [5, 6], [2, 5]])
+    grouped, moved = rejected_grouped(answer, rows, near, 3, 0.5, 2)
+    assert grouped.tolist() == [3, 4, 4, 3, 3, 0, 1] and moved == 3
+    kept, moved = rejected_grouped(answer, rows, near, 3, 0.5, 3)
+    assert kept.tolist() == [3, 1, 2, 3, 3, 0, 1] and moved == 1
+
+
+def test_neighbours_on_the_view_are_other_nodes_chunk_by_chunk():
+    from oral_core.answer import view_neighbours
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=120, num_classes=3, feature_dim=16, seed=2)
+    rows = torch.arange(0, 120, 7)
+    whole = view_neighbours(g.x, g.edge_index, rows, 5)
+    chunked = view_neighbours(g.x, g.edge_index, rows, 5, chunk=4)
+    assert whole.shape == (rows.numel(), 5) and torch.equal(whole, chunked)
+    assert not (whole == rows[:, None]).any()
+    same = (g.y[whole] == g.y[rows][:, None]).float().mean()
+    assert float(same) > 0.8  # the view keeps a class's nodes together
+
+
+def test_a_class_the_known_classes_absorbed_is_grouped_as_novel():
+    """On a planted graph whose class 3 is never labelled and which ORAL folded into the known
+    classes, the rejected grouping gives most of class 3 one novel class, and few known
+    nodes go with it; without it nothing is novel."""
+    from oral_core.answer import decide_answer
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=600, num_classes=4, feature_dim=16, seed=1)
+    y, n = g.y, g.y.numel()
+    gen = torch.Generator().manual_seed(0)
+    labelled = (torch.rand(n, generator=gen) < 0.5) & (y < 3)
+    is_val = torch.rand(n, generator=gen) < 0.3
+    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
+    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
+    class_id = torch.where(y == 3, torch.arange(n) % 3, y)  # class 3 spread over the known
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                        rejected_quantile=0.9)
+    answer = got["answer"]
+    assert got["rejected"] > 0
+    novel = answer >= 3
+    assert float((answer[y == 3] >= 3).float().mean()) > 0.5
+    assert float((y[novel] == 3).float().mean()) > 0.7
+    assert torch.unique(answer[novel]).numel() == 1
+    without = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")
+    assert "rejected" not in without and not bool((without["answer"] >= 3).any())
+
+
+def test_a_new_class_holding_validation_nodes_as_known_classes_do_looks_known():
+    """Known classes hold 1 validation node per 2 unlabelled ones; a new class (id 5, above the
+    answer's) of 4 unlabelled nodes and 2 validation nodes is estimated all known, one of 4
+    unlabelled nodes and none validation is not."""
+    from oral_core.answer import new_class_looks_known
+
+    answer = torch.tensor([0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 4])
+    val = torch.tensor([1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0], dtype=torch.bool)
+    unlabelled = ~val
+    piece = answer.clone()
+    piece[[6, 7, 8, 9, 10, 11]] = 5
+    assert new_class_looks_known(piece, answer, unlabelled, val, 2, 0.5)
+    new = answer.clone()
+    new[[6, 7, 8, 9]] = 5
+    assert not new_class_looks_known(new, answer, unlabelled, val, 2, 0.5)
+    assert not new_class_looks_known(answer, answer, unlabelled, val, 2, 0.5)  # no new class
+
+
+def test_validation_nodes_are_witnesses_and_keep_their_class():
+    from oral_core.answer import decide_answer
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=600, num_classes=4, feature_dim=16, seed=1)
+    y, n = g.y, g.y.numel()
+    gen = torch.Generator().manual_seed(0)
+    labelled = (torch.rand(n, generator=gen) < 0.5) & (y < 3)
+    is_val = torch.rand(n, generator=gen) < 0.3
+    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
+    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
+    class_id = torch.where(y == 3, torch.arange(n) % 3, y)
+    base = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")["answer"]
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                        rejected_quantile=0.5)["answer"]
+    assert torch.equal(got[val >= 0], base[val >= 0]) and torch.equal(got[train >= 0],
+                                                                        base[train >= 0])

@@ -268,8 +268,9 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
     answer = pq.read_table(max(run_dirs, key=lambda p: p.stat().st_mtime)).to_pydict()
     got = {str(k): v for k, v in zip(answer["node_id"], answer["class_key"])}
     assert {k: got[k] for k in published} == published
-    # the same with the classifier changed only beyond chance and the novelty check: answered
-    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+paired+energy")
+    # the same with the classifier changed only beyond chance, the novelty check and the
+    # rejected nodes grouped: answered
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+paired+energy+rejected")
     split = nightly_discovery("pipe", str(env["root"]), "2026-03-03", CONFIG | {"epochs": 7},
                               str(env["state"]))
     assert split["degraded"] is None and _latest_run(env["state"]) == split["run_id"]
@@ -279,6 +280,7 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
     assert len(chosen) >= 3 and all(c["namer"] in ("oral", "lr", "gcn") for c in chosen)
     checked = [c for c in chosen if "scorer" in c]  # the night run with the novelty check
     assert checked and all(c["scorer"] in ("lr", "gcn") and c["moved"] >= 0 for c in checked)
+    assert all(c["rejected"] >= 0 for c in checked)
 
 
 def _latest_run(state: Path) -> str:
