@@ -12,12 +12,13 @@ built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`),
 - ``per_class+split``: that, and each novel class of the answer judged by the known-split check
   on its own validation nodes (``known_split_share``): one the check calls known is dropped, its
   nodes named by the chosen classifier;
-- ``per_class+paired``: the nightly pipeline's answer (``ORAL_NIGHT_ANSWER=per_class+paired``):
+- ``per_class+paired``: the nightly pipeline's answer until 2026-12-04:
   another classifier replaces ORAL's naming only beyond chance;
 - ``per_class+paired+energy``: that, and the novelty check (``+energy``,
   :func:`oral_core.answer.novelty_checked`): a node of a novel group whose propagated energy
   is at or below ``ENERGY_QUANTILE`` of the validation nodes' is named a known class;
-- ``per_class+paired+rejected``: the pipeline's answer with the rejected nodes grouped
+- ``per_class+paired+rejected``: the pipeline's answer since 2026-12-04, that with the rejected
+  nodes grouped
   (``+rejected``, :func:`oral_core.answer.rejected_nodes_grouped`): nodes named known that the
   known classes reject, among rejected neighbours, join a novel class or form one.
 

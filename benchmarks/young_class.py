@@ -11,7 +11,8 @@ is small and new. :func:`harness.proxy.young_class_task` makes one from labelled
 labelled subgraph, one known class (``seed`` rotates which) cut to ``size`` times the other
 nodes and unlabelled, half of every other class's training nodes unlabelled. One ORAL fit per
 (night, size, seed) at the nightly pipeline's defaults; its answers (:data:`ANSWERS`: as
-fitted, its novel nodes re-cut, the pipeline's own, the pipeline's with the novelty check)
+fitted, its novel nodes re-cut, ``per_class+paired``, that with the novelty check, that with
+the rejected nodes grouped: the pipeline's own since 2026-12-04)
 scored on the same fit: whether the young class
 surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and precision,
 All over the scored nodes (Eq. 14) and the novel classes found. Loops missing under
@@ -30,10 +31,10 @@ from benchmarks.records import append_jsonl, read_jsonl, write_table
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: the answers scored from each fit: as fitted, its novel nodes re-cut (``novel_recut``), the
-#: nightly pipeline's (``per_class+paired``) and that answer with the novelty check
+#: nightly pipeline's until 2026-12-04 (``per_class+paired``) and that answer with the novelty check
 #: (``+energy``: nodes of novel groups that look known take a known class) and that answer with
 #: the rejected nodes grouped (``+rejected``: known-named nodes the known classes reject, among
-#: rejected neighbours, join a novel class or form one)
+#: rejected neighbours, join a novel class or form one; the pipeline's since 2026-12-04)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected")
 
 

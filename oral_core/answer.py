@@ -169,10 +169,11 @@ def rejected_by_known(energy: torch.Tensor, val_labels: torch.Tensor, quantile: 
 
 
 def view_neighbours(x: torch.Tensor, edge_index: torch.Tensor, rows: torch.Tensor, k: int,
-                    chunk: int = 2048) -> torch.Tensor:
+                    chunk: int = 256) -> torch.Tensor:
     """long ``[len(rows), k]``: each row's ``k`` nearest other nodes by cosine similarity on the
     fixed view ``S^2 X`` on its first principal axes (:func:`oral_core.separability.labelled_view`
-    over every node; no label, no training), computed ``chunk`` rows at a time."""
+    over every node; no label, no training), computed ``chunk`` rows at a time (a chunk of a
+    100k-node graph holds 100 MB of similarities)."""
     from .separability import labelled_view
 
     n = x.shape[0]

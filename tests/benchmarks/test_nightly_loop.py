@@ -174,7 +174,9 @@ def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path, monkeypatch)
 def test_the_command_names_the_night_settings_the_loops_ran_with():
     from benchmarks.nightly_loop import env_prefix
 
-    today = {"night_answer": "per_class+paired"}
+    from flows.settings import DEFAULT_NIGHT_ANSWER
+
+    today = {"night_answer": DEFAULT_NIGHT_ANSWER}
     assert env_prefix([{"pipeline_defaults": today}]) == ""
     # a loop from before the setting was recorded ran whole, today's default no longer
     assert env_prefix([{"pipeline_defaults": {"gate_test": "strict"}}, {}]) == \
