@@ -115,6 +115,21 @@ def test_the_scorer_is_the_classifier_naming_the_validation_nodes_better():
     assert energy_scorer({"lr": good, "gcn": good}, val) == "lr"  # ties: the first given
 
 
+def planted_graph(num_nodes: int):
+    """A planted graph of 4 classes whose class 3 is never labelled: the graph, the training
+    and validation labels (-1 elsewhere) and the labelled nodes (half of classes 0-2)."""
+    from oral_core.synthetic import make_attributed_sbm
+
+    g = make_attributed_sbm(num_nodes=num_nodes, num_classes=4, feature_dim=16, seed=1)
+    y = g.y
+    gen = torch.Generator().manual_seed(0)
+    labelled = (torch.rand(y.numel(), generator=gen) < 0.5) & (y < 3)
+    is_val = torch.rand(y.numel(), generator=gen) < 0.3
+    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
+    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
+    return g, train, val, labelled
+
+
 def test_only_novel_nodes_that_look_known_are_named_a_known_class():
     """The threshold is the validation nodes' quantile; a node of a novel group at or below it
     takes the scorer's class, one above it keeps its novel group; known nodes are untouched."""
@@ -136,15 +151,8 @@ def test_the_check_returns_known_nodes_from_a_novel_group_and_keeps_a_new_class(
     and a slice of class 0: the check names most of the class-0 slice class 0 and leaves most of
     class 3 novel."""
     from oral_core.answer import decide_answer
-    from oral_core.synthetic import make_attributed_sbm
-
-    g = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, seed=1)
+    g, train, val, labelled = planted_graph(400)
     y, n = g.y, g.y.numel()
-    gen = torch.Generator().manual_seed(0)
-    labelled = (torch.rand(n, generator=gen) < 0.5) & (y < 3)
-    is_val = torch.rand(n, generator=gen) < 0.3
-    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
-    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
     unlabelled = ~labelled
     slice0 = unlabelled & (y == 0) & (torch.arange(n) % 2 == 0)
     class_id = torch.where(y == 3, torch.full_like(y, 3), y)
@@ -210,15 +218,8 @@ def test_a_class_the_known_classes_absorbed_is_grouped_as_novel():
     classes, the rejected grouping gives most of class 3 one novel class, and few known
     nodes go with it; without it nothing is novel."""
     from oral_core.answer import decide_answer
-    from oral_core.synthetic import make_attributed_sbm
-
-    g = make_attributed_sbm(num_nodes=600, num_classes=4, feature_dim=16, seed=1)
+    g, train, val, labelled = planted_graph(600)
     y, n = g.y, g.y.numel()
-    gen = torch.Generator().manual_seed(0)
-    labelled = (torch.rand(n, generator=gen) < 0.5) & (y < 3)
-    is_val = torch.rand(n, generator=gen) < 0.3
-    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
-    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
     class_id = torch.where(y == 3, torch.arange(n) % 3, y)  # class 3 spread over the known
     got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
                         rejected_quantile=0.9)
@@ -252,15 +253,8 @@ def test_a_new_class_holding_validation_nodes_as_known_classes_do_looks_known():
 
 def test_validation_nodes_are_witnesses_and_keep_their_class():
     from oral_core.answer import decide_answer
-    from oral_core.synthetic import make_attributed_sbm
-
-    g = make_attributed_sbm(num_nodes=600, num_classes=4, feature_dim=16, seed=1)
+    g, train, val, labelled = planted_graph(600)
     y, n = g.y, g.y.numel()
-    gen = torch.Generator().manual_seed(0)
-    labelled = (torch.rand(n, generator=gen) < 0.5) & (y < 3)
-    is_val = torch.rand(n, generator=gen) < 0.3
-    train = torch.where(labelled & ~is_val, y, torch.full_like(y, -1))
-    val = torch.where(labelled & is_val, y, torch.full_like(y, -1))
     class_id = torch.where(y == 3, torch.arange(n) % 3, y)
     base = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")["answer"]
     got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
