@@ -334,6 +334,8 @@ def run_record(night: Night, files, snapshot, training: Training, scores, degrad
                               "warm_from_version": start["warm_from_version"]}.items()
             if k in RUN_COLUMNS}
     run |= {"gate_status": "degraded" if degraded else "ok", "gate_reason": degraded}
+    if answer is not None:  # the classes published are the answer's
+        run |= {"num_classes": answer["num_classes"], "num_novel": answer["num_novel"]}
     if answer is not None and (degraded or answer["namer"] != "oral"):
         from tasks.answer import answer_reason
 

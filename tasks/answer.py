@@ -22,7 +22,9 @@ from tasks.fitting import TrainResult
 def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feature_mode: str,
                      paired: bool = False, energy: bool = False, rejected: bool = False) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
-    result). Returns ``predictions_path`` (the answer's file), ``namer`` (which classifier names
+    result). Returns ``predictions_path`` (the answer's file), ``num_classes`` and ``num_novel``
+    (the classes it publishes, novel among them: the rejected grouping may add one the model
+    does not have), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
     ``nodes`` ORAL names a known class) and the choice's cross-fitted count
     (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`). With
@@ -54,7 +56,9 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
+    classes = torch.unique(answer[answer >= 0])
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
+           "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "scorer", "moved",
                             "rejected")

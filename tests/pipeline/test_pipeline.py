@@ -278,9 +278,19 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
                           (env["state"] / "runs" / "pipe").glob("*/answer.json"))
               if c["snapshot_date"] == "2026-03-03"]  # the backfill's nights answered too
     assert len(chosen) >= 3 and all(c["namer"] in ("oral", "lr", "gcn") for c in chosen)
-    checked = [c for c in chosen if "scorer" in c]  # the night run with the novelty check
+    checked = [c for c in chosen if "moved" in c]  # the night run with the novelty check
     assert checked and all(c["scorer"] in ("lr", "gcn") and c["moved"] >= 0 for c in checked)
     assert all(c["rejected"] >= 0 for c in checked)
+    # the runs row counts the classes the answer publishes (the grouping may add one)
+    con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
+    try:
+        counted = con.execute("SELECT r.num_classes, r.num_novel, count(*), "
+                              "count(*) FILTER (WHERE c.is_novel) FROM runs r JOIN classes c "
+                              "USING (run_id) WHERE r.graph = 'pipe' GROUP BY r.run_id, "
+                              "r.num_classes, r.num_novel").fetchall()
+    finally:
+        con.close()
+    assert counted and all(a == c and b == d for a, b, c, d in counted)
 
 
 def _latest_run(state: Path) -> str:
