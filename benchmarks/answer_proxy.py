@@ -63,7 +63,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     from harness.answer_split import split_answer
     from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   best_known_namer, decide_answer, known_validation_nodes,
-                                  per_class_answer)
+                                  per_class_answer, rejected_nodes_grouped)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -76,12 +76,14 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     split, dropped = split_answer({"answer": per_class, "candidates": candidates, "namer": namer},
                                   val, unlabelled, num_known, share)
     paired = per_class_answer(class_id, candidates[checked["namer"]], num_known)
-    grouped = decide_answer(class_id, x, edges, train, val, num_known,
-                            scale=config.known_head_scale, seed=config.seed,
-                            paired_alpha=PAIRED_ALPHA, rejected_quantile=REJECTED_QUANTILE)
+    # the grouping on the paired answer, from the energy the check read (no second fit)
+    grouped, rejected = paired, 0
+    if "energy" in checked:
+        grouped, rejected = rejected_nodes_grouped(paired, checked["energy"], x, edges, train,
+                                                   val, num_known, REJECTED_QUANTILE)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
-            "per_class+paired+rejected": grouped["answer"], "rejected": grouped.get("rejected", 0),
+            "per_class+paired+rejected": grouped, "rejected": rejected,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 

@@ -22,7 +22,7 @@ part is decided on its own evidence:
   ``novelty_quantile`` quantile of the validation nodes' energies looks like a node of a known
   class: it takes that classifier's class (:func:`novelty_checked`).
 - with **rejected nodes grouped** (``rejected_quantile``, ``ORAL_NIGHT_ANSWER=...+rejected``,
-  an option), the other way round: a node ORAL puts in a known class whose energy is above the
+  the pipeline's default since 2026-12-04), the other way round: a node ORAL puts in a known class whose energy is above the
   ``rejected_quantile`` quantile of the validation nodes' is rejected by the known classes
   (:func:`rejected_by_known`); a small class that has just appeared is folded into known
   classes by the fit but rejected node by node. A rejected node whose nearest neighbours on the
@@ -357,7 +357,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     class per node), ``right`` (validation nodes each candidate names right among ``nodes``),
     ``nodes``, ``cross_fitted_right`` (:func:`cross_fitted_right`), and with the novelty check
     ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class), with the
-    rejected nodes grouped ``scorer`` and ``rejected`` (nodes it moved into novel classes)."""
+    rejected nodes grouped ``scorer``, its propagated ``energy`` per node and ``rejected``
+    (nodes it moved into novel classes)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -377,7 +378,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     if (novelty_quantile is not None or rejected_quantile is not None) and logits:
         scorer = energy_scorer(logits, val_labels)
         energy = propagated_energy(logits[scorer], edge_index)
-        out |= {"scorer": scorer}
+        out |= {"scorer": scorer, "energy": energy}
         if novelty_quantile is not None:
             like = known_like(energy, val_labels, novelty_quantile)
             answer, moved = novelty_checked(answer, candidates[scorer], like, num_known)
