@@ -20,7 +20,10 @@ built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`),
 - ``per_class+paired+rejected``: the pipeline's answer since 2026-12-04, that with the rejected
   nodes grouped
   (``+rejected``, :func:`oral_core.answer.rejected_nodes_grouped`): nodes named known that the
-  known classes reject, among rejected neighbours, join a novel class or form one.
+  known classes reject, among rejected neighbours, join a novel class or form one;
+- ``per_class+paired+returned+rejected``: that with novel nodes returned first (``+returned``,
+  :func:`oral_core.answer.returned_to_known`): a node of a novel group that looks known, among
+  neighbours named known, is named a known class.
 
 Two proxies, read on labelled nodes only:
 
@@ -32,6 +35,7 @@ Two proxies, read on labelled nodes only:
 - the no-novel proxy (``harness.proxy.no_novel_task``): novel classes invented where nothing is
   new, and the accuracy on the stand-in unlabelled nodes.
 
+Loops missing under ``--loops`` are simulated first (the nightly loop's seeded simulation).
 One JSON line per fit in ``fits.jsonl`` (resumable); ``README.md`` keeps the question and the
 rule, ``table.md`` the table.
 """
@@ -49,10 +53,11 @@ from benchmarks.records import append_jsonl, read_jsonl
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
 ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
-           "per_class+paired+rejected")
+           "per_class+paired+rejected", "per_class+paired+returned+rejected")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
-        "per_class+paired+rejected": "per_class+paired"}
+        "per_class+paired+rejected": "per_class+paired",
+        "per_class+paired+returned+rejected": "per_class+paired+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -62,8 +67,9 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
     from harness.answer_split import split_answer
     from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
-                                  best_known_namer, decide_answer, known_validation_nodes,
-                                  per_class_answer, rejected_nodes_grouped)
+                                  RETURNED_QUANTILE, best_known_namer, decide_answer,
+                                  known_validation_nodes, per_class_answer,
+                                  rejected_nodes_grouped, returned_to_known)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -77,13 +83,19 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                   val, unlabelled, num_known, share)
     paired = per_class_answer(class_id, candidates[checked["namer"]], num_known)
     # the grouping on the paired answer, from the energy the check read (no second fit)
-    grouped, rejected = paired, 0
+    grouped, rejected, back, returned, both = paired, 0, paired, 0, paired
     if "energy" in checked:
-        grouped, rejected = rejected_nodes_grouped(paired, checked["energy"], x, edges, train,
-                                                   val, num_known, REJECTED_QUANTILE)
+        energy, scorer = checked["energy"], candidates[checked["scorer"]]
+        grouped, rejected = rejected_nodes_grouped(paired, energy, x, edges, train, val,
+                                                   num_known, REJECTED_QUANTILE)
+        back, returned = returned_to_known(paired, scorer, energy, x, edges, val, num_known,
+                                           RETURNED_QUANTILE)
+        both, _ = rejected_nodes_grouped(back, energy, x, edges, train, val, num_known,
+                                         REJECTED_QUANTILE)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
+            "per_class+paired+returned+rejected": both, "returned": returned,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 
@@ -105,7 +117,8 @@ def heldout_row(path: str, seed: int, config) -> dict:
     unlabelled = (task.train < 0) & (task.val < 0)
     built = answers(model.discoveries["last"].class_id, x, g.edge_index, task.train, task.val,
                     unlabelled, v, cfg)
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected")}
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
+                                        "returned")}
     for name in ANSWERS:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
@@ -133,7 +146,8 @@ def nonovel_row(path: str, seed: int, config) -> dict:
     model = ORAL(cfg).fit(x[keep], edges, tr, va)
     built = answers(model.discoveries["last"].class_id, x[keep], edges, tr, va,
                     (tr < 0) & (va < 0), k, cfg)
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected")}
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
+                                        "returned")}
     for name in ANSWERS:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),
@@ -158,7 +172,7 @@ def answers_in(rows: list[dict]) -> list[str]:
 
 def table(rows: list[dict]) -> str:
     lines = ["| task | graph | fits | answer | All | Known | Novel | stand-ins surfaced | novel "
-             "classes | paired All vs per_class, or the answer it adds to (s.e.) |",
+             "classes | paired All (no-novel: accuracy) vs per_class, or the answer it adds to (s.e.) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     held = [r for r in rows if r["kind"] == "heldout"]
     for graph in sorted({r["graph"] for r in held}):
@@ -178,8 +192,10 @@ def table(rows: list[dict]) -> str:
         rs = [r for r in none if r["graph"] == graph]
         for name in answers_in(rs):
             acc = statistics.fmean(r[name]["accuracy"] for r in rs)
+            d, se, _ = paired(rs, BASE.get(name, "per_class"), name, "accuracy")
             lines.append(f"| no-novel | {graph} | {len(rs)} | {name} | {acc:.1f} | | | | "
-                         f"{sum(r[name]['novel_classes'] for r in rs)} (invented) | |")
+                         f"{sum(r[name]['novel_classes'] for r in rs)} (invented) | "
+                         f"{'' if name == 'per_class' else f'{d:+.1f} ({se:.1f})'} |")
     return "\n".join(lines)
 
 
@@ -197,10 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     path = out / "fits.jsonl"
     rows = read_jsonl(path)
     if not args.report_only:
+        from benchmarks.novel_recut import simulate_missing
         from benchmarks.split_repeat_proxy import loop_nights
         from flows.configuration import build_config, pipeline_defaults
 
         config = build_config(pipeline_defaults())
+        simulate_missing(Path(args.loops), args.graphs, args.sims)
         done = {(r["kind"], r["loop"], r["night"], r["seed"]) for r in rows}
         jobs = [(task, loop, night, seed, snapshot)
                 for loop, night, seed, snapshot in loop_nights(Path(args.loops), args.graphs,

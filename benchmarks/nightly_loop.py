@@ -58,23 +58,35 @@ PRECISION, RECALL = 0.70, 0.50
 
 
 # ---------------------------------------------------------------------------- the graphs
+def generated_shape(graph: str) -> tuple[int, float] | None:
+    """``(classes, separation)`` of a generated graph's name: ``synthetic<K>`` (K >= 4, class
+    centres 2.5 apart) or ``synthetic<K>-sep<S>`` (centres ``S`` apart: lower, broader and
+    overlapping classes); else None."""
+    count, _, separation = graph.removeprefix("synthetic").partition("-sep")
+    if not (graph.startswith("synthetic") and count.isdigit() and int(count) >= 4):
+        return None
+    try:
+        spread = float(separation) if separation else 2.5
+    except ValueError:
+        return None
+    return (int(count), spread) if spread > 0 else None
+
+
 def generated_classes(graph: str) -> int | None:
-    """The class count of a generated graph's name (``synthetic<K>``, K >= 4), else None."""
-    count = graph.removeprefix("synthetic")
-    if graph.startswith("synthetic") and count.isdigit() and int(count) >= 4:
-        return int(count)
-    return None
+    """The class count of a generated graph's name (:func:`generated_shape`), else None."""
+    shape = generated_shape(graph)
+    return shape[0] if shape else None
 
 
 def static_graph(graph: str, data_dir: str | None):
     """The static graph a loop evolves: a real dataset, or the generator with K classes
-    (``synthetic<K>``: 200 nodes a class, 64 features, class centres 2.5 apart; ``synthetic15``
-    is the loops' generated graph)."""
-    k = generated_classes(graph)
-    if k is not None:
+    (``synthetic<K>``: 200 nodes a class, 64 features, class centres 2.5 apart, or ``S`` apart
+    with ``-sep<S>``; ``synthetic15`` is the loops' generated graph)."""
+    shape = generated_shape(graph)
+    if shape is not None:
         from data_contracts.synthetic import make_static_graph
-        return make_static_graph(num_nodes=200 * k, num_classes=k, num_features=64,
-                                 separation=2.5, seed=0, name=graph)
+        return make_static_graph(num_nodes=200 * shape[0], num_classes=shape[0],
+                                 num_features=64, separation=shape[1], seed=0, name=graph)
     from oral_core.datasets import load_dataset
     return load_dataset(graph, data_dir)
 

@@ -8,7 +8,8 @@ Each kept nightly snapshot of a loop (``STATE/<graph>-sim<k>/snapshots``, as
 ``benchmarks.nightly_loop --state`` keeps them) is trained through the pipeline's own steps at
 its defaults, once per seed (the seed draws the labelled nodes' split, the initialisation and
 the clustering, as ``--set seed=S`` does for a night): ``tasks.fitting.train`` then the night's
-answer (``tasks.answer.decide_per_class``, ``per_class+paired``). Two seeds' answers are
+answer (``tasks.answer.decide_per_class``, the pipeline's ``DEFAULT_NIGHT_ANSWER``, written in
+each row: ``per_class+paired`` in the rows before 2026-12-04). Two seeds' answers are
 compared on the snapshot's unlabelled nodes: the adjusted Rand index of the whole answer, of the
 nodes both answers put in novel classes, and the novel classes each seed finds. No label of an
 unlabelled node is read.
@@ -39,6 +40,7 @@ def night_answer(path: Path, seed: int) -> dict:
 
     from data_contracts import snapshots as snap
     from flows.configuration import build_config, pipeline_defaults
+    from flows.settings import DEFAULT_NIGHT_ANSWER
     from tasks.answer import decide_per_class
     from tasks.fitting import train
 
@@ -46,12 +48,13 @@ def night_answer(path: Path, seed: int) -> dict:
     config = build_config(pipeline_defaults() | {"seed": seed, "progress": False})
     with tempfile.TemporaryDirectory() as tmp:
         trained = train(snapshot, config, Path(tmp), "auto")
-        answer = decide_per_class(snapshot, trained, config, trained.feature_mode, paired=True)
+        answer = decide_per_class(snapshot, trained, config, trained.feature_mode,
+                                  tuple(DEFAULT_NIGHT_ANSWER.split("+")[1:]))
         table = pq.read_table(answer["predictions_path"], columns=["node_id", "class_key"])
     unlabelled = np.asarray(snapshot.labels) < 0
     ids = [str(v) for v in table.column("node_id").to_pylist()]
     keys = table.column("class_key").fill_null(-1).to_pylist()
-    return {"num_known": int(trained.num_known),
+    return {"answer": DEFAULT_NIGHT_ANSWER, "num_known": int(trained.num_known),
             "classes": {i: int(k) for i, k, u in zip(ids, keys, unlabelled) if u}}
 
 

@@ -34,8 +34,10 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: nightly pipeline's until 2026-12-04 (``per_class+paired``) and that answer with the novelty check
 #: (``+energy``: nodes of novel groups that look known take a known class) and that answer with
 #: the rejected nodes grouped (``+rejected``: known-named nodes the known classes reject, among
-#: rejected neighbours, join a novel class or form one; the pipeline's since 2026-12-04)
-ANSWERS = ("fit", "recut", "paired", "energy", "rejected")
+#: rejected neighbours, join a novel class or form one; the pipeline's since 2026-12-04) and that
+#: with novel nodes returned first (``returned``: ``+returned+rejected``, nodes of novel groups
+#: that look known among neighbours named known take a known class)
+ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -73,7 +75,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                                             dims=cfg.novel_recut_dims)),
                       ("paired", piped["per_class+paired"]),
                       ("energy", piped["per_class+paired+energy"]),
-                      ("rejected", piped["per_class+paired+rejected"])):
+                      ("rejected", piped["per_class+paired+rejected"]),
+                      ("returned", piped["per_class+paired+returned+rejected"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

@@ -299,9 +299,7 @@ def answer_night(night: Night, snapshot, trained: fitting.TrainResult, mode: str
     rule = night.settings.night_answer.split("+")
     if rule[0] == "whole":
         return None
-    return pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode,
-                               paired="paired" in rule, energy="energy" in rule,
-                               rejected="rejected" in rule)
+    return pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode, tuple(rule[1:]))
 
 
 def run_record(night: Night, files, snapshot, training: Training, scores, degraded,

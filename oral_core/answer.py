@@ -32,6 +32,12 @@ part is decided on its own evidence:
   (:func:`rejected_grouped`). A rejected node among known neighbours stays where it was, and
   a new class that holds validation nodes as a known class does is a piece of one: it is
   left as it was (:func:`new_class_looks_known`, the known-split check's estimate).
+- with **novel nodes returned** (``returned_quantile``, ``ORAL_NIGHT_ANSWER=...+returned``, an
+  option), the novelty check made local: a node of a novel group whose energy is at or below the
+  ``returned_quantile`` quantile of the validation nodes' (:func:`known_like`) *and* most of
+  whose nearest neighbours on ``S^2 X`` the answer names a known class is a known node the fit
+  put among novel ones: it takes the scorer's known class (:func:`returned_to_known`). A young
+  class's own nodes keep each other's company and stay; applied before the rejected grouping.
 
 :func:`per_class_answer` puts the two together. :func:`cross_fitted_right` is the honest
 measure of the choice (the choice and its score never read the same validation node).
@@ -67,6 +73,12 @@ REJECTED_VIEW_DIMS = 64
 #: nodes, the known-split check's estimate) is a piece of a known class: the known-split
 #: check's own share (``known_split_share``' default)
 REJECTED_KNOWN_SHARE = 0.5
+#: novel nodes returned (``+returned``): the quantile of the validation nodes' energies at or
+#: below which a node of a novel group looks known, and the share of its
+#: :data:`REJECTED_NEIGHBOURS` nearest neighbours (on ``S^2 X``) the answer must name known; set
+#: on exploration rows of simulation 12 (labelled nodes only,
+#: benchmarks/results/returned_young/exploration.md)
+RETURNED_QUANTILE, RETURNED_SHARE = 0.9, 0.5
 
 
 def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
@@ -266,6 +278,26 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
     return grouped, int((grouped != answer).sum())
 
 
+def returned_to_known(answer: torch.Tensor, scorer_class: torch.Tensor, energy: torch.Tensor,
+                      x: torch.Tensor, edge_index: torch.Tensor, val_labels: torch.Tensor,
+                      num_known: int, quantile: float) -> tuple[torch.Tensor, int]:
+    """Novel nodes returned: a node the answer puts in a novel group (``>= num_known``) that
+    looks known (:func:`known_like` at ``quantile``) and at least :data:`RETURNED_SHARE` of whose
+    :data:`REJECTED_NEIGHBOURS` nearest neighbours on ``S^2 X`` (:func:`view_neighbours`) the
+    answer names a known class takes ``scorer_class``. Returns the answer and the nodes moved."""
+    answer = answer.long()
+    rows = (answer >= num_known).nonzero().flatten()
+    if rows.numel() == 0:
+        return answer, 0
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS)
+    named_known = (answer[near] >= 0) & (answer[near] < num_known)
+    among_known = named_known.float().mean(1) >= RETURNED_SHARE
+    go = rows[known_like(energy, val_labels, quantile)[rows] & among_known]
+    out = answer.clone()
+    out[go] = scorer_class.long()[go]
+    return out, int(go.numel())
+
+
 def named_right(candidate: torch.Tensor, val_labels: torch.Tensor, nodes: torch.Tensor) -> int:
     """How many of ``nodes`` (a boolean mask of labelled validation nodes) ``candidate`` names
     their class."""
@@ -343,13 +375,15 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   scale: str = "labelled", seed: int = 0,
                   paired_alpha: float | None = None,
                   novelty_quantile: float | None = None,
-                  rejected_quantile: float | None = None) -> dict:
+                  rejected_quantile: float | None = None,
+                  returned_quantile: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
     ORAL's own naming only beyond chance (:func:`beats_oral`); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
+    with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check).
 
@@ -358,7 +392,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``nodes``, ``cross_fitted_right`` (:func:`cross_fitted_right`), and with the novelty check
     ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class), with the
     rejected nodes grouped ``scorer``, its propagated ``energy`` per node and ``rejected``
-    (nodes it moved into novel classes)."""
+    (nodes it moved into novel classes), with novel nodes returned ``returned`` (nodes it
+    named a known class)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -375,7 +410,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     out = {"namer": namer, "candidates": candidates,
            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
            "nodes": total, "cross_fitted_right": crossed}
-    if (novelty_quantile is not None or rejected_quantile is not None) and logits:
+    energised = (novelty_quantile, rejected_quantile, returned_quantile)
+    if any(q is not None for q in energised) and logits:
         scorer = energy_scorer(logits, val_labels)
         energy = propagated_energy(logits[scorer], edge_index)
         out |= {"scorer": scorer, "energy": energy}
@@ -383,6 +419,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
             like = known_like(energy, val_labels, novelty_quantile)
             answer, moved = novelty_checked(answer, candidates[scorer], like, num_known)
             out |= {"moved": int(moved.sum())}
+        if returned_quantile is not None:
+            answer, returned = returned_to_known(answer, candidates[scorer], energy, x,
+                                                 edge_index, val_labels, num_known,
+                                                 returned_quantile)
+            out |= {"returned": returned}
         if rejected_quantile is not None:
             answer, grouped = rejected_nodes_grouped(answer, energy, x, edge_index, train_labels,
                                                      val_labels, num_known, rejected_quantile)

@@ -20,7 +20,7 @@ from tasks.fitting import TrainResult
 
 
 def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feature_mode: str,
-                     paired: bool = False, energy: bool = False, rejected: bool = False) -> dict:
+                     parts: tuple[str, ...] = ()) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``num_classes`` and ``num_novel``
     (the classes it publishes, novel among them: the rejected grouping may add one the model
@@ -37,7 +37,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer
+    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
+                                  RETURNED_QUANTILE, decide_answer)
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
 
@@ -50,9 +51,10 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         scale=config.known_head_scale, seed=config.seed,
-                        paired_alpha=PAIRED_ALPHA if paired else None,
-                        novelty_quantile=ENERGY_QUANTILE if energy else None,
-                        rejected_quantile=REJECTED_QUANTILE if rejected else None)
+                        paired_alpha=PAIRED_ALPHA if "paired" in parts else None,
+                        novelty_quantile=ENERGY_QUANTILE if "energy" in parts else None,
+                        rejected_quantile=REJECTED_QUANTILE if "rejected" in parts else None,
+                        returned_quantile=RETURNED_QUANTILE if "returned" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -61,7 +63,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "scorer", "moved",
-                            "rejected")
+                            "returned", "rejected")
         if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))

@@ -188,16 +188,17 @@ def emergence_check(snapshot, predictions_path: str, previous_predictions_path: 
 
 @task(name="decide-per-class", cache_policy=NO_CACHE)
 def decide_per_class(snapshot, trained: fitting.TrainResult, config_dict: dict, feature_mode: str,
-                     paired: bool = False, energy: bool = False, rejected: bool = False) -> dict:
-    """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER=per_class``, with ``+paired``,
-    ``+energy`` and ``+rejected``: :func:`tasks.answer.decide_per_class`)."""
+                     parts: tuple[str, ...] = ()) -> dict:
+    """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER=per_class``, with ``parts``
+    such as ``paired`` and ``rejected``: :func:`tasks.answer.decide_per_class`)."""
     from oral_core.config import ORALConfig
     from tasks.answer import decide_per_class as decide
 
-    out = decide(snapshot, trained, ORALConfig.from_dict(config_dict), feature_mode, paired,
-                 energy, rejected)
+    out = decide(snapshot, trained, ORALConfig.from_dict(config_dict), feature_mode, parts)
     checked = (f"; the novelty check named {out['moved']} node(s) of novel groups a known class "
                f"by the {out['scorer']}'s energy" if "moved" in out else "")
+    checked += (f"; {out['returned']} node(s) of novel groups among known neighbours returned "
+                "to a known class" if "returned" in out else "")
     checked += (f"; {out['rejected']} node(s) the known classes reject grouped as novel"
                 if "rejected" in out else "")
     get_run_logger().info(

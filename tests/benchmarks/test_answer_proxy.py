@@ -58,7 +58,7 @@ def test_the_table_pairs_every_answer_with_per_class():
                           "per_class": {"accuracy": 55.0, "novel_classes": 2},
                           "per_class+split": {"accuracy": 60.0, "novel_classes": 0}}])
     assert "| held-out | cora | 2 | per_class+split | 63.0 | 70.0 | 50.0 | 1 of 4 | 4 | +3.0 (1.0) |" in text
-    assert "| no-novel | cora | 1 | per_class+split | 60.0 | | | | 0 (invented) | |" in text
+    assert "| no-novel | cora | 1 | per_class+split | 60.0 | | | | 0 (invented) | +5.0 (nan) |" in text
 
 
 def test_the_novelty_check_answer_adds_to_the_pipelines_answer():

@@ -302,6 +302,10 @@ def test_the_generator_with_any_class_count_is_a_loop_graph_and_other_names_are_
     assert nl.generated_classes("synthetic3") is None
     assert nl.generated_classes("synthetic") is None
     assert nl.generated_classes("cora") is None
+    assert nl.generated_shape("synthetic15-sep1.5") == (15, 1.5)
+    assert nl.generated_shape("synthetic15") == (15, 2.5)
+    assert nl.generated_shape("synthetic15-sepwide") is None
+    assert nl.generated_shape("synthetic15-sep0") is None
     g = nl.static_graph("synthetic6", None)
     assert len(g.class_names) == 6 and g.x.shape[0] == 1200
     assert nl.main(["--graphs", "synthetic2", "--out", str(tmp_path)]) == 2

@@ -261,3 +261,46 @@ def test_validation_nodes_are_witnesses_and_keep_their_class():
                         rejected_quantile=0.5)["answer"]
     assert torch.equal(got[val >= 0], base[val >= 0]) and torch.equal(got[train >= 0],
                                                                         base[train >= 0])
+
+
+def test_a_novel_node_returns_only_when_it_looks_known_among_known_neighbours(monkeypatch):
+    """Novel nodes returned (+returned): a node of novel group 5 at or below the validation
+    quantile takes the scorer's class only when half its view neighbours are named known; one
+    above the quantile, or among novel neighbours, stays; known nodes are untouched."""
+    import oral_core.answer as answer_module
+
+    energy = torch.tensor([1.0, 2.0, 3.0, 4.0, 1.5, 1.5, 9.0, 1.0])
+    val = torch.tensor([0, 1, 0, 1, -1, -1, -1, -1])  # validation median 2.5
+    answer = torch.tensor([0, 1, 0, 1, 5, 5, 5, 1])
+    scorer_class = torch.tensor([0, 1, 1, 1, 1, 0, 0, 0])
+    near = {4: [0, 1, 5, 3], 5: [4, 6, 2, 6], 6: [0, 1, 2, 3]}  # 4 among known, 5 among novel
+
+    def neighbours(x, edge_index, rows, k):
+        return torch.tensor([near[int(r)] for r in rows])
+
+    monkeypatch.setattr(answer_module, "view_neighbours", neighbours)
+    out, moved = answer_module.returned_to_known(answer, scorer_class, energy, None, None, val,
+                                                 2, 0.5)
+    assert out.tolist() == [0, 1, 0, 1, 1, 5, 5, 1] and moved == 1
+    none, zero = answer_module.returned_to_known(torch.tensor([0, 1, 0, 1, 0, 1, 0, 1]),
+                                                 scorer_class, energy, None, None, val, 2, 0.5)
+    assert zero == 0 and none.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+
+
+def test_returned_nodes_leave_an_impure_novel_group_and_the_new_class_stays():
+    """On a planted graph whose class 3 is never labelled, a novel group holding class 3 and
+    a slice of class 0: returning names part of the class-0 slice class 0 and keeps most of
+    class 3 novel; without the switch the group is as it was."""
+    from oral_core.answer import decide_answer
+    g, train, val, labelled = planted_graph(600)
+    y, n = g.y, g.y.numel()
+    slice0 = ~labelled & (y == 0) & (torch.arange(n) % 3 == 0)
+    class_id = torch.where(y == 3, torch.full_like(y, 3), y)
+    class_id[slice0] = 3
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                        returned_quantile=0.9)
+    answer = got["answer"]
+    assert got["returned"] > 0 and float((answer[slice0] == 0).float().mean()) > 0.5
+    assert float((answer[y == 3] == 3).float().mean()) > 0.8
+    without = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")
+    assert "returned" not in without and torch.equal(without["answer"][slice0], class_id[slice0])

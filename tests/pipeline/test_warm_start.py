@@ -599,14 +599,16 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
     assert settings.Settings.from_env().night_answer == "per_class+paired+rejected"
     for given, canonical in [("PER_CLASS", "per_class"), ("per_class + PAIRED", "per_class+paired"),
                              ("per_class+energy+paired", "per_class+paired+energy"),
-                             ("per_class+rejected+paired", "per_class+paired+rejected")]:
+                             ("per_class+rejected+paired", "per_class+paired+rejected"),
+                             ("per_class+rejected+returned+paired",
+                              "per_class+paired+returned+rejected")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
     for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+split"):
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", bad)
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+energy and/or "
-                                             "\\+rejected, got"):
+                                             "\\+returned and/or \\+rejected, got"):
             settings.Settings.from_env()
 
 
