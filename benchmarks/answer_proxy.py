@@ -4,7 +4,7 @@
         [--sims 0,1] [--nights 4,8] [--seeds 0] [--out DIR] [--report-only]
 
 One ORAL fit per (snapshot, seed, task) at the nightly pipeline's defaults, and every answer
-built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`), so the answers are paired:
+built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
 
 - ``oral``: ORAL's own answer (the paper's partition, the pipeline's known head included);
 - ``per_class``: the known classes named by the best of ORAL, the reference logistic regression
@@ -23,7 +23,10 @@ built from that same fit (:mod:`oral_core.answer`, :mod:`harness.answer_split`),
   known classes reject, among rejected neighbours, join a novel class or form one;
 - ``per_class+paired+returned+rejected``: that with novel nodes returned first (``+returned``,
   :func:`oral_core.answer.returned_to_known`): a node of a novel group that looks known, among
-  neighbours named known, is named a known class.
+  neighbours named known, is named a known class;
+- ``per_class+paired+split+rejected``: the pipeline's answer with the split check first
+  (``+split``, :func:`oral_core.answer.split_answer`): a novel class of the paired answer that
+  holds validation nodes as known classes do is dropped, its nodes named known.
 
 Two proxies, read on labelled nodes only:
 
@@ -53,23 +56,24 @@ from benchmarks.records import append_jsonl, read_jsonl
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
 ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
-           "per_class+paired+rejected", "per_class+paired+returned+rejected")
+           "per_class+paired+rejected", "per_class+paired+returned+rejected",
+           "per_class+paired+split+rejected")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
-        "per_class+paired+returned+rejected": "per_class+paired+rejected"}
+        "per_class+paired+returned+rejected": "per_class+paired+rejected",
+        "per_class+paired+split+rejected": "per_class+paired+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
     """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
-    chosen on ``val``; the split check of :mod:`harness.answer_split`), with the chosen ``namer``,
+    chosen on ``val``; the split check, :func:`oral_core.answer.split_answer`), with the chosen ``namer``,
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
-    from harness.answer_split import split_answer
     from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, best_known_namer, decide_answer,
                                   known_validation_nodes, per_class_answer,
-                                  rejected_nodes_grouped, returned_to_known)
+                                  rejected_nodes_grouped, returned_to_known, split_answer)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -83,7 +87,12 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                   val, unlabelled, num_known, share)
     paired = per_class_answer(class_id, candidates[checked["namer"]], num_known)
     # the grouping on the paired answer, from the energy the check read (no second fit)
+    # the paired answer split-checked: its novel classes the check calls known dropped
+    checked_split, _ = split_answer({"answer": paired, "candidates": candidates,
+                                     "namer": checked["namer"]}, val, unlabelled, num_known,
+                                    share)
     grouped, rejected, back, returned, both = paired, 0, paired, 0, paired
+    split_grouped = checked_split
     if "energy" in checked:
         energy, scorer = checked["energy"], candidates[checked["scorer"]]
         grouped, rejected = rejected_nodes_grouped(paired, energy, x, edges, train, val,
@@ -92,10 +101,13 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                            RETURNED_QUANTILE)
         both, _ = rejected_nodes_grouped(back, energy, x, edges, train, val, num_known,
                                          REJECTED_QUANTILE)
+        split_grouped, _ = rejected_nodes_grouped(checked_split, energy, x, edges, train, val,
+                                                  num_known, REJECTED_QUANTILE)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
             "per_class+paired+returned+rejected": both, "returned": returned,
+            "per_class+paired+split+rejected": split_grouped,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 
@@ -213,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     path = out / "fits.jsonl"
     rows = read_jsonl(path)
     if not args.report_only:
-        from benchmarks.novel_recut import simulate_missing
+        from benchmarks.nightly_loop import simulate_missing
         from benchmarks.split_repeat_proxy import loop_nights
         from flows.configuration import build_config, pipeline_defaults
 

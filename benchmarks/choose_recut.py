@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     graphs = [g for g in args.graphs.split(",") if g]
     if not args.report_only:
-        from benchmarks.novel_recut import simulate_missing
+        from benchmarks.nightly_loop import simulate_missing
         from cli.main import main as oral
 
         simulate_missing(args.loops, ",".join(graphs), str(args.sim))

@@ -97,6 +97,18 @@ def simulate_loop(graph: str, sim: int, periods: int, root: Path, data_dir: str 
                     seed=sim, overwrite=True)
 
 
+def simulate_missing(loops: Path, graphs: str, sims: str, periods: int = 8) -> None:
+    """Simulate the loops' snapshots that ``loops`` lacks (``benchmarks.nightly_loop``'s seeded
+    simulation, the same snapshots every time)."""
+    import os
+
+    for graph in filter(None, graphs.split(",")):
+        for sim in map(int, filter(None, sims.split(","))):
+            root = loops / f"{graph}-sim{sim}" / "snapshots"
+            if not root.is_dir():
+                print(f"[{graph}-sim{sim}] simulating {periods} nights into {root}", flush=True)
+                simulate_loop(graph, sim, periods, root, os.environ.get("ORAL_DATA_DIR"))
+
 # ------------------------------------------------------------------- scoring (pure, tested)
 def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:
     """Score one loop. ``nights`` (oldest first), each with:

@@ -181,21 +181,6 @@ def rule_lines(nights: list[dict], answer: str = "paired") -> list[str]:
     return lines
 
 
-def simulate_missing(loops: Path, graphs: str, sims: str, periods: int = 8) -> None:
-    """Simulate the loops' snapshots that ``loops`` lacks (``benchmarks.nightly_loop``'s seeded
-    simulation, the same snapshots every time)."""
-    import os
-
-    from benchmarks.nightly_loop import simulate_loop
-
-    for graph in filter(None, graphs.split(",")):
-        for sim in map(int, filter(None, sims.split(","))):
-            root = loops / f"{graph}-sim{sim}" / "snapshots"
-            if not root.is_dir():
-                print(f"[{graph}-sim{sim}] simulating {periods} nights into {root}", flush=True)
-                simulate_loop(graph, sim, periods, root, os.environ.get("ORAL_DATA_DIR"))
-
-
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.split_repeat_proxy import loop_arguments, loop_nights
 
@@ -213,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         if config.novel_recut:
             raise SystemExit("error: the fits must be the pipeline's without the re-cut; "
                              "novel_recut is already on in its defaults")
+        from benchmarks.nightly_loop import simulate_missing
+
         simulate_missing(Path(args.loops), args.graphs, args.sims)
         for loop, night, _, snapshot in loop_nights(Path(args.loops), args.graphs, args.sims,
                                                     args.nights, "0"):

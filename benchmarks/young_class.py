@@ -37,7 +37,9 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: rejected neighbours, join a novel class or form one; the pipeline's since 2026-12-04) and that
 #: with novel nodes returned first (``returned``: ``+returned+rejected``, nodes of novel groups
 #: that look known among neighbours named known take a known class)
-ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned")
+#: and the pipeline's with the split check first (``split``: ``+split+rejected``, novel classes
+#: holding validation nodes as known classes do dropped)
+ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -76,7 +78,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("paired", piped["per_class+paired"]),
                       ("energy", piped["per_class+paired+energy"]),
                       ("rejected", piped["per_class+paired+rejected"]),
-                      ("returned", piped["per_class+paired+returned+rejected"])):
+                      ("returned", piped["per_class+paired+returned+rejected"]),
+                      ("split", piped["per_class+paired+split+rejected"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         from cli.options import parse_set
         from flows.configuration import build_config, pipeline_defaults
 
-        from benchmarks.novel_recut import simulate_missing
+        from benchmarks.nightly_loop import simulate_missing
 
         config = build_config(pipeline_defaults() | parse_set(args.set)[0])
         simulate_missing(Path(args.loops), args.graphs, args.sims)

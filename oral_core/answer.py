@@ -32,6 +32,13 @@ part is decided on its own evidence:
   (:func:`rejected_grouped`). A rejected node among known neighbours stays where it was, and
   a new class that holds validation nodes as a known class does is a piece of one: it is
   left as it was (:func:`new_class_looks_known`, the known-split check's estimate).
+- with **the answer's novel classes split-checked** (``split_share``,
+  ``ORAL_NIGHT_ANSWER=...+split``, an option), each novel class of the answer is judged by the
+  known-split check on its own validation nodes (:func:`answer_known_split`,
+  :mod:`oral_core.novelty`): a class that holds validation nodes at the rate the answer's known
+  classes hold them is made of known nodes, and is dropped, its nodes named by the known-class
+  classifier (:func:`split_answer`). A class that is new holds no validation node. Applied after
+  the naming, before the energy's parts.
 - with **novel nodes returned** (``returned_quantile``, ``ORAL_NIGHT_ANSWER=...+returned``, an
   option), the novelty check made local: a node of a novel group whose energy is at or below the
   ``returned_quantile`` quantile of the validation nodes' (:func:`known_like`) *and* most of
@@ -73,6 +80,10 @@ REJECTED_VIEW_DIMS = 64
 #: nodes, the known-split check's estimate) is a piece of a known class: the known-split
 #: check's own share (``known_split_share``' default)
 REJECTED_KNOWN_SHARE = 0.5
+#: the answer's novel classes split-checked (``+split``): the estimated share of known-class
+#: nodes at which a novel class is dropped, the known-split check's own (``known_split_share``'
+#: default)
+SPLIT_SHARE = 0.5
 #: novel nodes returned (``+returned``): the quantile of the validation nodes' energies at or
 #: below which a node of a novel group looks known, and the share of its
 #: :data:`REJECTED_NEIGHBOURS` nearest neighbours (on ``S^2 X``) the answer must name known; set
@@ -298,6 +309,66 @@ def returned_to_known(answer: torch.Tensor, scorer_class: torch.Tensor, energy: 
     return out, int(go.numel())
 
 
+def answer_known_split(answer: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
+                       num_known: int, threshold: float) -> torch.Tensor:
+    """The known-split check (:func:`oral_core.novelty.known_split_groups`, ``known_split_share``)
+    on the answer's own classes rather than the ensemble's groups: bool ``[C]`` over class ids,
+    True for a novel class (id ``>= num_known``) whose unlabelled nodes are, judged by its
+    validation nodes, at least ``threshold`` known (the unlabelled nodes per validation node
+    measured in the answer's known classes). ``unlabelled``: bool ``[N]``, nodes with no label."""
+    answer = answer.long()
+    size = int(answer.max()) + 2 if answer.numel() else 1
+    none = size - 1  # the nodes in no class (-1) form a group of no class
+    group = torch.where(answer >= 0, answer, torch.full_like(answer, none))
+    group_class = torch.arange(size)
+    group_class[none] = -1
+    from .novelty import known_split_groups
+
+    return known_split_groups(group, group_class, unlabelled, val_labels >= 0, num_known,
+                              threshold)[:size - 1]
+
+
+def drop_classes(answer: torch.Tensor, namer: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor:
+    """The answer with the nodes of the ``dropped`` classes (bool ``[C]`` over class ids) named by
+    the known-class ``namer`` instead."""
+    answer = answer.long()
+    hit = torch.zeros_like(answer, dtype=torch.bool)
+    inside = answer >= 0
+    hit[inside] = dropped[answer[inside]]
+    return torch.where(hit, namer.long(), answer)
+
+
+def known_namer_of_every_node(candidates: dict[str, torch.Tensor], namer: str,
+                              val_labels: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    """A known class for every node: the chosen namer's, or, when that is ORAL's own naming
+    (which names only the nodes it puts in known classes), the best of the other candidates on
+    ``nodes``. Where a dropped novel class's nodes go (:func:`drop_classes`)."""
+    if namer != "oral":
+        return candidates[namer]
+    others = {k: v for k, v in candidates.items() if k != "oral"}
+    if not others:
+        raise ValueError("no known-class classifier names every node: only ORAL's own naming")
+    return others[best_known_namer(others, val_labels, nodes)]
+
+
+def split_answer(decided: dict, val_labels: torch.Tensor, unlabelled: torch.Tensor,
+                 num_known: int, share: float) -> tuple[torch.Tensor, int]:
+    """The per-class answer ``decided`` (``answer``, ``candidates`` and ``namer``, as
+    :func:`decide_answer` has them) with each novel class the check calls known
+    (:func:`answer_known_split` at ``share``) dropped into the known classes; returns the answer
+    and how many classes were dropped (the answer as it was when there is no classifier of every
+    node, only ORAL's own naming)."""
+    answer, candidates = decided["answer"], decided["candidates"]
+    if len(candidates) < 2:
+        return answer, 0
+    drop = answer_known_split(answer, val_labels, unlabelled, num_known, share)
+    if not drop.any():
+        return answer, 0
+    nodes = known_validation_nodes(candidates["oral"], val_labels, num_known)
+    every = known_namer_of_every_node(candidates, decided["namer"], val_labels, nodes)
+    return drop_classes(answer, every, drop), int(drop.sum())
+
+
 def named_right(candidate: torch.Tensor, val_labels: torch.Tensor, nodes: torch.Tensor) -> int:
     """How many of ``nodes`` (a boolean mask of labelled validation nodes) ``candidate`` names
     their class."""
@@ -376,12 +447,15 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   paired_alpha: float | None = None,
                   novelty_quantile: float | None = None,
                   rejected_quantile: float | None = None,
-                  returned_quantile: float | None = None) -> dict:
+                  returned_quantile: float | None = None,
+                  split_share: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
-    ORAL's own naming only beyond chance (:func:`beats_oral`); with ``novelty_quantile`` the
+    ORAL's own naming only beyond chance (:func:`beats_oral`); with ``split_share`` the answer's
+    novel classes the known-split check calls known are dropped (:func:`split_answer`, before
+    the rest); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -393,7 +467,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class), with the
     rejected nodes grouped ``scorer``, its propagated ``energy`` per node and ``rejected``
     (nodes it moved into novel classes), with novel nodes returned ``returned`` (nodes it
-    named a known class)."""
+    named a known class), with the split check ``dropped`` (novel classes it dropped)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -410,6 +484,12 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     out = {"namer": namer, "candidates": candidates,
            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
            "nodes": total, "cross_fitted_right": crossed}
+    if split_share is not None:
+        unlabelled = (train_labels < 0) & (val_labels < 0)
+        answer, dropped = split_answer({"answer": answer, "candidates": candidates,
+                                        "namer": namer}, val_labels, unlabelled, num_known,
+                                       split_share)
+        out |= {"dropped": dropped}
     energised = (novelty_quantile, rejected_quantile, returned_quantile)
     if any(q is not None for q in energised) and logits:
         scorer = energy_scorer(logits, val_labels)

@@ -27,18 +27,21 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     does not have), ``namer`` (which classifier names
     the known classes), ``right`` (validation nodes each candidate names right, among the
     ``nodes`` ORAL names a known class) and the choice's cross-fitted count
-    (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`). With
-    ``paired`` (``ORAL_NIGHT_ANSWER=per_class+paired``) another classifier names the known
-    classes only when it beats ORAL's own naming beyond chance
-    (:func:`oral_core.answer.decide_answer`); with ``energy`` (``+energy``) the novelty check
-    names a known class for the nodes of novel groups that look known (``scorer`` and ``moved``
-    in the result); with ``rejected`` (``+rejected``) the known-named nodes the known classes
-    reject, among rejected neighbours, are grouped as novel (``rejected`` in the result)."""
+    (``cross_fitted_right`` of ``nodes``, :func:`oral_core.answer.cross_fitted_right`).
+    ``parts`` are what ``ORAL_NIGHT_ANSWER`` adds to ``per_class``
+    (:data:`flows.settings.NIGHT_ANSWER_PARTS`, :func:`oral_core.answer.decide_answer`): with
+    ``paired`` another classifier names the known classes only when it beats ORAL's own naming
+    beyond chance; with ``split`` the answer's novel classes the known-split check calls known
+    are dropped (``dropped`` in the result); with ``energy`` the novelty check names a known
+    class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
+    ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
+    known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
+    (``rejected``)."""
     import pyarrow.parquet as pq
     import torch
 
     from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
-                                  RETURNED_QUANTILE, decide_answer)
+                                  RETURNED_QUANTILE, SPLIT_SHARE, decide_answer)
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
 
@@ -54,7 +57,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         paired_alpha=PAIRED_ALPHA if "paired" in parts else None,
                         novelty_quantile=ENERGY_QUANTILE if "energy" in parts else None,
                         rejected_quantile=REJECTED_QUANTILE if "rejected" in parts else None,
-                        returned_quantile=RETURNED_QUANTILE if "returned" in parts else None)
+                        returned_quantile=RETURNED_QUANTILE if "returned" in parts else None,
+                        split_share=SPLIT_SHARE if "split" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -62,8 +66,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
-        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "scorer", "moved",
-                            "returned", "rejected")
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "dropped", "scorer",
+                            "moved", "returned", "rejected")
         if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))

@@ -304,3 +304,22 @@ def test_returned_nodes_leave_an_impure_novel_group_and_the_new_class_stays():
     assert float((answer[y == 3] == 3).float().mean()) > 0.8
     without = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")
     assert "returned" not in without and torch.equal(without["answer"][slice0], class_id[slice0])
+
+
+def test_decide_answer_drops_an_invented_class_of_known_nodes_and_keeps_a_new_one():
+    """On a planted graph whose class 3 is never labelled: novel class 3 holds class 3 (no
+    validation node) and stays; novel class 4, a slice of class 0 with its validation nodes,
+    holds them at the known classes' rate and is dropped, its nodes named known."""
+    from oral_core.answer import decide_answer
+    g, train, val, labelled = planted_graph(600)
+    y, n = g.y, g.y.numel()
+    slice0 = (y == 0) & (train < 0) & (torch.arange(n) % 2 == 0)
+    class_id = torch.where(y == 3, torch.full_like(y, 3), y)
+    class_id[slice0] = 4
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all", split_share=0.5)
+    assert got["dropped"] == 1
+    assert not bool((got["answer"][slice0] == 4).any())
+    assert float((got["answer"][slice0] == 0).float().mean()) > 0.8
+    assert torch.equal(got["answer"][y == 3], class_id[y == 3])
+    without = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all")
+    assert "dropped" not in without and bool((without["answer"][slice0] == 4).all())

@@ -1,5 +1,5 @@
-"""The answer-level known-split check, research only (harness/answer_split.py; the pipeline's
-answer is oral_core.answer's, without it)."""
+"""The answer-level known-split check (oral_core.answer, ``ORAL_NIGHT_ANSWER=...+split``): each
+novel class of the answer judged by the known-split check on its own validation nodes."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +9,7 @@ import torch
 def test_the_answer_split_check_drops_a_novel_class_its_validation_nodes_call_known():
     """Known classes 0-1 hold 2 unlabelled nodes per validation node. Novel class 2 holds as many validation nodes per unlabelled node as the known classes: it is
     all known by that estimate and dropped; novel class 3 holds none and stays."""
-    from harness.answer_split import answer_known_split, drop_classes
+    from oral_core.answer import answer_known_split, drop_classes
 
     answer = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, -1])
     val = torch.tensor([0, -1, -1, 1, -1, -1, 0, -1, -1, -1, -1, -1, -1])
@@ -23,7 +23,7 @@ def test_the_answer_split_check_drops_a_novel_class_its_validation_nodes_call_kn
 
 
 def test_every_node_gets_a_known_name_even_when_oral_names_the_known_classes():
-    from harness.answer_split import known_namer_of_every_node
+    from oral_core.answer import known_namer_of_every_node
 
     val = torch.tensor([0, 1, 1, -1])
     nodes = torch.tensor([True, True, True, False])
@@ -36,7 +36,7 @@ def test_every_node_gets_a_known_name_even_when_oral_names_the_known_classes():
 
 
 def test_split_answer_drops_only_what_the_check_calls_known_and_needs_a_namer_of_every_node():
-    from harness.answer_split import split_answer
+    from oral_core.answer import split_answer
 
     answer = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, -1])
     val = torch.tensor([0, -1, -1, 1, -1, -1, 0, -1, -1, -1, -1, -1, -1])
@@ -47,3 +47,4 @@ def test_split_answer_drops_only_what_the_check_calls_known_and_needs_a_namer_of
     assert dropped == 1 and split.tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 0, 3, 3, 3, -1]
     alone = {"answer": answer, "namer": "oral", "candidates": {"oral": answer}}
     assert split_answer(alone, val, unlabelled, 2, 0.5) == (answer, 0)
+
