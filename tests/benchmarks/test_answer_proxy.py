@@ -108,3 +108,31 @@ def test_the_rejected_answer_adds_to_the_pipelines_answer_and_only_moves_known_n
         "oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy")},
         "per_class+paired+rejected": base | {"all": 58.0}}
     assert "| per_class+paired+rejected | 58.0 | 70.0 | 50.0 | 1 of 2 | 2 | -2.0 (nan) |" in table([row])
+
+
+def test_the_split_and_returned_answers_build_on_the_paired_answer_and_pair_with_the_default():
+    """``per_class+paired+split+rejected`` drops a novel class of the paired answer only into
+    known classes (it never makes a node novel that the default answer keeps known, except by
+    the rejected grouping both share), and the table pairs the split and returned answers with
+    the pipeline's default."""
+    from types import SimpleNamespace
+
+    from benchmarks.answer_proxy import answers, table
+
+    truth, x, edges, train, val = toy()
+    class_id = truth.clone()
+    class_id[50:] = 3
+    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
+    got = answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+    split, paired = got["per_class+paired+split+rejected"], got["per_class+paired"]
+    assert split.shape == paired.shape and got["returned"] >= 0
+    assert int((split >= 2).sum()) <= int((got["per_class+paired+rejected"] >= 2).sum())
+    base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+    row = {"kind": "heldout", "graph": "cora", "seed": 0, **{name: base for name in (
+        "oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
+        "per_class+paired+rejected")},
+        "per_class+paired+returned+rejected": base | {"all": 61.0},
+        "per_class+paired+split+rejected": base | {"all": 63.0}}
+    text = table([row])
+    assert "| per_class+paired+returned+rejected | 61.0 | 70.0 | 50.0 | 1 of 2 | 2 | +1.0 (nan) |" in text
+    assert "| per_class+paired+split+rejected | 63.0 | 70.0 | 50.0 | 1 of 2 | 2 | +3.0 (nan) |" in text
