@@ -17,14 +17,14 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
 - ``per_class+paired+energy``: that, and the novelty check (``+energy``,
   :func:`oral_core.answer.novelty_checked`): a node of a novel group whose propagated energy
   is at or below ``ENERGY_QUANTILE`` of the validation nodes' is named a known class;
-- ``per_class+paired+rejected``: the pipeline's answer since 2026-12-04, that with the rejected
+- ``per_class+paired+rejected``: the pipeline's answer on 2026-12-04, that with the rejected
   nodes grouped
   (``+rejected``, :func:`oral_core.answer.rejected_nodes_grouped`): nodes named known that the
   known classes reject, among rejected neighbours, join a novel class or form one;
 - ``per_class+paired+returned+rejected``: that with novel nodes returned first (``+returned``,
   :func:`oral_core.answer.returned_to_known`): a node of a novel group that looks known, among
   neighbours named known, is named a known class;
-- ``per_class+paired+split+rejected``: the pipeline's answer with the split check first
+- ``per_class+paired+split+rejected``: the pipeline's answer since 2026-12-04, the split check first
   (``+split``, :func:`oral_core.answer.split_answer`): a novel class of the paired answer that
   holds validation nodes as known classes do is dropped, its nodes named known.
 

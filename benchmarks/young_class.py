@@ -12,8 +12,8 @@ labelled subgraph, one known class (``seed`` rotates which) cut to ``size`` time
 nodes and unlabelled, half of every other class's training nodes unlabelled. One ORAL fit per
 (night, size, seed) at the nightly pipeline's defaults; its answers (:data:`ANSWERS`: as
 fitted, its novel nodes re-cut, ``per_class+paired``, that with the novelty check, that with
-the rejected nodes grouped: the pipeline's own since 2026-12-04)
-scored on the same fit: whether the young class
+the rejected nodes grouped, that with novel nodes returned first, and that with the split check
+first: the pipeline's own since 2026-12-04) scored on the same fit: whether the young class
 surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and precision,
 All over the scored nodes (Eq. 14) and the novel classes found. Loops missing under
 ``--loops`` are simulated first (the nightly loop's seeded simulation). ``<graph>/rows.jsonl``

@@ -33,7 +33,7 @@ part is decided on its own evidence:
   a new class that holds validation nodes as a known class does is a piece of one: it is
   left as it was (:func:`new_class_looks_known`, the known-split check's estimate).
 - with **the answer's novel classes split-checked** (``split_share``,
-  ``ORAL_NIGHT_ANSWER=...+split``, an option), each novel class of the answer is judged by the
+  ``ORAL_NIGHT_ANSWER=...+split``, the pipeline's default since 2026-12-04), each novel class of the answer is judged by the
   known-split check on its own validation nodes (:func:`answer_known_split`,
   :mod:`oral_core.novelty`): a class that holds validation nodes at the rate the answer's known
   classes hold them is made of known nodes, and is dropped, its nodes named by the known-class
