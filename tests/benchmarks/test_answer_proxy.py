@@ -61,19 +61,27 @@ def test_the_table_pairs_every_answer_with_per_class():
     assert "| no-novel | cora | 1 | per_class+split | 60.0 | | | | 0 (invented) | +5.0 (nan) |" in text
 
 
-def test_the_novelty_check_answer_adds_to_the_pipelines_answer():
-    """``per_class+paired+energy`` is ``per_class+paired`` with the nodes of novel groups that
-    look known named a known class; in this toy every node is of a known class, so the check
-    names the novel groups' nodes their classes, and the table pairs it with the paired answer."""
+
+def toy_answers() -> tuple:
+    """The toy graph's true classes and every answer of :func:`benchmarks.answer_proxy.answers`
+    when ORAL puts the nodes from 50 on in novel group 3."""
     from types import SimpleNamespace
 
-    from benchmarks.answer_proxy import answers, table
+    from benchmarks.answer_proxy import answers
 
     truth, x, edges, train, val = toy()
     class_id = truth.clone()
     class_id[50:] = 3
     cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
-    got = answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+    return truth, answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+
+def test_the_novelty_check_answer_adds_to_the_pipelines_answer():
+    """``per_class+paired+energy`` is ``per_class+paired`` with the nodes of novel groups that
+    look known named a known class; in this toy every node is of a known class, so the check
+    names the novel groups' nodes their classes, and the table pairs it with the paired answer."""
+    from benchmarks.answer_proxy import table
+
+    truth, got = toy_answers()
     assert torch.equal(got["per_class+paired"], got["per_class"])  # nothing beats ORAL here
     checked = got["per_class+paired+energy"]
     assert got["moved"] == int((checked != got["per_class+paired"]).sum()) > 0
@@ -90,15 +98,9 @@ def test_the_rejected_answer_adds_to_the_pipelines_answer_and_only_moves_known_n
     """``per_class+paired+rejected`` is ``per_class+paired`` with rejected known-named nodes
     grouped as novel: it never changes a node of a novel group, and ``rejected`` counts what it
     moved; the table pairs it with the paired answer."""
-    from types import SimpleNamespace
+    from benchmarks.answer_proxy import table
 
-    from benchmarks.answer_proxy import answers, table
-
-    truth, x, edges, train, val = toy()
-    class_id = truth.clone()
-    class_id[50:] = 3
-    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
-    got = answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+    truth, got = toy_answers()
     grouped, base_answer = got["per_class+paired+rejected"], got["per_class+paired"]
     changed = grouped != base_answer
     assert got["rejected"] == int(changed.sum())
@@ -115,15 +117,9 @@ def test_the_split_and_returned_answers_build_on_the_paired_answer_and_pair_with
     known classes (it never makes a node novel that the default answer keeps known, except by
     the rejected grouping both share), and the table pairs the split and returned answers with
     the pipeline's default."""
-    from types import SimpleNamespace
+    from benchmarks.answer_proxy import table
 
-    from benchmarks.answer_proxy import answers, table
-
-    truth, x, edges, train, val = toy()
-    class_id = truth.clone()
-    class_id[50:] = 3
-    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
-    got = answers(class_id, x, edges, train, val, (train < 0) & (val < 0), 2, cfg)
+    truth, got = toy_answers()
     split, paired = got["per_class+paired+split+rejected"], got["per_class+paired"]
     assert split.shape == paired.shape and got["returned"] >= 0
     assert int((split >= 2).sum()) <= int((got["per_class+paired+rejected"] >= 2).sum())
