@@ -26,7 +26,10 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
   neighbours named known, is named a known class;
 - ``per_class+paired+split+rejected``: the pipeline's answer since 2026-12-04, the split check first
   (``+split``, :func:`oral_core.answer.split_answer`): a novel class of the paired answer that
-  holds validation nodes as known classes do is dropped, its nodes named known.
+  holds validation nodes as known classes do is dropped, its nodes named known;
+- ``per_class+paired+carve+split+rejected``: that with the novel classes carved first
+  (``+carve``, :func:`oral_core.answer.carved_answer`): each novel class cut in parts on
+  ``S^2 X``, the parts holding validation nodes as known classes do named known.
 
 Two proxies, read on labelled nodes only:
 
@@ -57,12 +60,13 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
 ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
            "per_class+paired+rejected", "per_class+paired+returned+rejected",
-           "per_class+paired+split+rejected")
+           "per_class+paired+split+rejected", "per_class+paired+carve+split+rejected")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
         "per_class+paired+returned+rejected": "per_class+paired+rejected",
-        "per_class+paired+split+rejected": "per_class+paired+rejected"}
+        "per_class+paired+split+rejected": "per_class+paired+rejected",
+        "per_class+paired+carve+split+rejected": "per_class+paired+split+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -70,10 +74,11 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
     chosen on ``val``; the split check, :func:`oral_core.answer.split_answer`), with the chosen ``namer``,
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
-    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
-                                  RETURNED_QUANTILE, best_known_namer, decide_answer,
-                                  known_validation_nodes, per_class_answer,
-                                  rejected_nodes_grouped, returned_to_known, split_answer)
+    from oral_core.answer import (CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
+                                  RETURNED_QUANTILE, answer_view, best_known_namer,
+                                  carved_answer, decide_answer, known_validation_nodes,
+                                  per_class_answer, rejected_nodes_grouped, returned_to_known,
+                                  split_answer)
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -91,8 +96,14 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     checked_split, _ = split_answer({"answer": paired, "candidates": candidates,
                                      "namer": checked["namer"]}, val, unlabelled, num_known,
                                     share)
+    # the paired answer carved, then split-checked
+    carved, _ = carved_answer({"answer": paired, "candidates": candidates,
+                               "namer": checked["namer"]}, answer_view(x, edges), val, unlabelled,
+                              num_known, CARVE_SHARE)
+    carved_split, _ = split_answer({"answer": carved, "candidates": candidates,
+                                    "namer": checked["namer"]}, val, unlabelled, num_known, share)
     grouped, rejected, back, returned, both = paired, 0, paired, 0, paired
-    split_grouped = checked_split
+    split_grouped, carve_grouped = checked_split, carved_split
     if "energy" in checked:
         energy, scorer = checked["energy"], candidates[checked["scorer"]]
         grouped, rejected = rejected_nodes_grouped(paired, energy, x, edges, train, val,
@@ -103,11 +114,14 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                          REJECTED_QUANTILE)
         split_grouped, _ = rejected_nodes_grouped(checked_split, energy, x, edges, train, val,
                                                   num_known, REJECTED_QUANTILE)
+        carve_grouped, _ = rejected_nodes_grouped(carved_split, energy, x, edges, train, val,
+                                                  num_known, REJECTED_QUANTILE)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
             "per_class+paired+returned+rejected": both, "returned": returned,
             "per_class+paired+split+rejected": split_grouped,
+            "per_class+paired+carve+split+rejected": carve_grouped,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 

@@ -38,8 +38,10 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: with novel nodes returned first (``returned``: ``+returned+rejected``, nodes of novel groups
 #: that look known among neighbours named known take a known class)
 #: and the pipeline's with the split check first (``split``: ``+split+rejected``, novel classes
-#: holding validation nodes as known classes do dropped)
-ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split")
+#: holding validation nodes as known classes do dropped) and that with the novel classes carved
+#: first (``carve``: ``+carve+split+rejected``, the parts of novel classes that hold validation
+#: nodes as known classes do named known)
+ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -79,7 +81,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("energy", piped["per_class+paired+energy"]),
                       ("rejected", piped["per_class+paired+rejected"]),
                       ("returned", piped["per_class+paired+returned+rejected"]),
-                      ("split", piped["per_class+paired+split+rejected"])):
+                      ("split", piped["per_class+paired+split+rejected"]),
+                      ("carve", piped["per_class+paired+carve+split+rejected"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -124,6 +127,30 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+#: the answer the paired table measures the others against: the pipeline's since 2026-12-04
+PAIRED_BASE = "split"
+
+
+def paired_table(rows: list[dict], base: str = PAIRED_BASE) -> list[str]:
+    """Per graph (both sizes together), each answer's All minus ``base``'s All, paired per fit:
+    mean (standard error) and fits where the young class surfaced with each (rows without
+    ``base`` are left out)."""
+    from harness.reproduction import mean_se
+
+    rows = [r for r in rows if base in r and not r.get("set")]
+    names = [a for a in ANSWERS if a != base and rows and all(a in r for r in rows)]
+    lines = [f"| graph | fits | answer | All minus {base}'s, paired (s.e.) | surfaced: answer / "
+             f"{base} |", "|---|---|---|---|---|"]
+    for graph in sorted({r["graph"] for r in rows}):
+        rs = [r for r in rows if r["graph"] == graph]
+        for name in names:
+            mean, se = mean_se([float(r[name]["all"]) - float(r[base]["all"]) for r in rs])
+            lines.append(f"| {graph} | {len(rs)} | {name} | {mean:+.1f} ({se:.1f}) | "
+                         f"{sum(r[name]['surfaced'] for r in rs)} / "
+                         f"{sum(r[base]['surfaced'] for r in rs)} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.split_repeat_proxy import loop_arguments, loop_nights
 
@@ -163,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"({row['seconds']:.0f}s)", flush=True)
     rows = [r for p in sorted(args.out.glob("*/rows.jsonl")) for r in read_jsonl(p)]
     lines = table(rows)
+    if any(PAIRED_BASE in r for r in rows):
+        lines += ["", f"Paired per fit against the pipeline's answer (`{PAIRED_BASE}`):", ""] \
+            + paired_table(rows)
     write_table(args.out, lines)
     return 0
 

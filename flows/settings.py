@@ -63,9 +63,11 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired+split+rejected"
 #: benchmarks/results/returned_young); ``split``, each novel class of the answer judged by the
 #: known-split check on its own validation nodes, dropped when it holds them as known classes do
 #: (oral_core.answer.split_answer; the default's since 2026-12-04,
-#: benchmarks/results/answer_split_fresh). Applied in
+#: benchmarks/results/answer_split_fresh); ``carve``, each novel class cut in parts on ``S^2 X``
+#: and the parts the known-split check calls known named known, the rest kept as one class
+#: (oral_core.answer.carved_answer; an option, benchmarks/results/answer_carve_fresh). Applied in
 #: this order
-NIGHT_ANSWER_PARTS = ("paired", "split", "energy", "returned", "rejected")
+NIGHT_ANSWER_PARTS = ("paired", "carve", "split", "energy", "returned", "rejected")
 
 
 #: ``ORAL_CONFIRM_SIZE`` when unset: large new novel classes published at once on separable

@@ -39,6 +39,16 @@ part is decided on its own evidence:
   classes hold them is made of known nodes, and is dropped, its nodes named by the known-class
   classifier (:func:`split_answer`). A class that is new holds no validation node. Applied after
   the naming, before the energy's parts.
+- with **the novel classes carved** (``carve_share``, ``ORAL_NIGHT_ANSWER=...+carve``, an
+  option), the split check made finer: a novel class often holds a new class and a slice of known
+  nodes together (a class that has just appeared is small; the fit's group around it takes in its
+  known neighbours), and the split check drops it whole, the new class with it. A novel class the
+  split check calls known is first cut in :data:`CARVE_PARTS` parts by k-means on the fixed view
+  ``S^2 X`` (:func:`novel_parts`), each part is judged by the known-split check on its own
+  validation nodes of one half, the parts it calls known are named by the known-class
+  classifier, and the parts left stay one class under the class's id, judged again whole on the
+  other half (:func:`carved_answer`). A class the split check keeps is left as it is. Applied
+  after the naming, before the split check.
 - with **novel nodes returned** (``returned_quantile``, ``ORAL_NIGHT_ANSWER=...+returned``, an
   option), the novelty check made local: a node of a novel group whose energy is at or below the
   ``returned_quantile`` quantile of the validation nodes' (:func:`known_like`) *and* most of
@@ -90,6 +100,12 @@ SPLIT_SHARE = 0.5
 #: on exploration rows of simulation 12 (labelled nodes only,
 #: benchmarks/results/returned_young/exploration.md)
 RETURNED_QUANTILE, RETURNED_SHARE = 0.9, 0.5
+#: the novel classes carved (``+carve``): the parts each novel class is cut into (k-means on the
+#: neighbours' view ``S^2 X``), the least average part size a class must allow to be cut, and the
+#: estimated share of known-class nodes at which a part is named known (the known-split check's
+#: own); the parts read on the young-class proxy's exploration rows of simulation 12 (labelled
+#: nodes only, benchmarks/results/answer_carve_fresh/exploration.md)
+CARVE_PARTS, CARVE_MIN_SIZE, CARVE_SHARE = 4, 10, 0.5
 
 
 def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
@@ -191,17 +207,87 @@ def rejected_by_known(energy: torch.Tensor, val_labels: torch.Tensor, quantile: 
     return candidates & (energy.double() > threshold)
 
 
+def answer_view(x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """``[N, <= REJECTED_VIEW_DIMS]``: the fixed view ``S^2 X`` of every node on its first
+    principal axes (:func:`oral_core.separability.labelled_view`; no label, no training), each row
+    of unit length: where the answer's parts look for neighbours and parts."""
+    from .separability import labelled_view
+
+    z = labelled_view(x, edge_index, torch.arange(x.shape[0]), dims=REJECTED_VIEW_DIMS)
+    return torch.nn.functional.normalize(z.float(), dim=1)
+
+
+def novel_parts(answer: torch.Tensor, view: torch.Tensor, num_known: int, parts: int,
+                min_size: int, only: torch.Tensor | None = None, seed: int = 0) -> torch.Tensor:
+    """The answer with each novel class (id ``>= num_known``; with ``only``, bool ``[C]`` over
+    class ids, those it marks) of at least ``parts * min_size`` nodes cut into ``parts`` parts by
+    k-means on ``view`` (its rows), the first part keeping the class's id and the others taking
+    new ids after the largest."""
+    from .kmeans import kmeans
+
+    out = answer.clone().long()
+    fresh = int(out.max()) + 1 if out.numel() else 0
+    for cls in torch.unique(out[out >= num_known]).tolist():
+        members = (out == cls).nonzero().flatten()
+        if (only is not None and not (cls < only.numel() and bool(only[cls]))) \
+                or members.numel() < parts * min_size:
+            continue
+        part, _, _ = kmeans(view[members], parts, restarts=5, seed=seed)
+        for p in range(1, parts):
+            out[members[part == p]] = fresh
+            fresh += 1
+    return out
+
+
+def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
+                  unlabelled: torch.Tensor, num_known: int, share: float,
+                  parts: int = CARVE_PARTS, min_size: int = CARVE_MIN_SIZE
+                  ) -> tuple[torch.Tensor, int]:
+    """The per-class answer ``decided`` (``answer``, ``candidates`` and ``namer``, as
+    :func:`decide_answer` has them) with the known slices of its novel classes named known, where
+    the known-split check would drop the class whole (:func:`answer_known_split` at ``share`` on
+    every validation node; a class it keeps is left as it is), cross-fitted on the two halves of
+    the validation nodes (:func:`oral_core.novelty.validation_halves`): each such class is cut by
+    :func:`novel_parts`; the
+    parts the known-split check calls known on the first half (:func:`answer_known_split` at
+    ``share``) are named by the known-class classifier of every node; what a class keeps is
+    judged again, whole, on the second half, and named known too when the check calls it known
+    there (judged on the half that chose the parts, the rest would look emptier of validation
+    nodes than it is). Returns the answer and how many nodes were named known (the answer as it
+    was when there is no classifier of every node)."""
+    from .novelty import validation_halves
+
+    answer, candidates = decided["answer"].long(), decided["candidates"]
+    if len(candidates) < 2:
+        return answer, 0
+    first, second = validation_halves(val_labels >= 0)
+    val_first = torch.where(first, val_labels, torch.full_like(val_labels, -1))
+    val_second = torch.where(second, val_labels, torch.full_like(val_labels, -1))
+    whole = answer_known_split(answer, val_labels, unlabelled, num_known, share)
+    if not whole.any():
+        return answer, 0
+    cut = novel_parts(answer, view, num_known, parts, min_size, only=whole)
+    drop = answer_known_split(cut, val_first, unlabelled, num_known, share)
+    if not drop.any():
+        return answer, 0
+    nodes = known_validation_nodes(candidates["oral"], val_labels, num_known)
+    every = known_namer_of_every_node(candidates, decided["namer"], val_labels, nodes)
+    named = drop_classes(cut, every, drop)
+    kept = torch.where((named != cut) & (answer >= num_known), named, answer)
+    carved = torch.unique(answer[(kept != answer)])
+    rest = answer_known_split(kept, val_second, unlabelled, num_known, share)
+    rest &= torch.isin(torch.arange(rest.numel()), carved)  # only the classes carved
+    kept = drop_classes(kept, every, rest)
+    return kept, int((kept != answer).sum())
+
+
 def view_neighbours(x: torch.Tensor, edge_index: torch.Tensor, rows: torch.Tensor, k: int,
                     chunk: int = 256) -> torch.Tensor:
     """long ``[len(rows), k]``: each row's ``k`` nearest other nodes by cosine similarity on the
-    fixed view ``S^2 X`` on its first principal axes (:func:`oral_core.separability.labelled_view`
-    over every node; no label, no training), computed ``chunk`` rows at a time (a chunk of a
+    fixed view ``S^2 X`` (:func:`answer_view`), computed ``chunk`` rows at a time (a chunk of a
     100k-node graph holds 100 MB of similarities)."""
-    from .separability import labelled_view
-
     n = x.shape[0]
-    z = labelled_view(x, edge_index, torch.arange(n), dims=REJECTED_VIEW_DIMS)
-    z = torch.nn.functional.normalize(z.float(), dim=1)
+    z = answer_view(x, edge_index)
     k = min(k, n - 1)
     out = []
     for start in range(0, rows.numel(), chunk):
@@ -448,12 +534,15 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   novelty_quantile: float | None = None,
                   rejected_quantile: float | None = None,
                   returned_quantile: float | None = None,
-                  split_share: float | None = None) -> dict:
+                  split_share: float | None = None,
+                  carve_share: float | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
-    ORAL's own naming only beyond chance (:func:`beats_oral`); with ``split_share`` the answer's
+    ORAL's own naming only beyond chance (:func:`beats_oral`); with ``carve_share`` the known
+    slices of its novel classes are named known (:func:`carved_answer`, first); with
+    ``split_share`` the answer's
     novel classes the known-split check calls known are dropped (:func:`split_answer`, before
     the rest); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
@@ -467,7 +556,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class), with the
     rejected nodes grouped ``scorer``, its propagated ``energy`` per node and ``rejected``
     (nodes it moved into novel classes), with novel nodes returned ``returned`` (nodes it
-    named a known class), with the split check ``dropped`` (novel classes it dropped)."""
+    named a known class), with the split check ``dropped`` (novel classes it dropped), with the
+    classes carved ``carved`` (nodes of novel classes it named known)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -484,8 +574,13 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     out = {"namer": namer, "candidates": candidates,
            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
            "nodes": total, "cross_fitted_right": crossed}
+    unlabelled = (train_labels < 0) & (val_labels < 0)
+    if carve_share is not None:
+        answer, carved = carved_answer({"answer": answer, "candidates": candidates,
+                                        "namer": namer}, answer_view(x, edge_index), val_labels,
+                                       unlabelled, num_known, carve_share)
+        out |= {"carved": carved}
     if split_share is not None:
-        unlabelled = (train_labels < 0) & (val_labels < 0)
         answer, dropped = split_answer({"answer": answer, "candidates": candidates,
                                         "namer": namer}, val_labels, unlabelled, num_known,
                                        split_share)

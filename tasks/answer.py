@@ -31,7 +31,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     ``parts`` are what ``ORAL_NIGHT_ANSWER`` adds to ``per_class``
     (:data:`flows.settings.NIGHT_ANSWER_PARTS`, :func:`oral_core.answer.decide_answer`): with
     ``paired`` another classifier names the known classes only when it beats ORAL's own naming
-    beyond chance; with ``split`` the answer's novel classes the known-split check calls known
+    beyond chance; with ``carve`` the known slices of the novel classes are named known
+    (``carved``); with ``split`` the answer's novel classes the known-split check calls known
     are dropped (``dropped`` in the result); with ``energy`` the novelty check names a known
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
@@ -40,7 +41,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import (ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
+    from oral_core.answer import (CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, SPLIT_SHARE, decide_answer)
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
@@ -58,7 +59,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         novelty_quantile=ENERGY_QUANTILE if "energy" in parts else None,
                         rejected_quantile=REJECTED_QUANTILE if "rejected" in parts else None,
                         returned_quantile=RETURNED_QUANTILE if "returned" in parts else None,
-                        split_share=SPLIT_SHARE if "split" in parts else None)
+                        split_share=SPLIT_SHARE if "split" in parts else None,
+                        carve_share=CARVE_SHARE if "carve" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -66,7 +68,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
-        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "dropped", "scorer",
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "dropped",
+                            "scorer",
                             "moved", "returned", "rejected")
         if k in got}
     text = json.dumps(out)

@@ -132,3 +132,23 @@ def test_the_split_and_returned_answers_build_on_the_paired_answer_and_pair_with
     text = table([row])
     assert "| per_class+paired+returned+rejected | 61.0 | 70.0 | 50.0 | 1 of 2 | 2 | +1.0 (nan) |" in text
     assert "| per_class+paired+split+rejected | 63.0 | 70.0 | 50.0 | 1 of 2 | 2 | +3.0 (nan) |" in text
+
+
+def test_the_carved_answer_builds_on_the_paired_answer_and_pairs_with_the_split_answer():
+    """``per_class+paired+carve+split+rejected`` keeps no more nodes novel than the split answer
+    on the toy (carving only names nodes known), and the table pairs it with the pipeline's
+    default (``per_class+paired+split+rejected``)."""
+    from benchmarks.answer_proxy import table
+
+    truth, got = toy_answers()
+    carved, split = got["per_class+paired+carve+split+rejected"], got["per_class+paired+split+rejected"]
+    assert carved.shape == split.shape
+    assert int((carved >= 2).sum()) <= int((split >= 2).sum())
+    base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+    row = {"kind": "heldout", "graph": "cora", "seed": 0, **{name: base for name in (
+        "oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
+        "per_class+paired+rejected", "per_class+paired+returned+rejected")},
+        "per_class+paired+split+rejected": base | {"all": 63.0},
+        "per_class+paired+carve+split+rejected": base | {"all": 64.0}}
+    assert ("| per_class+paired+carve+split+rejected | 64.0 | 70.0 | 50.0 | 1 of 2 | 2 | +1.0 (nan) |"
+            in table([row]))

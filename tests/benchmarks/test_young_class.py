@@ -26,3 +26,18 @@ def test_the_table_counts_surfaced_fits_per_graph_and_size():
     assert not done(rows, "cora-sim10", 5, 0.03, 1, ["known_head_pull=0.8"])
     assert done([pulled], "cora-sim10", 5, 0.03, 1, ["known_head_pull=0.8"])
     assert "| cora | known_head_pull=0.8 | 0.03 | 1 |" in "\n".join(table(rows + [pulled]))
+
+
+def test_the_paired_table_measures_each_answer_against_the_pipelines_per_fit():
+    from benchmarks.young_class import paired_table
+
+    def answer(all_, surfaced=False):
+        return {"surfaced": surfaced, "recall": 0.5, "precision": 0.5, "all": all_,
+                "novel_classes": 1}
+
+    rows = [{"graph": "cora", "split": answer(60.0), "carve": answer(64.0, True)},
+            {"graph": "cora", "split": answer(70.0, True), "carve": answer(72.0, True)},
+            {"graph": "cora", "carve": answer(99.0)}]  # an older row without the base: left out
+    lines = paired_table(rows)
+    assert lines[0].startswith("| graph | fits | answer | All minus split's, paired (s.e.) |")
+    assert lines[2] == "| cora | 2 | carve | +3.0 (1.0) | 2 / 1 |"
