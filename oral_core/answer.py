@@ -270,8 +270,7 @@ def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
     drop = answer_known_split(cut, val_first, unlabelled, num_known, share)
     if not drop.any():
         return answer, 0
-    nodes = known_validation_nodes(candidates["oral"], val_labels, num_known)
-    every = known_namer_of_every_node(candidates, decided["namer"], val_labels, nodes)
+    every = namer_of_every_node(decided, val_labels, num_known)
     named = drop_classes(cut, every, drop)
     kept = torch.where((named != cut) & (answer >= num_known), named, answer)
     carved = torch.unique(answer[(kept != answer)])
@@ -437,6 +436,15 @@ def known_namer_of_every_node(candidates: dict[str, torch.Tensor], namer: str,
     return others[best_known_namer(others, val_labels, nodes)]
 
 
+def namer_of_every_node(decided: dict, val_labels: torch.Tensor, num_known: int) -> torch.Tensor:
+    """A known class for every node from the per-class answer ``decided`` (its ``candidates``
+    and chosen ``namer``; :func:`known_namer_of_every_node`, the candidates compared on the
+    validation nodes ORAL names known): where the nodes of dropped or carved classes go."""
+    candidates = decided["candidates"]
+    nodes = known_validation_nodes(candidates["oral"], val_labels, num_known)
+    return known_namer_of_every_node(candidates, decided["namer"], val_labels, nodes)
+
+
 def split_answer(decided: dict, val_labels: torch.Tensor, unlabelled: torch.Tensor,
                  num_known: int, share: float) -> tuple[torch.Tensor, int]:
     """The per-class answer ``decided`` (``answer``, ``candidates`` and ``namer``, as
@@ -450,8 +458,7 @@ def split_answer(decided: dict, val_labels: torch.Tensor, unlabelled: torch.Tens
     drop = answer_known_split(answer, val_labels, unlabelled, num_known, share)
     if not drop.any():
         return answer, 0
-    nodes = known_validation_nodes(candidates["oral"], val_labels, num_known)
-    every = known_namer_of_every_node(candidates, decided["namer"], val_labels, nodes)
+    every = namer_of_every_node(decided, val_labels, num_known)
     return drop_classes(answer, every, drop), int(drop.sum())
 
 
