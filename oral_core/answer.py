@@ -116,20 +116,23 @@ def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch
 
 
 def known_gcn_logits(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
-                     num_known: int, seed: int = 0, epochs: int = GCN_EPOCHS) -> torch.Tensor:
+                     num_known: int, seed: int = 0, epochs: int = GCN_EPOCHS,
+                     device: torch.device | str | None = None) -> torch.Tensor:
     """A two-layer GCN, ``softmax(S relu(S X W1) W2)`` with ``S = D^-1/2 (A + I) D^-1/2``,
     fitted by cross-entropy on the nodes labelled in ``train_labels`` (-1 elsewhere) for
-    ``epochs`` full-batch Adam steps. Returns its logits for every node (``[N, num_known]``)."""
+    ``epochs`` full-batch Adam steps, on ``device`` (default the CPU; on a GPU its random
+    streams are the GPU's). Returns its logits for every node (``[N, num_known]``, on the CPU)."""
     from .known_head import normalised_adjacency
 
+    dev = torch.device(device or "cpu")
     n = x.shape[0]
-    s = normalised_adjacency(edge_index, n)
-    x = (x.to_dense() if x.is_sparse else x).float()
-    y = train_labels.long()
+    s = normalised_adjacency(edge_index, n).to(dev)
+    x = (x.to_dense() if x.is_sparse else x).float().to(dev)
+    y = train_labels.long().to(dev)
     seen = y >= 0
-    gen = torch.Generator().manual_seed(seed)
-    w1 = torch.nn.Parameter(torch.empty(x.shape[1], GCN_HIDDEN))
-    w2 = torch.nn.Parameter(torch.empty(GCN_HIDDEN, num_known))
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    w1 = torch.nn.Parameter(torch.empty(x.shape[1], GCN_HIDDEN, device=dev))
+    w2 = torch.nn.Parameter(torch.empty(GCN_HIDDEN, num_known, device=dev))
     for w in (w1, w2):  # Glorot, as GCNConv starts
         bound = (6.0 / (w.shape[0] + w.shape[1])) ** 0.5
         with torch.no_grad():
@@ -139,7 +142,7 @@ def known_gcn_logits(x: torch.Tensor, edge_index: torch.Tensor, train_labels: to
     def logits(train: bool) -> torch.Tensor:
         h = torch.relu(sx @ w1)
         if train:
-            keep = (torch.rand(h.shape, generator=gen) >= GCN_DROPOUT).float()
+            keep = (torch.rand(h.shape, generator=gen, device=dev) >= GCN_DROPOUT).float()
             h = h * keep / (1 - GCN_DROPOUT)
         return torch.sparse.mm(s, h @ w2)
 
@@ -150,7 +153,7 @@ def known_gcn_logits(x: torch.Tensor, edge_index: torch.Tensor, train_labels: to
             torch.nn.functional.cross_entropy(logits(True)[seen], y[seen]).backward()
             opt.step()
     with torch.no_grad():
-        return logits(False)
+        return logits(False).cpu()
 
 
 def propagated_energy(logits: torch.Tensor, edge_index: torch.Tensor,
@@ -281,19 +284,21 @@ def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
 
 
 def view_neighbours(x: torch.Tensor, edge_index: torch.Tensor, rows: torch.Tensor, k: int,
-                    chunk: int = 256) -> torch.Tensor:
-    """long ``[len(rows), k]``: each row's ``k`` nearest other nodes by cosine similarity on the
-    fixed view ``S^2 X`` (:func:`answer_view`), computed ``chunk`` rows at a time (a chunk of a
-    100k-node graph holds 100 MB of similarities)."""
+                    chunk: int = 256, device: torch.device | str | None = None) -> torch.Tensor:
+    """long ``[len(rows), k]`` (on the CPU): each row's ``k`` nearest other nodes by cosine
+    similarity on the fixed view ``S^2 X`` (:func:`answer_view`), computed ``chunk`` rows at a
+    time (a chunk of a 100k-node graph holds 100 MB of similarities) on ``device`` (default the
+    CPU: the similarities grow as rows times nodes)."""
     n = x.shape[0]
-    z = answer_view(x, edge_index)
+    dev = torch.device(device or "cpu")
+    z = answer_view(x, edge_index).to(dev)
     k = min(k, n - 1)
     out = []
     for start in range(0, rows.numel(), chunk):
-        part = rows[start:start + chunk]
+        part = rows[start:start + chunk].to(dev)
         sim = z[part] @ z.T
-        sim[torch.arange(part.numel()), part] = -2.0  # not its own neighbour
-        out.append(sim.topk(k, dim=1).indices)
+        sim[torch.arange(part.numel(), device=dev), part] = -2.0  # not its own neighbour
+        out.append(sim.topk(k, dim=1).indices.cpu())
     return torch.cat(out) if out else torch.empty(0, k, dtype=torch.long)
 
 
@@ -344,15 +349,16 @@ def new_class_looks_known(grouped: torch.Tensor, answer: torch.Tensor, unlabelle
 
 def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.Tensor,
                            edge_index: torch.Tensor, train_labels: torch.Tensor,
-                           val_labels: torch.Tensor, num_known: int, quantile: float
-                           ) -> tuple[torch.Tensor, int]:
+                           val_labels: torch.Tensor, num_known: int, quantile: float,
+                           device: torch.device | str | None = None) -> tuple[torch.Tensor, int]:
     """The rejected nodes grouped: :func:`rejected_by_known` among the unlabelled and the
     validation nodes, :func:`rejected_core` and :func:`rejected_grouped` for those the answer
     names a known class (:data:`REJECTED_NEIGHBOURS`, :data:`REJECTED_SHARE`,
     :data:`REJECTED_MIN_SIZE`). The validation nodes are witnesses: they are grouped like the
     others, so that a new class holding them as a known class does is found out
     (:func:`new_class_looks_known`, at :data:`REJECTED_KNOWN_SHARE`) and left as it was, and
-    they keep their class in the answer. Returns the answer and the nodes moved."""
+    they keep their class in the answer. The neighbours are found on ``device``
+    (:func:`view_neighbours`). Returns the answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -360,7 +366,7 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
     rows = rejected.nonzero().flatten()
     if rows.numel() < REJECTED_MIN_SIZE:
         return answer, 0
-    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS)
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, device=device)
     keep = rejected_core(rejected, near, REJECTED_SHARE) & (answer[rows] >= 0) & (
         answer[rows] < num_known)
     grouped, _ = rejected_grouped(answer, rows[keep], near[keep], num_known, REJECTED_SHARE,
@@ -542,7 +548,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   rejected_quantile: float | None = None,
                   returned_quantile: float | None = None,
                   split_share: float | None = None,
-                  carve_share: float | None = None) -> dict:
+                  carve_share: float | None = None,
+                  device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
@@ -556,6 +563,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check).
+    ``device``: where the two steps that grow with the graph run, the GCN's fit and the rejected
+    nodes' neighbours (default the CPU); the rest runs on the CPU.
 
     Returns ``answer`` (class id per node), ``namer``, ``candidates`` (each classifier's known
     class per node), ``right`` (validation nodes each candidate names right among ``nodes``),
@@ -571,7 +580,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     lr = reference_logits(x, train_labels, val_labels, scale=scale)
     if lr is not None:  # both labelled sets are there: the GCN is fitted and compared too
         logits = {"lr": lr, "gcn": known_gcn_logits(x, edge_index, train_labels, num_known,
-                                                    seed=seed)}
+                                                    seed=seed, device=device)}
         candidates |= {name: lg.argmax(1) for name, lg in logits.items()}
     nodes = known_validation_nodes(class_id, val_labels, num_known)
     namer = best_known_namer(candidates, val_labels, nodes, paired_alpha)
@@ -608,6 +617,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
             out |= {"returned": returned}
         if rejected_quantile is not None:
             answer, grouped = rejected_nodes_grouped(answer, energy, x, edge_index, train_labels,
-                                                     val_labels, num_known, rejected_quantile)
+                                                     val_labels, num_known, rejected_quantile,
+                                                     device=device)
             out |= {"rejected": grouped}
     return out | {"answer": answer}

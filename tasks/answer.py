@@ -54,6 +54,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
+                        device=answer_device(config.device),
                         scale=config.known_head_scale, seed=config.seed,
                         paired_alpha=PAIRED_ALPHA if "paired" in parts else None,
                         novelty_quantile=ENERGY_QUANTILE if "energy" in parts else None,
@@ -75,6 +76,18 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out
+
+
+def answer_device(requested: str | None) -> str:
+    """Where the answer's two steps that grow with the graph run (the known-class GCN's fit and
+    the rejected nodes' neighbours, :func:`oral_core.answer.decide_answer`): on CUDA when the
+    night's ``device`` setting allows it (``auto`` or a CUDA device) and this process has one,
+    else on the CPU (the flow may answer a night trained on another machine's GPU)."""
+    import torch
+
+    if (requested or "auto") == "cpu" or not torch.cuda.is_available():
+        return "cpu"
+    return "cuda" if (requested or "auto") == "auto" else str(requested)
 
 
 def answer_reason(degraded: str | None, answer: dict) -> str:
