@@ -2,7 +2,8 @@
 # Issue 61 item 3: the whole night (`oral run`: ingest, contracts, training, the answer, MLflow,
 # DuckDB) end to end on the lent GPU machine, on a generated graph of N nodes (default 1M), with
 # each step's seconds read from the night's Prefect task runs (benchmarks/night_stages.py).
-# The device image lacks the pipeline's stack: carry .gpusite (bash benchmarks/gpu_bundle.sh).
+# The device image lacks the pipeline's stack: it travels in two parts (bash
+# benchmarks/gpu_bundle.sh says how); each part present in .gpusite is unpacked into /tmp.
 # In one call, failing fast:
 #   1. unpack the stack, check the imports and run the answer's CUDA tests;
 #   2. a 5,000-node night of 3 epochs through `oral run` (the whole stack on CUDA), while the
@@ -18,7 +19,7 @@ export PYTHONUNBUFFERED=1 DO_NOT_TRACK=true PREFECT_SERVER_ANALYTICS_ENABLED=fal
   MLFLOW_DISABLE_TELEMETRY=true PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 nvidia-smi -L
 echo "== unpack $(date +%T)"
-tar -xJf .gpusite/gpusite.tar.xz -C /tmp || exit 1
+for part in .gpusite/gpusite-*.tar.xz; do tar -xJf "$part" -C /tmp || exit 1; done
 export PYTHONPATH=.:/tmp/gpusite
 python3 -c "import prefect, mlflow, duckdb, great_expectations, igraph, torch, torch_geometric as g; \
 print('prefect', prefect.__version__, 'mlflow', mlflow.__version__, 'duckdb', duckdb.__version__, \
