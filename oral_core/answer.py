@@ -61,6 +61,8 @@ measure of the choice (the choice and its score never read the same validation n
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 #: the known-class classifiers the answer chooses among, in the order ties are broken
@@ -284,14 +286,15 @@ def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
 
 
 def view_neighbours(x: torch.Tensor, edge_index: torch.Tensor, rows: torch.Tensor, k: int,
-                    chunk: int = 256, device: torch.device | str | None = None) -> torch.Tensor:
+                    chunk: int = 256, device: torch.device | str | None = None,
+                    view: Callable[[], torch.Tensor] | None = None) -> torch.Tensor:
     """long ``[len(rows), k]`` (on the CPU): each row's ``k`` nearest other nodes by cosine
-    similarity on the fixed view ``S^2 X`` (:func:`answer_view`), computed ``chunk`` rows at a
-    time (a chunk of a 100k-node graph holds 100 MB of similarities) on ``device`` (default the
-    CPU: the similarities grow as rows times nodes)."""
+    similarity on the fixed view ``S^2 X`` (:func:`answer_view`, or ``view()`` when the caller
+    keeps it), computed ``chunk`` rows at a time (a chunk of a 100k-node graph holds 100 MB of
+    similarities) on ``device`` (default the CPU: the similarities grow as rows times nodes)."""
     n = x.shape[0]
     dev = torch.device(device or "cpu")
-    z = answer_view(x, edge_index).to(dev)
+    z = (view() if view is not None else answer_view(x, edge_index)).to(dev)
     k = min(k, n - 1)
     out = []
     for start in range(0, rows.numel(), chunk):
@@ -350,7 +353,9 @@ def new_class_looks_known(grouped: torch.Tensor, answer: torch.Tensor, unlabelle
 def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.Tensor,
                            edge_index: torch.Tensor, train_labels: torch.Tensor,
                            val_labels: torch.Tensor, num_known: int, quantile: float,
-                           device: torch.device | str | None = None) -> tuple[torch.Tensor, int]:
+                           device: torch.device | str | None = None,
+                           view: Callable[[], torch.Tensor] | None = None
+                           ) -> tuple[torch.Tensor, int]:
     """The rejected nodes grouped: :func:`rejected_by_known` among the unlabelled and the
     validation nodes, :func:`rejected_core` and :func:`rejected_grouped` for those the answer
     names a known class (:data:`REJECTED_NEIGHBOURS`, :data:`REJECTED_SHARE`,
@@ -358,7 +363,8 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
     others, so that a new class holding them as a known class does is found out
     (:func:`new_class_looks_known`, at :data:`REJECTED_KNOWN_SHARE`) and left as it was, and
     they keep their class in the answer. The neighbours are found on ``device``
-    (:func:`view_neighbours`). Returns the answer and the nodes moved."""
+    (:func:`view_neighbours`, on ``view()`` when given). Returns the answer and the nodes
+    moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -366,7 +372,7 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
     rows = rejected.nonzero().flatten()
     if rows.numel() < REJECTED_MIN_SIZE:
         return answer, 0
-    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, device=device)
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, device=device, view=view)
     keep = rejected_core(rejected, near, REJECTED_SHARE) & (answer[rows] >= 0) & (
         answer[rows] < num_known)
     grouped, _ = rejected_grouped(answer, rows[keep], near[keep], num_known, REJECTED_SHARE,
@@ -382,16 +388,18 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
 
 def returned_to_known(answer: torch.Tensor, scorer_class: torch.Tensor, energy: torch.Tensor,
                       x: torch.Tensor, edge_index: torch.Tensor, val_labels: torch.Tensor,
-                      num_known: int, quantile: float) -> tuple[torch.Tensor, int]:
+                      num_known: int, quantile: float,
+                      view: Callable[[], torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
     """Novel nodes returned: a node the answer puts in a novel group (``>= num_known``) that
     looks known (:func:`known_like` at ``quantile``) and at least :data:`RETURNED_SHARE` of whose
     :data:`REJECTED_NEIGHBOURS` nearest neighbours on ``S^2 X`` (:func:`view_neighbours`) the
-    answer names a known class takes ``scorer_class``. Returns the answer and the nodes moved."""
+    answer names a known class takes ``scorer_class`` (the view: ``view()`` when given). Returns
+    the answer and the nodes moved."""
     answer = answer.long()
     rows = (answer >= num_known).nonzero().flatten()
     if rows.numel() == 0:
         return answer, 0
-    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS)
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, view=view)
     named_known = (answer[near] >= 0) & (answer[near] < num_known)
     among_known = named_known.float().mean(1) >= RETURNED_SHARE
     go = rows[known_like(energy, val_labels, quantile)[rows] & among_known]
@@ -591,9 +599,16 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
            "right": {k: named_right(v, val_labels, nodes) for k, v in candidates.items()},
            "nodes": total, "cross_fitted_right": crossed}
     unlabelled = (train_labels < 0) & (val_labels < 0)
+    kept = {}
+
+    def view() -> torch.Tensor:  # S^2 X, computed once for the steps that read it
+        if "view" not in kept:
+            kept["view"] = answer_view(x, edge_index)
+        return kept["view"]
+
     if carve_share is not None:
         answer, carved = carved_answer({"answer": answer, "candidates": candidates,
-                                        "namer": namer}, answer_view(x, edge_index), val_labels,
+                                        "namer": namer}, view(), val_labels,
                                        unlabelled, num_known, carve_share)
         out |= {"carved": carved}
     if split_share is not None:
@@ -613,11 +628,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         if returned_quantile is not None:
             answer, returned = returned_to_known(answer, candidates[scorer], energy, x,
                                                  edge_index, val_labels, num_known,
-                                                 returned_quantile)
+                                                 returned_quantile, view=view)
             out |= {"returned": returned}
         if rejected_quantile is not None:
             answer, grouped = rejected_nodes_grouped(answer, energy, x, edge_index, train_labels,
                                                      val_labels, num_known, rejected_quantile,
-                                                     device=device)
+                                                     device=device, view=view)
             out |= {"rejected": grouped}
     return out | {"answer": answer}

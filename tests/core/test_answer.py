@@ -275,7 +275,7 @@ def test_a_novel_node_returns_only_when_it_looks_known_among_known_neighbours(mo
     scorer_class = torch.tensor([0, 1, 1, 1, 1, 0, 0, 0])
     near = {4: [0, 1, 5, 3], 5: [4, 6, 2, 6], 6: [0, 1, 2, 3]}  # 4 among known, 5 among novel
 
-    def neighbours(x, edge_index, rows, k):
+    def neighbours(x, edge_index, rows, k, **_):
         return torch.tensor([near[int(r)] for r in rows])
 
     monkeypatch.setattr(answer_module, "view_neighbours", neighbours)

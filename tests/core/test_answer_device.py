@@ -80,3 +80,22 @@ def test_the_answer_on_the_gpu_comes_back_on_the_cpu():
     answer = got["answer"]
     assert answer.device.type == "cpu" and answer.shape == y.shape
     assert float((answer[y == 3] >= 3).float().mean()) > 0.5  # as on the CPU (test_answer)
+
+
+def test_the_view_is_computed_once_when_several_steps_read_it(monkeypatch):
+    """Carving, returning and grouping the rejected nodes all read ``S^2 X``: one night's answer
+    computes it once."""
+    import oral_core.answer as answer_module
+
+    calls = []
+    real = answer_module.answer_view
+    monkeypatch.setattr(answer_module, "answer_view",
+                        lambda x, e: calls.append(1) or real(x, e))
+    g, train, val, _ = planted_graph(300)
+    class_id = torch.where(g.y == 3, torch.arange(g.y.numel()) % 3, g.y)
+    class_id[(g.y == 0) & (torch.arange(g.y.numel()) % 2 == 0)] = 3
+    got = answer_module.decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                                      rejected_quantile=0.9, returned_quantile=0.5,
+                                      carve_share=0.5)
+    assert "rejected" in got and "returned" in got and "carved" in got
+    assert len(calls) == 1

@@ -223,7 +223,7 @@ def fresh_venv(registered, tmp_path_factory):
         pytest.skip("the package registry is unreachable (pip download failed): "
                     + probe.stderr.strip()[-300:])
     started = time.perf_counter()
-    install = _run([str(python), "-m", "pip", "install", "-q", "-r", str(requirements)],
+    install = _run([str(python), "-m", "pip", "install", "-q", "--no-compile", "-r", str(requirements)],
                    cwd=where, env=_clean_env(), timeout=1800)
     if install.returncode != 0:
         tail = (install.stdout + install.stderr).strip()[-1500:]
