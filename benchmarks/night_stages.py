@@ -73,7 +73,8 @@ def render(label: str, flow_name: str, flow_seconds: float | None, rows: list[di
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("state_dir", type=Path)
     ap.add_argument("--label", default=None, help="the table's heading (default: the state dir)")
     ap.add_argument("--wall", type=float, default=None, help="the command's wall time, seconds")
