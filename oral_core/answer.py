@@ -389,17 +389,18 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
 def returned_to_known(answer: torch.Tensor, scorer_class: torch.Tensor, energy: torch.Tensor,
                       x: torch.Tensor, edge_index: torch.Tensor, val_labels: torch.Tensor,
                       num_known: int, quantile: float,
+                      device: torch.device | str | None = None,
                       view: Callable[[], torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
     """Novel nodes returned: a node the answer puts in a novel group (``>= num_known``) that
     looks known (:func:`known_like` at ``quantile``) and at least :data:`RETURNED_SHARE` of whose
     :data:`REJECTED_NEIGHBOURS` nearest neighbours on ``S^2 X`` (:func:`view_neighbours`) the
-    answer names a known class takes ``scorer_class`` (the view: ``view()`` when given). Returns
-    the answer and the nodes moved."""
+    answer names a known class takes ``scorer_class`` (neighbours found on ``device``, on
+    ``view()`` when given). Returns the answer and the nodes moved."""
     answer = answer.long()
     rows = (answer >= num_known).nonzero().flatten()
     if rows.numel() == 0:
         return answer, 0
-    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, view=view)
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, device=device, view=view)
     named_known = (answer[near] >= 0) & (answer[near] < num_known)
     among_known = named_known.float().mean(1) >= RETURNED_SHARE
     go = rows[known_like(energy, val_labels, quantile)[rows] & among_known]
@@ -571,8 +572,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check).
-    ``device``: where the two steps that grow with the graph run, the GCN's fit and the rejected
-    nodes' neighbours (default the CPU); the rest runs on the CPU.
+    ``device``: where the steps that grow with the graph run, the GCN's fit and the nearest
+    neighbours of the rejected and the returned nodes (default the CPU); the rest runs on the CPU.
 
     Returns ``answer`` (class id per node), ``namer``, ``candidates`` (each classifier's known
     class per node), ``right`` (validation nodes each candidate names right among ``nodes``),
@@ -628,7 +629,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         if returned_quantile is not None:
             answer, returned = returned_to_known(answer, candidates[scorer], energy, x,
                                                  edge_index, val_labels, num_known,
-                                                 returned_quantile, view=view)
+                                                 returned_quantile, device=device, view=view)
             out |= {"returned": returned}
         if rejected_quantile is not None:
             answer, grouped = rejected_nodes_grouped(answer, energy, x, edge_index, train_labels,
