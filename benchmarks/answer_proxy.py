@@ -29,7 +29,11 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
   holds validation nodes as known classes do is dropped, its nodes named known;
 - ``per_class+paired+carve+split+rejected``: that with the novel classes carved first
   (``+carve``, :func:`oral_core.answer.carved_answer`): each novel class cut in parts on
-  ``S^2 X``, the parts holding validation nodes as known classes do named known.
+  ``S^2 X``, the parts holding validation nodes as known classes do named known;
+- ``per_class+paired+carvetest+split+rejected``: that carve with what a class keeps tested too
+  (``+carvetest``, ``carved_answer(alpha=...)``, :func:`oral_core.answer.fewer_than_known`): it
+  stays novel only when it holds significantly fewer validation nodes than a known slice of its
+  size would.
 
 Two proxies, read on labelled nodes only:
 
@@ -60,13 +64,15 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
 ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
            "per_class+paired+rejected", "per_class+paired+returned+rejected",
-           "per_class+paired+split+rejected", "per_class+paired+carve+split+rejected")
+           "per_class+paired+split+rejected", "per_class+paired+carve+split+rejected",
+           "per_class+paired+carvetest+split+rejected")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
         "per_class+paired+returned+rejected": "per_class+paired+rejected",
         "per_class+paired+split+rejected": "per_class+paired+rejected",
-        "per_class+paired+carve+split+rejected": "per_class+paired+split+rejected"}
+        "per_class+paired+carve+split+rejected": "per_class+paired+split+rejected",
+        "per_class+paired+carvetest+split+rejected": "per_class+paired+split+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -74,7 +80,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
     chosen on ``val``; the split check, :func:`oral_core.answer.split_answer`), with the chosen ``namer``,
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
-    from oral_core.answer import (CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
+    from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, answer_view, best_known_namer,
                                   carved_answer, decide_answer, known_validation_nodes,
                                   per_class_answer, rejected_nodes_grouped, returned_to_known,
@@ -96,14 +102,17 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     checked_split, _ = split_answer({"answer": paired, "candidates": candidates,
                                      "namer": checked["namer"]}, val, unlabelled, num_known,
                                     share)
-    # the paired answer carved, then split-checked
-    carved, _ = carved_answer({"answer": paired, "candidates": candidates,
-                               "namer": checked["namer"]}, answer_view(x, edges), val, unlabelled,
-                              num_known, CARVE_SHARE)
-    carved_split, _ = split_answer({"answer": carved, "candidates": candidates,
-                                    "namer": checked["namer"]}, val, unlabelled, num_known, share)
+    # the paired answer carved (its rest judged by the share, or tested too), then split-checked
+    view, carved_split = answer_view(x, edges), {}
+    for name, alpha in (("carve", None), ("carvetest", CARVE_ALPHA)):
+        carved, _ = carved_answer({"answer": paired, "candidates": candidates,
+                                   "namer": checked["namer"]}, view, val, unlabelled,
+                                  num_known, CARVE_SHARE, alpha=alpha)
+        carved_split[name], _ = split_answer({"answer": carved, "candidates": candidates,
+                                              "namer": checked["namer"]}, val, unlabelled,
+                                             num_known, share)
     grouped, rejected, back, returned, both = paired, 0, paired, 0, paired
-    split_grouped, carve_grouped = checked_split, carved_split
+    split_grouped, carve_grouped = checked_split, dict(carved_split)
     if "energy" in checked:
         energy, scorer = checked["energy"], candidates[checked["scorer"]]
         grouped, rejected = rejected_nodes_grouped(paired, energy, x, edges, train, val,
@@ -114,14 +123,16 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                          REJECTED_QUANTILE)
         split_grouped, _ = rejected_nodes_grouped(checked_split, energy, x, edges, train, val,
                                                   num_known, REJECTED_QUANTILE)
-        carve_grouped, _ = rejected_nodes_grouped(carved_split, energy, x, edges, train, val,
-                                                  num_known, REJECTED_QUANTILE)
+        for name, carved in carved_split.items():
+            carve_grouped[name], _ = rejected_nodes_grouped(carved, energy, x, edges, train, val,
+                                                            num_known, REJECTED_QUANTILE)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
             "per_class+paired+returned+rejected": both, "returned": returned,
             "per_class+paired+split+rejected": split_grouped,
-            "per_class+paired+carve+split+rejected": carve_grouped,
+            "per_class+paired+carve+split+rejected": carve_grouped["carve"],
+            "per_class+paired+carvetest+split+rejected": carve_grouped["carvetest"],
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 

@@ -40,8 +40,11 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: and the pipeline's with the split check first (``split``: ``+split+rejected``, novel classes
 #: holding validation nodes as known classes do dropped) and that with the novel classes carved
 #: first (``carve``: ``+carve+split+rejected``, the parts of novel classes that hold validation
-#: nodes as known classes do named known)
-ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve")
+#: nodes as known classes do named known) and that carve with what a class keeps tested too
+#: (``carvetest``: ``+carvetest+split+rejected``, kept novel only when it holds significantly
+#: fewer validation nodes than a known slice of its size)
+ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
+           "carvetest")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -82,7 +85,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("rejected", piped["per_class+paired+rejected"]),
                       ("returned", piped["per_class+paired+returned+rejected"]),
                       ("split", piped["per_class+paired+split+rejected"]),
-                      ("carve", piped["per_class+paired+carve+split+rejected"])):
+                      ("carve", piped["per_class+paired+carve+split+rejected"]),
+                      ("carvetest", piped["per_class+paired+carvetest+split+rejected"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

@@ -49,6 +49,11 @@ part is decided on its own evidence:
   classifier, and the parts left stay one class under the class's id, judged again whole on the
   other half (:func:`carved_answer`). A class the split check keeps is left as it is. Applied
   after the naming, before the split check.
+- with **the carve's rest tested** (``carve_alpha``, ``ORAL_NIGHT_ANSWER=...+carvetest``, an
+  option; a carve with more evidence), what a carved class keeps stays novel only when it also
+  holds significantly fewer validation nodes of the other half than a known slice of its size
+  would (:func:`fewer_than_known`, a one-sided Poisson test at :data:`CARVE_ALPHA`); a small rest
+  on a graph with few labelled nodes is named known rather than kept on a half's noise.
 - with **novel nodes returned** (``returned_quantile``, ``ORAL_NIGHT_ANSWER=...+returned``, an
   option), the novelty check made local: a node of a novel group whose energy is at or below the
   ``returned_quantile`` quantile of the validation nodes' (:func:`known_like`) *and* most of
@@ -108,6 +113,11 @@ RETURNED_QUANTILE, RETURNED_SHARE = 0.9, 0.5
 #: own); the parts read on the young-class proxy's exploration rows of simulation 12 (labelled
 #: nodes only, benchmarks/results/answer_carve_fresh/exploration.md)
 CARVE_PARTS, CARVE_MIN_SIZE, CARVE_SHARE = 4, 10, 0.5
+#: the carve's rest tested (``+carvetest``): the one-sided level below which what a carved class
+#: keeps holds fewer validation nodes (of the half that judges it) than a known slice of its size
+#: would; on simulation 12's exploration rows the rests kept had p <= 0.002 and the rests named
+#: known p >= 0.33 (labelled nodes only, benchmarks/results/answer_carve_test/exploration.md)
+CARVE_ALPHA = 0.01
 
 
 def fit_known_gcn(x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
@@ -244,10 +254,37 @@ def novel_parts(answer: torch.Tensor, view: torch.Tensor, num_known: int, parts:
     return out
 
 
+def fewer_than_known(answer: torch.Tensor, val_labels: torch.Tensor, unlabelled: torch.Tensor,
+                     num_known: int, alpha: float) -> torch.Tensor:
+    """Bool ``[C]`` over class ids: the classes holding significantly fewer validation nodes
+    than known-class nodes would. The answer's known classes hold ``rate`` unlabelled nodes per
+    validation node (:func:`oral_core.novelty.unlabelled_per_val`), so a class of ``u``
+    unlabelled nodes that were all known would hold about ``Poisson(u / rate)`` validation
+    nodes; True where holding ``v`` or fewer has probability below ``alpha`` (one-sided). All
+    False when no validation node lies in a known class (nothing to compare with).
+    ``val_labels``: the validation nodes' labels (-1 elsewhere); ``unlabelled``: bool ``[N]``."""
+    from scipy.stats import poisson
+
+    from .novelty import unlabelled_per_val
+
+    answer = answer.long()
+    size = int(answer.max()) + 1 if answer.numel() else 0
+    val = val_labels >= 0
+    classed = answer >= 0
+    rate = unlabelled_per_val(answer.clamp_min(0), torch.arange(max(size, 1)),
+                              unlabelled & classed, val & classed, num_known)
+    if rate is None or size == 0:
+        return torch.zeros(size, dtype=torch.bool)
+    held = torch.bincount(answer[val & classed], minlength=size).double()
+    expected = torch.bincount(answer[unlabelled & classed], minlength=size).double() / rate
+    p = torch.from_numpy(poisson.cdf(held.numpy(), expected.numpy()))
+    return (expected > 0) & (p < alpha)
+
+
 def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
                   unlabelled: torch.Tensor, num_known: int, share: float,
-                  parts: int = CARVE_PARTS, min_size: int = CARVE_MIN_SIZE
-                  ) -> tuple[torch.Tensor, int]:
+                  parts: int = CARVE_PARTS, min_size: int = CARVE_MIN_SIZE,
+                  alpha: float | None = None) -> tuple[torch.Tensor, int]:
     """The per-class answer ``decided`` (``answer``, ``candidates`` and ``namer``, as
     :func:`decide_answer` has them) with the known slices of its novel classes named known, where
     the known-split check would drop the class whole (:func:`answer_known_split` at ``share`` on
@@ -258,7 +295,9 @@ def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
     ``share``) are named by the known-class classifier of every node; what a class keeps is
     judged again, whole, on the second half, and named known too when the check calls it known
     there (judged on the half that chose the parts, the rest would look emptier of validation
-    nodes than it is). Returns the answer and how many nodes were named known (the answer as it
+    nodes than it is); with ``alpha`` (``+carvetest``) also when it does not hold significantly
+    fewer of that half's validation nodes than a known slice of its size (:func:`fewer_than_known`).
+    Returns the answer and how many nodes were named known (the answer as it
     was when there is no classifier of every node)."""
     from .novelty import validation_halves
 
@@ -280,6 +319,9 @@ def carved_answer(decided: dict, view: torch.Tensor, val_labels: torch.Tensor,
     kept = torch.where((named != cut) & (answer >= num_known), named, answer)
     carved = torch.unique(answer[(kept != answer)])
     rest = answer_known_split(kept, val_second, unlabelled, num_known, share)
+    if alpha is not None:
+        fewer = fewer_than_known(kept, val_second, unlabelled, num_known, alpha)
+        rest |= ~fewer[:rest.numel()]
     rest &= torch.isin(torch.arange(rest.numel()), carved)  # only the classes carved
     kept = drop_classes(kept, every, rest)
     return kept, int((kept != answer).sum())
@@ -558,13 +600,15 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   returned_quantile: float | None = None,
                   split_share: float | None = None,
                   carve_share: float | None = None,
+                  carve_alpha: float | None = None,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
     ``seed``), the best on the validation nodes ORAL names known (:func:`best_known_namer`)
     naming them (:func:`per_class_answer`); with ``paired_alpha`` another classifier replaces
     ORAL's own naming only beyond chance (:func:`beats_oral`); with ``carve_share`` the known
-    slices of its novel classes are named known (:func:`carved_answer`, first); with
+    slices of its novel classes are named known (:func:`carved_answer`, first; with
+    ``carve_alpha`` what a class keeps is tested too, :func:`fewer_than_known`); with
     ``split_share`` the answer's
     novel classes the known-split check calls known are dropped (:func:`split_answer`, before
     the rest); with ``novelty_quantile`` the
@@ -610,7 +654,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     if carve_share is not None:
         answer, carved = carved_answer({"answer": answer, "candidates": candidates,
                                         "namer": namer}, view(), val_labels,
-                                       unlabelled, num_known, carve_share)
+                                       unlabelled, num_known, carve_share, alpha=carve_alpha)
         out |= {"carved": carved}
     if split_share is not None:
         answer, dropped = split_answer({"answer": answer, "candidates": candidates,

@@ -32,7 +32,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     (:data:`flows.settings.NIGHT_ANSWER_PARTS`, :func:`oral_core.answer.decide_answer`): with
     ``paired`` another classifier names the known classes only when it beats ORAL's own naming
     beyond chance; with ``carve`` the known slices of the novel classes are named known
-    (``carved``); with ``split`` the answer's novel classes the known-split check calls known
+    (``carved``; ``carvetest``: what a carved class keeps is tested too); with ``split`` the answer's novel classes the known-split check calls known
     are dropped (``dropped`` in the result); with ``energy`` the novelty check names a known
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
@@ -41,7 +41,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import (CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
+    from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, SPLIT_SHARE, decide_answer)
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
@@ -61,7 +61,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         rejected_quantile=REJECTED_QUANTILE if "rejected" in parts else None,
                         returned_quantile=RETURNED_QUANTILE if "returned" in parts else None,
                         split_share=SPLIT_SHARE if "split" in parts else None,
-                        carve_share=CARVE_SHARE if "carve" in parts else None)
+                        carve_share=CARVE_SHARE if {"carve", "carvetest"} & set(parts) else None,
+                        carve_alpha=CARVE_ALPHA if "carvetest" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)

@@ -152,3 +152,25 @@ def test_the_carved_answer_builds_on_the_paired_answer_and_pairs_with_the_split_
         "per_class+paired+carve+split+rejected": base | {"all": 64.0}}
     assert ("| per_class+paired+carve+split+rejected | 64.0 | 70.0 | 50.0 | 1 of 2 | 2 | +1.0 (nan) |"
             in table([row]))
+
+
+def test_the_tested_carve_builds_on_the_paired_answer_and_pairs_with_the_split_answer():
+    """``per_class+paired+carvetest+split+rejected`` (what a carved class keeps tested too)
+    keeps no more nodes novel than the carve on the toy (the test only names more of it known),
+    and the table pairs it with the pipeline's default (``per_class+paired+split+rejected``)."""
+    from benchmarks.answer_proxy import table
+
+    truth, got = toy_answers()
+    tested = got["per_class+paired+carvetest+split+rejected"]
+    carved = got["per_class+paired+carve+split+rejected"]
+    assert tested.shape == carved.shape
+    assert int((tested >= 2).sum()) <= int((carved >= 2).sum())
+    base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+    row = {"kind": "heldout", "graph": "cora", "seed": 0, **{name: base for name in (
+        "oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
+        "per_class+paired+rejected", "per_class+paired+returned+rejected",
+        "per_class+paired+carve+split+rejected")},
+        "per_class+paired+split+rejected": base | {"all": 63.0},
+        "per_class+paired+carvetest+split+rejected": base | {"all": 62.0}}
+    assert ("| per_class+paired+carvetest+split+rejected | 62.0 | 70.0 | 50.0 | 1 of 2 | 2 | -1.0 (nan) |"
+            in table([row]))

@@ -95,3 +95,53 @@ def test_decide_answer_carves_before_the_split_check():
     class_id = torch.where(y == 2, torch.tensor(2), y)
     got = decide_answer(class_id, x, edges, train, val, 2, carve_share=0.5, split_share=0.5)
     assert got["carved"] >= 0 and got["answer"].shape == (n,) and (got["answer"] >= 0).all()
+    tested = decide_answer(class_id, x, edges, train, val, 2, carve_share=0.5, split_share=0.5,
+                           carve_alpha=0.01)  # the tested carve names at least what carve does
+    assert tested["carved"] >= got["carved"] and (tested["answer"] >= 0).all()
+
+
+def test_fewer_than_known_is_a_one_sided_poisson_test_against_the_known_rate():
+    """Known class 0 holds 4 unlabelled nodes per validation node. Novel class 1 (40 unlabelled,
+    no validation node: 10 expected, P(0) = e^-10) holds significantly fewer; novel class 2 (8
+    unlabelled, none: 2 expected, P(0) = 0.14) could be a known slice by chance; novel class 3
+    (40 unlabelled, 9 validation) holds them as a known class does."""
+    from oral_core.answer import fewer_than_known
+
+    answer = torch.tensor([0] * 50 + [1] * 40 + [2] * 8 + [3] * 49 + [-1] * 3)
+    val = torch.full((150,), -1)
+    val[0:10] = 0
+    val[98:107] = 0
+    unlabelled = val < 0
+    got = fewer_than_known(answer, val, unlabelled, num_known=1, alpha=0.01)
+    assert got.tolist() == [False, True, False, False]
+    assert fewer_than_known(answer, val, unlabelled, 1, alpha=0.2).tolist()[2]  # 0.14 < 0.2
+    # no validation node in a known class: nothing to compare with, nothing is fewer
+    none = torch.full((150,), -1)
+    assert not fewer_than_known(answer, none, none < 0, 1, 0.01).any()
+
+
+def test_the_tested_carve_names_a_small_rest_known_that_the_share_keeps():
+    """Two novel classes the split check would drop, each a known slice and a new class. Class
+    2's new class is 6 nodes: judged on the second half of the validation nodes the share check
+    keeps it (none there), but a known slice of 6 nodes would hold 1.5 of them (about 4 unlabelled
+    per second-half validation node), so the Poisson test cannot tell it from one and names it
+    known. Class 3's new class is 30 nodes (about 9 expected, none held): novel under both."""
+    from oral_core.answer import carved_answer
+
+    view = _blobs([30, 30, 6, 30, 30])
+    answer = torch.tensor([0] * 30 + [2] * 36 + [3] * 60)
+    val = torch.full((126,), -1)
+    val[0:10] = 0  # known class 0: 10 validation, 20 unlabelled
+    val[30:40] = 0  # the known slice inside novel class 2: 10 validation, 20 unlabelled
+    val[66:81] = 0  # the known slice inside novel class 3: 15 validation, 15 unlabelled
+    unlabelled = val < 0
+    lr = torch.zeros(126, dtype=torch.long)
+    decided = {"answer": answer, "namer": "lr", "candidates": {"oral": answer, "lr": lr}}
+    shared, _ = carved_answer(decided, view, val, unlabelled, 2, 0.5, parts=2, min_size=3)
+    tested, _ = carved_answer(decided, view, val, unlabelled, 2, 0.5, parts=2, min_size=3,
+                              alpha=0.01)
+    for got in (shared, tested):  # the slices are named known either way
+        assert got[30:60].tolist() == [0] * 30 and got[66:96].tolist() == [0] * 30
+    assert shared[60:66].tolist() == [2] * 6  # the share check keeps the small rest
+    assert tested[60:66].tolist() == [0] * 6  # the test names it known
+    assert shared[96:].tolist() == [3] * 30 and tested[96:].tolist() == [3] * 30

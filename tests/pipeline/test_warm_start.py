@@ -604,15 +604,20 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                               "per_class+paired+returned+rejected"),
                              ("per_class+rejected+split+paired", "per_class+paired+split+rejected"),
                              ("per_class+split+carve+paired+rejected",
-                              "per_class+paired+carve+split+rejected")]:
+                              "per_class+paired+carve+split+rejected"),
+                             ("per_class+split+carvetest+paired+rejected",
+                              "per_class+paired+carvetest+split+rejected")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
     for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+recut"):
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", bad)
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+carve and/or "
-                                             "\\+split and/or \\+energy and/or \\+returned and/or \\+rejected, got"):
+                                             "\\+carvetest and/or \\+split and/or \\+energy and/or \\+returned and/or \\+rejected, got"):
             settings.Settings.from_env()
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+carve+carvetest")
+    with pytest.raises(ValueError, match="takes \\+carve or \\+carvetest .*not both"):
+        settings.Settings.from_env()
 
 
 
