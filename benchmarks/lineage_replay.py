@@ -16,7 +16,11 @@ degraded), under each rule:
 - each with and without confirmation (``confirm_novel``: a novel class a candidate on its
   first night);
 - ``all+confirm+size``: confirmation, but a new novel class of at least half the median known
-  class's size is published the night it appears (``confirm_size=0.5``).
+  class's size is published the night it appears (``confirm_size=0.5``);
+- ``@separable`` that only on separable nights (the pipeline's), and with ``+mutual``
+  (``continue_mutual``), ``+clean`` (:func:`clean_keys`) or ``+contained``
+  (``continue_contained``: a novel class continues the one previous novel class that went
+  mostly to it alone).
 
 Label-free (no label or truth read): novel lineage events (novel ``merged`` / ``split`` /
 ``vanished`` rows and novel ``emerged`` rows) per ten answered nights, and the share of the
@@ -36,17 +40,21 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "lineage_replay"
 STATES = ("nightly_loop", "nightly_loop_known_head", "nightly_loop_fidelity",
           "nightly_loop_split_repeat")
-#: rule name -> (``match_on``, ``confirm_novel``, ``confirm_size``, ``continue_mutual``)
-RULES = {"all": ("all", False, None, False), "all+confirm": ("all", True, None, False),
-         "shared": ("shared", False, None, False), "shared+confirm": ("shared", True, None, False),
-         "all+confirm+size": ("all", True, 0.5, False),
-         "all+confirm+size@separable": ("all", True, 0.5, False),
-         "all+confirm+size@separable+mutual": ("all", True, 0.5, True),
-         "all+confirm+size@separable+clean": ("all", True, 0.5, False)}
+#: rule name -> (``match_on``, ``confirm_novel``, ``confirm_size``, ``continue_mutual``,
+#: ``continue_contained``)
+RULES = {"all": ("all", False, None, False, False),
+         "all+confirm": ("all", True, None, False, False),
+         "shared": ("shared", False, None, False, False),
+         "shared+confirm": ("shared", True, None, False, False),
+         "all+confirm+size": ("all", True, 0.5, False, False),
+         "all+confirm+size@separable": ("all", True, 0.5, False, False),
+         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False),
+         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False),
+         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True)}
 #: rules whose ``confirm_size`` applies only on the nights whose fit found the known classes
 #: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
 ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual",
-                "all+confirm+size@separable+clean"}
+                "all+confirm+size@separable+clean", "all+confirm+size@separable+contained"}
 #: rules that besides publish at once, on any night, a new novel class of at least
 #: :data:`CLEAN_SIZE` times the median known class's size whose estimated known share is at
 #: most :data:`CLEAN_SHARE` (:func:`clean_keys`, ``benchmarks/results/publish_clean``)
@@ -82,10 +90,12 @@ def runs_of(con, graph: str, dates) -> list[dict]:
 
 def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
            confirm_size: float | None = None, size_on: set | None = None,
-           mutual: bool = False, now: dict | None = None) -> dict[str, dict]:
+           mutual: bool = False, now: dict | None = None,
+           contained: bool = False) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
     id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
-    ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``; ``now``:
+    ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``;
+    ``contained``: ``continue_contained``; ``now``:
     per run id, the class keys published the night they appear (``publish_now``)."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
@@ -95,7 +105,7 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
             continue
         size = confirm_size if size_on is None or run["date"] in size_on else None
         cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size,
-                            continue_mutual=mutual)
+                            continue_mutual=mutual, continue_contained=contained)
         res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
                             current_names=run["names"], max_novel_index=max_n, config=cfg,
                             publish_now=(now or {}).get(run["run_id"], ()))
@@ -371,8 +381,9 @@ def main(argv: list[str] | None = None) -> int:
                                              val.get(r["date"], set())) for r in runs}
             lineages = {name: replay(runs, graph, match_on, confirm, size,
                                      separable if name in ON_SEPARABLE else None, mutual,
-                                     clean if name in ON_CLEAN else None)
-                        for name, (match_on, confirm, size, mutual) in RULES.items()}
+                                     clean if name in ON_CLEAN else None, contained)
+                        for name, (match_on, confirm, size, mutual, contained)
+                        in RULES.items()}
             row["stored_rules"] = stored_rules(runs, lineages)
             if not row["stored_rules"]:
                 raise SystemExit(f"{base}: no rule's replay gives the stored statuses")

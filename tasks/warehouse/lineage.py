@@ -25,7 +25,10 @@ Matching
    With ``LineageConfig.continue_mutual`` (an option) a novel class the Hungarian match left
    alone still continues the unmatched previous novel class it is the mutual largest overlap
    of, when that class holds at least ``share`` of its nodes the previous run held
-   (:func:`mutual_continuations`).
+   (:func:`mutual_continuations`). With ``LineageConfig.continue_contained`` (an option) a
+   novel class the match left alone continues the unmatched previous novel class whose nodes
+   went mostly to it, when no other previous class went mostly to it
+   (:func:`contained_continuations`): a class that grew fast out of a single source.
 2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
    that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
    two sources (its own predecessor and/or other absorbed classes).
@@ -123,6 +126,11 @@ class LineageConfig:
     #: nodes the previous run held (:func:`mutual_continuations`; off by default,
     #: ``benchmarks/results/lineage_mutual``)
     continue_mutual: bool = False
+    #: step 1c: an unmatched novel class continues the one unmatched previous novel class that
+    #: gave it the largest share of its nodes, at least ``share``, when no other previous class
+    #: did the same (:func:`contained_continuations`; off by default,
+    #: ``benchmarks/results/lineage_contained``)
+    continue_contained: bool = False
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -260,6 +268,36 @@ def mutual_continuations(ov: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarra
             cont[j], cont_of_prev[i] = i, j
 
 
+def contained_continuations(share_p: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarray,
+                            cont: np.ndarray, cont_of_prev: np.ndarray, share: float) -> None:
+    """Step 1c (``LineageConfig.continue_contained``), in place on ``cont`` / ``cont_of_prev``:
+    a novel class ``C`` with no continuation continues the previous novel class ``P`` with
+    none when
+
+    - ``C`` took the largest share of ``P`` (``share_p``, previous x current: the share of each
+      previous class that went to each current class, known ones included), at least
+      ``share``, and
+    - ``P`` is the only previous class, known or novel, whose largest share went to ``C`` at
+      ``share`` or more (two such sources are a merge, step 2's).
+
+    A young class grows several times over in a night: last night's candidate is then a small
+    part of tonight's class, under the Jaccard threshold, though nearly all of it is there; the
+    absorption step would need a second source, so without this tonight's class gets a new id
+    and last night's candidate is dismissed."""
+    if not (p_novel.size and c_novel.size):
+        return
+    is_novel = np.zeros(share_p.shape[1], dtype=bool)
+    is_novel[c_novel] = True
+    went_to: dict[int, list[int]] = {}
+    for i in range(share_p.shape[0]):
+        if cont_of_prev[i] < 0 and share_p[i].max() >= share:
+            went_to.setdefault(int(np.argmax(share_p[i])), []).append(i)
+    novel_before = set(p_novel.tolist())
+    for j, sources in went_to.items():
+        if len(sources) == 1 and is_novel[j] and cont[j] < 0 and sources[0] in novel_before:
+            cont[j], cont_of_prev[sources[0]] = sources[0], j
+
+
 def _size_status(size: int, before: int, tol: float) -> str:
     if size > before * (1.0 + tol):
         return "grown"
@@ -326,9 +364,10 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
                 cont_of_prev[p_novel[r]] = c_novel[c]
     if cfg.continue_mutual:
         mutual_continuations(ov, p_novel, c_novel, cont, cont_of_prev, cfg.share)
-
     share_p = ov / np.maximum(p_base, 1)[:, None]
     share_c = ov / np.maximum(c_base, 1)[None, :]
+    if cfg.continue_contained:
+        contained_continuations(share_p, p_novel, c_novel, cont, cont_of_prev, cfg.share)
 
     # 2. absorption of previous classes without continuation
     candidate = np.full(n_p, -1, dtype=np.int64)

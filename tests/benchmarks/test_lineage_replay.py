@@ -120,6 +120,10 @@ def test_published_novel_classes_and_their_labelled_members_are_counted():
             _run(1, {0: ["a1"], 1: ["n1", "n2", "m1", "m2", "m3", "m4", "m5", "m6"]})]
     assert replay(runs, "g", "all", False)["r1"]["statuses"]["g:novel:1"] == "vanished"
     assert replay(runs, "g", "all", False, mutual=True)["r1"]["statuses"]["g:novel:1"] == "grown"
+    # ``contained`` reaches the lineage too: the candidate confirmed on the second night
+    assert replay(runs, "g", "all", True)["r1"]["statuses"]["g:novel:1"] == "dismissed"
+    assert replay(runs, "g", "all", True,
+                  contained=True)["r1"]["statuses"]["g:novel:1"] == "emerged"
 
 
 def test_the_clean_rule_reads_each_novel_class_on_its_validation_nodes():

@@ -360,6 +360,56 @@ def test_mutual_continuation_needs_each_to_be_the_others_largest_overlap() -> No
         assert (got["g:novel:1"].class_key == 1) is continued
 
 
+CONTAINED = LineageConfig(continue_contained=True)
+
+
+def test_contained_continuation_confirms_a_candidate_that_grew_out_of_it_alone() -> None:
+    """Last night's candidate novel:1 (20 nodes) is nearly all in tonight's class of 20 + 100
+    new nodes (Jaccard 0.17, under 0.3): by default tonight's class is a new candidate and
+    novel:1 is dismissed; with ``continue_contained`` it continues novel:1, which is then
+    confirmed (``emerged``, its second night)."""
+    prev = previous({0: ids(0, 50), 1: ids(100, 120)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"},
+                    statuses={0: "persisting", 1: "candidate"})
+    tonight = {0: ids(0, 50), 1: ids(100, 120) + ids(300, 400)}
+    plain = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                               current_names={0: "A"}, max_novel_index=1))
+    assert plain["g:novel:1"].status == "dismissed" and plain["g:novel:2"].status == "candidate"
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                             current_names={0: "A"}, max_novel_index=1, config=CONTAINED))
+    assert got["g:novel:1"].class_key == 1 and got["g:novel:1"].status == "emerged"
+    assert "g:novel:2" not in got
+
+
+def test_contained_continuation_leaves_merges_and_dissolved_classes_alone() -> None:
+    """Two previous novel classes that both went mostly to tonight's class are a merge (step 2),
+    not a continuation; a previous class that went mostly to a known class is not continued;
+    and a class with a Hungarian predecessor keeps it."""
+    # 1. novel:1 and novel:2 (10 nodes each) both inside tonight's class of 120
+    prev = previous({0: ids(0, 50), 1: ids(100, 110), 2: ids(200, 210)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}, {0: "A"})
+    tonight = {0: ids(0, 50), 1: ids(100, 110) + ids(200, 210) + ids(300, 400)}
+    cfg = LineageConfig(confirm_novel=False, continue_contained=True)
+    got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                   current_names={0: "A"}, max_novel_index=2, config=cfg))
+    assert got["g:novel:3"].status == "merged" and got["g:novel:3"].class_key == 1
+    assert got["g:novel:1"].merged_into == got["g:novel:2"].merged_into == "g:novel:3"
+    # 2. novel:1 went mostly (30 of 40) to known A: it dissolved, tonight's class is new
+    prev = previous({0: ids(0, 50), 1: ids(100, 140)}, {0: "known:A", 1: "g:novel:1"}, {0: "A"})
+    tonight = {0: ids(0, 50) + ids(100, 130), 1: ids(130, 140) + ids(300, 330)}
+    got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                   current_names={0: "A"}, max_novel_index=1, config=cfg))
+    assert got["g:novel:1"].class_key is None and got["g:novel:2"].class_key == 1
+    # 3. a Hungarian match stands: novel:1 persists into the class that holds it, a small new
+    # class holding part of novel:2 (its largest share) continues novel:2
+    prev = previous({0: ids(0, 50), 1: ids(100, 150), 2: ids(200, 210)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}, {0: "A"})
+    tonight = {0: ids(0, 50), 1: ids(100, 150), 2: ids(200, 208) + ids(300, 360)}
+    got = by_lineage(track_lineage(prev, tonight, graph="g", snapshot_date=D2,
+                                   current_names={0: "A"}, max_novel_index=2, config=cfg))
+    assert got["g:novel:1"].class_key == 1 and got["g:novel:1"].status == "persisting"
+    assert got["g:novel:2"].class_key == 2 and got["g:novel:2"].status == "grown"
+
+
 def test_publish_now_publishes_a_new_novel_class_the_night_it_appears() -> None:
     """Under confirmation a new novel class is a candidate, unless its key is in
     ``publish_now`` (a caller's own evidence); a known class is untouched by it."""
