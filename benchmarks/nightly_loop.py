@@ -445,8 +445,8 @@ def published_dates(state: Path, graph: str) -> set[str]:
 def night_defaults() -> dict:
     """What a night runs with beyond ``--set``: the pipeline's defaults
     (``flows.params.PIPELINE_DEFAULTS``) and the champion gate's and the lineage's settings as
-    the environment gives them (``ORAL_GATE_TEST``, ``ORAL_GATE_SCOPE``, ``ORAL_CONFIRM_NOVEL``),
-    as JSON values."""
+    the environment gives them (``ORAL_GATE_TEST``, ``ORAL_GATE_SCOPE``, ``ORAL_CONFIRM_NOVEL``,
+    ``ORAL_LINEAGE_CONTAINED``), as JSON values."""
     from flows.params import PIPELINE_DEFAULTS
     from flows.settings import Settings
 
@@ -454,14 +454,16 @@ def night_defaults() -> dict:
     return dict(PIPELINE_DEFAULTS) | {"gate_test": s.gate_test, "gate_scope": s.gate_scope,
                                       "confirm_novel": s.confirm_novel,
                                       "night_answer": s.night_answer,
-                                      "warm_start": s.warm_start}
+                                      "warm_start": s.warm_start,
+                                      "lineage_contained": s.lineage_contained}
 
 
 #: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with the value a
 #: loop recorded before it was recorded (a loop file without the key ran at that value)
 NIGHT_ENV = {"gate_test": ("ORAL_GATE_TEST", "strict"), "gate_scope": ("ORAL_GATE_SCOPE", "night"),
              "warm_start": ("ORAL_WARM_START", False),
-             "night_answer": ("ORAL_NIGHT_ANSWER", "whole")}
+             "night_answer": ("ORAL_NIGHT_ANSWER", "whole"),
+             "lineage_contained": ("ORAL_LINEAGE_CONTAINED", False)}
 
 
 def env_prefix(loops: list[dict]) -> str:

@@ -18,6 +18,7 @@
 | ``ORAL_NIGHT_ANSWER`` | ``per_class+paired+split+rejected`` | what a night publishes: ``whole``, the model's answer when the champion gate passes it, else nothing (the analyst keeps an older night's answer); ``per_class``, every night an answer decided per class: known classes named by the best of ORAL, the reference logistic regression and a known-class GCN on the validation nodes, novel classes as ORAL found them (``tasks.answer``; the gate then decides the champion alone); ``+paired`` (``per_class+paired``): another classifier names the known classes only when it beats ORAL's own naming beyond chance (McNemar, 5%); ``+energy`` (an option, ``per_class+paired+energy``): a node of a novel group whose propagated energy (GNNSafe) is at or below the validation nodes' 0.8 quantile is named a known class; ``+split`` (the default's): a novel class of the answer that holds validation nodes at the rate the known classes do (the known-split check, share 0.5) is dropped, its nodes named known; ``+carve`` (an option, before ``+split``): a novel class the split check would drop is first cut in 4 parts on ``S^2 X``, the parts that hold validation nodes as known classes do (one half of them) are named known and the rest stays one class, judged again on the other half; ``+carvetest`` (an option, instead of ``+carve``): that carve with what a class keeps named known too unless it holds significantly fewer validation nodes of the other half than a known slice of its size (one-sided Poisson, 1%); ``+returned`` (an option): a node of a novel group whose energy is at or below the validation nodes' 0.9 quantile, half of whose 10 nearest neighbours (on ``S^2 X``) are named known, is named a known class; ``+rejected`` (the default's): a node named known whose energy is above the validation nodes' 0.95 quantile, among neighbours (on ``S^2 X``) that are mostly above it too, joins their novel class or forms a new one |
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
+| ``ORAL_LINEAGE_CONTAINED`` | on | ``0``: a novel class that grew out of a single previous novel class (it holds most of that class's nodes, and no other previous class went mostly to it) gets a new id when its Jaccard index with it is under 0.3, instead of continuing it (``tasks.warehouse.lineage.contained_continuations``; the default since 2026-12-04, ``benchmarks/results/lineage_contained``) |
 | ``ORAL_CONFIRM_SIZE`` | ``separable:0.5`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears, only on nights whose fit found the known classes separable (``oral_core.separability``; default since 2026-12-02, ``benchmarks/results/confirm_size_separable_fresh``); ``0.5``: on every night; ``off``: every new novel class waits a night |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
@@ -195,6 +196,10 @@ class Settings:
     #: a novel class is a candidate on its first night and published (``emerged``) when it is
     #: there again the next (``ORAL_CONFIRM_NOVEL``; :mod:`tasks.warehouse.lineage`)
     confirm_novel: bool = True
+    #: a novel class continues the one previous novel class that went mostly to it alone, whatever
+    #: their Jaccard index (``ORAL_LINEAGE_CONTAINED``; ``LineageConfig.continue_contained``, the
+    #: default since 2026-12-04, benchmarks/results/lineage_contained)
+    lineage_contained: bool = field(default=True, kw_only=True)
     #: with confirmation, the share of the median known class's size from which a new novel
     #: class is published the night it appears (None: off), and whether only on nights whose
     #: fit found the known classes separable (``ORAL_CONFIRM_SIZE``)
@@ -258,12 +263,17 @@ class Settings:
         raw_confirm = os.environ.get("ORAL_CONFIRM_NOVEL", "").strip().lower() or "1"
         if raw_confirm not in TRUE + FALSE:
             raise ValueError(f"ORAL_CONFIRM_NOVEL must be 1 or 0 (on or off), got {raw_confirm!r}")
+        raw_contained = os.environ.get("ORAL_LINEAGE_CONTAINED", "").strip().lower() or "1"
+        if raw_contained not in TRUE + FALSE:
+            raise ValueError(f"ORAL_LINEAGE_CONTAINED must be 1 or 0 (on or off), got "
+                             f"{raw_contained!r}")
         night_answer = night_answer_rule(os.environ.get("ORAL_NIGHT_ANSWER", ""))
         confirm_size, size_separable = confirm_size_rule(os.environ.get("ORAL_CONFIRM_SIZE", ""))
         return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
                    margin, gate_test, gate_scope, confirm_novel=raw_confirm in TRUE,
                    night_answer=night_answer, confirm_size=confirm_size,
-                   confirm_size_separable=size_separable)
+                   confirm_size_separable=size_separable,
+                   lineage_contained=raw_contained in TRUE)
 
     def lineage_size(self, separable: bool | None) -> float | None:
         """The ``confirm_size`` of tonight's lineage: ``ORAL_CONFIRM_SIZE``'s share, unless it

@@ -28,7 +28,8 @@ Matching
    (:func:`mutual_continuations`). With ``LineageConfig.continue_contained`` (an option) a
    novel class the match left alone continues the unmatched previous novel class whose nodes
    went mostly to it, when no other previous class went mostly to it
-   (:func:`contained_continuations`): a class that grew fast out of a single source.
+   (:func:`contained_continuations`): a class that grew fast out of a single source (the
+   nightly pipeline's default, ``ORAL_LINEAGE_CONTAINED``).
 2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
    that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
    two sources (its own predecessor and/or other absorbed classes).
@@ -128,8 +129,8 @@ class LineageConfig:
     continue_mutual: bool = False
     #: step 1c: an unmatched novel class continues the one unmatched previous novel class that
     #: gave it the largest share of its nodes, at least ``share``, when no other previous class
-    #: did the same (:func:`contained_continuations`; off by default,
-    #: ``benchmarks/results/lineage_contained``)
+    #: did the same (:func:`contained_continuations`; off here, the nightly pipeline's default
+    #: since 2026-12-04, ``ORAL_LINEAGE_CONTAINED``, ``benchmarks/results/lineage_contained``)
     continue_contained: bool = False
 
     def validate(self) -> "LineageConfig":

@@ -420,3 +420,24 @@ def test_publish_now_publishes_a_new_novel_class_the_night_it_appears() -> None:
                                    current_names={0: "A"}, config=cfg, publish_now={1, 0}))
     assert got["g:novel:1"].status == "emerged" and got["g:novel:2"].status == "candidate"
     assert got["known:A"].status == "persisting"
+
+
+def test_the_lineage_task_forwards_the_contained_continuation(monkeypatch) -> None:
+    """``tasks.prefect_tasks.lineage`` builds tonight's ``LineageConfig`` with
+    ``continue_contained`` as the flow passes it (``ORAL_LINEAGE_CONTAINED``)."""
+    import logging
+
+    from tasks import prefect_tasks as pt
+    from tasks import publishing
+
+    seen = []
+
+    def fake_lineage(warehouse, run, path, classes, graph, date, config):
+        seen.append(config)
+        return {"result": type("R", (), {"rows": []})()}
+
+    monkeypatch.setattr(publishing, "lineage", fake_lineage)
+    monkeypatch.setattr(pt, "get_run_logger", lambda: logging.getLogger("test"))
+    for contained in (True, False):
+        pt.lineage.fn("w.duckdb", {}, "p.parquet", [], "g", D2, True, None, contained)
+        assert seen[-1].continue_contained is contained and seen[-1].confirm_novel is True

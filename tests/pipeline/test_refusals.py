@@ -388,6 +388,7 @@ def _check_output(name: str, code, output: str) -> None:
     ("ORAL_GATE_REFERENCE_MARGIN", "lax", "ORAL_GATE_REFERENCE_MARGIN must be a number in [0, 1]"),
     ("ORAL_CONFIRM_NOVEL", "sometimes", "ORAL_CONFIRM_NOVEL must be 1 or 0"),
     ("ORAL_CONFIRM_SIZE", "big", "ORAL_CONFIRM_SIZE must be off, a share > 0"),
+    ("ORAL_LINEAGE_CONTAINED", "maybe", "ORAL_LINEAGE_CONTAINED must be 1 or 0"),
 ])
 def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths, capsys,
                                                   monkeypatch):
@@ -405,7 +406,8 @@ def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths,
     assert code == 2 and len(errors) == 1, out
     assert names in errors[0] and repr(value) in errors[0], errors[0]
     others = {"ORAL_REMOTE_TRAINING_TIMEOUT", "ORAL_COLD_EVERY", "ORAL_EMERGENCE_ALPHA",
-              "ORAL_GATE_REFERENCE_MARGIN", "ORAL_CONFIRM_NOVEL", "ORAL_CONFIRM_SIZE"} - {variable}
+              "ORAL_GATE_REFERENCE_MARGIN", "ORAL_CONFIRM_NOVEL", "ORAL_CONFIRM_SIZE",
+              "ORAL_LINEAGE_CONTAINED"} - {variable}
     assert not any(other in errors[0] for other in others), errors[0]  # only the culprit named
     assert not TRACEBACK.search(out.out + out.err)
 

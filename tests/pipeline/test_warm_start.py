@@ -427,6 +427,20 @@ def test_confirmation_setting_defaults_on_turns_off_and_refuses_nonsense(monkeyp
         Settings.from_env()
 
 
+def test_the_contained_continuation_defaults_on_turns_off_and_refuses_nonsense(monkeypatch):
+    """``ORAL_LINEAGE_CONTAINED`` (benchmarks/results/lineage_contained): on unless 0."""
+    from flows.settings import Settings
+
+    monkeypatch.delenv("ORAL_LINEAGE_CONTAINED", raising=False)
+    assert Settings.from_env().lineage_contained is True
+    for off in ("0", "off", "FALSE"):
+        monkeypatch.setenv("ORAL_LINEAGE_CONTAINED", off)
+        assert Settings.from_env().lineage_contained is False
+    monkeypatch.setenv("ORAL_LINEAGE_CONTAINED", "maybe")
+    with pytest.raises(ValueError, match="ORAL_LINEAGE_CONTAINED must be 1 or 0 .* got 'maybe'"):
+        Settings.from_env()
+
+
 def test_a_night_records_whether_its_fit_found_the_known_classes_separable(tmp_path, one_thread):
     """At the night's defaults (novel_wholeness_if=separable) the fit judges its known classes;
     the training result says what it decided (``ORAL_CONFIRM_SIZE=separable:...`` reads it) and
