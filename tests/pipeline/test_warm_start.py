@@ -414,30 +414,21 @@ def test_warm_start_settings_default_turn_off_and_refuse_nonsense(monkeypatch, v
             Settings.from_env()
 
 
-def test_confirmation_setting_defaults_on_turns_off_and_refuses_nonsense(monkeypatch):
+@pytest.mark.parametrize("variable, field, bad", [
+    ("ORAL_CONFIRM_NOVEL", "confirm_novel", "sometimes"),
+    # the contained continuation (benchmarks/results/lineage_contained)
+    ("ORAL_LINEAGE_CONTAINED", "lineage_contained", "maybe")])
+def test_the_lineage_switches_default_on_turn_off_and_refuse_nonsense(variable, field, bad,
+                                                                     monkeypatch):
     from flows.settings import Settings
 
-    monkeypatch.delenv("ORAL_CONFIRM_NOVEL", raising=False)
-    assert Settings.from_env().confirm_novel is True
+    monkeypatch.delenv(variable, raising=False)
+    assert getattr(Settings.from_env(), field) is True
     for off in ("0", "off", "FALSE"):
-        monkeypatch.setenv("ORAL_CONFIRM_NOVEL", off)
-        assert Settings.from_env().confirm_novel is False
-    monkeypatch.setenv("ORAL_CONFIRM_NOVEL", "sometimes")
-    with pytest.raises(ValueError, match="ORAL_CONFIRM_NOVEL must be 1 or 0 .* got 'sometimes'"):
-        Settings.from_env()
-
-
-def test_the_contained_continuation_defaults_on_turns_off_and_refuses_nonsense(monkeypatch):
-    """``ORAL_LINEAGE_CONTAINED`` (benchmarks/results/lineage_contained): on unless 0."""
-    from flows.settings import Settings
-
-    monkeypatch.delenv("ORAL_LINEAGE_CONTAINED", raising=False)
-    assert Settings.from_env().lineage_contained is True
-    for off in ("0", "off", "FALSE"):
-        monkeypatch.setenv("ORAL_LINEAGE_CONTAINED", off)
-        assert Settings.from_env().lineage_contained is False
-    monkeypatch.setenv("ORAL_LINEAGE_CONTAINED", "maybe")
-    with pytest.raises(ValueError, match="ORAL_LINEAGE_CONTAINED must be 1 or 0 .* got 'maybe'"):
+        monkeypatch.setenv(variable, off)
+        assert getattr(Settings.from_env(), field) is False
+    monkeypatch.setenv(variable, bad)
+    with pytest.raises(ValueError, match=f"{variable} must be 1 or 0 .* got '{bad}'"):
         Settings.from_env()
 
 
