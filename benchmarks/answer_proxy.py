@@ -33,7 +33,11 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
 - ``per_class+paired+carvetest+split+rejected``: that carve with what a class keeps tested too
   (``+carvetest``, ``carved_answer(alpha=...)``, :func:`oral_core.answer.fewer_than_known`): it
   stays novel only when it holds significantly fewer validation nodes than a known slice of its
-  size would.
+  size would;
+- ``per_class+paired+split+rejected+regroup``: the pipeline's answer with each novel class cut
+  last on ``S^2 X`` into the most parts (up to 4) whose cut is reproducible between random halves
+  of its nodes (``+regroup``, :func:`oral_core.recut.regrouped_answer`: Tibshirani & Walther's
+  prediction strength >= 0.8).
 
 Two proxies, read on labelled nodes only:
 
@@ -65,14 +69,15 @@ OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
 ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
            "per_class+paired+rejected", "per_class+paired+returned+rejected",
            "per_class+paired+split+rejected", "per_class+paired+carve+split+rejected",
-           "per_class+paired+carvetest+split+rejected")
+           "per_class+paired+carvetest+split+rejected", "per_class+paired+split+rejected+regroup")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
         "per_class+paired+returned+rejected": "per_class+paired+rejected",
         "per_class+paired+split+rejected": "per_class+paired+rejected",
         "per_class+paired+carve+split+rejected": "per_class+paired+split+rejected",
-        "per_class+paired+carvetest+split+rejected": "per_class+paired+split+rejected"}
+        "per_class+paired+carvetest+split+rejected": "per_class+paired+split+rejected",
+        "per_class+paired+split+rejected+regroup": "per_class+paired+split+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -85,6 +90,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                   carved_answer, decide_answer, known_validation_nodes,
                                   per_class_answer, rejected_nodes_grouped, returned_to_known,
                                   split_answer)
+    from oral_core.recut import regrouped_answer
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -126,6 +132,8 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
         for name, carved in carved_split.items():
             carve_grouped[name], _ = rejected_nodes_grouped(carved, energy, x, edges, train, val,
                                                             num_known, REJECTED_QUANTILE)
+    # the pipeline's answer with its novel classes regrouped where the cut is reproducible
+    regrouped, made = regrouped_answer(split_grouped, view, num_known, seed=config.seed)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
@@ -133,6 +141,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
             "per_class+paired+split+rejected": split_grouped,
             "per_class+paired+carve+split+rejected": carve_grouped["carve"],
             "per_class+paired+carvetest+split+rejected": carve_grouped["carvetest"],
+            "per_class+paired+split+rejected+regroup": regrouped, "regrouped": made,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 
@@ -155,7 +164,7 @@ def heldout_row(path: str, seed: int, config) -> dict:
     built = answers(model.discoveries["last"].class_id, x, g.edge_index, task.train, task.val,
                     unlabelled, v, cfg)
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
-                                        "returned")}
+                                        "returned", "regrouped")}
     for name in ANSWERS:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
@@ -184,7 +193,7 @@ def nonovel_row(path: str, seed: int, config) -> dict:
     built = answers(model.discoveries["last"].class_id, x[keep], edges, tr, va,
                     (tr < 0) & (va < 0), k, cfg)
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
-                                        "returned")}
+                                        "returned", "regrouped")}
     for name in ANSWERS:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),

@@ -42,9 +42,11 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: first (``carve``: ``+carve+split+rejected``, the parts of novel classes that hold validation
 #: nodes as known classes do named known) and that carve with what a class keeps tested too
 #: (``carvetest``: ``+carvetest+split+rejected``, kept novel only when it holds significantly
-#: fewer validation nodes than a known slice of its size)
+#: fewer validation nodes than a known slice of its size) and the pipeline's with each novel class
+#: regrouped last (``regroup``: ``+split+rejected+regroup``, cut on ``S^2 X`` where the cut is
+#: reproducible, prediction strength >= 0.8)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
-           "carvetest")
+           "carvetest", "regroup")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -86,7 +88,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("returned", piped["per_class+paired+returned+rejected"]),
                       ("split", piped["per_class+paired+split+rejected"]),
                       ("carve", piped["per_class+paired+carve+split+rejected"]),
-                      ("carvetest", piped["per_class+paired+carvetest+split+rejected"])):
+                      ("carvetest", piped["per_class+paired+carvetest+split+rejected"]),
+                      ("regroup", piped["per_class+paired+split+rejected+regroup"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

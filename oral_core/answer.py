@@ -70,6 +70,8 @@ from collections.abc import Callable
 
 import torch
 
+from .recut import regrouped_answer
+
 #: the known-class classifiers the answer chooses among, in the order ties are broken
 NAMERS = ("oral", "lr", "gcn")
 #: the paired choice's level (``ORAL_NIGHT_ANSWER=per_class_paired``): another classifier names
@@ -601,6 +603,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   split_share: float | None = None,
                   carve_share: float | None = None,
                   carve_alpha: float | None = None,
+                  regroup_strength: float | None = None,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -615,7 +618,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
-    neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check).
+    neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check); with
+    ``regroup_strength`` each novel class of the answer, last, is cut into the most parts whose
+    cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`).
     ``device``: where the steps that grow with the graph run, the GCN's fit and the nearest
     neighbours of the rejected and the returned nodes (default the CPU); the rest runs on the CPU.
 
@@ -626,7 +631,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     rejected nodes grouped ``scorer``, its propagated ``energy`` per node and ``rejected``
     (nodes it moved into novel classes), with novel nodes returned ``returned`` (nodes it
     named a known class), with the split check ``dropped`` (novel classes it dropped), with the
-    classes carved ``carved`` (nodes of novel classes it named known)."""
+    classes carved ``carved`` (nodes of novel classes it named known), with the novel classes
+    regrouped ``regrouped`` (new classes the cuts made)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -680,4 +686,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                                      val_labels, num_known, rejected_quantile,
                                                      device=device, view=view)
             out |= {"rejected": grouped}
+    if regroup_strength is not None:
+        answer, made = regrouped_answer(answer, view(), num_known, strength=regroup_strength,
+                                        seed=seed)
+        out |= {"regrouped": made}
     return out | {"answer": answer}

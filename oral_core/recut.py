@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from .hungarian import contingency, max_assignment
-from .kmeans import kmeans
+from .kmeans import kmeans, squared_distances
 from .separability import labelled_view
 
 #: principal axes of the re-cut's view (``novel_recut_dims``' default)
@@ -52,3 +52,87 @@ def recut_novel(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tenso
     out = class_id.clone()
     out[novel] = to_id[cut]
     return out
+
+
+# ------------------------------------------------------------------ the novel classes regrouped
+# ``+regroup`` (an option of the night's answer, ``oral_core.answer.decide_answer``; not in the
+# paper): Eq. 4's granularity is one choice for the whole graph, and on young nightly graphs it
+# puts two new classes in one novel group (benchmarks/results/granularity_proxy). Each novel
+# class of the answer is cut again, on the fixed view ``S^2 X``, into the most parts whose cut is
+# reproducible: the prediction strength of Tibshirani & Walther (2005, "Cluster validation by
+# prediction strength") at least their recommended 0.8. No label is read.
+
+#: the prediction strength a cut must reach (Tibshirani & Walther's recommended threshold)
+REGROUP_STRENGTH = 0.8
+#: the most parts one novel class is cut into, and the least nodes each part must hold on average
+REGROUP_MAX_PARTS, REGROUP_MIN_PART = 4, 10
+#: random halvings the prediction strength is averaged over
+REGROUP_HALVINGS = 5
+
+
+def pairs_kept(test_cut: torch.Tensor, train_side: torch.Tensor, k: int) -> float:
+    """The prediction strength of one halving: over the test half's clusters (``test_cut``) of at
+    least two nodes, the least share of their node pairs that the training half's centres
+    (``train_side``: each test node's nearest one) also put together."""
+    both = contingency(test_cut, train_side, k, k).double()  # [test cluster, training centre]
+    size = both.sum(1)
+    pairs = size * (size - 1) / 2
+    together = (both * (both - 1) / 2).sum(1)
+    held = pairs > 0
+    return float((together[held] / pairs[held]).min()) if held.any() else 0.0
+
+
+def prediction_strength(z: torch.Tensor, k: int, halvings: int = REGROUP_HALVINGS,
+                        seed: int = 0) -> float:
+    """Tibshirani & Walther's prediction strength of ``k`` clusters of ``z``'s rows: the rows
+    halved at random; k-means on each half; how well the training half's centres keep the test
+    half's clusters together (:func:`pairs_kept`), averaged over ``halvings``."""
+    z = z.detach().cpu().double()
+    gen = torch.Generator().manual_seed(seed)
+    strengths = []
+    for h in range(halvings):
+        order = torch.randperm(z.shape[0], generator=gen)
+        train, test = order[: z.shape[0] // 2], order[z.shape[0] // 2:]
+        _, centres, _ = kmeans(z[train], k, restarts=3, seed=seed + h)
+        test_cut, _, _ = kmeans(z[test], k, restarts=3, seed=seed + h)
+        side = squared_distances(z[test], centres.double()).argmin(1)
+        strengths.append(pairs_kept(test_cut, side, k))
+    return sum(strengths) / len(strengths)
+
+
+def parts_that_hold(z: torch.Tensor, max_parts: int = REGROUP_MAX_PARTS,
+                    min_part: int = REGROUP_MIN_PART, strength: float = REGROUP_STRENGTH,
+                    seed: int = 0) -> int:
+    """Tibshirani & Walther's estimate of the number of clusters of ``z``'s rows: the largest
+    ``k`` in ``2..max_parts`` whose prediction strength reaches ``strength``, else 1; a ``k``
+    is tried only when each half holds ``min_part`` rows per part."""
+    best = 1
+    for k in range(2, max_parts + 1):
+        if z.shape[0] // 2 < k * min_part:
+            break
+        if prediction_strength(z, k, seed=seed) >= strength:
+            best = k
+    return best
+
+
+def regrouped_answer(answer: torch.Tensor, view: torch.Tensor, num_known: int,
+                     strength: float = REGROUP_STRENGTH, max_parts: int = REGROUP_MAX_PARTS,
+                     min_part: int = REGROUP_MIN_PART, seed: int = 0) -> tuple[torch.Tensor, int]:
+    """The answer with each novel class (id ``>= num_known``) cut into :func:`parts_that_hold`
+    parts by k-means on ``view`` (its rows; the first part keeps the class's id, the others take
+    new ids after the largest), and the number of new classes this made."""
+    out = answer.clone().long()
+    fresh = int(out.max()) + 1 if out.numel() else 0
+    made = 0
+    for cls in torch.unique(out[out >= num_known]).tolist():
+        members = (out == cls).nonzero().flatten()
+        z = view[members]
+        k = parts_that_hold(z, max_parts, min_part, strength, seed)
+        if k < 2:
+            continue
+        part, _, _ = kmeans(z, k, restarts=10, seed=seed)
+        for p in range(1, k):
+            out[members[part == p]] = fresh
+            fresh += 1
+        made += k - 1
+    return out, made

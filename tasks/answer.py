@@ -37,12 +37,14 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
     known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
-    (``rejected``)."""
+    (``rejected``); with ``regroup`` each novel class is cut where the cut is reproducible
+    (``regrouped``: new classes made)."""
     import pyarrow.parquet as pq
     import torch
 
     from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, SPLIT_SHARE, decide_answer)
+    from oral_core.recut import REGROUP_STRENGTH
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
 
@@ -62,7 +64,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         returned_quantile=RETURNED_QUANTILE if "returned" in parts else None,
                         split_share=SPLIT_SHARE if "split" in parts else None,
                         carve_share=CARVE_SHARE if {"carve", "carvetest"} & set(parts) else None,
-                        carve_alpha=CARVE_ALPHA if "carvetest" in parts else None)
+                        carve_alpha=CARVE_ALPHA if "carvetest" in parts else None,
+                        regroup_strength=REGROUP_STRENGTH if "regroup" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -72,7 +75,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "dropped",
                             "scorer",
-                            "moved", "returned", "rejected")
+                            "moved", "returned", "rejected", "regrouped")
         if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))

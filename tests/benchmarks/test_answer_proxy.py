@@ -174,3 +174,26 @@ def test_the_tested_carve_builds_on_the_paired_answer_and_pairs_with_the_split_a
         "per_class+paired+carvetest+split+rejected": base | {"all": 62.0}}
     assert ("| per_class+paired+carvetest+split+rejected | 62.0 | 70.0 | 50.0 | 1 of 2 | 2 | -1.0 (nan) |"
             in table([row]))
+
+
+def test_the_regrouped_answer_keeps_the_pipelines_novel_nodes_and_pairs_with_it():
+    """``per_class+paired+split+rejected+regroup`` only re-cuts the novel classes of the
+    pipeline's answer: the same nodes novel, the known nodes' classes unchanged, ``regrouped`` new
+    classes; the table pairs it with the pipeline's answer."""
+    from benchmarks.answer_proxy import table
+
+    truth, got = toy_answers()
+    regrouped, split = got["per_class+paired+split+rejected+regroup"], got["per_class+paired+split+rejected"]
+    assert torch.equal(regrouped >= 2, split >= 2)
+    assert torch.equal(regrouped[split < 2], split[split < 2])
+    assert got["regrouped"] == (int(torch.unique(regrouped[regrouped >= 2]).numel())
+                                - int(torch.unique(split[split >= 2]).numel()))
+    base = {"all": 60.0, "known": 70.0, "novel": 50.0, "surfaced": 1, "novel_classes": 2}
+    row = {"kind": "heldout", "graph": "cora", "seed": 0, **{name: base for name in (
+        "oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
+        "per_class+paired+rejected", "per_class+paired+returned+rejected",
+        "per_class+paired+carve+split+rejected", "per_class+paired+carvetest+split+rejected")},
+        "per_class+paired+split+rejected": base | {"all": 63.0},
+        "per_class+paired+split+rejected+regroup": base | {"all": 65.0}}
+    assert ("| per_class+paired+split+rejected+regroup | 65.0 | 70.0 | 50.0 | 1 of 2 | 2 | +2.0 (nan) |"
+            in table([row]))

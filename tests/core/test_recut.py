@@ -87,3 +87,71 @@ def test_a_fit_with_the_recut_answers_the_recut_of_the_same_fit_without_it():
 def test_the_recut_dims_must_be_positive():
     with pytest.raises(ValueError, match="novel_recut_dims"):
         ORALConfig(novel_recut_dims=0).validate()
+
+
+# ------------------------------------------------------------------ the novel classes regrouped
+
+def blobs(*sizes: int, gap: float, dims: int = 16, seed: int = 0) -> torch.Tensor:
+    """Gaussian blobs of ``sizes`` rows, their centres ``gap`` apart on separate axes."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.cat([torch.randn(n, dims, generator=gen) + gap * torch.eye(dims)[i]
+                      for i, n in enumerate(sizes)])
+
+
+def test_prediction_strength_is_high_for_real_clusters_and_low_for_one_blob():
+    from oral_core.recut import parts_that_hold, prediction_strength
+
+    two, three, one = blobs(60, 60, gap=8.0), blobs(50, 50, 50, gap=8.0), blobs(150, gap=0.0)
+    assert prediction_strength(two, 2) > 0.95
+    assert prediction_strength(one, 2) < 0.8
+    assert (parts_that_hold(two), parts_that_hold(three), parts_that_hold(one)) == (2, 3, 1)
+    # a class too small for two parts of REGROUP_MIN_PART nodes per half is not cut
+    assert parts_that_hold(blobs(15, 15, gap=8.0)) == 1
+
+
+def test_pairs_kept_is_the_least_share_of_test_pairs_kept_together():
+    from oral_core.recut import pairs_kept
+
+    # test cluster 0: four nodes, the training centres split them 2/2 (2 of 6 pairs kept);
+    # test cluster 1: three nodes all on one centre (3 of 3)
+    test_cut = torch.tensor([0, 0, 0, 0, 1, 1, 1])
+    side = torch.tensor([0, 0, 1, 1, 1, 1, 1])
+    assert pairs_kept(test_cut, side, 2) == pytest.approx(2 / 6)
+    assert pairs_kept(torch.tensor([0, 1]), torch.tensor([0, 1]), 2) == 0.0  # no pair at all
+
+
+def test_regroup_cuts_a_novel_class_holding_two_blobs_and_leaves_the_rest():
+    """Known nodes (ids 0-1), novel class 2 holding two separated blobs, novel class 3 one blob:
+    class 2 is cut in two (the first part keeps id 2, the other takes 4), class 3 and the known
+    nodes keep their ids; the count of new classes is returned."""
+    from oral_core.recut import regrouped_answer
+
+    view = torch.cat([blobs(20, 20, gap=8.0, seed=1), blobs(60, 60, gap=8.0, seed=2),
+                      blobs(100, gap=0.0, seed=3)])
+    answer = torch.tensor([0] * 20 + [1] * 20 + [2] * 120 + [3] * 100)
+    out, made = regrouped_answer(answer, view, num_known=2)
+    assert made == 1
+    assert torch.equal(out[:40], answer[:40]) and torch.equal(out[160:], answer[160:])
+    cut = out[40:160]
+    assert set(cut.tolist()) == {2, 4}
+    assert len(set(cut[:60].tolist())) == 1 and len(set(cut[60:].tolist())) == 1  # blob by blob
+
+
+def test_the_answer_regroups_only_when_asked():
+    """``decide_answer(regroup_strength=...)`` cuts the novel class of two blobs and says how many
+    classes it made; without it the answer keeps ORAL's one novel class."""
+    from oral_core.answer import decide_answer
+    from oral_core.recut import REGROUP_STRENGTH
+
+    x = blobs(40, 40, 80, 80, gap=8.0, seed=4)
+    edges = torch.empty(2, 0, dtype=torch.long)
+    truth = torch.tensor([0] * 40 + [1] * 40 + [2] * 160)
+    train = torch.full((240,), -1)
+    val = torch.full((240,), -1)
+    train[0:10], train[40:50] = 0, 1
+    val[10:20], val[50:60] = 0, 1
+    plain = decide_answer(truth, x, edges, train, val, 2)
+    cut = decide_answer(truth, x, edges, train, val, 2, regroup_strength=REGROUP_STRENGTH)
+    assert "regrouped" not in plain and cut["regrouped"] == 1
+    assert int(torch.unique(plain["answer"][80:]).numel()) == 1
+    assert int(torch.unique(cut["answer"][80:]).numel()) == 2
