@@ -15,7 +15,7 @@ suite parameters (``{"$PARAMETER": "min_labels_per_class"}``).
 Suites: ``oral.snapshot`` (a one-row manifest of the folder: its name and date, which files are
 present and readable), ``oral.nodes``, ``oral.edges``, ``oral.truth``. With a state folder,
 :func:`gx_context` is a file-backed context under ``<state>/gx`` holding the suites, one
-validation definition and one checkpoint per table (an ``UpdateDataDocsAction`` each; the edge
+validation definition and one checkpoint per table (the edge
 table also has ``oral.edges.without_weight`` for batches without the optional weight column, see
 :data:`OPTIONAL_COLUMNS`), the validation results and the Data Docs site; without one, an
 ephemeral context with the same objects and no Data Docs.
@@ -389,7 +389,9 @@ def gx_context(root: str | Path | None = None):
     """The GX context (file-backed under ``<root>/gx`` when ``root`` is given, else ephemeral;
     one per process and root) with the suites, one pandas data source ``oral`` with one asset
     per table, and per table a validation definition and a checkpoint of the same name
-    (``oral.nodes``...) whose ``UpdateDataDocsAction`` builds the Data Docs (file-backed only).
+    (``oral.nodes``...), with no action: :func:`run_checkpoints` builds the Data Docs once for all
+    of a snapshot's tables (file-backed only; an ``UpdateDataDocsAction`` per checkpoint rebuilt
+    the site's index once per table).
     Suites, definitions and checkpoints are written from the code when the context is first
     opened in a process, so the saved ones follow the code's version."""
     key = str(Path(root).resolve()) if root is not None else None
@@ -398,7 +400,6 @@ def gx_context(root: str | Path | None = None):
                              .is_file()):
         return _CONTEXTS[key]
     gx = import_gx()
-    from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     # GX fingerprints every pandas batch under 1 GB with an md5 of the whole frame (pickled when
@@ -430,9 +431,8 @@ def gx_context(root: str | Path | None = None):
             suite = context.suites.add_or_update(expectation_suite(file, without=without))
             definition = context.validation_definitions.add_or_update(
                 gx.ValidationDefinition(name=suite.name, data=batch, suite=suite))
-            actions = [UpdateDataDocsAction(name="update_data_docs")] if key else []
             context.checkpoints.add_or_update(gx.Checkpoint(
-                name=suite.name, validation_definitions=[definition], actions=actions,
+                name=suite.name, validation_definitions=[definition], actions=[],
                 result_format=RESULT_FORMATS.get(file, RESULT_FORMATS[None])))
     _CONTEXTS[key] = context
     return context
@@ -476,8 +476,10 @@ def run_checkpoints(frames: dict, parameters: dict, references: dict, gates: dic
     ``rows``, ``nonnull``, ``same_kind``, ``nonempty_labels``; ``usable`` grows by each column
     whose type check passes, and the node table's run sets ``refs`` and ``labels`` of the others).
 
-    Returns ``(outcomes, statistics per suite, Data Docs page per suite or {})``. An expectation
-    that raised although everything it needs is there is a programming error: RuntimeError."""
+    Returns ``(outcomes, statistics per suite, Data Docs page per suite or {})``; with ``root``
+    the Data Docs are built once, for all the tables run (:func:`build_data_docs`). An
+    expectation that raised although everything it needs is there is a programming error:
+    RuntimeError."""
     import data_contracts.gx_expectations as ox
     from great_expectations.core.run_identifier import RunIdentifier
 
@@ -485,6 +487,7 @@ def run_checkpoints(frames: dict, parameters: dict, references: dict, gates: dic
     outcomes: list[ExpectationOutcome] = []
     stats: dict = {}
     docs: dict = {}
+    validated: dict = {}  # suite name -> its validation result's identifier
     with _LOCK, _context_lock(root):
         context = gx_context(root)
         with ox.references(references):
@@ -537,11 +540,28 @@ def run_checkpoints(frames: dict, parameters: dict, references: dict, gates: dic
                     "evaluated": int(st["evaluated_expectations"]),
                     "successful": int(st["successful_expectations"]),
                     "unsuccessful": int(st["unsuccessful_expectations"])}
-                if root is not None:
-                    urls = context.get_docs_sites_urls(resource_identifier=identifier)
-                    if urls and urls[0].get("site_url"):
-                        docs[SUITE_NAMES[file]] = _local_path(urls[0]["site_url"])
+                validated[SUITE_NAMES[file]] = identifier
+        if root is not None and validated:
+            docs = build_data_docs(context, validated)
     return outcomes, stats, docs
+
+
+def build_data_docs(context, validated: dict) -> dict:
+    """The Data Docs pages of one snapshot's validation results (``validated``: suite name ->
+    result identifier) and of their suites, and the site's index, in one incremental build;
+    returns ``{suite name: local path of its result's page}``."""
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier)
+
+    ids = [i for identifier in validated.values() for i in (
+        identifier, ExpectationSuiteIdentifier(name=identifier.expectation_suite_identifier.name))]
+    context.build_data_docs(resource_identifiers=ids)
+    docs = {}
+    for name, identifier in validated.items():
+        urls = context.get_docs_sites_urls(resource_identifier=identifier)
+        if urls and urls[0].get("site_url"):
+            docs[name] = _local_path(urls[0]["site_url"])
+    return docs
 
 
 def _local_path(url: str) -> str:
