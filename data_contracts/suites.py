@@ -176,6 +176,9 @@ assert len(RULES_BY_KEY) == len(RULES), "rule names repeat within a file"
 # ---------------------------------------------------------------------------------- GX
 _LOCK = threading.Lock()
 _CONTEXTS: dict = {}
+#: per context root: the suites whose Data Docs pages this process has built (the suites are
+#: written once per process, so their pages once too)
+_SUITE_PAGES: dict = {}
 
 #: Expectation parameters of the suites and their defaults (ContractConfig fields, plus the kinds
 #: of id that edges and truth must share with nodes.parquet node_id).
@@ -435,6 +438,7 @@ def gx_context(root: str | Path | None = None):
                 name=suite.name, validation_definitions=[definition], actions=[],
                 result_format=RESULT_FORMATS.get(file, RESULT_FORMATS[None])))
     _CONTEXTS[key] = context
+    _SUITE_PAGES[key] = set()
     return context
 
 
@@ -542,20 +546,23 @@ def run_checkpoints(frames: dict, parameters: dict, references: dict, gates: dic
                     "unsuccessful": int(st["unsuccessful_expectations"])}
                 validated[SUITE_NAMES[file]] = identifier
         if root is not None and validated:
-            docs = build_data_docs(context, validated)
+            docs = build_data_docs(context, validated,
+                                   _SUITE_PAGES.setdefault(str(Path(root).resolve()), set()))
     return outcomes, stats, docs
 
 
-def build_data_docs(context, validated: dict) -> dict:
+def build_data_docs(context, validated: dict, suites_built: set) -> dict:
     """The Data Docs pages of one snapshot's validation results (``validated``: suite name ->
-    result identifier) and of their suites, and the site's index, in one incremental build;
-    returns ``{suite name: local path of its result's page}``."""
+    result identifier), of their suites not yet in ``suites_built`` (added to it), and the site's
+    index, in one incremental build; returns ``{suite name: local path of its result's page}``."""
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier)
 
-    ids = [i for identifier in validated.values() for i in (
-        identifier, ExpectationSuiteIdentifier(name=identifier.expectation_suite_identifier.name))]
+    suites = {identifier.expectation_suite_identifier.name for identifier in validated.values()}
+    ids = list(validated.values()) + [ExpectationSuiteIdentifier(name=name)
+                                      for name in sorted(suites - suites_built)]
     context.build_data_docs(resource_identifiers=ids)
+    suites_built |= suites
     docs = {}
     for name, identifier in validated.items():
         urls = context.get_docs_sites_urls(resource_identifier=identifier)

@@ -613,8 +613,9 @@ def test_gx_errors_are_not_swallowed(monkeypatch):
 @pytest.mark.slow
 def test_file_backed_context_and_data_docs(tmp_path, capsys):
     """With a state folder: suites, validation definitions and checkpoints saved under
-    <state>/gx, a Data Docs page per table built by the checkpoints' action and its path in the
-    report's JSON, but not in the printed summary (the pages need the internet to render)."""
+    <state>/gx, a Data Docs page per table and per suite, built once per validation, and its path
+    in the report's JSON, but not in the printed summary (the pages need the internet to render);
+    a second validation adds its own pages and keeps the first's."""
     import great_expectations as gx
 
     state = tmp_path / "state"
@@ -629,7 +630,12 @@ def test_file_backed_context_and_data_docs(tmp_path, capsys):
     assert Path(page).is_relative_to(state / "gx" / "uncommitted" / "data_docs")
     html = Path(page).read_text()
     assert "expect_column_values_to_be_unique" in html or "unique" in html
-    assert (state / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
+    site = state / "gx" / "uncommitted" / "data_docs" / "local_site"
+    assert (site / "index.html").is_file()
+    suite_pages = {p.relative_to(site / "expectations").as_posix()
+                   for p in (site / "expectations").rglob("*.html")}
+    assert suite_pages == {"oral/snapshot.html", "oral/nodes.html", "oral/edges.html",
+                           "oral/truth.html"}
     for name in ("snapshot", "nodes", "edges", "truth"):  # suite oral.<name>
         assert (state / "gx" / "expectations" / "oral" / f"{name}.json").is_file()
         assert (state / "gx" / "checkpoints" / f"oral.{name}.json").is_file()
@@ -642,6 +648,9 @@ def test_file_backed_context_and_data_docs(tmp_path, capsys):
     assert "Data Docs" not in report.summary()
     assert main(["validate", str(path), "--state-dir", str(state)]) == 1
     assert "Data Docs" not in capsys.readouterr().out
+    again = validate_snapshot(path, state_dir=state)
+    assert again.data_docs["oral.nodes"] != page and Path(again.data_docs["oral.nodes"]).is_file()
+    assert Path(page).is_file() and len(list((site / "validations").rglob("*.html"))) == 12
     assert sorted(p.name for p in path.iterdir()) == [EDGES, NODES, TRUTH]
 
 
