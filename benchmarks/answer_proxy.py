@@ -37,7 +37,10 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
 - ``per_class+paired+split+rejected+regroup``: the pipeline's answer with each novel class cut
   last on ``S^2 X`` into the most parts (up to 4) whose cut is reproducible between random halves
   of its nodes (``+regroup``, :func:`oral_core.recut.regrouped_answer`: Tibshirani & Walther's
-  prediction strength >= 0.8).
+  prediction strength >= 0.8);
+- ``per_class+paired+split+rejected+regroupknown``: that regroup with each cut also more
+  reproducible than every known class's own cut into as many parts (``+regroupknown``,
+  ``regrouped_answer(known_bar=True)``, :func:`oral_core.recut.known_yardstick`).
 
 Two proxies, read on labelled nodes only:
 
@@ -69,7 +72,8 @@ OUT = ROOT / "benchmarks" / "results" / "answer_proxy"
 ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_class+paired+energy",
            "per_class+paired+rejected", "per_class+paired+returned+rejected",
            "per_class+paired+split+rejected", "per_class+paired+carve+split+rejected",
-           "per_class+paired+carvetest+split+rejected", "per_class+paired+split+rejected+regroup")
+           "per_class+paired+carvetest+split+rejected", "per_class+paired+split+rejected+regroup",
+           "per_class+paired+split+rejected+regroupknown")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -77,7 +81,8 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+split+rejected": "per_class+paired+rejected",
         "per_class+paired+carve+split+rejected": "per_class+paired+split+rejected",
         "per_class+paired+carvetest+split+rejected": "per_class+paired+split+rejected",
-        "per_class+paired+split+rejected+regroup": "per_class+paired+split+rejected"}
+        "per_class+paired+split+rejected+regroup": "per_class+paired+split+rejected",
+        "per_class+paired+split+rejected+regroupknown": "per_class+paired+split+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -134,6 +139,9 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                                             num_known, REJECTED_QUANTILE)
     # the pipeline's answer with its novel classes regrouped where the cut is reproducible
     regrouped, made = regrouped_answer(split_grouped, view, num_known, seed=config.seed)
+    # and only where the cut is more reproducible than the known classes' own (+regroupknown)
+    barred, made_barred = regrouped_answer(split_grouped, view, num_known, seed=config.seed,
+                                           known_bar=True)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
@@ -142,6 +150,8 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
             "per_class+paired+carve+split+rejected": carve_grouped["carve"],
             "per_class+paired+carvetest+split+rejected": carve_grouped["carvetest"],
             "per_class+paired+split+rejected+regroup": regrouped, "regrouped": made,
+            "per_class+paired+split+rejected+regroupknown": barred,
+            "regrouped_known": made_barred,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 
@@ -164,7 +174,8 @@ def heldout_row(path: str, seed: int, config) -> dict:
     built = answers(model.discoveries["last"].class_id, x, g.edge_index, task.train, task.val,
                     unlabelled, v, cfg)
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
-                                        "returned", "regrouped")}
+                                        "returned", "regrouped",
+                                        "regrouped_known")}
     for name in ANSWERS:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
@@ -193,7 +204,8 @@ def nonovel_row(path: str, seed: int, config) -> dict:
     built = answers(model.discoveries["last"].class_id, x[keep], edges, tr, va,
                     (tr < 0) & (va < 0), k, cfg)
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
-                                        "returned", "regrouped")}
+                                        "returned", "regrouped",
+                                        "regrouped_known")}
     for name in ANSWERS:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),

@@ -44,9 +44,10 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: (``carvetest``: ``+carvetest+split+rejected``, kept novel only when it holds significantly
 #: fewer validation nodes than a known slice of its size) and the pipeline's with each novel class
 #: regrouped last (``regroup``: ``+split+rejected+regroup``, cut on ``S^2 X`` where the cut is
-#: reproducible, prediction strength >= 0.8)
+#: reproducible, prediction strength >= 0.8) and that regroup with each cut also more reproducible
+#: than every known class's own (``regroupknown``: ``+split+rejected+regroupknown``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
-           "carvetest", "regroup")
+           "carvetest", "regroup", "regroupknown")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -89,7 +90,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("split", piped["per_class+paired+split+rejected"]),
                       ("carve", piped["per_class+paired+carve+split+rejected"]),
                       ("carvetest", piped["per_class+paired+carvetest+split+rejected"]),
-                      ("regroup", piped["per_class+paired+split+rejected+regroup"])):
+                      ("regroup", piped["per_class+paired+split+rejected+regroup"]),
+                      ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

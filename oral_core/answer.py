@@ -604,6 +604,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   carve_share: float | None = None,
                   carve_alpha: float | None = None,
                   regroup_strength: float | None = None,
+                  regroup_known: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -620,7 +621,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check); with
     ``regroup_strength`` each novel class of the answer, last, is cut into the most parts whose
-    cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`).
+    cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`;
+    with ``regroup_known`` also beyond every known class's own cut, ``known_bar``).
     ``device``: where the steps that grow with the graph run, the GCN's fit and the nearest
     neighbours of the rejected and the returned nodes (default the CPU); the rest runs on the CPU.
 
@@ -688,6 +690,6 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
             out |= {"rejected": grouped}
     if regroup_strength is not None:
         answer, made = regrouped_answer(answer, view(), num_known, strength=regroup_strength,
-                                        seed=seed)
+                                        seed=seed, known_bar=regroup_known)
         out |= {"regrouped": made}
     return out | {"answer": answer}

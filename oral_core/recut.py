@@ -60,7 +60,10 @@ def recut_novel(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tenso
 # puts two new classes in one novel group (benchmarks/results/granularity_proxy). Each novel
 # class of the answer is cut again, on the fixed view ``S^2 X``, into the most parts whose cut is
 # reproducible: the prediction strength of Tibshirani & Walther (2005, "Cluster validation by
-# prediction strength") at least their recommended 0.8. No label is read.
+# prediction strength") at least their recommended 0.8. No label is read. ``+regroupknown`` (an
+# option too) asks in addition that the cut be more reproducible than every known class's cut
+# into as many parts: the graph's own classes are the yardstick of what divides a class (on
+# AmazonPhoto every known class halves reproducibly on ``S^2 X``).
 
 #: the prediction strength a cut must reach (Tibshirani & Walther's recommended threshold)
 REGROUP_STRENGTH = 0.8
@@ -68,6 +71,9 @@ REGROUP_STRENGTH = 0.8
 REGROUP_MAX_PARTS, REGROUP_MIN_PART = 4, 10
 #: random halvings the prediction strength is averaged over
 REGROUP_HALVINGS = 5
+#: ``+regroupknown``: the most nodes of one class its prediction strength is read on (a fixed
+#: random sample; the known classes' yardstick reads every known class)
+REGROUP_SAMPLE = 2000
 
 
 def pairs_kept(test_cut: torch.Tensor, train_side: torch.Tensor, k: int) -> float:
@@ -102,35 +108,66 @@ def prediction_strength(z: torch.Tensor, k: int, halvings: int = REGROUP_HALVING
 
 def parts_that_hold(z: torch.Tensor, max_parts: int = REGROUP_MAX_PARTS,
                     min_part: int = REGROUP_MIN_PART, strength: float = REGROUP_STRENGTH,
-                    seed: int = 0) -> int:
+                    seed: int = 0, beyond: dict[int, float] | None = None) -> int:
     """Tibshirani & Walther's estimate of the number of clusters of ``z``'s rows: the largest
-    ``k`` in ``2..max_parts`` whose prediction strength reaches ``strength``, else 1; a ``k``
-    is tried only when each half holds ``min_part`` rows per part."""
+    ``k`` in ``2..max_parts`` whose prediction strength reaches ``strength`` (and, with
+    ``beyond``, is above ``beyond[k]``: the known classes' yardstick), else 1; a ``k`` is tried
+    only when each half holds ``min_part`` rows per part."""
     best = 1
     for k in range(2, max_parts + 1):
         if z.shape[0] // 2 < k * min_part:
             break
-        if prediction_strength(z, k, seed=seed) >= strength:
+        ps = prediction_strength(z, k, seed=seed)
+        if ps >= strength and (beyond is None or ps > beyond.get(k, 0.0)):
             best = k
     return best
 
 
+def sampled_rows(rows: torch.Tensor, most: int, seed: int = 0) -> torch.Tensor:
+    """``rows``, or a fixed random ``most`` of them when there are more."""
+    if rows.numel() <= most:
+        return rows
+    gen = torch.Generator().manual_seed(seed)
+    return rows[torch.randperm(rows.numel(), generator=gen)[:most]]
+
+
+def known_yardstick(answer: torch.Tensor, view: torch.Tensor, num_known: int,
+                    max_parts: int = REGROUP_MAX_PARTS, min_part: int = REGROUP_MIN_PART,
+                    most: int = REGROUP_SAMPLE, seed: int = 0) -> dict[int, float]:
+    """``{k: the largest prediction strength of a known class of the answer cut into k parts}``
+    (each class's nodes, at most ``most`` of them, on ``view``): how reproducibly the graph's own
+    classes divide at each ``k``, the bar a novel class's cut must clear (``+regroupknown``)."""
+    bar: dict[int, float] = {}
+    for cls in range(num_known):
+        rows = sampled_rows((answer == cls).nonzero().flatten(), most, seed)
+        for k in range(2, max_parts + 1):
+            if rows.numel() // 2 < k * min_part:
+                break
+            bar[k] = max(bar.get(k, 0.0), prediction_strength(view[rows], k, seed=seed))
+    return bar
+
+
 def regrouped_answer(answer: torch.Tensor, view: torch.Tensor, num_known: int,
                      strength: float = REGROUP_STRENGTH, max_parts: int = REGROUP_MAX_PARTS,
-                     min_part: int = REGROUP_MIN_PART, seed: int = 0) -> tuple[torch.Tensor, int]:
+                     min_part: int = REGROUP_MIN_PART, seed: int = 0,
+                     known_bar: bool = False) -> tuple[torch.Tensor, int]:
     """The answer with each novel class (id ``>= num_known``) cut into :func:`parts_that_hold`
     parts by k-means on ``view`` (its rows; the first part keeps the class's id, the others take
-    new ids after the largest), and the number of new classes this made."""
+    new ids after the largest), and the number of new classes this made. With ``known_bar``
+    (``+regroupknown``) a cut into ``k`` parts must also be more reproducible than every known
+    class's (:func:`known_yardstick`), each class read on at most :data:`REGROUP_SAMPLE` nodes."""
     out = answer.clone().long()
     fresh = int(out.max()) + 1 if out.numel() else 0
     made = 0
+    bar = known_yardstick(answer, view, num_known, max_parts, min_part, seed=seed) \
+        if known_bar else None
     for cls in torch.unique(out[out >= num_known]).tolist():
         members = (out == cls).nonzero().flatten()
-        z = view[members]
-        k = parts_that_hold(z, max_parts, min_part, strength, seed)
+        read = sampled_rows(members, REGROUP_SAMPLE, seed) if known_bar else members
+        k = parts_that_hold(view[read], max_parts, min_part, strength, seed, beyond=bar)
         if k < 2:
             continue
-        part, _, _ = kmeans(z, k, restarts=10, seed=seed)
+        part, _, _ = kmeans(view[members], k, restarts=10, seed=seed)
         for p in range(1, k):
             out[members[part == p]] = fresh
             fresh += 1

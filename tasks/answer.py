@@ -38,7 +38,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
     known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
     (``rejected``); with ``regroup`` each novel class is cut where the cut is reproducible
-    (``regrouped``: new classes made)."""
+    (``regrouped``: new classes made; ``regroupknown``: and more reproducible than the known
+    classes' own cuts)."""
     import pyarrow.parquet as pq
     import torch
 
@@ -65,7 +66,9 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         split_share=SPLIT_SHARE if "split" in parts else None,
                         carve_share=CARVE_SHARE if {"carve", "carvetest"} & set(parts) else None,
                         carve_alpha=CARVE_ALPHA if "carvetest" in parts else None,
-                        regroup_strength=REGROUP_STRENGTH if "regroup" in parts else None)
+                        regroup_strength=(REGROUP_STRENGTH if {"regroup", "regroupknown"} & set(parts)
+                                          else None),
+                        regroup_known="regroupknown" in parts)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)

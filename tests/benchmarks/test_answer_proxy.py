@@ -197,3 +197,14 @@ def test_the_regrouped_answer_keeps_the_pipelines_novel_nodes_and_pairs_with_it(
         "per_class+paired+split+rejected+regroup": base | {"all": 65.0}}
     assert ("| per_class+paired+split+rejected+regroup | 65.0 | 70.0 | 50.0 | 1 of 2 | 2 | +2.0 (nan) |"
             in table([row]))
+
+
+def test_the_regroup_with_the_known_bar_cuts_no_more_than_the_regroup():
+    """``per_class+paired+split+rejected+regroupknown`` keeps the pipeline's novel nodes and makes
+    no more classes than the plain regroup (the bar only forbids cuts)."""
+    truth, got = toy_answers()
+    barred, split = (got["per_class+paired+split+rejected+regroupknown"],
+                     got["per_class+paired+split+rejected"])
+    assert torch.equal(barred >= 2, split >= 2)
+    assert torch.equal(barred[split < 2], split[split < 2])
+    assert 0 <= got["regrouped_known"] <= got["regrouped"]

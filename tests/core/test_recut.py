@@ -155,3 +155,34 @@ def test_the_answer_regroups_only_when_asked():
     assert "regrouped" not in plain and cut["regrouped"] == 1
     assert int(torch.unique(plain["answer"][80:]).numel()) == 1
     assert int(torch.unique(cut["answer"][80:]).numel()) == 2
+
+
+def test_the_known_classes_are_the_bar_a_novel_cut_must_clear():
+    """``known_bar``: a novel class of two blobs is cut when the known classes are single blobs
+    (their prediction strength at 2 parts is low), and left whole when every known class halves
+    as reproducibly (each is two blobs itself); :func:`known_yardstick` reads one bar per k."""
+    from oral_core.recut import known_yardstick, regrouped_answer
+
+    answer = torch.tensor([0] * 100 + [1] * 100 + [2] * 120)
+    novel = blobs(60, 60, gap=8.0, dims=16, seed=7)
+    single_known = torch.cat([blobs(100, gap=0.0, seed=8), blobs(100, gap=0.0, seed=9) + 20.0])
+    split_known = torch.cat([blobs(50, 50, gap=8.0, seed=10), blobs(50, 50, gap=8.0, seed=11) + 20.0])
+    for known, cut in ((single_known, True), (split_known, False)):
+        view = torch.cat([known, novel])
+        bar = known_yardstick(answer, view, num_known=2)
+        assert set(bar) == {2, 3, 4} and (bar[2] > 0.9) is not cut
+        out, made = regrouped_answer(answer, view, num_known=2, known_bar=True)
+        assert made == (1 if cut else 0)
+        assert int(torch.unique(out[200:]).numel()) == (2 if cut else 1)
+        plain, _ = regrouped_answer(answer, view, num_known=2)
+        assert int(torch.unique(plain[200:]).numel()) == 2  # without the bar: cut either way
+
+
+def test_a_class_larger_than_the_sample_is_read_on_a_fixed_sample():
+    from oral_core.recut import sampled_rows
+
+    rows = torch.arange(50)
+    assert torch.equal(sampled_rows(rows, 60), rows)
+    few = sampled_rows(rows, 20, seed=3)
+    assert few.numel() == 20 and torch.equal(few, sampled_rows(rows, 20, seed=3))
+    assert set(few.tolist()) <= set(rows.tolist()) and few.unique().numel() == 20

@@ -613,7 +613,9 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                              ("per_class+split+carvetest+paired+rejected",
                               "per_class+paired+carvetest+split+rejected"),
                              ("per_class+regroup+split+paired+rejected",
-                              "per_class+paired+split+rejected+regroup")]:
+                              "per_class+paired+split+rejected+regroup"),
+                             ("per_class+regroupknown+split+paired+rejected",
+                              "per_class+paired+split+rejected+regroupknown")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
     for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+recut"):
@@ -621,11 +623,12 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+carve and/or "
                                              "\\+carvetest and/or \\+split and/or \\+energy and/or \\+returned and/or "
-                                             "\\+rejected and/or \\+regroup, got"):
+                                             "\\+rejected and/or \\+regroup and/or \\+regroupknown, got"):
             settings.Settings.from_env()
-    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+carve+carvetest")
-    with pytest.raises(ValueError, match="takes \\+carve or \\+carvetest .*not both"):
-        settings.Settings.from_env()
+    for first, second in (("carve", "carvetest"), ("regroup", "regroupknown")):
+        monkeypatch.setenv("ORAL_NIGHT_ANSWER", f"per_class+{first}+{second}")
+        with pytest.raises(ValueError, match=f"takes \\+{first} or \\+{second} .*not both"):
+            settings.Settings.from_env()
 
 
 
