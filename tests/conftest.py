@@ -15,7 +15,7 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 LAYERS = ("core", "contracts", "pipeline", "e2e", "benchmarks")
 #: the order the layers run in: the slowest first (servers, child processes, fresh venvs), so the
-#: two xdist workers of ``make test`` end together instead of one waiting on a late long module
+#: xdist workers of ``make test`` end together instead of one waiting on a late long module
 RUN_ORDER = ("e2e", "pipeline", "benchmarks", "core", "contracts")
 
 
@@ -24,7 +24,7 @@ def worker_group_of(path: str) -> str:
     repository): its module, so a module-scoped fixture (a fitted model, a server) is built once;
     for a package whose ``conftest.py`` holds package-scoped fixtures (``pipeline/reliability``:
     one Prefect harness and state folder for the package) the package, so they too are built
-    once. The units are then spread over the workers (``make test``: ``-n 2``)."""
+    once. The units are then spread over the workers (``make test``: ``-n 3``)."""
     parts = Path(path).parts
     folder = Path(*parts[:-1]) if len(parts) > 1 else Path(".")
     if folder.parts[:1] == ("tests",) and len(folder.parts) > 2 \
