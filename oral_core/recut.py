@@ -71,8 +71,8 @@ REGROUP_STRENGTH = 0.8
 REGROUP_MAX_PARTS, REGROUP_MIN_PART = 4, 10
 #: random halvings the prediction strength is averaged over
 REGROUP_HALVINGS = 5
-#: ``+regroupknown``: the most nodes of one class its prediction strength is read on (a fixed
-#: random sample; the known classes' yardstick reads every known class)
+#: ``+regroupknown``: the most nodes of one class, novel or known, its prediction strength is read
+#: on (a fixed random sample: it bounds the cost on large graphs)
 REGROUP_SAMPLE = 2000
 
 
