@@ -17,6 +17,11 @@ LAYERS = ("core", "contracts", "pipeline", "e2e", "benchmarks")
 #: the order the layers run in: the slowest first (servers, child processes, fresh venvs), so the
 #: xdist workers of ``make test`` end together instead of one waiting on a late long module
 RUN_ORDER = ("e2e", "pipeline", "benchmarks", "core", "contracts")
+#: modules of such a package that are a work unit of their own: the longest, so that the package
+#: is not one long unit at the end of the run; the package's fixtures are built once more on its
+#: worker (a Prefect harness and two small snapshots: seconds), and its tests use graphs of
+#: their own
+OWN_UNITS = ("tests/pipeline/reliability/test_rel10_killed_nights.py",)
 
 
 def worker_group_of(path: str) -> str:
@@ -24,7 +29,10 @@ def worker_group_of(path: str) -> str:
     repository): its module, so a module-scoped fixture (a fitted model, a server) is built once;
     for a package whose ``conftest.py`` holds package-scoped fixtures (``pipeline/reliability``:
     one Prefect harness and state folder for the package) the package, so they too are built
-    once. The units are then spread over the workers (``make test``: ``-n 3``)."""
+    once, except the modules of :data:`OWN_UNITS`. The units are then spread over the workers
+    (``make test``: ``-n 3``)."""
+    if path in OWN_UNITS:
+        return path
     parts = Path(path).parts
     folder = Path(*parts[:-1]) if len(parts) > 1 else Path(".")
     if folder.parts[:1] == ("tests",) and len(folder.parts) > 2 \

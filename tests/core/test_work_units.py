@@ -1,4 +1,4 @@
-"""The test suite's pytest-xdist work units (tests/conftest.py, ``make test -n 2``)."""
+"""The test suite's pytest-xdist work units (tests/conftest.py, ``make test -n 3``)."""
 from __future__ import annotations
 
 import importlib.util
@@ -18,8 +18,10 @@ def test_a_package_with_package_fixtures_is_one_unit_and_other_modules_their_own
     unit = conftest().worker_group_of
     reliability = sorted(p.relative_to(TESTS.parent).as_posix()
                          for p in (TESTS / "pipeline" / "reliability").glob("test_*.py"))
-    assert len(reliability) > 1
-    assert {unit(p) for p in reliability} == {"tests/pipeline/reliability"}
+    own = conftest().OWN_UNITS
+    assert len(reliability) > 2 and set(own) < set(reliability)
+    assert {unit(p) for p in reliability if p not in own} == {"tests/pipeline/reliability"}
+    assert [unit(p) for p in own] == list(own)
     others = ["tests/core/test_answer.py", "tests/pipeline/test_warm_start.py",
               "tests/e2e/test_e2e_servers.py"]
     assert [unit(p) for p in others] == others
