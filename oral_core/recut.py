@@ -159,9 +159,11 @@ def regrouped_answer(answer: torch.Tensor, view: torch.Tensor, num_known: int,
     out = answer.clone().long()
     fresh = int(out.max()) + 1 if out.numel() else 0
     made = 0
+    novel = torch.unique(out[out >= num_known]).tolist()
+    # the known classes' bar is read only when there is a novel class to cut
     bar = known_yardstick(answer, view, num_known, max_parts, min_part, seed=seed) \
-        if known_bar else None
-    for cls in torch.unique(out[out >= num_known]).tolist():
+        if known_bar and novel else None
+    for cls in novel:
         members = (out == cls).nonzero().flatten()
         read = sampled_rows(members, REGROUP_SAMPLE, seed) if known_bar else members
         k = parts_that_hold(view[read], max_parts, min_part, strength, seed, beyond=bar)
