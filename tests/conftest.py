@@ -8,15 +8,24 @@ scripts and the reproduction harness). Every test gets the marker of its folder,
 """
 from __future__ import annotations
 
+import json
+import os
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 TESTS = Path(__file__).resolve().parent
 LAYERS = ("core", "contracts", "pipeline", "e2e", "benchmarks")
-#: the order the layers run in: the slowest first (servers, child processes, fresh venvs), so the
-#: xdist workers of ``make test`` end together instead of one waiting on a late long module
+#: the order the layers run in where :data:`UNIT_SECONDS` has no measurement: the slowest first
+#: (servers, child processes, fresh venvs)
 RUN_ORDER = ("e2e", "pipeline", "benchmarks", "core", "contracts")
+#: seconds each work unit (:func:`worker_group_of`) took on a whole run of the suite, its tests'
+#: setup, call and teardown summed: ``make test`` hands the units to the xdist workers longest
+#: first, so that the workers end together instead of one starting a long unit as the others
+#: finish. Measured again with ``ORAL_RECORD_UNIT_SECONDS=1 make test`` (written at the end of
+#: the run); a unit it does not name runs after those it names, in :data:`RUN_ORDER`.
+UNIT_SECONDS = TESTS / "unit_seconds.json"
 #: modules of such a package that are a work unit of their own: the longest, so that the package
 #: is not one long unit at the end of the run; the package's fixtures are built once more on its
 #: worker (a Prefect harness and two small snapshots: seconds), and its tests use graphs of
@@ -52,13 +61,45 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return worker_group_of(nodeid.split("::", 1)[0])
 
+    # keep the collection's order (longest unit first); xdist's own reorder, by the number of
+    # tests in a unit, would send the few-test long units (servers, fresh venvs) last
+    config.option.loadscopereorder = False
     return ByWorkUnit(config, log)
 
 
+def measured_unit_seconds() -> dict[str, float]:
+    """:data:`UNIT_SECONDS`, or nothing when the file is absent or unreadable (order by layer)."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(UNIT_SECONDS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+_RECORDED: dict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    """Sum each work unit's seconds (on the xdist controller: every worker's reports)."""
+    _RECORDED[worker_group_of(report.nodeid.split("::", 1)[0])] += report.duration
+
+
+def pytest_sessionfinish(session):
+    """With ``ORAL_RECORD_UNIT_SECONDS=1``, write the run's seconds per unit into
+    :data:`UNIT_SECONDS` (the controller only, after a run that passed; units the run did not
+    reach keep their seconds)."""
+    if not os.environ.get("ORAL_RECORD_UNIT_SECONDS") or hasattr(session.config, "workerinput") \
+            or session.testsfailed or not _RECORDED:
+        return
+    units = measured_unit_seconds() | {unit: round(s, 1) for unit, s in _RECORDED.items()}
+    UNIT_SECONDS.write_text(json.dumps(dict(sorted(units.items())), indent=1) + "\n")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its layer: the first folder of its path under tests/; run the
-    layers in :data:`RUN_ORDER`, a layer's package units (:func:`worker_group_of`) before its
-    modules (a stable sort: a module's tests keep their order)."""
+    """Mark each test with its layer: the first folder of its path under tests/; run the work
+    units (:func:`worker_group_of`) longest first by :data:`UNIT_SECONDS`, the units it does not
+    name after, in :data:`RUN_ORDER` of their layers, a layer's package units before its modules
+    (a stable sort: a unit's tests stay together and keep their order)."""
+    seconds = measured_unit_seconds()
     rank = {}
     for item in items:
         try:
@@ -68,8 +109,10 @@ def pytest_collection_modifyitems(config, items):
         if len(parts) > 1 and parts[0] in LAYERS:
             item.add_marker(getattr(pytest.mark, parts[0]))
             path = "/".join(("tests",) + parts)
-            rank[item.nodeid] = (RUN_ORDER.index(parts[0]), worker_group_of(path) == path)
-    items.sort(key=lambda item: rank.get(item.nodeid, (len(RUN_ORDER), True)))
+            unit = worker_group_of(path)
+            rank[item.nodeid] = (-seconds.get(unit, -1.0), RUN_ORDER.index(parts[0]),
+                                 unit == path, unit)
+    items.sort(key=lambda item: rank.get(item.nodeid, (1.0, len(RUN_ORDER), True, "")))
 
 
 @pytest.fixture(scope="module")
