@@ -40,7 +40,10 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
   prediction strength >= 0.8);
 - ``per_class+paired+split+rejected+regroupknown``: that regroup with each cut also more
   reproducible than every known class's own cut into as many parts (``+regroupknown``,
-  ``regrouped_answer(known_bar=True)``, :func:`oral_core.recut.known_yardstick`).
+  ``regrouped_answer(known_bar=True)``, :func:`oral_core.recut.known_yardstick`);
+- ``per_class+paired+split+rejected+regroupcal``: that regroup only where the cut, tried on the
+  labelled nodes of the known classes first, tells them apart (``+regroupcal``,
+  :func:`oral_core.recut.cut_calibration`, :func:`oral_core.recut.cut_tells_classes_apart`).
 
 Two proxies, read on labelled nodes only:
 
@@ -73,7 +76,8 @@ ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_clas
            "per_class+paired+rejected", "per_class+paired+returned+rejected",
            "per_class+paired+split+rejected", "per_class+paired+carve+split+rejected",
            "per_class+paired+carvetest+split+rejected", "per_class+paired+split+rejected+regroup",
-           "per_class+paired+split+rejected+regroupknown")
+           "per_class+paired+split+rejected+regroupknown",
+           "per_class+paired+split+rejected+regroupcal")
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -82,7 +86,8 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+carve+split+rejected": "per_class+paired+split+rejected",
         "per_class+paired+carvetest+split+rejected": "per_class+paired+split+rejected",
         "per_class+paired+split+rejected+regroup": "per_class+paired+split+rejected",
-        "per_class+paired+split+rejected+regroupknown": "per_class+paired+split+rejected"}
+        "per_class+paired+split+rejected+regroupknown": "per_class+paired+split+rejected",
+        "per_class+paired+split+rejected+regroupcal": "per_class+paired+split+rejected"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
@@ -90,12 +95,14 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
     chosen on ``val``; the split check, :func:`oral_core.answer.split_answer`), with the chosen ``namer``,
     the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
+    import torch
+
     from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, answer_view, best_known_namer,
                                   carved_answer, decide_answer, known_validation_nodes,
                                   per_class_answer, rejected_nodes_grouped, returned_to_known,
                                   split_answer)
-    from oral_core.recut import regrouped_answer
+    from oral_core.recut import cut_calibration, cut_tells_classes_apart, regrouped_answer
 
     share = config.known_split_share if config.known_split_share is not None else 0.5
     # the classifiers are fitted once; each answer is their choice under its own rule
@@ -142,6 +149,14 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     # and only where the cut is more reproducible than the known classes' own (+regroupknown)
     barred, made_barred = regrouped_answer(split_grouped, view, num_known, seed=config.seed,
                                            known_bar=True)
+    # and only where the cut tells the labelled known classes apart (+regroupcal; read only
+    # when there is a novel class to cut, as the pipeline reads it)
+    calibration = None
+    if bool((split_grouped >= num_known).any()):
+        calibration = cut_calibration(view, torch.where(train >= 0, train, val), num_known,
+                                      seed=config.seed)
+    calibrated = regrouped if calibration and cut_tells_classes_apart(calibration) \
+        else split_grouped
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
@@ -152,6 +167,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
             "per_class+paired+split+rejected+regroup": regrouped, "regrouped": made,
             "per_class+paired+split+rejected+regroupknown": barred,
             "regrouped_known": made_barred,
+            "per_class+paired+split+rejected+regroupcal": calibrated, "calibration": calibration,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)}
 
@@ -175,7 +191,7 @@ def heldout_row(path: str, seed: int, config) -> dict:
                     unlabelled, v, cfg)
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
                                         "returned", "regrouped",
-                                        "regrouped_known")}
+                                        "regrouped_known", "calibration")}
     for name in ANSWERS:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
@@ -205,7 +221,7 @@ def nonovel_row(path: str, seed: int, config) -> dict:
                     (tr < 0) & (va < 0), k, cfg)
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
                                         "returned", "regrouped",
-                                        "regrouped_known")}
+                                        "regrouped_known", "calibration")}
     for name in ANSWERS:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),

@@ -45,9 +45,11 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: fewer validation nodes than a known slice of its size) and the pipeline's with each novel class
 #: regrouped last (``regroup``: ``+split+rejected+regroup``, cut on ``S^2 X`` where the cut is
 #: reproducible, prediction strength >= 0.8) and that regroup with each cut also more reproducible
-#: than every known class's own (``regroupknown``: ``+split+rejected+regroupknown``)
+#: than every known class's own (``regroupknown``: ``+split+rejected+regroupknown``), and that
+#: regroup only where the cut tells the labelled known classes apart (``regroupcal``:
+#: ``+split+rejected+regroupcal``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
-           "carvetest", "regroup", "regroupknown")
+           "carvetest", "regroup", "regroupknown", "regroupcal")
 
 
 def fit_young(path: str, seed: int, size: float, config) -> dict:
@@ -80,6 +82,7 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
            "young": task.hidden[0], "seconds": round(seconds, 1)}
     unlabelled = (task.train < 0) & (task.val < 0)
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg)
+    row["calibration"] = piped["calibration"]
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
                                             dims=cfg.novel_recut_dims)),
@@ -91,7 +94,8 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("carve", piped["per_class+paired+carve+split+rejected"]),
                       ("carvetest", piped["per_class+paired+carvetest+split+rejected"]),
                       ("regroup", piped["per_class+paired+split+rejected+regroup"]),
-                      ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"])):
+                      ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"]),
+                      ("regroupcal", piped["per_class+paired+split+rejected+regroupcal"])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

@@ -70,7 +70,7 @@ from collections.abc import Callable
 
 import torch
 
-from .recut import regrouped_answer
+from .recut import cut_calibration, cut_tells_classes_apart, regrouped_answer
 
 #: the known-class classifiers the answer chooses among, in the order ties are broken
 NAMERS = ("oral", "lr", "gcn")
@@ -605,6 +605,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   carve_alpha: float | None = None,
                   regroup_strength: float | None = None,
                   regroup_known: bool = False,
+                  regroup_calibrated: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -622,7 +623,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check); with
     ``regroup_strength`` each novel class of the answer, last, is cut into the most parts whose
     cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`;
-    with ``regroup_known`` also beyond every known class's own cut, ``known_bar``).
+    with ``regroup_known`` also beyond every known class's own cut, ``known_bar``; with
+    ``regroup_calibrated`` only when the cut, tried on the labelled nodes of the known classes,
+    tells them apart: :func:`oral_core.recut.cut_calibration`).
     ``device``: where the steps that grow with the graph run, the GCN's fit and the nearest
     neighbours of the rejected and the returned nodes (default the CPU); the rest runs on the CPU.
 
@@ -634,7 +637,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     (nodes it moved into novel classes), with novel nodes returned ``returned`` (nodes it
     named a known class), with the split check ``dropped`` (novel classes it dropped), with the
     classes carved ``carved`` (nodes of novel classes it named known), with the novel classes
-    regrouped ``regrouped`` (new classes the cuts made)."""
+    regrouped ``regrouped`` (new classes the cuts made; calibrated, ``calibration`` too, the
+    cut's record on the labelled classes, absent on a night without a novel class)."""
     from .reference import reference_logits
 
     candidates, logits = {"oral": class_id}, {}
@@ -689,7 +693,16 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                                      device=device, view=view)
             out |= {"rejected": grouped}
     if regroup_strength is not None:
-        answer, made = regrouped_answer(answer, view(), num_known, strength=regroup_strength,
-                                        seed=seed, known_bar=regroup_known)
+        cut = True
+        if regroup_calibrated and bool((answer >= num_known).any()):
+            labels = torch.where(train_labels >= 0, train_labels, val_labels).cpu()
+            calibration = cut_calibration(view(), labels, num_known, strength=regroup_strength,
+                                          seed=seed)
+            cut = cut_tells_classes_apart(calibration)
+            out |= {"calibration": calibration}
+        made = 0
+        if cut:
+            answer, made = regrouped_answer(answer, view(), num_known, strength=regroup_strength,
+                                            seed=seed, known_bar=regroup_known)
         out |= {"regrouped": made}
     return out | {"answer": answer}

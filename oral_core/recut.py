@@ -63,7 +63,10 @@ def recut_novel(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tenso
 # prediction strength") at least their recommended 0.8. No label is read. ``+regroupknown`` (an
 # option too) asks in addition that the cut be more reproducible than every known class's cut
 # into as many parts: the graph's own classes are the yardstick of what divides a class (on
-# AmazonPhoto every known class halves reproducibly on ``S^2 X``).
+# AmazonPhoto every known class halves reproducibly on ``S^2 X``). ``+regroupcal`` (an option
+# too) tries the cut on the night's labelled nodes first and regroups only on nights where it
+# tells the graph's known classes apart: it rarely divides one labelled class and cuts most
+# pairs of them into their two classes (:func:`cut_calibration`).
 
 #: the prediction strength a cut must reach (Tibshirani & Walther's recommended threshold)
 REGROUP_STRENGTH = 0.8
@@ -74,6 +77,17 @@ REGROUP_HALVINGS = 5
 #: ``+regroupknown``: the most nodes of one class, novel or known, its prediction strength is read
 #: on (a fixed random sample: it bounds the cost on large graphs)
 REGROUP_SAMPLE = 2000
+#: ``+regroupcal``: the most pairs of labelled known classes the calibration cuts (a fixed random
+#: sample of them: it bounds the cost on graphs with many classes)
+REGROUP_PAIRS = 20
+#: ``+regroupcal`` regroups when the cut divides at most this share of the labelled known classes
+#: (one in five: the complement of the prediction strength's 0.8) ...
+REGROUP_DIVIDES_ONE = 0.2
+#: ... and tells at least this share of the pairs of them apart (most pairs) ...
+REGROUP_TELLS_TWO = 0.5
+#: ... a pair told apart when its cut holds (:func:`parts_that_hold` >= 2) and its two parts are
+#: each this pure on the two classes' labels (the scoreboard's precision bar, 70%)
+REGROUP_PAIR_PURITY = 0.7
 
 
 def pairs_kept(test_cut: torch.Tensor, train_side: torch.Tensor, k: int) -> float:
@@ -145,6 +159,56 @@ def known_yardstick(answer: torch.Tensor, view: torch.Tensor, num_known: int,
                 break
             bar[k] = max(bar.get(k, 0.0), prediction_strength(view[rows], k, seed=seed))
     return bar
+
+
+def two_part_purity(z: torch.Tensor, labels: torch.Tensor, seed: int = 0) -> float:
+    """The share of ``z``'s rows whose k-means part (two parts) holds their label as its
+    majority: how well a cut into two follows two classes."""
+    part, _, _ = kmeans(z.double(), 2, restarts=10, seed=seed)
+    both = contingency(part, labels, 2, int(labels.max()) + 1)
+    return float(both.max(1).values.sum()) / max(int(labels.numel()), 1)
+
+
+def cut_calibration(view: torch.Tensor, labels: torch.Tensor, num_known: int,
+                    max_parts: int = REGROUP_MAX_PARTS, min_part: int = REGROUP_MIN_PART,
+                    strength: float = REGROUP_STRENGTH, most: int = REGROUP_SAMPLE,
+                    pairs: int = REGROUP_PAIRS, seed: int = 0) -> dict:
+    """How the regroup's cut (:func:`parts_that_hold`) fares on the labelled known classes:
+    ``classes`` read (those with ``4 * min_part`` labelled nodes, enough for two parts a half;
+    each on at most ``most`` of them) and the share it ``divides`` into parts; ``pairs`` of them
+    read (at most ``pairs``, a fixed random sample; each class on as many nodes as the other) and
+    the share it tells apart (``tells_apart``: the cut holds and its two parts follow the two
+    classes, :func:`two_part_purity` >= :data:`REGROUP_PAIR_PURITY`). ``labels`` are the
+    labelled nodes' classes (-1 elsewhere); no other label is read."""
+    rows = {}
+    for cls in range(num_known):
+        members = (labels == cls).nonzero().flatten()
+        if members.numel() >= 4 * min_part:
+            rows[cls] = sampled_rows(members, most, seed)
+    divided = [parts_that_hold(view[r], max_parts, min_part, strength, seed) > 1
+               for r in rows.values()]
+    every = [(a, b) for a in rows for b in rows if a < b]
+    if len(every) > pairs:
+        gen = torch.Generator().manual_seed(seed)
+        every = [every[i] for i in sorted(torch.randperm(len(every), generator=gen)[:pairs].tolist())]
+    apart = []
+    for a, b in every:
+        n = min(rows[a].numel(), rows[b].numel(), most // 2)
+        both = torch.cat([rows[a][:n], rows[b][:n]])
+        side = torch.cat([torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=torch.long)])
+        holds = parts_that_hold(view[both], max_parts, min_part, strength, seed) > 1
+        apart.append(holds and two_part_purity(view[both], side, seed) >= REGROUP_PAIR_PURITY)
+    return {"classes": len(divided), "divides": sum(divided) / len(divided) if divided else None,
+            "pairs": len(apart), "tells_apart": sum(apart) / len(apart) if apart else None}
+
+
+def cut_tells_classes_apart(calibration: dict, divides_one: float = REGROUP_DIVIDES_ONE,
+                            tells_two: float = REGROUP_TELLS_TWO) -> bool:
+    """``+regroupcal``'s test of a :func:`cut_calibration`: the cut divides at most
+    ``divides_one`` of the labelled known classes and tells at least ``tells_two`` of their pairs
+    apart (a night without a pair to read regroups nothing)."""
+    return (calibration["divides"] is not None and calibration["tells_apart"] is not None
+            and calibration["divides"] <= divides_one and calibration["tells_apart"] >= tells_two)
 
 
 def regrouped_answer(answer: torch.Tensor, view: torch.Tensor, num_known: int,

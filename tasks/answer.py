@@ -39,7 +39,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
     (``rejected``); with ``regroup`` each novel class is cut where the cut is reproducible
     (``regrouped``: new classes made; ``regroupknown``: and more reproducible than the known
-    classes' own cuts)."""
+    classes' own cuts; ``regroupcal``: only where the cut tells the labelled known classes apart,
+    ``calibration``)."""
     import pyarrow.parquet as pq
     import torch
 
@@ -66,9 +67,11 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         split_share=SPLIT_SHARE if "split" in parts else None,
                         carve_share=CARVE_SHARE if {"carve", "carvetest"} & set(parts) else None,
                         carve_alpha=CARVE_ALPHA if "carvetest" in parts else None,
-                        regroup_strength=(REGROUP_STRENGTH if {"regroup", "regroupknown"} & set(parts)
+                        regroup_strength=(REGROUP_STRENGTH
+                                          if {"regroup", "regroupknown", "regroupcal"} & set(parts)
                                           else None),
-                        regroup_known="regroupknown" in parts)
+                        regroup_known="regroupknown" in parts,
+                        regroup_calibrated="regroupcal" in parts)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -78,7 +81,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "dropped",
                             "scorer",
-                            "moved", "returned", "rejected", "regrouped")
+                            "moved", "returned", "rejected", "regrouped", "calibration")
         if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))

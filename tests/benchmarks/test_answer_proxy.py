@@ -204,3 +204,18 @@ def test_the_regroup_with_the_known_bar_cuts_no_more_than_the_regroup():
     assert torch.equal(barred >= 2, split >= 2)
     assert torch.equal(barred[split < 2], split[split < 2])
     assert 0 <= got["regrouped_known"] <= got["regrouped"]
+
+
+def test_the_calibrated_regroup_is_the_regroup_or_the_pipelines_answer_by_its_calibration():
+    """``per_class+paired+split+rejected+regroupcal`` is the plain regroup on a night whose
+    calibration (read on the labelled known classes) says the cut tells them apart, else the
+    pipeline's answer unchanged; the calibration is kept with the row."""
+    from oral_core.recut import cut_tells_classes_apart
+
+    truth, got = toy_answers()
+    calibrated = got["per_class+paired+split+rejected+regroupcal"]
+    calibration = got["calibration"]
+    assert calibration is not None and {"classes", "divides", "pairs", "tells_apart"} <= set(calibration)
+    expected = got["per_class+paired+split+rejected+regroup"] \
+        if cut_tells_classes_apart(calibration) else got["per_class+paired+split+rejected"]
+    assert torch.equal(calibrated, expected)

@@ -186,3 +186,56 @@ def test_a_class_larger_than_the_sample_is_read_on_a_fixed_sample():
     few = sampled_rows(rows, 20, seed=3)
     assert few.numel() == 20 and torch.equal(few, sampled_rows(rows, 20, seed=3))
     assert set(few.tolist()) <= set(rows.tolist()) and few.unique().numel() == 20
+
+
+def test_the_calibration_reads_how_the_cut_fares_on_the_labelled_known_classes():
+    """``cut_calibration``: single-blob classes are not divided and every pair is told apart;
+    classes of two blobs each are divided; classes drawn from one blob are not told apart.
+    Classes with fewer than ``4 * REGROUP_MIN_PART`` labelled nodes are not read, unlabelled
+    nodes (-1) never, and the pairs are capped."""
+    from oral_core.recut import cut_calibration, cut_tells_classes_apart, two_part_purity
+
+    labels = torch.tensor([0] * 60 + [1] * 60 + [2] * 60 + [3] * 30 + [-1] * 40)
+    apart = torch.cat([blobs(60, 60, 60, 30, 40, gap=8.0, seed=12)])
+    got = cut_calibration(apart, labels, num_known=4)
+    assert got == {"classes": 3, "divides": 0.0, "pairs": 3, "tells_apart": 1.0}
+    assert cut_tells_classes_apart(got)
+    assert cut_calibration(apart, labels, num_known=4, pairs=2)["pairs"] == 2
+    divided = torch.cat([blobs(30, 30, gap=8.0, seed=13), blobs(30, 30, gap=8.0, seed=14) + 20.0,
+                         blobs(30, 30, gap=8.0, seed=15) - 20.0, blobs(70, gap=0.0, seed=16)])
+    got = cut_calibration(divided, labels, num_known=4)
+    assert got["divides"] == 1.0 and not cut_tells_classes_apart(got)
+    mixed = blobs(250, gap=0.0, seed=17)
+    got = cut_calibration(mixed, labels, num_known=4)
+    assert got["tells_apart"] == 0.0 and not cut_tells_classes_apart(got)
+    # no class with enough labelled nodes: nothing read, and nothing regrouped on its word
+    few = cut_calibration(apart, torch.full((250,), -1), num_known=4)
+    assert few == {"classes": 0, "divides": None, "pairs": 0, "tells_apart": None}
+    assert not cut_tells_classes_apart(few)
+    side = torch.tensor([0] * 60 + [1] * 60)
+    assert two_part_purity(apart[:120], side) == 1.0
+    assert two_part_purity(mixed[:120], side) < 0.7
+
+
+def test_the_calibrated_answer_regroups_only_where_the_cut_tells_the_known_classes_apart():
+    """``decide_answer(regroup_calibrated=True)``: the novel class of two blobs is cut when the
+    labelled known classes are single blobs, kept whole when each is two blobs (the cut would
+    divide them too); the calibration is returned."""
+    from oral_core.answer import decide_answer
+    from oral_core.recut import REGROUP_STRENGTH
+
+    edges = torch.empty(2, 0, dtype=torch.long)
+    answer = torch.tensor([0] * 100 + [1] * 100 + [2] * 120)
+    train, val = torch.full((320,), -1), torch.full((320,), -1)
+    train[0:200:2] = answer[0:200:2]  # half of each known class's nodes, the blobs alike
+    val[1:200:4] = answer[1:200:4]
+    for x, cut in ((blobs(100, 100, 60, 60, gap=8.0, seed=18), True),  # one blob a class
+                   (blobs(50, 50, 50, 50, 60, 60, gap=8.0, seed=19), False)):  # two blobs a class
+        got = decide_answer(answer, x, edges, train, val, 2, regroup_strength=REGROUP_STRENGTH,
+                            regroup_calibrated=True)
+        assert got["calibration"]["classes"] == 2 and got["calibration"]["pairs"] == 1
+        assert got["calibration"]["divides"] == (0.0 if cut else 1.0)
+        assert got["regrouped"] == (1 if cut else 0)
+        assert int(torch.unique(got["answer"][200:]).numel()) == (2 if cut else 1)
+        plain = decide_answer(answer, x, edges, train, val, 2, regroup_strength=REGROUP_STRENGTH)
+        assert plain["regrouped"] == 1 and "calibration" not in plain  # uncalibrated: cut anyway

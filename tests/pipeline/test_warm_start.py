@@ -615,7 +615,9 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                              ("per_class+regroup+split+paired+rejected",
                               "per_class+paired+split+rejected+regroup"),
                              ("per_class+regroupknown+split+paired+rejected",
-                              "per_class+paired+split+rejected+regroupknown")]:
+                              "per_class+paired+split+rejected+regroupknown"),
+                             ("per_class+regroupcal+split+paired+rejected",
+                              "per_class+paired+split+rejected+regroupcal")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
     for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+recut"):
@@ -623,11 +625,16 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+carve and/or "
                                              "\\+carvetest and/or \\+split and/or \\+energy and/or \\+returned and/or "
-                                             "\\+rejected and/or \\+regroup and/or \\+regroupknown, got"):
+                                             "\\+rejected and/or \\+regroup and/or \\+regroupknown and/or "
+                                             "\\+regroupcal, got"):
             settings.Settings.from_env()
-    for first, second in (("carve", "carvetest"), ("regroup", "regroupknown")):
+    for first, second, forms in (("carve", "carvetest", "\\+carve or \\+carvetest"),
+                                 ("regroup", "regroupknown", "\\+regroup or \\+regroupknown or "
+                                                             "\\+regroupcal"),
+                                 ("regroupknown", "regroupcal", "\\+regroup or \\+regroupknown or "
+                                                                "\\+regroupcal")):
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", f"per_class+{first}+{second}")
-        with pytest.raises(ValueError, match=f"takes \\+{first} or \\+{second} .*not both"):
+        with pytest.raises(ValueError, match=f"takes one of {forms} .*not more"):
             settings.Settings.from_env()
 
 
