@@ -102,3 +102,12 @@ def test_recording_sums_each_units_seconds_and_keeps_units_not_run(tmp_path, mon
                                               "tests/e2e/test_e2e_servers.py": 200.0,
                                               "tests/pipeline/reliability": 9.0}
 
+
+
+def test_the_measured_units_are_units_of_this_suite():
+    module = conftest()
+    measured = module.measured_unit_seconds()
+    assert measured, f"{module.UNIT_SECONDS} is missing or unreadable"
+    for unit in measured:
+        path = TESTS.parent / unit
+        assert path.exists() and module.worker_group_of(unit) == unit, unit
