@@ -27,8 +27,9 @@ run: $(STAMP)
 
 # TEST_WORKERS pytest-xdist workers (one torch thread each): three on the two-core machines the suite is sized for,
 # since about a fifth of the time two workers wait on child processes and servers (fresh clones on two free cores:
-# 11:36 of pytest with two workers at 93b69bb, 10:53 with three at da40453); each test module (a package with
-# package-scoped fixtures, apart from tests/conftest.py's OWN_UNITS) stays on one worker
+# 11:36 of pytest with two workers at 93b69bb, 10:53 with three at da40453, 9:19 with the longest units first
+# at d26402b); each test module (a package with package-scoped fixtures, apart from tests/conftest.py's
+# OWN_UNITS) stays on one worker, and the units start longest first (tests/unit_seconds.json)
 TEST_WORKERS ?= 3
 
 test: $(STAMP)
