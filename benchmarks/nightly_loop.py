@@ -28,7 +28,9 @@ the DuckDB file against the snapshots' truth:
 Resumable: one JSON file per finished loop under ``<out>/loops/<graph>-sim<seed>.json``; a rerun
 skips finished loops and rewrites ``<out>/README.md`` and ``<out>/nights.csv``. A loop stopped
 part-way goes on from its first night without a published run when its kept state
-(``<state>/<graph>-sim<seed>/progress.json``) was made with the same ``--set``. The reference
+(``<state>/<graph>-sim<seed>/progress.json``) was made with the same ``--set``. Two commands on
+one ``--state`` share its loops: a loop one of them is running the other skips (a lock,
+:func:`loop_claimed`). The reference
 classifiers are fitted once per snapshot: the simulation is deterministic, so every study's
 nights are the same bytes, and their scores are kept by content hash in
 ``benchmarks/results/nightly_loop/references.csv`` (its first 96 rows, every graph and
@@ -39,6 +41,7 @@ reads a test label to choose anything: it only scores.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -843,6 +846,26 @@ def _command(argv: list[str]) -> list[str]:
     return [a for a in argv if a not in ("--report-only", "--rescore")]
 
 
+@contextlib.contextmanager
+def loop_claimed(state: Path, graph: str, sim: int):
+    """Whether this process holds the loop ``<graph>-sim<sim>`` (a lock on
+    ``<state>/<graph>-sim<sim>.lock`` the operating system drops with its holder): two loop
+    commands on one ``--state`` never run the same loop at once into its state folder."""
+    import fcntl
+
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / f"{graph}-sim{sim}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
@@ -889,7 +912,15 @@ def main(argv: list[str] | None = None) -> int:
                 if target.exists():
                     print(f"[{graph} sim {sim}] done before, kept", flush=True)
                     continue
-                result = run_loop(graph, sim, args)
+                with loop_claimed(Path(args.state), graph, sim) as mine:
+                    if not mine:
+                        print(f"[{graph} sim {sim}] running in another process: skipped",
+                              flush=True)
+                        continue
+                    if target.exists():  # the other process finished it meanwhile
+                        print(f"[{graph} sim {sim}] done before, kept", flush=True)
+                        continue
+                    result = run_loop(graph, sim, args)
                 target.write_text(json.dumps(result, indent=1, default=str))
                 print(f"[{graph} sim {sim}] {_fmt(result['seconds_per_night'])} s/night, "
                       f"invented {result['invented_on_quiet_nights']}, false events "

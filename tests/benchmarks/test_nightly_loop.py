@@ -318,3 +318,26 @@ def test_the_generator_with_any_class_count_is_a_loop_graph_and_other_names_are_
     assert len(g.class_names) == 6 and g.x.shape[0] == 1200
     assert nl.main(["--graphs", "synthetic2", "--out", str(tmp_path)]) == 2
     assert "synthetic<K>" in capsys.readouterr().err
+
+
+def test_a_loop_another_process_is_running_is_skipped_not_run_twice(tmp_path, monkeypatch, capsys):
+    """Two loop commands on one ``--state``: a loop the other holds (its lock) is skipped, not
+    run a second time into the same state folder; once released it is claimed again."""
+    import benchmarks.nightly_loop as nl
+
+    ran = []
+    monkeypatch.setattr(nl, "run_loop", lambda graph, sim, args: ran.append((graph, sim)) or {
+        "seconds_per_night": 1.0, "invented_on_quiet_nights": 0, "false_lineage_events": 0})
+    monkeypatch.setattr(nl, "report", lambda *a, **k: "")
+    state, out = tmp_path / "state", tmp_path / "out"
+    with nl.loop_claimed(state, "cora", 0) as mine:
+        assert mine
+        with nl.loop_claimed(state, "cora", 0) as again:
+            assert not again  # another open file: as another process would hold it
+        assert nl.main(["--graphs", "cora", "--sims", "0,1", "--state", str(state),
+                        "--out", str(out)]) == 0
+    assert ran == [("cora", 1)]
+    assert "[cora sim 0] running in another process: skipped" in capsys.readouterr().out
+    assert nl.main(["--graphs", "cora", "--sims", "0", "--state", str(state),
+                    "--out", str(out)]) == 0
+    assert ran == [("cora", 1), ("cora", 0)] and (out / "loops" / "cora-sim0.json").is_file()
