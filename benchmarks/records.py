@@ -35,3 +35,31 @@ def write_table(out: Path, lines: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def kept_fit(keep: Path | None, name: str, fit):
+    """One fit's class id per node (a tensor): ``fit()``'s, saved as ``keep/<name>.pt`` when
+    ``keep`` is given, or read back from there when an earlier run saved it, so that a study's
+    answers can be scored again, or new answers added, without training again. Returns
+    ``(class_id, kept)``: ``kept`` is True when the fit was read back. The file is the fit of the
+    code that made it; a study that changes the fit starts a fresh ``keep`` folder."""
+    import torch
+
+    path = keep / f"{name}.pt" if keep is not None else None
+    if path is not None and path.exists():
+        return torch.load(path), True
+    class_id = fit().detach().cpu()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(class_id, tmp)
+        tmp.replace(path)
+    return class_id, False
+
+
+def fit_name(loop: str, night: int, seed: int, size: float | None = None,
+             sets: list[str] | None = None, kind: str = "young") -> str:
+    """The name a kept fit goes by (:func:`benchmarks.records.kept_fit`)."""
+    parts = [kind, loop, f"night{night}"] + ([f"size{size:g}"] if size is not None else []) \
+        + [f"seed{seed}"] + [s.replace("=", "-") for s in sets or []]
+    return "_".join(parts)

@@ -26,7 +26,8 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.records import append_jsonl, read_jsonl, write_table
+from benchmarks.answer_proxy import REGAIN_QUANTILES
+from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "young_class"
@@ -49,11 +50,15 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: regroup only where the cut tells the labelled known classes apart (``regroupcal``:
 #: ``+split+rejected+regroupcal``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
-           "carvetest", "regroup", "regroupknown", "regroupcal")
+           "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
+    f"regain{q:g}" for q in REGAIN_QUANTILES)
 
 
-def fit_young(path: str, seed: int, size: float, config) -> dict:
-    """One young-class fit on the snapshot at ``path``: both answers' scores."""
+def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
+              name: str = "") -> dict:
+    """One young-class fit on the snapshot at ``path``: every answer's scores. With ``keep`` the
+    fit is kept as ``keep/<name>.pt``, or read back from there
+    (:func:`benchmarks.records.kept_fit`)."""
     from types import SimpleNamespace
 
     import torch
@@ -73,13 +78,14 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
     xs = x[task.keep]
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     start = time.perf_counter()
-    model = ORAL(cfg).fit(xs, edges, task.train, task.val)
+    fitted, kept = kept_fit(keep, name, lambda: ORAL(cfg).fit(xs, edges, task.train,
+                                                                task.val).predict().class_id)
     seconds = time.perf_counter() - start
     visible = int(task.visible.numel())
-    fitted = model.predict().class_id.cpu()
     scored_graph = SimpleNamespace(y=task.y, num_classes=k)
     row = {"nodes": int(task.keep.sum()), "young_nodes": int((task.y == task.hidden[0]).sum()),
-           "young": task.hidden[0], "seconds": round(seconds, 1)}
+           "young": task.hidden[0], "seconds": round(seconds, 1)} | (
+        {"kept": True} if kept else {})
     unlabelled = (task.train < 0) & (task.val < 0)
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg)
     row["calibration"] = piped["calibration"]
@@ -95,7 +101,9 @@ def fit_young(path: str, seed: int, size: float, config) -> dict:
                       ("carvetest", piped["per_class+paired+carvetest+split+rejected"]),
                       ("regroup", piped["per_class+paired+split+rejected+regroup"]),
                       ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"]),
-                      ("regroupcal", piped["per_class+paired+split+rejected+regroupcal"])):
+                      ("regroupcal", piped["per_class+paired+split+rejected+regroupcal"]),
+                      *((f"regain{q:g}", piped[f"per_class+paired+split+rejected+regain{q:g}"
+                                               "+regroupcal"]) for q in REGAIN_QUANTILES)):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -174,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="an ORALConfig override on top of the pipeline's defaults (repeatable); "
                          "its rows are kept apart from the defaults'")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="a folder for the fits (class id per node): kept there, read back when "
+                         "there, so answers can be scored again without training")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",") if s]
@@ -193,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                 if done(read_jsonl(out), loop, night, size, seed, args.set):
                     continue
                 row = {"graph": graph, "loop": loop, "night": night, "size": size,
-                       "seed": seed, "set": args.set} | fit_young(path, seed, size, config)
+                       "seed": seed, "set": args.set} | fit_young(
+                    path, seed, size, config, keep=args.keep,
+                    name=fit_name(loop, night, seed, size=size, sets=args.set))
                 out.parent.mkdir(parents=True, exist_ok=True)
                 append_jsonl(out, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "

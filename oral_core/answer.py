@@ -398,10 +398,12 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
                            edge_index: torch.Tensor, train_labels: torch.Tensor,
                            val_labels: torch.Tensor, num_known: int, quantile: float,
                            device: torch.device | str | None = None,
-                           view: Callable[[], torch.Tensor] | None = None
+                           view: Callable[[], torch.Tensor] | None = None,
+                           within: torch.Tensor | None = None
                            ) -> tuple[torch.Tensor, int]:
     """The rejected nodes grouped: :func:`rejected_by_known` among the unlabelled and the
-    validation nodes, :func:`rejected_core` and :func:`rejected_grouped` for those the answer
+    validation nodes (with ``within``, bool ``[N]``, only those it marks: :func:`regained_nodes`),
+    :func:`rejected_core` and :func:`rejected_grouped` for those the answer
     names a known class (:data:`REJECTED_NEIGHBOURS`, :data:`REJECTED_SHARE`,
     :data:`REJECTED_MIN_SIZE`). The validation nodes are witnesses: they are grouped like the
     others, so that a new class holding them as a known class does is found out
@@ -412,7 +414,9 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
-    rejected = rejected_by_known(energy, val_labels, quantile, unlabelled | val)
+    pool = unlabelled | val
+    rejected = rejected_by_known(energy, val_labels, quantile,
+                                 pool if within is None else pool & within)
     rows = rejected.nonzero().flatten()
     if rows.numel() < REJECTED_MIN_SIZE:
         return answer, 0
@@ -428,6 +432,25 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
         grouped = torch.where(new, answer, grouped)
     grouped = torch.where(val, answer, grouped)
     return grouped, int((grouped != answer).sum())
+
+
+def regained_nodes(answer: torch.Tensor, dropped_from: torch.Tensor, energy: torch.Tensor,
+                   x: torch.Tensor, edge_index: torch.Tensor, train_labels: torch.Tensor,
+                   val_labels: torch.Tensor, num_known: int, quantile: float,
+                   device: torch.device | str | None = None,
+                   view: Callable[[], torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
+    """The dropped classes' rejected nodes regained (``+regain``): the split check
+    (:func:`split_answer`) names known every node of a novel class it judges mostly known, the
+    new class's nodes with the rest; of the nodes it named known (``dropped_from``, bool
+    ``[N]``), those the known classes reject at the looser ``quantile`` (ORAL called them novel,
+    and the known classifier finds them unusual: two witnesses where :func:`rejected_nodes_grouped`
+    asks one at :data:`REJECTED_QUANTILE`) are grouped as rejected nodes are, with the same core,
+    joining and witness rules. Returns the answer and the nodes moved."""
+    if not bool(dropped_from.any()):
+        return answer.long(), 0
+    return rejected_nodes_grouped(answer, energy, x, edge_index, train_labels, val_labels,
+                                  num_known, quantile, device=device, view=view,
+                                  within=dropped_from)
 
 
 def returned_to_known(answer: torch.Tensor, scorer_class: torch.Tensor, energy: torch.Tensor,

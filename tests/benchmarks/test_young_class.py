@@ -41,3 +41,27 @@ def test_the_paired_table_measures_each_answer_against_the_pipelines_per_fit():
     lines = paired_table(rows)
     assert lines[0].startswith("| graph | fits | answer | All minus split's, paired (s.e.) |")
     assert lines[2] == "| cora | 2 | carve | +3.0 (1.0) | 2 / 1 |"
+
+
+def test_a_kept_fit_is_read_back_instead_of_fitting_again(tmp_path):
+    """``kept_fit``: the first call fits and keeps the class ids, the second reads them back
+    without calling the fit; without a folder nothing is kept."""
+    import torch
+
+    from benchmarks.records import fit_name, kept_fit
+
+    calls = []
+
+    def fit():
+        calls.append(1)
+        return torch.tensor([0, 1, 2, 2])
+
+    name = fit_name("cora-sim21", 5, 1, size=0.1)
+    assert name == "young_cora-sim21_night5_size0.1_seed1"
+    first, kept = kept_fit(tmp_path, name, fit)
+    again, kept_again = kept_fit(tmp_path, name, fit)
+    assert (kept, kept_again) == (False, True) and len(calls) == 1
+    assert torch.equal(first, again) and (tmp_path / f"{name}.pt").exists()
+    _, kept_none = kept_fit(None, name, fit)
+    assert not kept_none and len(calls) == 2
+    assert fit_name("cora-sim21", 8, 0, kind="heldout") == "heldout_cora-sim21_night8_seed0"

@@ -263,6 +263,33 @@ def test_validation_nodes_are_witnesses_and_keep_their_class():
                                                                         base[train >= 0])
 
 
+def test_regained_nodes_come_only_from_the_dropped_classes(monkeypatch):
+    """+regain: the rejected grouping at a looser quantile, but only among the nodes the split
+    check named known (``dropped_from``): nodes 4-7 are rejected at the median and mutual
+    neighbours; 4-6 were dropped and form a new class, 7 was not and stays; with nothing dropped
+    the answer is as it was."""
+    import oral_core.answer as answer_module
+
+    energy = torch.tensor([1.0, 2.0, 3.0, 4.0, 9.0, 9.0, 9.0, 9.0])
+    train = torch.full((8,), -1)
+    val = torch.tensor([0, 1, 0, 1, -1, -1, -1, -1])  # validation median 2.5
+    answer = torch.tensor([0, 1, 0, 1, 0, 1, 0, 1])
+    near = {4: [5, 6], 5: [4, 6], 6: [4, 5], 7: [4, 5]}
+
+    def neighbours(x, edge_index, rows, k, **_):
+        return torch.tensor([near[int(r)] for r in rows])
+
+    monkeypatch.setattr(answer_module, "view_neighbours", neighbours)
+    monkeypatch.setattr(answer_module, "REJECTED_MIN_SIZE", 2)
+    dropped = torch.tensor([False, False, False, False, True, True, True, False])
+    out, moved = answer_module.regained_nodes(answer, dropped, energy, None, None, train, val,
+                                              2, 0.5)
+    assert out.tolist() == [0, 1, 0, 1, 2, 2, 2, 1] and moved == 3
+    same, zero = answer_module.regained_nodes(answer, torch.zeros(8, dtype=torch.bool), energy,
+                                              None, None, train, val, 2, 0.5)
+    assert zero == 0 and torch.equal(same, answer)
+
+
 def test_a_novel_node_returns_only_when_it_looks_known_among_known_neighbours(monkeypatch):
     """Novel nodes returned (+returned): a node of novel group 5 at or below the validation
     quantile takes the scorer's class only when half its view neighbours are named known; one
