@@ -81,8 +81,11 @@ ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_clas
 #: the quantiles the dropped classes' rejected nodes are regained at (``+regain``,
 #: :func:`oral_core.answer.regained_nodes`; exploration)
 REGAIN_QUANTILES = (0.5, 0.7, 0.8, 0.9)
+#: looser quantiles of the rejected grouping after the split check (exploration)
+LOOSER_REJECTED = (0.85, 0.9)
 ANSWERS += tuple(f"per_class+paired+split+rejected+regain{q:g}+regroupcal"
-                 for q in REGAIN_QUANTILES)
+                 for q in REGAIN_QUANTILES) + tuple(
+    f"per_class+paired+split+rejected{q:g}+regroupcal" for q in LOOSER_REJECTED)
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -174,6 +177,15 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
         if tells:
             got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
         regained[f"per_class+paired+split+rejected+regain{q:g}+regroupcal"] = got
+    # the rejected grouping at looser quantiles after the split check (exploration)
+    for q in LOOSER_REJECTED:
+        got = checked_split
+        if "energy" in checked:
+            got, _ = rejected_nodes_grouped(checked_split, checked["energy"], x, edges, train,
+                                            val, num_known, q, view=lambda: view)
+        if tells:
+            got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
+        regained[f"per_class+paired+split+rejected{q:g}+regroupcal"] = got
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,

@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import REGAIN_QUANTILES
+from benchmarks.answer_proxy import LOOSER_REJECTED, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: ``+split+rejected+regroupcal``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
-    f"regain{q:g}" for q in REGAIN_QUANTILES)
+    f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED)
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -103,7 +103,9 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                       ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"]),
                       ("regroupcal", piped["per_class+paired+split+rejected+regroupcal"]),
                       *((f"regain{q:g}", piped[f"per_class+paired+split+rejected+regain{q:g}"
-                                               "+regroupcal"]) for q in REGAIN_QUANTILES)):
+                                               "+regroupcal"]) for q in REGAIN_QUANTILES),
+                      *((f"rejected{q:g}", piped[f"per_class+paired+split+rejected{q:g}"
+                                                 "+regroupcal"]) for q in LOOSER_REJECTED)):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

@@ -93,6 +93,11 @@ ENERGY_QUANTILE = 0.8
 #: class; set on exploration rows of the young-class proxy (labelled nodes only,
 #: benchmarks/results/rejected_young/exploration.md)
 REJECTED_QUANTILE, REJECTED_NEIGHBOURS, REJECTED_SHARE, REJECTED_MIN_SIZE = 0.95, 10, 0.3, 5
+#: the dropped classes' rejected nodes regained (``+regain``): the looser quantile of the
+#: validation nodes' energies for the nodes the split check named known (ORAL called them novel:
+#: a second witness); read on exploration rows of simulation 21 (labelled nodes only,
+#: benchmarks/results/answer_regain/exploration.md)
+REGAIN_QUANTILE = 0.8
 #: principal axes of the neighbours' view (those of the novel re-cut's view)
 REJECTED_VIEW_DIMS = 64
 #: a new class estimated to hold at least this share of known-class nodes (from its validation
@@ -629,6 +634,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   regroup_strength: float | None = None,
                   regroup_known: bool = False,
                   regroup_calibrated: bool = False,
+                  regain_quantile: float | None = None,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -644,6 +650,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check); with
+    ``regain_quantile`` (and ``split_share``) then the nodes of the classes the split check
+    dropped that the known classes reject at that quantile (:func:`regained_nodes`); with
     ``regroup_strength`` each novel class of the answer, last, is cut into the most parts whose
     cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`;
     with ``regroup_known`` also beyond every known class's own cut, ``known_bar``; with
@@ -657,7 +665,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``nodes``, ``cross_fitted_right`` (:func:`cross_fitted_right`), and with the novelty check
     ``scorer`` (whose energy it read) and ``moved`` (nodes it named a known class), with the
     rejected nodes grouped ``scorer``, its propagated ``energy`` per node and ``rejected``
-    (nodes it moved into novel classes), with novel nodes returned ``returned`` (nodes it
+    (nodes it moved into novel classes), with the dropped classes' nodes regained
+    ``regained`` (nodes it moved), with novel nodes returned ``returned`` (nodes it
     named a known class), with the split check ``dropped`` (novel classes it dropped), with the
     classes carved ``carved`` (nodes of novel classes it named known), with the novel classes
     regrouped ``regrouped`` (new classes the cuts made; calibrated, ``calibration`` too, the
@@ -691,12 +700,15 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                         "namer": namer}, view(), val_labels,
                                        unlabelled, num_known, carve_share, alpha=carve_alpha)
         out |= {"carved": carved}
+    dropped_from = None
     if split_share is not None:
+        before = answer
         answer, dropped = split_answer({"answer": answer, "candidates": candidates,
                                         "namer": namer}, val_labels, unlabelled, num_known,
                                        split_share)
         out |= {"dropped": dropped}
-    energised = (novelty_quantile, rejected_quantile, returned_quantile)
+        dropped_from = (before >= num_known) & (answer < num_known)
+    energised = (novelty_quantile, rejected_quantile, returned_quantile, regain_quantile)
     if any(q is not None for q in energised) and logits:
         scorer = energy_scorer(logits, val_labels)
         energy = propagated_energy(logits[scorer], edge_index)
@@ -715,6 +727,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                                      val_labels, num_known, rejected_quantile,
                                                      device=device, view=view)
             out |= {"rejected": grouped}
+        if regain_quantile is not None and dropped_from is not None:
+            answer, regained = regained_nodes(answer, dropped_from, energy, x, edge_index,
+                                              train_labels, val_labels, num_known,
+                                              regain_quantile, device=device, view=view)
+            out |= {"regained": regained}
     if regroup_strength is not None:
         cut = True
         if regroup_calibrated and bool((answer >= num_known).any()):

@@ -37,15 +37,17 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
     known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
-    (``rejected``); with ``regroup`` each novel class is cut where the cut is reproducible
+    (``rejected``); with ``regain`` the dropped classes' nodes the known classes reject at a
+    looser quantile too (``regained``); with ``regroup`` each novel class is cut where the cut is reproducible
     (``regrouped``: new classes made; ``regroupknown``: and more reproducible than the known
     classes' own cuts; ``regroupcal``: only where the cut tells the labelled known classes apart,
     ``calibration``)."""
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
-                                  RETURNED_QUANTILE, SPLIT_SHARE, decide_answer)
+    from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA,
+                                  REGAIN_QUANTILE, REJECTED_QUANTILE, RETURNED_QUANTILE,
+                                  SPLIT_SHARE, decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
@@ -71,7 +73,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                                           if {"regroup", "regroupknown", "regroupcal"} & set(parts)
                                           else None),
                         regroup_known="regroupknown" in parts,
-                        regroup_calibrated="regroupcal" in parts)
+                        regroup_calibrated="regroupcal" in parts,
+                        regain_quantile=REGAIN_QUANTILE if "regain" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -81,7 +84,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "dropped",
                             "scorer",
-                            "moved", "returned", "rejected", "regrouped", "calibration")
+                            "moved", "returned", "rejected", "regained", "regrouped",
+                            "calibration")
         if k in got}
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))

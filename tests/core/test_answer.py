@@ -290,6 +290,29 @@ def test_regained_nodes_come_only_from_the_dropped_classes(monkeypatch):
     assert zero == 0 and torch.equal(same, answer)
 
 
+def test_decide_answer_regains_only_with_the_split_check_and_reports_it():
+    """``regain_quantile`` acts on what the split check dropped: a novel group holding class 3
+    and the unlabelled and validation nodes of classes 0 and 1 is dropped (it holds their
+    validation nodes as they do, about half of it by the check's estimate: dropped at share
+    0.4); the regain then groups class 3's nodes the known classes reject, at the looser quantile, as one
+    novel class mostly of class 3; without ``split_share`` nothing is regained."""
+    from oral_core.answer import decide_answer
+    g, train, val, labelled = planted_graph(600)
+    y, n = g.y, g.y.numel()
+    mixed = (y == 3) | (((y == 0) | (y == 1)) & (train < 0))
+    class_id = torch.where(mixed, torch.full_like(y, 3), y)
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                        split_share=0.4, rejected_quantile=0.95, regain_quantile=0.8)
+    assert got["dropped"] == 1 and got["regained"] > 0
+    answer = got["answer"]
+    novel = answer >= 3
+    assert float((answer[(y == 3) & ~labelled] >= 3).float().mean()) > 0.5
+    assert float((y[novel] == 3).float().mean()) > 0.7
+    alone = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                          rejected_quantile=0.95, regain_quantile=0.8)
+    assert "regained" not in alone
+
+
 def test_a_novel_node_returns_only_when_it_looks_known_among_known_neighbours(monkeypatch):
     """Novel nodes returned (+returned): a node of novel group 5 at or below the validation
     quantile takes the scorer's class only when half its view neighbours are named known; one

@@ -617,7 +617,9 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                              ("per_class+regroupknown+split+paired+rejected",
                               "per_class+paired+split+rejected+regroupknown"),
                              ("per_class+regroupcal+split+paired+rejected",
-                              "per_class+paired+split+rejected+regroupcal")]:
+                              "per_class+paired+split+rejected+regroupcal"),
+                             ("per_class+regroupcal+regain+split+paired+rejected",
+                              "per_class+paired+split+rejected+regain+regroupcal")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
     for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+recut"):
@@ -625,7 +627,7 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+carve and/or "
                                              "\\+carvetest and/or \\+split and/or \\+energy and/or \\+returned and/or "
-                                             "\\+rejected and/or \\+regroup and/or \\+regroupknown and/or "
+                                             "\\+rejected and/or \\+regain and/or \\+regroup and/or \\+regroupknown and/or "
                                              "\\+regroupcal, got"):
             settings.Settings.from_env()
     for first, second, forms in (("carve", "carvetest", "\\+carve or \\+carvetest"),
@@ -636,6 +638,9 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", f"per_class+{first}+{second}")
         with pytest.raises(ValueError, match=f"takes one of {forms} .*not more"):
             settings.Settings.from_env()
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+paired+rejected+regain")
+    with pytest.raises(ValueError, match="\\+regain works on what \\+split dropped: add \\+split"):
+        settings.Settings.from_env()
 
 
 
