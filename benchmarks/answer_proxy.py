@@ -159,11 +159,18 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
                                            known_bar=True)
     # and only where the cut tells the labelled known classes apart (+regroupcal; read only
     # when there is a novel class to cut, as the pipeline reads it)
-    calibration = None
-    if bool((split_grouped >= num_known).any()):
-        calibration = cut_calibration(view, torch.where(train >= 0, train, val), num_known,
-                                      seed=config.seed)
-    tells = bool(calibration and cut_tells_classes_apart(calibration))
+    read = {}
+
+    def calibrated_cut(answer) -> bool:  # the calibration, read once, when a novel class is there
+        if not bool((answer >= num_known).any()):
+            return False
+        if "calibration" not in read:
+            read["calibration"] = cut_calibration(view, torch.where(train >= 0, train, val),
+                                                  num_known, seed=config.seed)
+        return cut_tells_classes_apart(read["calibration"])
+
+    tells = calibrated_cut(split_grouped)
+    calibration = read.get("calibration")
     calibrated = regrouped if tells else split_grouped
     # the dropped classes' rejected nodes regained at looser quantiles (+regain, exploration),
     # then the calibrated regroup as the pipeline's answer has it
@@ -174,7 +181,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
         if "energy" in checked:
             got, _ = regained_nodes(split_grouped, dropped_from, checked["energy"], x, edges,
                                     train, val, num_known, q, view=lambda: view)
-        if tells:
+        if calibrated_cut(got):
             got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
         regained[f"per_class+paired+split+rejected+regain{q:g}+regroupcal"] = got
     # the rejected grouping at looser quantiles after the split check (exploration)
@@ -183,7 +190,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
         if "energy" in checked:
             got, _ = rejected_nodes_grouped(checked_split, checked["energy"], x, edges, train,
                                             val, num_known, q, view=lambda: view)
-        if tells:
+        if calibrated_cut(got):
             got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
         regained[f"per_class+paired+split+rejected{q:g}+regroupcal"] = got
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
