@@ -20,7 +20,8 @@ degraded), under each rule:
 - ``@separable`` that only on separable nights (the pipeline's), and with ``+mutual``
   (``continue_mutual``), ``+clean`` (:func:`clean_keys`) or ``+contained``
   (``continue_contained``: a novel class continues the one previous novel class that went
-  mostly to it alone).
+  mostly to it alone); ``+contained+seen`` (``confirm_seen``: besides, a new novel class most of
+  whose nodes the previous night held were novel there is published at once).
 
 Label-free (no label or truth read): novel lineage events (novel ``merged`` / ``split`` /
 ``vanished`` rows and novel ``emerged`` rows) per ten answered nights, and the share of the
@@ -41,20 +42,26 @@ OUT = ROOT / "benchmarks" / "results" / "lineage_replay"
 STATES = ("nightly_loop", "nightly_loop_known_head", "nightly_loop_fidelity",
           "nightly_loop_split_repeat")
 #: rule name -> (``match_on``, ``confirm_novel``, ``confirm_size``, ``continue_mutual``,
-#: ``continue_contained``)
-RULES = {"all": ("all", False, None, False, False),
-         "all+confirm": ("all", True, None, False, False),
-         "shared": ("shared", False, None, False, False),
-         "shared+confirm": ("shared", True, None, False, False),
-         "all+confirm+size": ("all", True, 0.5, False, False),
-         "all+confirm+size@separable": ("all", True, 0.5, False, False),
-         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False),
-         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False),
-         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True)}
+#: ``continue_contained``, ``confirm_seen``)
+RULES = {"all": ("all", False, None, False, False, False),
+         "all+confirm": ("all", True, None, False, False, False),
+         "shared": ("shared", False, None, False, False, False),
+         "shared+confirm": ("shared", True, None, False, False, False),
+         "all+confirm+size": ("all", True, 0.5, False, False, False),
+         "all+confirm+size@separable": ("all", True, 0.5, False, False, False),
+         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False, False),
+         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False, False),
+         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True, False),
+         "all+confirm+size@separable+contained+seen": ("all", True, 0.5, False, True, True)}
+#: the rule each rule's ids "published a night sooner" are counted against (``appeared_clean``,
+#: :func:`published_sooner`): the pipeline's rule of its study's day
+SOONER_THAN = {"all+confirm+size@separable+contained+seen":
+               "all+confirm+size@separable+contained"}
 #: rules whose ``confirm_size`` applies only on the nights whose fit found the known classes
 #: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
 ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual",
-                "all+confirm+size@separable+clean", "all+confirm+size@separable+contained"}
+                "all+confirm+size@separable+clean", "all+confirm+size@separable+contained",
+                "all+confirm+size@separable+contained+seen"}
 #: rules that besides publish at once, on any night, a new novel class of at least
 #: :data:`CLEAN_SIZE` times the median known class's size whose estimated known share is at
 #: most :data:`CLEAN_SHARE` (:func:`clean_keys`, ``benchmarks/results/publish_clean``)
@@ -91,11 +98,11 @@ def runs_of(con, graph: str, dates) -> list[dict]:
 def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
            confirm_size: float | None = None, size_on: set | None = None,
            mutual: bool = False, now: dict | None = None,
-           contained: bool = False) -> dict[str, dict]:
+           contained: bool = False, seen: bool = False) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
     id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
     ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``;
-    ``contained``: ``continue_contained``; ``now``:
+    ``contained``: ``continue_contained``; ``seen``: ``confirm_seen``; ``now``:
     per run id, the class keys published the night they appear (``publish_now``)."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
@@ -105,7 +112,8 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
             continue
         size = confirm_size if size_on is None or run["date"] in size_on else None
         cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size,
-                            continue_mutual=mutual, continue_contained=contained)
+                            continue_mutual=mutual, continue_contained=contained,
+                            confirm_seen=seen)
         res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
                             current_names=run["names"], max_novel_index=max_n, config=cfg,
                             publish_now=(now or {}).get(run["run_id"], ()))
@@ -381,8 +389,8 @@ def main(argv: list[str] | None = None) -> int:
                                              val.get(r["date"], set())) for r in runs}
             lineages = {name: replay(runs, graph, match_on, confirm, size,
                                      separable if name in ON_SEPARABLE else None, mutual,
-                                     clean if name in ON_CLEAN else None, contained)
-                        for name, (match_on, confirm, size, mutual, contained)
+                                     clean if name in ON_CLEAN else None, contained, seen)
+                        for name, (match_on, confirm, size, mutual, contained, seen)
                         in RULES.items()}
             row["stored_rules"] = stored_rules(runs, lineages)
             if not row["stored_rules"]:
@@ -396,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
                         runs, lineage, lineages["all+confirm"], separable)
                     if name in ON_SEPARABLE else 0,
                     **published_labelled(runs, lineage, labelled),
-                    **published_sooner(runs, lineage, lineages["all+confirm+size@separable"]),
+                    **published_sooner(runs, lineage, lineages[SOONER_THAN.get(
+                        name, "all+confirm+size@separable")]),
                     "false_events": got["false_lineage_events"],
                     "on_time": sum(1 for c in got["planted"].values()
                                    if c["late"] is not None and c["late"] <= 1),

@@ -65,6 +65,9 @@ on (the status above would be ``merged``, ``split`` or ``vanished``) is ``dismis
 never published as a class, so its end is not an event. On the simulated nightly loops most
 novel ids of a first night are gone the next (``benchmarks/results/lineage_replay``). Without
 confirmation a novel class emerges the night it appears, as before. With
+``LineageConfig.confirm_seen`` (an option) a new novel class most of whose nodes the previous run
+held were novel there (in any novel class, a candidate's included) is published at once: the
+evidence of two nights is its nodes', not its id's (:func:`seen_novel_keys`). With
 ``LineageConfig.confirm_size`` set (off by default), a new novel class holding at least that
 share of the median known class's size is published the night it appears (its status is not
 turned into ``candidate``); smaller ones still wait a night.
@@ -132,6 +135,11 @@ class LineageConfig:
     #: did the same (:func:`contained_continuations`; off here, the nightly pipeline's default
     #: since 2026-12-04, ``ORAL_LINEAGE_CONTAINED``, ``benchmarks/results/lineage_contained``)
     continue_contained: bool = False
+    #: with ``confirm_novel``: a new novel class at least ``share`` of whose nodes the previous
+    #: run held were in the previous run's novel classes (any, candidates included) is published
+    #: the night it appears: its nodes were called novel two nights running, under another id
+    #: (:func:`seen_novel_keys`; an option, ``benchmarks/results/confirm_seen``)
+    confirm_seen: bool = False
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -299,6 +307,18 @@ def contained_continuations(share_p: np.ndarray, p_novel: np.ndarray, c_novel: n
             cont[j], cont_of_prev[sources[0]] = sources[0], j
 
 
+def seen_novel_keys(ov: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarray,
+                    cont: np.ndarray, cur_keys: list, share: float) -> set:
+    """``LineageConfig.confirm_seen``: the keys of tonight's novel classes with no continuation
+    (``cont`` -1: a new id tonight) at least ``share`` of whose nodes the previous run held were
+    in the previous run's novel classes (``ov``, previous x current overlaps; a class of new
+    nodes only is not seen)."""
+    held = ov.sum(axis=0)
+    novel_held = ov[p_novel].sum(axis=0) if p_novel.size else np.zeros_like(held)
+    return {cur_keys[j] for j in c_novel.tolist()
+            if cont[j] < 0 and held[j] > 0 and novel_held[j] >= share * held[j]}
+
+
 def _size_status(size: int, before: int, tol: float) -> str:
     if size > before * (1.0 + tol):
         return "grown"
@@ -448,6 +468,8 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
         publish_at = publish_size(c_size[[j for j in range(n_c) if c_name[j] is not None]],
                                   cfg.confirm_size)
         now = set(publish_now)
+        if cfg.confirm_seen:
+            now |= seen_novel_keys(ov, p_novel, c_novel, cont, cur_keys, cfg.share)
         rows = [confirmed(row, was_candidate,
                           -math.inf if row.class_key is not None and row.class_key in now
                           else publish_at) for row in rows]

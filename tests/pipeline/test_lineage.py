@@ -422,6 +422,29 @@ def test_publish_now_publishes_a_new_novel_class_the_night_it_appears() -> None:
     assert got["known:A"].status == "persisting"
 
 
+def test_confirm_seen_publishes_a_new_class_whose_nodes_were_novel_last_night() -> None:
+    """Last night's candidate novel:1 (60 nodes) is purified: tonight's class 1 keeps 20 of them
+    and adds 60 new nodes (Jaccard 0.2, novel:1 gave it a third of its nodes, most went to known
+    A): a new id, a candidate by default; with ``confirm_seen`` every node of it the previous
+    run held was novel there, so it is published the night it appears. A new class of nodes the
+    previous run held in a known class (class 2), or of new nodes only (class 3), still waits."""
+    prev = previous({0: ids(0, 100), 1: ids(100, 160)}, {0: "known:A", 1: "g:novel:1"},
+                    {0: "A"}, statuses={0: "persisting", 1: "candidate"})
+    tonight = {0: ids(0, 80) + ids(120, 160), 1: ids(100, 120) + ids(300, 360),
+               2: ids(80, 100) + ids(400, 410), 3: ids(500, 520)}
+    names = {0: "A"}
+    plain = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                               current_names=names, max_novel_index=1))
+    assert {plain[f"g:novel:{n}"].status for n in (2, 3, 4)} == {"candidate"}
+    cfg = LineageConfig(confirm_seen=True)
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2, current_names=names,
+                             max_novel_index=1, config=cfg))
+    keyed = {row.class_key: row for row in got.values() if row.class_key is not None}
+    assert keyed[1].status == "emerged" and keyed[1].lineage_id == "g:novel:2"
+    assert keyed[2].status == "candidate" and keyed[3].status == "candidate"
+    assert got["g:novel:1"].status == "dismissed"
+
+
 def test_the_lineage_task_forwards_the_contained_continuation(monkeypatch) -> None:
     """``tasks.prefect_tasks.lineage`` builds tonight's ``LineageConfig`` with
     ``continue_contained`` as the flow passes it (``ORAL_LINEAGE_CONTAINED``)."""
