@@ -83,9 +83,13 @@ ANSWERS = ("oral", "per_class", "per_class+split", "per_class+paired", "per_clas
 REGAIN_QUANTILES = (0.5, 0.7, 0.8, 0.9)
 #: looser quantiles of the rejected grouping after the split check (exploration)
 LOOSER_REJECTED = (0.85, 0.9)
+#: the mixed novel classes purified before the split check (``+purify``,
+#: :func:`oral_core.answer.purified_answer`; exploration): (estimated known share, quantile)
+PURIFY_SETTINGS = ((0.2, 0.8), (0.3, 0.8), (0.2, 0.9), (0.3, 0.9))
 ANSWERS += tuple(f"per_class+paired+split+rejected+regain{q:g}+regroupcal"
                  for q in REGAIN_QUANTILES) + tuple(
-    f"per_class+paired+split+rejected{q:g}+regroupcal" for q in LOOSER_REJECTED)
+    f"per_class+paired+split+rejected{q:g}+regroupcal" for q in LOOSER_REJECTED) + tuple(
+    f"per_class+paired+purify{s:g}@{q:g}+split+rejected+regroupcal" for s, q in PURIFY_SETTINGS)
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -108,7 +112,8 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
     from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
                                   RETURNED_QUANTILE, answer_view, best_known_namer,
                                   carved_answer, decide_answer, known_validation_nodes,
-                                  per_class_answer, regained_nodes, rejected_nodes_grouped,
+                                  per_class_answer, purified_answer, regained_nodes,
+                                  rejected_nodes_grouped,
                                   returned_to_known, split_answer)
     from oral_core.recut import cut_calibration, cut_tells_classes_apart, regrouped_answer
 
@@ -184,6 +189,22 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
         if calibrated_cut(got):
             got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
         regained[f"per_class+paired+split+rejected+regain{q:g}+regroupcal"] = got
+    # the mixed novel classes purified first, then split-checked, grouped and regrouped as
+    # the pipeline's answer is (+purify, exploration)
+    for share_, q in PURIFY_SETTINGS:
+        got = checked_split
+        if "energy" in checked:
+            scorer = candidates[checked["scorer"]]
+            pure, _ = purified_answer(paired, scorer, checked["energy"], val, unlabelled,
+                                      num_known, share_, q)
+            pure, _ = split_answer({"answer": pure, "candidates": candidates,
+                                    "namer": checked["namer"]}, val, unlabelled, num_known,
+                                   share)
+            got, _ = rejected_nodes_grouped(pure, checked["energy"], x, edges, train, val,
+                                            num_known, REJECTED_QUANTILE, view=lambda: view)
+        if calibrated_cut(got):
+            got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
+        regained[f"per_class+paired+purify{share_:g}@{q:g}+split+rejected+regroupcal"] = got
     # the rejected grouping at looser quantiles after the split check (exploration)
     for q in LOOSER_REJECTED:
         got = checked_split

@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import LOOSER_REJECTED, REGAIN_QUANTILES
+from benchmarks.answer_proxy import LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,8 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: ``+split+rejected+regroupcal``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
-    f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED)
+    f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
+    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS)
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -105,7 +106,10 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                       *((f"regain{q:g}", piped[f"per_class+paired+split+rejected+regain{q:g}"
                                                "+regroupcal"]) for q in REGAIN_QUANTILES),
                       *((f"rejected{q:g}", piped[f"per_class+paired+split+rejected{q:g}"
-                                                 "+regroupcal"]) for q in LOOSER_REJECTED)):
+                                                 "+regroupcal"]) for q in LOOSER_REJECTED),
+                      *((f"purify{s_:g}@{q:g}", piped[f"per_class+paired+purify{s_:g}@{q:g}"
+                                                      "+split+rejected+regroupcal"])
+                        for s_, q in PURIFY_SETTINGS)):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

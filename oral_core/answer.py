@@ -221,6 +221,33 @@ def novelty_checked(answer: torch.Tensor, scorer_class: torch.Tensor, like_known
     return torch.where(moved, scorer_class.long(), answer.long()), moved
 
 
+def purified_answer(answer: torch.Tensor, scorer_class: torch.Tensor, energy: torch.Tensor,
+                    val_labels: torch.Tensor, unlabelled: torch.Tensor, num_known: int,
+                    share: float, quantile: float) -> tuple[torch.Tensor, int]:
+    """The mixed novel classes purified (``+purify``, exploration): a novel class the
+    known-split estimator (:func:`oral_core.novelty.known_share`, at the rate the answer's known
+    classes hold validation nodes) estimates at least ``share`` known-class nodes gives its
+    known-like nodes (:func:`known_like` at ``quantile``) the scorer's class; a class estimated
+    cleaner is left whole (the novelty check's guard: a new class's own nodes stay). Returns the
+    answer and the nodes moved."""
+    from .novelty import known_share
+
+    answer = answer.long()
+    val = val_labels >= 0
+    known = (answer >= 0) & (answer < num_known)
+    n_val = int((known & val).sum())
+    if n_val == 0 or not bool((answer >= num_known).any()):
+        return answer, 0
+    rate = int((known & unlabelled).sum()) / n_val
+    size = int(answer.max()) + 1
+    group = torch.where(answer >= 0, answer, torch.full_like(answer, size))  # -1: a group apart
+    est = known_share(group, unlabelled, val, size + 1, rate)
+    mixed = torch.zeros(size + 1, dtype=torch.bool)
+    mixed[num_known:size] = est[num_known:size].cpu() >= share
+    hit = mixed[group.cpu()].to(answer.device) & known_like(energy, val_labels, quantile)
+    return torch.where(hit, scorer_class.long(), answer), int(hit.sum())
+
+
 def rejected_by_known(energy: torch.Tensor, val_labels: torch.Tensor, quantile: float,
                       candidates: torch.Tensor) -> torch.Tensor:
     """The ``candidates`` (bool ``[N]``) whose energy is above the ``quantile`` quantile of the

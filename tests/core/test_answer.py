@@ -313,6 +313,25 @@ def test_decide_answer_regains_only_with_the_split_check_and_reports_it():
     assert "regained" not in alone
 
 
+def test_only_a_mixed_novel_class_gives_its_known_like_nodes_back():
+    """+purify: known class 0 holds 1 validation node per 2 unlabelled ones; novel class 2 holds
+    2 validation nodes and 6 unlabelled (estimated 2/3 known: mixed), novel class 3 none (clean).
+    At share 0.5 the known-like nodes (energy at or below the validation median) of class 2 take
+    the scorer's class, class 3's stay novel whatever their energy; at share 0.9 nothing moves."""
+    from oral_core.answer import purified_answer
+
+    answer = torch.tensor([0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3])
+    val = torch.tensor([0, 0, -1, -1, -1, -1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1])
+    unlabelled = val < 0
+    energy = torch.tensor([1.0, 2.0, 0, 0, 0, 0, 3.0, 4.0, 1.0, 1.0, 9.0, 9.0, 9.0, 1.0,
+                           1.0, 1.0, 9.0])  # validation energies 1-4: median 2.5
+    scorer = torch.tensor([0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0])
+    out, moved = purified_answer(answer, scorer, energy, val, unlabelled, 2, 0.5, 0.5)
+    assert out.tolist() == [0, 0, 0, 0, 0, 0, 2, 2, 1, 0, 2, 2, 2, 1, 3, 3, 3] and moved == 3
+    same, none = purified_answer(answer, scorer, energy, val, unlabelled, 2, 0.9, 0.5)
+    assert none == 0 and torch.equal(same, answer)
+
+
 def test_a_novel_node_returns_only_when_it_looks_known_among_known_neighbours(monkeypatch):
     """Novel nodes returned (+returned): a node of novel group 5 at or below the validation
     quantile takes the scorer's class only when half its view neighbours are named known; one
