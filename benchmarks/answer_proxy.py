@@ -90,6 +90,11 @@ ANSWERS += tuple(f"per_class+paired+split+rejected+regain{q:g}+regroupcal"
                  for q in REGAIN_QUANTILES) + tuple(
     f"per_class+paired+split+rejected{q:g}+regroupcal" for q in LOOSER_REJECTED) + tuple(
     f"per_class+paired+purify{s:g}@{q:g}+split+rejected+regroupcal" for s, q in PURIFY_SETTINGS)
+#: the pipeline's answer with the young classes' bursts first (``+burst``,
+#: :func:`oral_core.answer.burst_classes`; needs the snapshots before the night: without them it
+#: is the pipeline's answer, as the pipeline skips the step)
+BURST = "per_class+paired+burst+split+rejected+regroupcal"
+ANSWERS += (BURST,)
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -99,14 +104,18 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+carvetest+split+rejected": "per_class+paired+split+rejected",
         "per_class+paired+split+rejected+regroup": "per_class+paired+split+rejected",
         "per_class+paired+split+rejected+regroupknown": "per_class+paired+split+rejected",
-        "per_class+paired+split+rejected+regroupcal": "per_class+paired+split+rejected"}
+        "per_class+paired+split+rejected+regroupcal": "per_class+paired+split+rejected",
+        BURST: "per_class+paired+split+rejected+regroupcal"}
 
 
-def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) -> dict:
+def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
+            recent=None) -> dict:
     """``{answer name: class id per node}`` (:data:`ANSWERS`) from one fit's ``class_id``
     (:func:`oral_core.answer.decide_answer`: the known-class classifiers fitted on ``train`` and
     chosen on ``val``; the split check, :func:`oral_core.answer.split_answer`), with the chosen ``namer``,
-    the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes."""
+    the novel classes ``dropped``, and the novelty check's ``scorer`` and ``moved`` nodes.
+    ``recent`` (bool per node: arrived within the last ``BURST_WINDOW`` snapshots) feeds
+    :data:`BURST` (``burst``: the nodes its step moved)."""
     import torch
 
     from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA, REJECTED_QUANTILE,
@@ -214,6 +223,8 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
         if calibrated_cut(got):
             got, _ = regrouped_answer(got, view, num_known, seed=config.seed)
         regained[f"per_class+paired+split+rejected{q:g}+regroupcal"] = got
+    regained |= burst_answer(class_id, x, edges, train, val, num_known, config, share, recent,
+                             calibrated)
     return {"oral": class_id, "per_class": per_class, "per_class+split": split,
             "per_class+paired": paired, "per_class+paired+energy": checked["answer"],
             "per_class+paired+rejected": grouped, "rejected": rejected,
@@ -227,6 +238,41 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config) 
             "per_class+paired+split+rejected+regroupcal": calibrated, "calibration": calibration,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)} | regained
+
+def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: float, recent,
+                 pipeline) -> dict:
+    """``{BURST: answer, "burst": nodes moved}``: the pipeline's answer decided again with the
+    bursts first (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without
+    ``recent`` the pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
+    if recent is None:
+        return {BURST: pipeline, "burst": 0}
+    from oral_core.answer import (BURST_ALPHA, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer)
+    from oral_core.recut import REGROUP_STRENGTH
+
+    got = decide_answer(class_id, x, edges, train, val, num_known, scale=config.known_head_scale,
+                        seed=config.seed, paired_alpha=PAIRED_ALPHA, split_share=share,
+                        rejected_quantile=REJECTED_QUANTILE, regroup_strength=REGROUP_STRENGTH,
+                        regroup_calibrated=True, recent=recent, burst_alpha=BURST_ALPHA)
+    return {BURST: got["answer"], "burst": got.get("burst", 0)}
+
+
+def night_recent(path: str, keep=None):
+    """bool per node of the snapshot at ``path`` (``keep``'s rows when given): arrived within the
+    last ``BURST_WINDOW`` snapshots of its folder; None without them."""
+    import torch
+
+    from data_contracts import snapshots as snap
+    from oral_core.answer import BURST_WINDOW
+
+    import pyarrow.parquet as pq
+
+    ids = pq.read_table(Path(path) / snap.NODES, columns=["node_id"]).column("node_id")
+    arrived = snap.recent_nodes(path, ids.combine_chunks(), BURST_WINDOW)
+    if arrived is None:
+        return None
+    recent = torch.from_numpy(arrived)
+    return recent if keep is None else recent[keep]
+
 
 def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: str = "") -> dict:
     import torch
@@ -245,8 +291,9 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
         x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
     v = int(task.visible.numel())
     unlabelled = (task.train < 0) & (task.val < 0)
-    built = answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, v, cfg)
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
+    built = answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, v, cfg,
+                    recent=night_recent(path))
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
                                         "returned", "regrouped",
                                         "regrouped_known", "calibration")}
     for name in ANSWERS:
@@ -275,8 +322,9 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
         x[nodes], edges, tr, va).discoveries["last"].class_id)
-    built = answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg)
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected",
+    built = answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
+                    recent=night_recent(path, nodes))
+    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
                                         "returned", "regrouped",
                                         "regrouped_known", "calibration")}
     for name in ANSWERS:

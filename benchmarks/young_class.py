@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,15 +48,18 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: reproducible, prediction strength >= 0.8) and that regroup with each cut also more reproducible
 #: than every known class's own (``regroupknown``: ``+split+rejected+regroupknown``), and that
 #: regroup only where the cut tells the labelled known classes apart (``regroupcal``:
-#: ``+split+rejected+regroupcal``)
+#: ``+split+rejected+regroupcal``), and the pipeline's with the young classes' bursts first
+#: (``burst``: ``+burst+split+rejected+regroupcal``; with ``--recent`` the young class is drawn
+#: from the nodes that arrived within the last ``BURST_WINDOW`` snapshots, a class that has just
+#: arrived; without it the burst step sees every node's arrival as the snapshots have it)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
-    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS)
+    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst",)
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
-              name: str = "") -> dict:
+              name: str = "", recent: bool = False) -> dict:
     """One young-class fit on the snapshot at ``path``: every answer's scores. With ``keep`` the
     fit is kept as ``keep/<name>.pt``, or read back from there
     (:func:`benchmarks.records.kept_fit`)."""
@@ -65,7 +68,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     import torch
     from torch_geometric.utils import subgraph
 
-    from benchmarks.answer_proxy import answers
+    from benchmarks.answer_proxy import answers, night_recent
     from benchmarks.granularity_proxy import surfaced
     from benchmarks.split_repeat_proxy import night_task
     from harness.proxy import proxy_accuracy, young_class_task
@@ -74,7 +77,9 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     from oral_core.trainer import ORAL
 
     g, x, train, val, k = night_task(path)
-    task = young_class_task(g.y, train >= 0, val >= 0, torch.arange(k), seed, size)
+    arrived = night_recent(path)
+    task = young_class_task(g.y, train >= 0, val >= 0, torch.arange(k), seed, size,
+                            among=arrived if recent else None)
     edges, _ = subgraph(task.keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     xs = x[task.keep]
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
@@ -88,7 +93,9 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
            "young": task.hidden[0], "seconds": round(seconds, 1)} | (
         {"kept": True} if kept else {})
     unlabelled = (task.train < 0) & (task.val < 0)
-    piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg)
+    piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg,
+                    recent=None if arrived is None else arrived[task.keep])
+    row["burst_moved"] = piped["burst"]
     row["calibration"] = piped["calibration"]
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
@@ -109,7 +116,8 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                                                  "+regroupcal"]) for q in LOOSER_REJECTED),
                       *((f"purify{s_:g}@{q:g}", piped[f"per_class+paired+purify{s_:g}@{q:g}"
                                                       "+split+rejected+regroupcal"])
-                        for s_, q in PURIFY_SETTINGS)):
+                        for s_, q in PURIFY_SETTINGS),
+                      ("burst", piped[BURST])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -119,11 +127,12 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
 
 
 def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
-         sets: list[str] | None = None) -> bool:
-    """Whether ``rows`` hold this fit (with these ``--set`` options; none: the defaults)."""
-    key = (loop, night, size, seed, list(sets or []))
-    return any((r["loop"], r["night"], r["size"], r["seed"], r.get("set", [])) == key
-               for r in rows)
+         sets: list[str] | None = None, recent: bool = False) -> bool:
+    """Whether ``rows`` hold this fit (with these ``--set`` options, none: the defaults; and
+    ``--recent`` or not)."""
+    key = (loop, night, size, seed, list(sets or []), recent)
+    return any((r["loop"], r["night"], r["size"], r["seed"], r.get("set", []),
+                r.get("recent", False)) == key for r in rows)
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -136,7 +145,8 @@ def table(rows: list[dict]) -> list[str]:
              "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|---|"]
 
     def setting(r: dict) -> str:
-        return ",".join(r.get("set", [])) or "defaults"
+        return ",".join(r.get("set", []) + (["recent young class"] if r.get("recent") else [])) \
+            or "defaults"
 
     keys = sorted({(r["graph"], setting(r), r["size"]) for r in rows})
     for graph, name, size in keys:
@@ -191,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None,
                     help="a folder for the fits (class id per node): kept there, read back when "
                          "there, so answers can be scored again without training")
+    ap.add_argument("--recent", action="store_true",
+                    help="draw the young class from the nodes that arrived within the last "
+                         "BURST_WINDOW snapshots (a class that has just arrived); rows kept apart")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",") if s]
@@ -207,12 +220,13 @@ def main(argv: list[str] | None = None) -> int:
             graph = loop.rsplit("-sim", 1)[0]
             out = args.out / graph / "rows.jsonl"
             for size in sizes:
-                if done(read_jsonl(out), loop, night, size, seed, args.set):
+                if done(read_jsonl(out), loop, night, size, seed, args.set, args.recent):
                     continue
                 row = {"graph": graph, "loop": loop, "night": night, "size": size,
-                       "seed": seed, "set": args.set} | fit_young(
-                    path, seed, size, config, keep=args.keep,
-                    name=fit_name(loop, night, seed, size=size, sets=args.set))
+                       "seed": seed, "set": args.set} | ({"recent": True} if args.recent else {}) \
+                    | fit_young(path, seed, size, config, keep=args.keep,
+                                name=fit_name(loop, night, seed, size=size, sets=args.set)
+                                + ("-recent" if args.recent else ""), recent=args.recent)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 append_jsonl(out, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "

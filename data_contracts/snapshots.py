@@ -124,6 +124,28 @@ def list_snapshots(root: str | Path, graph: str) -> list[tuple[dt.date, Path]]:
     return sorted(found)
 
 
+def recent_nodes(path: str | Path, node_ids: pa.Array, window: int) -> np.ndarray | None:
+    """bool ``[N]`` over ``node_ids`` (the snapshot at ``path``, in its order): the nodes absent
+    from the snapshot ``window`` snapshots before it in the same graph folder, i.e. arrived within
+    the last ``window`` snapshots (node ids are stable across snapshots). None when fewer than
+    ``window`` earlier snapshots exist. Reads only the earlier snapshot's ``node_id`` column."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if window < 1:
+        raise ValueError(f"window must be at least 1 snapshot, got {window}")
+    path = Path(path)
+    earlier = [p for day, p in list_snapshots(path.parent.parent, path.parent.name)
+               if p.name < path.name]
+    if len(earlier) < window:
+        return None
+    before = pq.read_table(earlier[-window] / NODES, columns=["node_id"]).column("node_id")
+    if before.type != node_ids.type:
+        before = before.cast(node_ids.type)
+    return ~np.asarray(pc.is_in(node_ids, value_set=before.combine_chunks()).to_numpy(
+        zero_copy_only=False), dtype=bool)
+
+
 def select_snapshots(root: str | Path, graph: str, date: str | dt.date | None = None,
                      start: str | dt.date | None = None,
                      end: str | dt.date | None = None) -> list[Path]:

@@ -202,7 +202,7 @@ class YoungTask:
 
 def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
                      known_classes: torch.Tensor, seed: int, size: float,
-                     share: float = 0.5) -> YoungTask:
+                     share: float = 0.5, among: torch.Tensor | None = None) -> YoungTask:
     """The young-class proxy, over labelled nodes only: a class that has just appeared, small,
     among known classes whose unlabelled nodes are stand-ins, as a planted class looks on the
     night it starts (the held-out-class proxy hides whole established classes instead).
@@ -212,7 +212,9 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     labelled nodes only ``size`` times the other kept nodes (at least 5, seeded) stay in the graph,
     unlabelled; the rest leave it. Of every other class ``share`` of the training nodes lose their
     label (seeded, at least one kept labelled), as in :func:`no_novel_task`; validation nodes
-    stay. Needs at least two known classes."""
+    stay. With ``among`` (bool ``[N]``, e.g. the nodes that arrived within the last snapshots) the
+    young class's kept nodes are drawn from those only: a class that has just arrived. Needs at
+    least two known classes."""
     if not 0 < share < 1:
         raise ValueError(f"share must be in (0, 1), got {share}")
     if not 0 < size < 1:
@@ -224,7 +226,7 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     young = int(known_classes[seed % known_classes.numel()])
     visible = known_classes[known_classes != young]
     gen = torch.Generator().manual_seed(30_011 + seed)
-    members = (labelled & (y == young)).nonzero().flatten()
+    members = (labelled & (y == young) & (True if among is None else among)).nonzero().flatten()
     others = labelled & (y != young)
     n_young = min(members.numel(), max(5, int(round(size * int(others.sum())))))
     keep = others.clone()

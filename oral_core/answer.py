@@ -98,6 +98,10 @@ REJECTED_QUANTILE, REJECTED_NEIGHBOURS, REJECTED_SHARE, REJECTED_MIN_SIZE = 0.95
 #: a second witness); read on exploration rows of simulation 21 (labelled nodes only,
 #: benchmarks/results/answer_regain/exploration.md)
 REGAIN_QUANTILE = 0.8
+#: the young classes' bursts (``+burst``): a node is recent when it is absent from the snapshot
+#: this many snapshots before tonight's, and the one-sided binomial level below which its nearest
+#: neighbours hold more recent nodes than the graph's own growth gives
+BURST_WINDOW, BURST_ALPHA = 2, 0.01
 #: principal axes of the neighbours' view (those of the novel re-cut's view)
 REJECTED_VIEW_DIMS = 64
 #: a new class estimated to hold at least this share of known-class nodes (from its validation
@@ -381,6 +385,14 @@ def view_neighbours(x: torch.Tensor, edge_index: torch.Tensor, rows: torch.Tenso
     return torch.cat(out) if out else torch.empty(0, k, dtype=torch.long)
 
 
+def unlabelled_share(labelled: torch.Tensor, neighbours: torch.Tensor) -> torch.Tensor:
+    """Float ``[len(neighbours)]``: the share of each row's nearest nodes (``neighbours``, long
+    ``[R, k]``) that carry no training label (``labelled``, bool ``[N]``). The known classes'
+    labels lie all over their regions (missing at random), a class that has just appeared
+    carries none, so its nodes' neighbours are all unlabelled (the positive-unlabelled view)."""
+    return 1.0 - labelled[neighbours].float().mean(1)
+
+
 def rejected_core(rejected: torch.Tensor, neighbours: torch.Tensor, share: float) -> torch.Tensor:
     """bool over the rows of ``neighbours`` (the rejected nodes, in order): at least ``share`` of
     the node's nearest neighbours are rejected too."""
@@ -464,6 +476,98 @@ def rejected_nodes_grouped(answer: torch.Tensor, energy: torch.Tensor, x: torch.
         grouped = torch.where(new, answer, grouped)
     grouped = torch.where(val, answer, grouped)
     return grouped, int((grouped != answer).sum())
+
+
+def recent_burst(recent: torch.Tensor, neighbours: torch.Tensor, alpha: float) -> torch.Tensor:
+    """bool over the rows of ``neighbours`` (long ``[R, k]``, each row's nearest nodes): more of
+    the row's ``k`` neighbours arrived recently (``recent``, bool ``[N]``) than a region growing
+    at the graph's own rate would hold: ``P(Binomial(k, p0) >= m) < alpha`` with ``m`` the recent
+    neighbours and ``p0`` the recent share of all nodes (one-sided). A new class arrives as a burst
+    of nodes in a region where no old node lies; the known classes grow all over theirs."""
+    from scipy.stats import binom
+
+    p0 = float(recent.float().mean())
+    if p0 <= 0 or p0 >= 1 or neighbours.numel() == 0:
+        return torch.zeros(neighbours.shape[0], dtype=torch.bool)
+    m = recent[neighbours].sum(1).numpy()
+    tail = binom.sf(m - 1, neighbours.shape[1], p0)  # P(X >= m)
+    return torch.from_numpy(tail < alpha)
+
+
+def burst_components(rows: torch.Tensor, neighbours: torch.Tensor, burst: torch.Tensor
+                     ) -> torch.Tensor:
+    """long ``[len(rows)]``: the connected components (0, 1, ...) of the ``burst`` rows joined
+    where one is among the other's nearest ``neighbours`` (either way); -1 for rows not in a
+    burst."""
+    index = {int(r): i for i, r in enumerate(rows.tolist())}
+    parent = list(range(rows.numel()))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in burst.nonzero().flatten().tolist():
+        for node in neighbours[i].tolist():
+            j = index.get(node)
+            if j is not None and bool(burst[j]):
+                parent[find(i)] = find(j)
+    roots = torch.tensor([find(i) if bool(burst[i]) else -1 for i in range(rows.numel())],
+                         dtype=torch.long)
+    out = torch.full_like(roots, -1)
+    for k, root in enumerate(torch.unique(roots[roots >= 0]).tolist()):
+        out[roots == root] = k
+    return out
+
+
+def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
+                  edge_index: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
+                  num_known: int, alpha: float, device: torch.device | str | None = None,
+                  view: Callable[[], torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
+    """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
+    recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
+    gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
+    joined into components (:func:`burst_components`). A component of at least
+    :data:`REJECTED_MIN_SIZE` unlabelled nodes that holds at least half of the unlabelled nodes of
+    the novel class most of it lies in is that class (its nodes join it); any other becomes a new
+    novel class, unless the validation nodes it holds say it is a piece of a known class
+    (:func:`new_class_looks_known` at :data:`REJECTED_KNOWN_SHARE`). The validation nodes are
+    witnesses and keep their class. Returns the answer and the nodes moved."""
+    from .novelty import known_share
+
+    answer = answer.long()
+    unlabelled = (train_labels < 0) & (val_labels < 0)
+    val = val_labels >= 0
+    rows = ((unlabelled | val) & recent).nonzero().flatten()
+    if rows.numel() < REJECTED_MIN_SIZE:
+        return answer, 0
+    near = view_neighbours(x, edge_index, rows, REJECTED_NEIGHBOURS, device=device, view=view)
+    component = burst_components(rows, near, recent_burst(recent.cpu(), near, alpha))
+    out = answer.clone()
+    fresh = max(int(answer.max()) + 1, num_known)
+    known = (answer >= 0) & (answer < num_known)
+    n_val = int((known & val).sum())
+    rate = int((known & unlabelled).sum()) / n_val if n_val else None
+    for k in range(int(component.max()) + 1):
+        nodes = rows[component == k]
+        free = nodes[unlabelled[nodes]]
+        if free.numel() < REJECTED_MIN_SIZE:
+            continue
+        held = answer[free]
+        top = int(torch.mode(held).values)
+        if top >= num_known and free.numel() >= 0.5 * int(((answer == top) & unlabelled).sum()):
+            out[nodes] = top  # the component is the novel class it lies in
+            continue
+        if rate is not None:
+            inside = torch.zeros_like(answer)
+            inside[nodes] = 1
+            if float(known_share(inside, unlabelled, val, 2, rate)[1]) >= REJECTED_KNOWN_SHARE:
+                continue  # holds validation nodes as a known class does
+        out[nodes] = fresh
+        fresh += 1
+    out = torch.where(val, answer, out)
+    return out, int((out != answer).sum())
 
 
 def regained_nodes(answer: torch.Tensor, dropped_from: torch.Tensor, energy: torch.Tensor,
@@ -662,6 +766,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   regroup_known: bool = False,
                   regroup_calibrated: bool = False,
                   regain_quantile: float | None = None,
+                  recent: torch.Tensor | None = None,
+                  burst_alpha: float | None = None,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -672,7 +778,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``carve_alpha`` what a class keeps is tested too, :func:`fewer_than_known`); with
     ``split_share`` the answer's
     novel classes the known-split check calls known are dropped (:func:`split_answer`, before
-    the rest); with ``novelty_quantile`` the
+    the rest but the burst); with ``burst_alpha`` and ``recent`` (bool ``[N]``) the nodes that
+    arrived recently in a burst form young classes before the split check
+    (:func:`burst_classes`; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -727,6 +835,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                         "namer": namer}, view(), val_labels,
                                        unlabelled, num_known, carve_share, alpha=carve_alpha)
         out |= {"carved": carved}
+    if burst_alpha is not None and recent is not None:
+        answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
+                                      val_labels, num_known, burst_alpha, device=device,
+                                      view=view)
+        out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:
         before = answer

@@ -31,7 +31,9 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     ``parts`` are what ``ORAL_NIGHT_ANSWER`` adds to ``per_class``
     (:data:`flows.settings.NIGHT_ANSWER_PARTS`, :func:`oral_core.answer.decide_answer`): with
     ``paired`` another classifier names the known classes only when it beats ORAL's own naming
-    beyond chance; with ``carve`` the known slices of the novel classes are named known
+    beyond chance; with ``burst`` the nodes absent from the snapshot ``BURST_WINDOW`` snapshots
+    back that arrived in a burst form young classes (``burst``: nodes moved; skipped while the
+    graph folder holds fewer earlier snapshots); with ``carve`` the known slices of the novel classes are named known
     (``carved``; ``carvetest``: what a carved class keeps is tested too); with ``split`` the answer's novel classes the known-split check calls known
     are dropped (``dropped`` in the result); with ``energy`` the novelty check names a known
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
@@ -45,9 +47,10 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import (CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE, PAIRED_ALPHA,
-                                  REGAIN_QUANTILE, REJECTED_QUANTILE, RETURNED_QUANTILE,
-                                  SPLIT_SHARE, decide_answer)
+    from oral_core.answer import (BURST_ALPHA, BURST_WINDOW, CARVE_ALPHA, CARVE_SHARE,
+                                  ENERGY_QUANTILE, PAIRED_ALPHA, REGAIN_QUANTILE,
+                                  REJECTED_QUANTILE, RETURNED_QUANTILE, SPLIT_SHARE,
+                                  decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
@@ -59,6 +62,10 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
+    recent = None
+    if "burst" in parts:
+        arrived = snap.recent_nodes(snapshot.path, snapshot.node_ids, BURST_WINDOW)
+        recent = None if arrived is None else torch.from_numpy(arrived)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         device=answer_device(config.device),
                         scale=config.known_head_scale, seed=config.seed,
@@ -74,7 +81,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                                           else None),
                         regroup_known="regroupknown" in parts,
                         regroup_calibrated="regroupcal" in parts,
-                        regain_quantile=REGAIN_QUANTILE if "regain" in parts else None)
+                        regain_quantile=REGAIN_QUANTILE if "regain" in parts else None,
+                        recent=recent, burst_alpha=BURST_ALPHA if "burst" in parts else None)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -82,7 +90,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
-        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "dropped",
+        k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "burst",
+                            "dropped",
                             "scorer",
                             "moved", "returned", "rejected", "regained", "regrouped",
                             "calibration")

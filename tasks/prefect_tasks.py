@@ -195,7 +195,9 @@ def decide_per_class(snapshot, trained: fitting.TrainResult, config_dict: dict, 
     from tasks.answer import decide_per_class as decide
 
     out = decide(snapshot, trained, ORALConfig.from_dict(config_dict), feature_mode, parts)
-    checked = (f"; {out['dropped']} novel class(es) of known nodes dropped by the known-split "
+    checked = (f"; {out['burst']} recent node(s) in bursts grouped as young classes"
+               if "burst" in out else "")
+    checked += (f"; {out['dropped']} novel class(es) of known nodes dropped by the known-split "
                "check" if "dropped" in out else "")
     checked += (f"; the novelty check named {out['moved']} node(s) of novel groups a known class "
                f"by the {out['scorer']}'s energy" if "moved" in out else "")

@@ -395,3 +395,21 @@ def test_parquet_footer_walk_refuses_garbage_and_passes_real_files(tmp_path: Pat
         with pytest.raises(snap.UnreadableFile, match=r"x\.parquet: not a readable Parquet file "
                                                       r"\(its footer cannot be parsed"):
             snap.check_parquet_footer(tmp_path / "x.parquet", _with_footer(footer))
+
+
+def test_recent_nodes_are_those_absent_from_the_snapshot_window_back(tmp_path):
+    """Three dated snapshots of one graph, nodes a; a, b; a, b, c: on the third, with a window of
+    one snapshot only c is recent, with two b and c; with three there is no snapshot that far
+    back (None); a window below one is refused."""
+    x = np.zeros((3, 2), dtype=np.float32)
+    for day, ids in (("2026-01-01", ["a"]), ("2026-01-02", ["a", "b"]),
+                     ("2026-01-03", ["a", "b", "c"])):
+        snap.write_snapshot(tmp_path, "g", day, snap.nodes_table(ids, x[:len(ids)]),
+                            snap.edges_table([ids[0]], [ids[-1]]))
+    path = snap.snapshot_dir(tmp_path, "g", "2026-01-03")
+    ids = pa.array(["c", "a", "b"])  # in the snapshot's own order, whatever it is
+    assert snap.recent_nodes(path, ids, 1).tolist() == [True, False, False]
+    assert snap.recent_nodes(path, ids, 2).tolist() == [True, False, True]
+    assert snap.recent_nodes(path, ids, 3) is None
+    with pytest.raises(ValueError, match="window must be at least 1"):
+        snap.recent_nodes(path, ids, 0)

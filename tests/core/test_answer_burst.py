@@ -1,0 +1,101 @@
+"""+burst: the nodes that arrived recently in a burst form young classes (oral_core.answer)."""
+from __future__ import annotations
+
+import torch
+
+import oral_core.answer as answer_module
+from oral_core.answer import burst_components, recent_burst
+
+
+def test_a_burst_is_a_node_among_more_recent_neighbours_than_the_graph_grows():
+    """A fifth of the nodes are recent: a row whose 10 neighbours are all recent is a burst,
+    one with two recent neighbours (the graph's own rate) is not, at level 1%."""
+    recent = torch.zeros(100, dtype=torch.bool)
+    recent[:20] = True
+    near = torch.stack([torch.arange(10), torch.tensor([0, 1] + list(range(50, 58)))])
+    assert recent_burst(recent, near, 0.01).tolist() == [True, False]
+
+
+def test_no_burst_when_nothing_or_everything_is_recent():
+    near = torch.arange(10).unsqueeze(0)
+    for recent in (torch.zeros(20, dtype=torch.bool), torch.ones(20, dtype=torch.bool)):
+        assert recent_burst(recent, near, 0.5).tolist() == [False]
+
+
+def test_burst_rows_joined_by_neighbours_either_way_make_components():
+    """Rows 0-2 chain through their neighbours (0 -> 1, 2 -> 1), row 3 stands alone, row 4 is no
+    burst and joins nothing (though row 3 lists it)."""
+    rows = torch.tensor([10, 11, 12, 13, 14])
+    near = torch.tensor([[11, 99], [98, 97], [11, 96], [14, 95], [13, 10]])
+    burst = torch.tensor([True, True, True, True, False])
+    assert burst_components(rows, near, burst).tolist() == [0, 0, 0, 1, -1]
+
+
+def grouped_fixture(monkeypatch, answer, recent, near, val=None):
+    """burst_classes on 12 nodes with the view's neighbours given by ``near``."""
+    def neighbours(x, edge_index, rows, k, **_):
+        return torch.tensor([near[int(r)] for r in rows])
+
+    monkeypatch.setattr(answer_module, "view_neighbours", neighbours)
+    monkeypatch.setattr(answer_module, "REJECTED_MIN_SIZE", 3)
+    train = torch.full((12,), -1)
+    val = torch.full((12,), -1) if val is None else val
+    return answer_module.burst_classes(answer, recent, None, None, train, val, 2, 0.05)
+
+
+def test_a_burst_named_known_becomes_a_young_class(monkeypatch):
+    """Nodes 8-11 arrived recently, each among the others: they leave known class 1 as new
+    class 2; the older nodes stay."""
+    answer = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1])
+    recent = torch.zeros(12, dtype=torch.bool)
+    recent[8:] = True
+    near = {i: [j for j in range(8, 12) if j != i] for i in range(8, 12)}
+    out, moved = grouped_fixture(monkeypatch, answer, recent, near)
+    assert out.tolist() == [0] * 4 + [1] * 4 + [2] * 4 and moved == 4
+
+
+def test_a_burst_that_is_most_of_a_novel_class_stays_that_class(monkeypatch):
+    """The burst 8-11 lies in novel class 2 of five nodes (7-11): it is that class, nothing new;
+    were class 2 twice its size, the burst would leave it as a new class."""
+    answer = torch.tensor([0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2])
+    recent = torch.zeros(12, dtype=torch.bool)
+    recent[8:] = True
+    near = {i: [j for j in range(8, 12) if j != i] for i in range(8, 12)}
+    out, moved = grouped_fixture(monkeypatch, answer, recent, near)
+    assert torch.equal(out, answer) and moved == 0
+    wide = torch.tensor([0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2])
+    out, moved = grouped_fixture(monkeypatch, wide, recent, near)
+    assert out[8:].tolist() == [3] * 4 and moved == 4
+
+
+def test_a_burst_holding_validation_nodes_as_a_known_class_does_stays_known(monkeypatch):
+    """Known class 1 holds one validation node per unlabelled node; a burst of four unlabelled
+    and three validation nodes holds them as class 1 does: a piece of it, left as it was, and
+    the validation nodes always keep their class."""
+    answer = torch.tensor([0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])
+    val = torch.tensor([0, -1, 1, -1, -1, 1, 1, 1, -1, -1, -1, -1])
+    recent = torch.zeros(12, dtype=torch.bool)
+    recent[5:] = True
+    near = {i: [j for j in range(5, 12) if j != i] for i in range(5, 12)}
+    out, moved = grouped_fixture(monkeypatch, answer, recent, near, val=val)
+    assert torch.equal(out, answer) and moved == 0
+
+
+def test_decide_answer_skips_the_burst_without_arrivals_and_reports_it_with_them():
+    """Without ``recent`` the answer has no ``burst`` entry; with a planted class that all
+    arrived recently (the known classes a fifth of theirs) the step reports the nodes it moved."""
+    from oral_core.answer import decide_answer
+    from tests.core.test_answer import planted_graph
+
+    g, train, val, _ = planted_graph(600)
+    class_id = torch.where(g.y == 3, torch.zeros_like(g.y), g.y)  # the class named known
+    plain = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                          burst_alpha=0.01)
+    assert "burst" not in plain
+    gen = torch.Generator().manual_seed(0)
+    recent = (g.y == 3) | (torch.rand(g.y.numel(), generator=gen) < 0.2)
+    got = decide_answer(class_id, g.x, g.edge_index, train, val, 3, scale="all",
+                        burst_alpha=0.01, recent=recent)
+    assert got["burst"] > 0
+    young = got["answer"][(g.y == 3) & (train < 0) & (val < 0)]
+    assert bool((young >= 3).float().mean() > 0.5)
