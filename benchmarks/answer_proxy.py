@@ -94,7 +94,10 @@ ANSWERS += tuple(f"per_class+paired+split+rejected+regain{q:g}+regroupcal"
 #: :func:`oral_core.answer.burst_classes`; needs the snapshots before the night: without them it
 #: is the pipeline's answer, as the pipeline skips the step)
 BURST = "per_class+paired+burst+split+rejected+regroupcal"
-ANSWERS += (BURST,)
+#: that with the bursts in one class taken together and those in a novel class joining it
+#: (``+burstjoin``)
+BURST_JOIN = "per_class+paired+burstjoin+split+rejected+regroupcal"
+ANSWERS += (BURST, BURST_JOIN)
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -105,7 +108,8 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+split+rejected+regroup": "per_class+paired+split+rejected",
         "per_class+paired+split+rejected+regroupknown": "per_class+paired+split+rejected",
         "per_class+paired+split+rejected+regroupcal": "per_class+paired+split+rejected",
-        BURST: "per_class+paired+split+rejected+regroupcal"}
+        BURST: "per_class+paired+split+rejected+regroupcal",
+        BURST_JOIN: "per_class+paired+split+rejected+regroupcal"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
@@ -241,19 +245,25 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
 
 def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: float, recent,
                  pipeline) -> dict:
-    """``{BURST: answer, "burst": nodes moved}``: the pipeline's answer decided again with the
-    bursts first (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without
-    ``recent`` the pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
+    """``{BURST: answer, BURST_JOIN: answer, "burst": nodes moved, "burstjoin": ...}``: the
+    pipeline's answer decided again with the bursts first, in each form
+    (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without ``recent`` the
+    pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
     if recent is None:
-        return {BURST: pipeline, "burst": 0}
+        return {BURST: pipeline, "burst": 0, BURST_JOIN: pipeline, "burstjoin": 0}
     from oral_core.answer import (BURST_ALPHA, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
 
-    got = decide_answer(class_id, x, edges, train, val, num_known, scale=config.known_head_scale,
-                        seed=config.seed, paired_alpha=PAIRED_ALPHA, split_share=share,
-                        rejected_quantile=REJECTED_QUANTILE, regroup_strength=REGROUP_STRENGTH,
-                        regroup_calibrated=True, recent=recent, burst_alpha=BURST_ALPHA)
-    return {BURST: got["answer"], "burst": got.get("burst", 0)}
+    out = {}
+    for name, key, join in ((BURST, "burst", False), (BURST_JOIN, "burstjoin", True)):
+        got = decide_answer(class_id, x, edges, train, val, num_known,
+                            scale=config.known_head_scale, seed=config.seed,
+                            paired_alpha=PAIRED_ALPHA, split_share=share,
+                            rejected_quantile=REJECTED_QUANTILE,
+                            regroup_strength=REGROUP_STRENGTH, regroup_calibrated=True,
+                            recent=recent, burst_alpha=BURST_ALPHA, burst_join=join)
+        out |= {name: got["answer"], key: got.get("burst", 0)}
+    return out
 
 
 def night_recent(path: str, keep=None):
@@ -294,6 +304,7 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
     built = answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, v, cfg,
                     recent=night_recent(path))
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
+                                        "burstjoin",
                                         "returned", "regrouped",
                                         "regrouped_known", "calibration")}
     for name in ANSWERS:
@@ -325,6 +336,7 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     built = answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
                     recent=night_recent(path, nodes))
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
+                                        "burstjoin",
                                         "returned", "regrouped",
                                         "regrouped_known", "calibration")}
     for name in ANSWERS:

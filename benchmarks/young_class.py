@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, BURST_JOIN, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,11 +51,12 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: ``+split+rejected+regroupcal``), and the pipeline's with the young classes' bursts first
 #: (``burst``: ``+burst+split+rejected+regroupcal``; with ``--recent`` the young class is drawn
 #: from the nodes that arrived within the last ``BURST_WINDOW`` snapshots, a class that has just
-#: arrived; without it the burst step sees every node's arrival as the snapshots have it)
+#: arrived; without it the burst step sees every node's arrival as the snapshots have it), and
+#: that with the bursts in one class taken together (``burstjoin``: ``+burstjoin+split+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
-    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst",)
+    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -95,7 +96,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     unlabelled = (task.train < 0) & (task.val < 0)
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg,
                     recent=None if arrived is None else arrived[task.keep])
-    row["burst_moved"] = piped["burst"]
+    row["burst_moved"], row["burstjoin_moved"] = piped["burst"], piped["burstjoin"]
     row["calibration"] = piped["calibration"]
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
@@ -117,7 +118,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                       *((f"purify{s_:g}@{q:g}", piped[f"per_class+paired+purify{s_:g}@{q:g}"
                                                       "+split+rejected+regroupcal"])
                         for s_, q in PURIFY_SETTINGS),
-                      ("burst", piped[BURST])):
+                      ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

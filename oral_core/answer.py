@@ -524,7 +524,8 @@ def burst_components(rows: torch.Tensor, neighbours: torch.Tensor, burst: torch.
 def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   edge_index: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
                   num_known: int, alpha: float, device: torch.device | str | None = None,
-                  view: Callable[[], torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
+                  view: Callable[[], torch.Tensor] | None = None,
+                  join: bool = False) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
     gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
@@ -533,7 +534,10 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     the novel class most of it lies in is that class (its nodes join it); any other becomes a new
     novel class, unless the validation nodes it holds say it is a piece of a known class
     (:func:`new_class_looks_known` at :data:`REJECTED_KNOWN_SHARE`). The validation nodes are
-    witnesses and keep their class. Returns the answer and the nodes moved."""
+    witnesses and keep their class. With ``join`` (``+burstjoin``) the components lying mostly
+    in one class of the answer are taken together first, and those in a novel class join it
+    whatever their share of it: a young class the answer holds is never cut, a planted class
+    arriving in pieces stays one. Returns the answer and the nodes moved."""
     from .novelty import known_share
 
     answer = answer.long()
@@ -549,15 +553,22 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     known = (answer >= 0) & (answer < num_known)
     n_val = int((known & val).sum())
     rate = int((known & unlabelled).sum()) / n_val if n_val else None
-    for k in range(int(component.max()) + 1):
-        nodes = rows[component == k]
-        free = nodes[unlabelled[nodes]]
+    parts = [rows[component == k] for k in range(int(component.max()) + 1)]
+    parts = [(nodes, nodes[unlabelled[nodes]]) for nodes in parts]
+    if join:  # the bursts inside one class of the answer taken together
+        tops: dict[int, list] = {}
+        for nodes, free in parts:
+            if free.numel():
+                tops.setdefault(int(torch.mode(answer[free]).values), []).append((nodes, free))
+        parts = [(torch.cat([n for n, _ in group]), torch.cat([f for _, f in group]))
+                 for group in tops.values()]
+    for nodes, free in parts:
         if free.numel() < REJECTED_MIN_SIZE:
             continue
-        held = answer[free]
-        top = int(torch.mode(held).values)
-        if top >= num_known and free.numel() >= 0.5 * int(((answer == top) & unlabelled).sum()):
-            out[nodes] = top  # the component is the novel class it lies in
+        top = int(torch.mode(answer[free]).values)
+        if top >= num_known and (join or free.numel() >= 0.5 * int(((answer == top)
+                                                                     & unlabelled).sum())):
+            out[nodes] = top  # the component is (with ``join``: joins) the novel class it lies in
             continue
         if rate is not None:
             inside = torch.zeros_like(answer)
@@ -768,6 +779,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   regain_quantile: float | None = None,
                   recent: torch.Tensor | None = None,
                   burst_alpha: float | None = None,
+                  burst_join: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -780,7 +792,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     novel classes the known-split check calls known are dropped (:func:`split_answer`, before
     the rest but the burst); with ``burst_alpha`` and ``recent`` (bool ``[N]``) the nodes that
     arrived recently in a burst form young classes before the split check
-    (:func:`burst_classes`; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    (:func:`burst_classes`, with ``burst_join`` its joining form; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -838,7 +850,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     if burst_alpha is not None and recent is not None:
         answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
                                       val_labels, num_known, burst_alpha, device=device,
-                                      view=view)
+                                      view=view, join=burst_join)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:

@@ -99,3 +99,33 @@ def test_decide_answer_skips_the_burst_without_arrivals_and_reports_it_with_them
     assert got["burst"] > 0
     young = got["answer"][(g.y == 3) & (train < 0) & (val < 0)]
     assert bool((young >= 3).float().mean() > 0.5)
+
+
+def test_joined_bursts_stay_in_the_novel_class_they_lie_in_and_go_together(monkeypatch):
+    """With ``join`` the burst 8-11 inside the wide novel class 2 joins it (the plain step cuts
+    it out); two bursts named known class 0 (1-3 and 4-6, not each other's neighbours) become
+    one young class together, not two."""
+    recent = torch.zeros(12, dtype=torch.bool)
+    recent[8:] = True
+    near = {i: [j for j in range(8, 12) if j != i] for i in range(8, 12)}
+    wide = torch.tensor([0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2])
+
+    def grouped(answer, recent, near, join):
+        monkeypatch.setattr(answer_module, "view_neighbours",
+                            lambda x, e, rows, k, **_: torch.tensor([near[int(r)] for r in rows]))
+        monkeypatch.setattr(answer_module, "REJECTED_MIN_SIZE", 3)
+        none = torch.full((answer.numel(),), -1)
+        return answer_module.burst_classes(answer, recent, None, None, none, none, 2, 0.05,
+                                           join=join)
+
+    out, moved = grouped(wide, recent, near, True)
+    assert torch.equal(out, wide) and moved == 0
+    # 30 nodes, a fifth of them recent: two bursts of three, each its own neighbours
+    known = torch.tensor([1, 0, 0, 0, 0, 0, 0] + [1] * 11 + [0] * 12)
+    recent = torch.zeros(30, dtype=torch.bool)
+    recent[1:7] = True
+    near = {1: [2, 3], 2: [1, 3], 3: [1, 2], 4: [5, 6], 5: [4, 6], 6: [4, 5]}
+    apart, _ = grouped(known, recent, near, False)
+    assert sorted(set(apart[1:7].tolist())) == [2, 3]  # two young classes
+    together, moved = grouped(known, recent, near, True)
+    assert together[1:7].tolist() == [2] * 6 and moved == 6
