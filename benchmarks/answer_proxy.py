@@ -243,6 +243,7 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
             "namer": namer, "dropped": dropped, "scorer": checked.get("scorer"),
             "moved": checked.get("moved", 0)} | regained
 
+
 def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: float, recent,
                  pipeline) -> dict:
     """``{BURST: answer, BURST_JOIN: answer, "burst": nodes moved, "burstjoin": ...}``: the
@@ -269,12 +270,11 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
 def night_recent(path: str, keep=None):
     """bool per node of the snapshot at ``path`` (``keep``'s rows when given): arrived within the
     last ``BURST_WINDOW`` snapshots of its folder; None without them."""
+    import pyarrow.parquet as pq
     import torch
 
     from data_contracts import snapshots as snap
     from oral_core.answer import BURST_WINDOW
-
-    import pyarrow.parquet as pq
 
     ids = pq.read_table(Path(path) / snap.NODES, columns=["node_id"]).column("node_id")
     arrived = snap.recent_nodes(path, ids.combine_chunks(), BURST_WINDOW)

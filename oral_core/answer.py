@@ -421,20 +421,26 @@ def rejected_grouped(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch
 
 def new_class_looks_known(grouped: torch.Tensor, answer: torch.Tensor, unlabelled: torch.Tensor,
                           val: torch.Tensor, num_known: int, share: float) -> bool:
-    """The known-split check (:func:`oral_core.novelty.known_share`) on the class
-    :func:`rejected_grouped` made (the ids of ``grouped`` above every id of ``answer``): its
-    estimated share of known-class nodes, from the validation nodes it holds at the rate the
-    answer's known classes hold them, is at least ``share``. A class that is new holds no
-    validation node; a piece of a known class holds them as that class does."""
+    """The known-split check on the class :func:`rejected_grouped` made (the ids of ``grouped``
+    above every id of ``answer``): :func:`nodes_look_known`."""
+    return nodes_look_known(grouped > int(answer.max()), answer, unlabelled, val, num_known, share)
+
+
+def nodes_look_known(members: torch.Tensor, answer: torch.Tensor, unlabelled: torch.Tensor,
+                     val: torch.Tensor, num_known: int, share: float) -> bool:
+    """The known-split check (:func:`oral_core.novelty.known_share`) on the nodes ``members``
+    (bool ``[N]``): their estimated share of known-class nodes, from the validation nodes they
+    hold at the rate the answer's known classes hold them, is at least ``share``. A class that
+    is new holds no validation node; a piece of a known class holds them as that class does.
+    False when ``members`` is empty or no validation node lies in a known class."""
     from .novelty import known_share
 
-    new = grouped > int(answer.max())
     known = (answer >= 0) & (answer < num_known)
     n_val = int((known & val).sum())
-    if not bool(new.any()) or n_val == 0:
+    if not bool(members.any()) or n_val == 0:
         return False
     rate = int((known & unlabelled).sum()) / n_val
-    est = known_share(new.long(), unlabelled, val, 2, rate)[1]
+    est = known_share(members.long(), unlabelled, val, 2, rate)[1]
     return bool(est >= share)
 
 
@@ -499,25 +505,24 @@ def burst_components(rows: torch.Tensor, neighbours: torch.Tensor, burst: torch.
     """long ``[len(rows)]``: the connected components (0, 1, ...) of the ``burst`` rows joined
     where one is among the other's nearest ``neighbours`` (either way); -1 for rows not in a
     burst."""
-    index = {int(r): i for i, r in enumerate(rows.tolist())}
-    parent = list(range(rows.numel()))
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in burst.nonzero().flatten().tolist():
-        for node in neighbours[i].tolist():
-            j = index.get(node)
-            if j is not None and bool(burst[j]):
-                parent[find(i)] = find(j)
-    roots = torch.tensor([find(i) if bool(burst[i]) else -1 for i in range(rows.numel())],
-                         dtype=torch.long)
-    out = torch.full_like(roots, -1)
-    for k, root in enumerate(torch.unique(roots[roots >= 0]).tolist()):
-        out[roots == root] = k
+    n = rows.numel()
+    out = torch.full((n,), -1, dtype=torch.long)
+    if n == 0 or not bool(burst.any()):
+        return out
+    size = max(int(rows.max()), int(neighbours.max()) if neighbours.numel() else 0) + 1
+    index = torch.full((size,), -1, dtype=torch.long)  # node -> its row, -1 for other nodes
+    index[rows] = torch.arange(n)
+    src = torch.arange(n).repeat_interleave(neighbours.shape[1])
+    dst = index[neighbours.reshape(-1)]
+    keep = (dst >= 0) & burst[src] & burst[dst.clamp(min=0)]
+    graph = coo_matrix((np.ones(int(keep.sum())), (src[keep].numpy(), dst[keep].numpy())),
+                       shape=(n, n))
+    label = torch.from_numpy(connected_components(graph, connection="weak")[1]).long()
+    out[burst] = torch.unique(label[burst], return_inverse=True)[1]
     return out
 
 
@@ -533,13 +538,11 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     :data:`REJECTED_MIN_SIZE` unlabelled nodes that holds at least half of the unlabelled nodes of
     the novel class most of it lies in is that class (its nodes join it); any other becomes a new
     novel class, unless the validation nodes it holds say it is a piece of a known class
-    (:func:`new_class_looks_known` at :data:`REJECTED_KNOWN_SHARE`). The validation nodes are
+    (:func:`nodes_look_known` at :data:`REJECTED_KNOWN_SHARE`). The validation nodes are
     witnesses and keep their class. With ``join`` (``+burstjoin``) the components lying mostly
     in one class of the answer are taken together first, and those in a novel class join it
     whatever their share of it: a young class the answer holds is never cut, a planted class
     arriving in pieces stays one. Returns the answer and the nodes moved."""
-    from .novelty import known_share
-
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -550,9 +553,6 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     component = burst_components(rows, near, recent_burst(recent.cpu(), near, alpha))
     out = answer.clone()
     fresh = max(int(answer.max()) + 1, num_known)
-    known = (answer >= 0) & (answer < num_known)
-    n_val = int((known & val).sum())
-    rate = int((known & unlabelled).sum()) / n_val if n_val else None
     parts = [rows[component == k] for k in range(int(component.max()) + 1)]
     parts = [(nodes, nodes[unlabelled[nodes]]) for nodes in parts]
     if join:  # the bursts inside one class of the answer taken together
@@ -570,11 +570,10 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                                                                      & unlabelled).sum())):
             out[nodes] = top  # the component is (with ``join``: joins) the novel class it lies in
             continue
-        if rate is not None:
-            inside = torch.zeros_like(answer)
-            inside[nodes] = 1
-            if float(known_share(inside, unlabelled, val, 2, rate)[1]) >= REJECTED_KNOWN_SHARE:
-                continue  # holds validation nodes as a known class does
+        inside = torch.zeros_like(answer, dtype=torch.bool)
+        inside[nodes] = True
+        if nodes_look_known(inside, answer, unlabelled, val, num_known, REJECTED_KNOWN_SHARE):
+            continue  # holds validation nodes as a known class does
         out[nodes] = fresh
         fresh += 1
     out = torch.where(val, answer, out)
