@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, BURST_JOIN, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,10 +53,11 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: from the nodes that arrived within the last ``BURST_WINDOW`` snapshots, a class that has just
 #: arrived; without it the burst step sees every node's arrival as the snapshots have it), and
 #: that with the bursts in one class taken together (``burstjoin``: ``+burstjoin+split+...``)
+#: and that joining a novel class only when it is young (``burstyoung``: ``+burstyoung+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
-    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin")
+    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -97,6 +98,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg,
                     recent=None if arrived is None else arrived[task.keep])
     row["burst_moved"], row["burstjoin_moved"] = piped["burst"], piped["burstjoin"]
+    row["burstyoung_moved"] = piped["burstyoung"]
     row["calibration"] = piped["calibration"]
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
@@ -118,7 +120,8 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                       *((f"purify{s_:g}@{q:g}", piped[f"per_class+paired+purify{s_:g}@{q:g}"
                                                       "+split+rejected+regroupcal"])
                         for s_, q in PURIFY_SETTINGS),
-                      ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN])):
+                      ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN]),
+                      ("burstyoung", piped[BURST_YOUNG])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

@@ -102,6 +102,9 @@ REGAIN_QUANTILE = 0.8
 #: this many snapshots before tonight's, and the one-sided binomial level below which its nearest
 #: neighbours hold more recent nodes than the graph's own growth gives
 BURST_WINDOW, BURST_ALPHA = 2, 0.01
+#: ``+burstyoung``: a novel class of the answer is young (a burst lying in it joins it) when at
+#: least this share of its unlabelled nodes arrived within :data:`BURST_WINDOW` snapshots
+BURST_YOUNG_SHARE = 0.5
 #: principal axes of the neighbours' view (those of the novel re-cut's view)
 REJECTED_VIEW_DIMS = 64
 #: a new class estimated to hold at least this share of known-class nodes (from its validation
@@ -526,11 +529,20 @@ def burst_components(rows: torch.Tensor, neighbours: torch.Tensor, burst: torch.
     return out
 
 
+def young_class(members: torch.Tensor, recent: torch.Tensor,
+                share: float = BURST_YOUNG_SHARE) -> bool:
+    """A class of the answer is young when at least ``share`` of its nodes (``members``, bool
+    ``[N]``) arrived recently (``recent``, bool ``[N]``): a class that has just appeared, not an
+    older class that holds a few new nodes."""
+    count = int(members.sum())
+    return count > 0 and int((members & recent.to(members.device)).sum()) >= share * count
+
+
 def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   edge_index: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
                   num_known: int, alpha: float, device: torch.device | str | None = None,
                   view: Callable[[], torch.Tensor] | None = None,
-                  join: bool = False) -> tuple[torch.Tensor, int]:
+                  join: bool = False, young: bool = False) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
     gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
@@ -542,7 +554,10 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     witnesses and keep their class. With ``join`` (``+burstjoin``) the components lying mostly
     in one class of the answer are taken together first, and those in a novel class join it
     whatever their share of it: a young class the answer holds is never cut, a planted class
-    arriving in pieces stays one. Returns the answer and the nodes moved."""
+    arriving in pieces stays one. With ``young`` too (``+burstyoung``) the bursts join a novel
+    class only when it is itself young (:func:`young_class`: most of its unlabelled nodes
+    arrived recently); in an older, mixed class they become a class of their own as ``+burst``
+    makes them. Returns the answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -566,8 +581,9 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         if free.numel() < REJECTED_MIN_SIZE:
             continue
         top = int(torch.mode(answer[free]).values)
-        if top >= num_known and (join or free.numel() >= 0.5 * int(((answer == top)
-                                                                     & unlabelled).sum())):
+        members = (answer == top) & unlabelled
+        joins = join and (not young or young_class(members, recent))
+        if top >= num_known and (joins or free.numel() >= 0.5 * int(members.sum())):
             out[nodes] = top  # the component is (with ``join``: joins) the novel class it lies in
             continue
         inside = torch.zeros_like(answer, dtype=torch.bool)
@@ -779,6 +795,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   recent: torch.Tensor | None = None,
                   burst_alpha: float | None = None,
                   burst_join: bool = False,
+                  burst_young: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -791,7 +808,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     novel classes the known-split check calls known are dropped (:func:`split_answer`, before
     the rest but the burst); with ``burst_alpha`` and ``recent`` (bool ``[N]``) the nodes that
     arrived recently in a burst form young classes before the split check
-    (:func:`burst_classes`, with ``burst_join`` its joining form; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    (:func:`burst_classes`, with ``burst_join`` its joining form, with ``burst_young`` too its
+    form joining only young classes; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -849,7 +867,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     if burst_alpha is not None and recent is not None:
         answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
                                       val_labels, num_known, burst_alpha, device=device,
-                                      view=view, join=burst_join)
+                                      view=view, join=burst_join or burst_young,
+                                      young=burst_young)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:

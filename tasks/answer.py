@@ -34,7 +34,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     beyond chance; with ``burst`` the nodes absent from the snapshot ``BURST_WINDOW`` snapshots
     back that arrived in a burst form young classes (``burst``: nodes moved; skipped while the
     graph folder holds fewer earlier snapshots; ``burstjoin``: the bursts in one class taken
-    together, those in a novel class joining it); with ``carve`` the known slices of the novel
+    together, those in a novel class joining it; ``burstyoung``: those joining a novel class
+    only when it is young); with ``carve`` the known slices of the novel
     classes are named known
     (``carved``; ``carvetest``: what a carved class keeps is tested too); with ``split`` the answer's novel classes the known-split check calls known
     are dropped (``dropped`` in the result); with ``energy`` the novelty check names a known
@@ -64,7 +65,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
-    recent, burst = None, bool({"burst", "burstjoin"} & set(parts))
+    recent, burst = None, bool({"burst", "burstjoin", "burstyoung"} & set(parts))
     if burst:
         arrived = snap.recent_nodes(snapshot.path, snapshot.node_ids, BURST_WINDOW)
         recent = None if arrived is None else torch.from_numpy(arrived)
@@ -86,7 +87,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         regain_quantile=REGAIN_QUANTILE if "regain" in parts else None,
                         recent=recent,
                         burst_alpha=BURST_ALPHA if burst else None,
-                        burst_join="burstjoin" in parts)
+                        burst_join="burstjoin" in parts,
+                        burst_young="burstyoung" in parts)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)

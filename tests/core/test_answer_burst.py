@@ -129,3 +129,39 @@ def test_joined_bursts_stay_in_the_novel_class_they_lie_in_and_go_together(monke
     assert sorted(set(apart[1:7].tolist())) == [2, 3]  # two young classes
     together, moved = grouped(known, recent, near, True)
     assert together[1:7].tolist() == [2] * 6 and moved == 6
+
+
+def test_a_young_burst_joins_only_a_young_novel_class(monkeypatch):
+    """``+burstyoung`` on 30 nodes: the burst 8-11 (each among the others) lies in novel class 2
+    (nodes 2-11). When most of class 2 arrived recently (2-11, though 2-7 sit among old nodes and
+    are no burst) it is a young class and the burst joins it, nothing cut; when class 2 is older
+    and mixed (only 8-11 recent, 4 of 10) the burst leaves it as a class of its own, as
+    ``+burst`` makes it; the joining form ``+burstjoin`` keeps it in class 2 both times."""
+    from oral_core.answer import young_class
+
+    wide = torch.tensor([0, 0] + [2] * 10 + [0] * 9 + [1] * 9)
+    near = {i: [j for j in range(8, 12) if j != i] for i in range(8, 12)}
+    near |= {i: [12, 13, 14] for i in range(2, 8)}
+
+    def grouped(recent, young):
+        monkeypatch.setattr(answer_module, "view_neighbours",
+                            lambda x, e, rows, k, **_: torch.tensor([near[int(r)]
+                                                                     for r in rows]))
+        monkeypatch.setattr(answer_module, "REJECTED_MIN_SIZE", 3)
+        none = torch.full((30,), -1)
+        return answer_module.burst_classes(wide, recent, None, None, none, none, 2, 0.05,
+                                           join=True, young=young)
+
+    mixed = torch.zeros(30, dtype=torch.bool)
+    mixed[8:12] = True
+    assert not young_class(wide == 2, mixed)
+    out, moved = grouped(mixed, True)
+    assert out[8:12].tolist() == [3] * 4 and torch.equal(out[:8], wide[:8]) and moved == 4
+    assert torch.equal(grouped(mixed, False)[0], wide)
+    fresh = torch.zeros(30, dtype=torch.bool)
+    fresh[2:12] = True
+    assert young_class(wide == 2, fresh)
+    for young in (True, False):
+        out, moved = grouped(fresh, young)
+        assert torch.equal(out, wide) and moved == 0
+    assert not young_class(torch.zeros(30, dtype=torch.bool), fresh)  # an empty class is not
