@@ -4,7 +4,7 @@ has just appeared found, as a planted class must be the night it starts? Labelle
     OMP_NUM_THREADS=1 python -m benchmarks.young_class --loops STATE
         [--graphs cora,amazonphoto,synthetic15] [--sims 10] [--nights 5,8] [--seeds 0,1,2]
         [--sizes 0.03,0.1] [--set KEY=VALUE ...] [--out benchmarks/results/young_class]
-        [--report-only]
+        [--recent] [--beside-old] [--report-only]
 
 The held-out-class proxy hides whole established classes; a planted class on its first night
 is small and new. :func:`harness.proxy.young_class_task` makes one from labelled nodes: the
@@ -61,7 +61,7 @@ ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", 
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
-              name: str = "", recent: bool = False) -> dict:
+              name: str = "", recent: bool = False, beside_old: bool = False) -> dict:
     """One young-class fit on the snapshot at ``path``: every answer's scores. With ``keep`` the
     fit is kept as ``keep/<name>.pt``, or read back from there
     (:func:`benchmarks.records.kept_fit`)."""
@@ -81,7 +81,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     g, x, train, val, k = night_task(path)
     arrived = night_recent(path)
     task = young_class_task(g.y, train >= 0, val >= 0, torch.arange(k), seed, size,
-                            among=arrived if recent else None)
+                            among=arrived if recent else None, beside_old=beside_old)
     edges, _ = subgraph(task.keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     xs = x[task.keep]
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
@@ -131,12 +131,12 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
 
 
 def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
-         sets: list[str] | None = None, recent: bool = False) -> bool:
+         sets: list[str] | None = None, recent: bool = False, beside_old: bool = False) -> bool:
     """Whether ``rows`` hold this fit (with these ``--set`` options, none: the defaults; and
-    ``--recent`` or not)."""
-    key = (loop, night, size, seed, list(sets or []), recent)
+    ``--recent`` and ``--beside-old`` or not)."""
+    key = (loop, night, size, seed, list(sets or []), recent, beside_old)
     return any((r["loop"], r["night"], r["size"], r["seed"], r.get("set", []),
-                r.get("recent", False)) == key for r in rows)
+                r.get("recent", False), r.get("beside_old", False)) == key for r in rows)
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -149,7 +149,8 @@ def table(rows: list[dict]) -> list[str]:
              "All | novel classes found | young nodes (mean) |", "|---|---|---|---|---|---|---|---|---|---|"]
 
     def setting(r: dict) -> str:
-        return ",".join(r.get("set", []) + (["recent young class"] if r.get("recent") else [])) \
+        return ",".join(r.get("set", []) + (["recent young class"] if r.get("recent") else [])
+                        + (["beside an old class"] if r.get("beside_old") else [])) \
             or "defaults"
 
     keys = sorted({(r["graph"], setting(r), r["size"]) for r in rows})
@@ -208,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recent", action="store_true",
                     help="draw the young class from the nodes that arrived within the last "
                          "BURST_WINDOW snapshots (a class that has just arrived); rows kept apart")
+    ap.add_argument("--beside-old", action="store_true",
+                    help="another known class stays whole and unlabelled beside the young one, "
+                         "an older novel class it must be told apart from; rows kept apart")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",") if s]
@@ -224,13 +228,17 @@ def main(argv: list[str] | None = None) -> int:
             graph = loop.rsplit("-sim", 1)[0]
             out = args.out / graph / "rows.jsonl"
             for size in sizes:
-                if done(read_jsonl(out), loop, night, size, seed, args.set, args.recent):
+                if done(read_jsonl(out), loop, night, size, seed, args.set, args.recent,
+                        args.beside_old):
                     continue
                 row = {"graph": graph, "loop": loop, "night": night, "size": size,
                        "seed": seed, "set": args.set} | ({"recent": True} if args.recent else {}) \
+                    | ({"beside_old": True} if args.beside_old else {}) \
                     | fit_young(path, seed, size, config, keep=args.keep,
                                 name=fit_name(loop, night, seed, size=size, sets=args.set)
-                                + ("-recent" if args.recent else ""), recent=args.recent)
+                                + ("-recent" if args.recent else "")
+                                + ("-old" if args.beside_old else ""), recent=args.recent,
+                                beside_old=args.beside_old)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 append_jsonl(out, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "

@@ -202,7 +202,8 @@ class YoungTask:
 
 def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
                      known_classes: torch.Tensor, seed: int, size: float,
-                     share: float = 0.5, among: torch.Tensor | None = None) -> YoungTask:
+                     share: float = 0.5, among: torch.Tensor | None = None,
+                     beside_old: bool = False) -> YoungTask:
     """The young-class proxy, over labelled nodes only: a class that has just appeared, small,
     among known classes whose unlabelled nodes are stand-ins, as a planted class looks on the
     night it starts (the held-out-class proxy hides whole established classes instead).
@@ -213,8 +214,11 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     unlabelled; the rest leave it. Of every other class ``share`` of the training nodes lose their
     label (seeded, at least one kept labelled), as in :func:`no_novel_task`; validation nodes
     stay. With ``among`` (bool ``[N]``, e.g. the nodes that arrived within the last snapshots) the
-    young class's kept nodes are drawn from those only: a class that has just arrived. Needs at
-    least two known classes."""
+    young class's kept nodes are drawn from those only: a class that has just arrived. With
+    ``beside_old`` known class ``known_classes[(seed + 1) % K]`` plays an older novel class
+    beside it: all its labelled nodes stay, unlabelled and scored, as a class nobody has named
+    that has been in the graph all along (``hidden`` is then ``(young, old)``; a young class must
+    be told apart from it). Needs at least two known classes (three with ``beside_old``)."""
     if not 0 < share < 1:
         raise ValueError(f"share must be in (0, 1), got {share}")
     if not 0 < size < 1:
@@ -222,23 +226,29 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     if known_classes.numel() < 2:
         raise ValueError(f"the young-class proxy needs at least 2 known classes (one plays the "
                          f"young class), got {known_classes.numel()}")
+    if beside_old and known_classes.numel() < 3:
+        raise ValueError(f"the young-class proxy beside an old class needs at least 3 known "
+                         f"classes, got {known_classes.numel()}")
     labelled = train_mask | val_mask
     young = int(known_classes[seed % known_classes.numel()])
-    visible = known_classes[known_classes != young]
+    hidden = (young,) + ((int(known_classes[(seed + 1) % known_classes.numel()]),)
+                         if beside_old else ())
+    visible = known_classes[~torch.isin(known_classes, torch.tensor(hidden))]
     gen = torch.Generator().manual_seed(30_011 + seed)
     members = (labelled & (y == young) & (True if among is None else among)).nonzero().flatten()
     others = labelled & (y != young)
+    named = others & torch.isin(y, visible)  # the visible classes' labelled nodes
     n_young = min(members.numel(), max(5, int(round(size * int(others.sum())))))
     keep = others.clone()
     keep[members[torch.randperm(members.numel(), generator=gen)[:n_young]]] = True
     index = torch.full((int(y.max()) + 1,), -1, dtype=torch.long)
     index[visible] = torch.arange(visible.numel())
     stand_in = withheld_training(y, train_mask, visible, share, gen)
-    label = torch.where(others, index[y.clamp(min=0)], -1)
-    scored = (stand_in | (keep & (y == young)))[keep]
+    label = torch.where(named, index[y.clamp(min=0)], -1)
+    scored = (stand_in | (keep & torch.isin(y, torch.tensor(hidden))))[keep]
     return YoungTask(keep, torch.where(train_mask & ~stand_in, label, -1)[keep],
-                     torch.where(val_mask & others, label, -1)[keep], scored,
-                     torch.where(keep, y, -1)[keep], visible, (young,))
+                     torch.where(val_mask & named, label, -1)[keep], scored,
+                     torch.where(keep, y, -1)[keep], visible, hidden)
 
 
 def proxy_config(config: ORALConfig, seed: int, num_classes: int) -> ORALConfig:

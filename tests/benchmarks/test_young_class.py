@@ -26,6 +26,12 @@ def test_the_table_counts_surfaced_fits_per_graph_and_size():
     assert not done(rows, "cora-sim10", 5, 0.03, 1, ["known_head_pull=0.8"])
     assert done([pulled], "cora-sim10", 5, 0.03, 1, ["known_head_pull=0.8"])
     assert "| cora | known_head_pull=0.8 | 0.03 | 1 |" in "\n".join(table(rows + [pulled]))
+    old = dict(_row("cora", 0.03, 1, True, True), recent=True, beside_old=True)
+    assert not done(rows, "cora-sim10", 5, 0.03, 1, recent=True, beside_old=True)
+    assert not done([old], "cora-sim10", 5, 0.03, 1, recent=True)
+    assert done([old], "cora-sim10", 5, 0.03, 1, recent=True, beside_old=True)
+    assert "| cora | recent young class,beside an old class | 0.03 | 1 |" in "\n".join(
+        table(rows + [old]))
 
 
 def test_the_paired_table_measures_each_answer_against_the_pipelines_per_fit():

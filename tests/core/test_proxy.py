@@ -181,3 +181,32 @@ def test_the_young_class_task_reads_labelled_nodes_only_and_cuts_one_class_small
     with pytest.raises(ValueError, match="at least 2 known classes"):
         young_class_task(y, split.train_mask, split.val_mask, torch.tensor([0]), 0, 0.05)
 
+
+
+def test_the_young_class_beside_an_old_one_keeps_every_node_of_the_old_class_unnamed():
+    """``beside_old``: the next known class (rotating with the seed) plays an older novel class:
+    all its labelled nodes stay, none labelled, all scored; the young class is cut small as
+    before; the visible classes are the rest, re-indexed; fewer than three known classes are
+    refused."""
+    from harness import proxy
+    from harness.proxy import young_class_task
+
+    g = make_attributed_sbm(num_nodes=400, num_classes=5, feature_dim=8, seed=1)
+    split = proxy.make_split(g.y, seed=0, known_classes=[0, 1, 2, 3])
+    y = torch.where(split.train_mask | split.val_mask, g.y, -1)
+    task = young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), seed=1,
+                            size=0.05, beside_old=True)
+    assert task.hidden == (1, 2) and task.visible.tolist() == [0, 3]
+    old = task.y == 2
+    assert int(old.sum()) == int(((split.train_mask | split.val_mask) & (g.y == 2)).sum())
+    assert (task.train[old] < 0).all() and (task.val[old] < 0).all() and task.scored[old].all()
+    young = task.y == 1
+    assert int(young.sum()) == max(5, round(0.05 * int((~young).sum())))
+    assert set(task.train[task.train >= 0].tolist()) == {0, 1}
+    assert set(task.val[task.val >= 0].tolist()) == {0, 1}
+    plain = young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), seed=1,
+                             size=0.05)
+    assert torch.equal(plain.keep, task.keep)  # the same graph, one class less named
+    with pytest.raises(ValueError, match="at least 3 known classes"):
+        young_class_task(y, split.train_mask, split.val_mask, torch.tensor([0, 1]), 0, 0.05,
+                         beside_old=True)
