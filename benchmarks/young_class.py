@@ -22,11 +22,12 @@ All over the scored nodes (Eq. 14) and the novel classes found. Loops missing un
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,11 +54,14 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: from the nodes that arrived within the last ``BURST_WINDOW`` snapshots, a class that has just
 #: arrived; without it the burst step sees every node's arrival as the snapshots have it), and
 #: that with the bursts in one class taken together (``burstjoin``: ``+burstjoin+split+...``)
-#: and that joining a novel class only when it is young (``burstyoung``: ``+burstyoung+...``)
+#: and that joining a novel class only when it is young (``burstyoung``: ``+burstyoung+...``),
+#: and that with the classes the bursts went into grown over the recent nodes around them
+#: (``burstgrow``: ``+burstgrow+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
-    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung")
+    f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung",
+                                                        "burstgrow")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -99,6 +103,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                     recent=None if arrived is None else arrived[task.keep])
     row["burst_moved"], row["burstjoin_moved"] = piped["burst"], piped["burstjoin"]
     row["burstyoung_moved"] = piped["burstyoung"]
+    row["burstgrow_moved"] = piped["burstgrow"]
     row["calibration"] = piped["calibration"]
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
@@ -121,7 +126,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                                                       "+split+rejected+regroupcal"])
                         for s_, q in PURIFY_SETTINGS),
                       ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN]),
-                      ("burstyoung", piped[BURST_YOUNG])):
+                      ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
@@ -134,9 +139,30 @@ def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
          sets: list[str] | None = None, recent: bool = False, beside_old: bool = False) -> bool:
     """Whether ``rows`` hold this fit (with these ``--set`` options, none: the defaults; and
     ``--recent`` and ``--beside-old`` or not)."""
+    return row_of(rows, loop, night, size, seed, sets, recent, beside_old) is not None
+
+
+def row_of(rows: list[dict], loop: str, night: int, size: float, seed: int,
+           sets: list[str] | None = None, recent: bool = False, beside_old: bool = False
+           ) -> dict | None:
+    """The row of ``rows`` for this fit, None when there is none."""
     key = (loop, night, size, seed, list(sets or []), recent, beside_old)
-    return any((r["loop"], r["night"], r["size"], r["seed"], r.get("set", []),
-                r.get("recent", False), r.get("beside_old", False)) == key for r in rows)
+    return next((r for r in rows if (r["loop"], r["night"], r["size"], r["seed"],
+                                     r.get("set", []), r.get("recent", False),
+                                     r.get("beside_old", False)) == key), None)
+
+
+def completed(path: Path, old: dict, row: dict) -> None:
+    """Replace ``old`` in the rows file ``path`` by ``row``, the same fit (read back from its
+    kept file) with the answers added since ``old`` was written: every answer ``old`` had must come
+    out the same, or the file is left as it was and an error raised."""
+    changed = [a for a in ANSWERS if a in old and old[a] != row[a]]
+    if changed:
+        raise RuntimeError(f"{path}: the fit of {old['loop']} night {old['night']} size "
+                           f"{old['size']:g} seed {old['seed']} answers {', '.join(changed)} "
+                           "differently read back: not completed")
+    rows = [row if r == old else r for r in read_jsonl(path)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -228,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             graph = loop.rsplit("-sim", 1)[0]
             out = args.out / graph / "rows.jsonl"
             for size in sizes:
-                if done(read_jsonl(out), loop, night, size, seed, args.set, args.recent,
-                        args.beside_old):
+                old = row_of(read_jsonl(out), loop, night, size, seed, args.set, args.recent,
+                             args.beside_old)
+                # a row written before an answer was added is done again from its kept fit
+                if old is not None and (all(a in old for a in ANSWERS) or args.keep is None):
                     continue
                 row = {"graph": graph, "loop": loop, "night": night, "size": size,
                        "seed": seed, "set": args.set} | ({"recent": True} if args.recent else {}) \
@@ -240,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
                                 + ("-old" if args.beside_old else ""), recent=args.recent,
                                 beside_old=args.beside_old)
                 out.parent.mkdir(parents=True, exist_ok=True)
-                append_jsonl(out, row)
+                if old is None:
+                    append_jsonl(out, row)
+                else:
+                    completed(out, old, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "
                       f"{row['young']} ({row['young_nodes']} nodes) surfaced "
                       + " / ".join(f"{a} {row[a]['surfaced']}" for a in ANSWERS)

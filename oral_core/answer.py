@@ -105,6 +105,12 @@ BURST_WINDOW, BURST_ALPHA = 2, 0.01
 #: ``+burstyoung``: a novel class of the answer is young (a burst lying in it joins it) when at
 #: least this share of its unlabelled nodes arrived within :data:`BURST_WINDOW` snapshots
 BURST_YOUNG_SHARE = 0.5
+#: ``+burstgrow``: a recent unlabelled node joins a class a burst went into when at least this
+#: many of its :data:`REJECTED_NEIGHBOURS` nearest nodes are recent members of the class, and
+#: they are more than half of its recent neighbours (:func:`burst_grown`)
+BURST_GROW_LEAST = 2
+#: ``+burstgrow``: the growth rounds at most (each joins the nodes that the last one made eligible)
+BURST_GROW_ROUNDS = 3
 #: principal axes of the neighbours' view (those of the novel re-cut's view)
 REJECTED_VIEW_DIMS = 64
 #: a new class estimated to hold at least this share of known-class nodes (from its validation
@@ -538,11 +544,44 @@ def young_class(members: torch.Tensor, recent: torch.Tensor,
     return count > 0 and int((members & recent.to(members.device)).sum()) >= share * count
 
 
+def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tensor,
+                recent: torch.Tensor, free: torch.Tensor, classes: list[int],
+                least: int = BURST_GROW_LEAST, rounds: int = BURST_GROW_ROUNDS) -> torch.Tensor:
+    """The classes a burst went into, grown over the recent nodes around them (``+burstgrow``;
+    not in the paper): a burst is the core of a young class, the recent nodes whose nearest nodes
+    are too often old to pass :func:`recent_burst` its rim. A recent free node (``rows`` with
+    ``free``; its nearest nodes ``neighbours``, long ``[R, k]``) joins class ``c`` of
+    ``classes`` when at least ``least`` of its neighbours are recent members of ``c`` and they are
+    more than half of its recent neighbours: among the nodes that arrived with it, it lies with
+    the young class, not with the known classes' own growth. Repeated for at most ``rounds``
+    rounds (each round's joiners count in the next). Label-free: arrival and neighbours only."""
+    out = answer.clone()
+    if not classes or rows.numel() == 0:
+        return out
+    recent = recent.to(out.device)
+    movable = free[rows]
+    near_recent = recent[neighbours]
+    recent_count = near_recent.sum(1)
+    for _ in range(rounds):
+        near_class = out[neighbours]
+        moved = False
+        for c in classes:
+            inside = ((near_class == c) & near_recent).sum(1)
+            joins = movable & (out[rows] != c) & (inside >= least) & (2 * inside > recent_count)
+            if bool(joins.any()):
+                out[rows[joins]] = c
+                moved = True
+        if not moved:
+            break
+    return out
+
+
 def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   edge_index: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
                   num_known: int, alpha: float, device: torch.device | str | None = None,
                   view: Callable[[], torch.Tensor] | None = None,
-                  join: bool = False, young: bool = False) -> tuple[torch.Tensor, int]:
+                  join: bool = False, young: bool = False, grow: bool = False
+                  ) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
     gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
@@ -557,7 +596,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     arriving in pieces stays one. With ``young`` too (``+burstyoung``) the bursts join a novel
     class only when it is itself young (:func:`young_class`: most of its unlabelled nodes
     arrived recently); in an older, mixed class they become a class of their own as ``+burst``
-    makes them. Returns the answer and the nodes moved."""
+    makes them. With ``grow`` (``+burstgrow``) the classes the bursts went into then grow over the
+    recent nodes around them (:func:`burst_grown`). Returns the answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -577,6 +617,7 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                 tops.setdefault(int(torch.mode(answer[free]).values), []).append((nodes, free))
         parts = [(torch.cat([n for n, _ in group]), torch.cat([f for _, f in group]))
                  for group in tops.values()]
+    grown: list[int] = []  # the classes the bursts went into
     for nodes, free in parts:
         if free.numel() < REJECTED_MIN_SIZE:
             continue
@@ -585,13 +626,17 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         joins = join and (not young or young_class(members, recent))
         if top >= num_known and (joins or free.numel() >= 0.5 * int(members.sum())):
             out[nodes] = top  # the component is (with ``join``: joins) the novel class it lies in
+            grown.append(top)
             continue
         inside = torch.zeros_like(answer, dtype=torch.bool)
         inside[nodes] = True
         if nodes_look_known(inside, answer, unlabelled, val, num_known, REJECTED_KNOWN_SHARE):
             continue  # holds validation nodes as a known class does
         out[nodes] = fresh
+        grown.append(fresh)
         fresh += 1
+    if grow:
+        out = burst_grown(out, rows, near, recent, unlabelled, grown)
     out = torch.where(val, answer, out)
     return out, int((out != answer).sum())
 
@@ -796,6 +841,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_alpha: float | None = None,
                   burst_join: bool = False,
                   burst_young: bool = False,
+                  burst_grow: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -809,7 +855,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     the rest but the burst); with ``burst_alpha`` and ``recent`` (bool ``[N]``) the nodes that
     arrived recently in a burst form young classes before the split check
     (:func:`burst_classes`, with ``burst_join`` its joining form, with ``burst_young`` too its
-    form joining only young classes; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    form joining only young classes, with ``burst_grow`` too those classes grown over the recent
+    nodes around them; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -867,8 +914,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     if burst_alpha is not None and recent is not None:
         answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
                                       val_labels, num_known, burst_alpha, device=device,
-                                      view=view, join=burst_join or burst_young,
-                                      young=burst_young)
+                                      view=view, join=burst_join or burst_young or burst_grow,
+                                      young=burst_young or burst_grow, grow=burst_grow)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:

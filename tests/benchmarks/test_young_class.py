@@ -71,3 +71,28 @@ def test_a_kept_fit_is_read_back_instead_of_fitting_again(tmp_path):
     _, kept_none = kept_fit(None, name, fit)
     assert not kept_none and len(calls) == 2
     assert fit_name("cora-sim21", 8, 0, kind="heldout") == "heldout_cora-sim21_night8_seed0"
+
+
+def test_a_row_without_a_newer_answer_is_completed_in_place_unless_an_old_answer_moves(tmp_path):
+    """A row written before an answer was added is replaced by the same fit read back with it
+    (``completed``); the other rows stay. Should an answer the row had come out differently,
+    the file stays as it was and the run stops."""
+    import json
+
+    import pytest
+
+    from benchmarks.young_class import ANSWERS, completed, read_jsonl, row_of
+
+    path = tmp_path / "rows.jsonl"
+    base = {"loop": "g-sim1", "night": 5, "size": 0.03, "seed": 0, "set": [], "recent": True}
+    first = base | {a: {"surfaced": False} for a in ANSWERS[:-1]}
+    other = base | {"seed": 1}
+    path.write_text(json.dumps(first) + "\n" + json.dumps(other) + "\n")
+    old = row_of(read_jsonl(path), "g-sim1", 5, 0.03, 0, [], True)
+    assert old == first and row_of(read_jsonl(path), "g-sim1", 5, 0.03, 2, [], True) is None
+    new = first | {ANSWERS[-1]: {"surfaced": True}}
+    completed(path, old, new)
+    assert read_jsonl(path) == [new, other]
+    with pytest.raises(RuntimeError, match="differently"):
+        completed(path, new, new | {ANSWERS[0]: {"surfaced": True}})
+    assert read_jsonl(path) == [new, other]

@@ -165,3 +165,41 @@ def test_a_young_burst_joins_only_a_young_novel_class(monkeypatch):
         out, moved = grouped(fresh, young)
         assert torch.equal(out, wide) and moved == 0
     assert not young_class(torch.zeros(30, dtype=torch.bool), fresh)  # an empty class is not
+
+
+def test_a_burst_class_grows_over_the_recent_nodes_that_lie_with_it():
+    """``+burstgrow`` (:func:`oral_core.answer.burst_grown`): class 5 is a burst (0-2). Node 3
+    arrived recently; two of its recent neighbours are in class 5 and the third is old: it joins.
+    Node 4 is recent too, but its recent neighbours are the known classes' own growth (8, 9): it
+    stays. Node 6 would join by the next round's count (neighbours 3 and 2, both class 5 then)
+    but is not free (a validation node): it keeps its class. Old nodes never move."""
+    from oral_core.answer import burst_grown
+
+    answer = torch.tensor([5, 5, 5, 0, 0, 1, 1, 0, 0, 1])
+    recent = torch.tensor([1, 1, 1, 1, 1, 0, 1, 0, 1, 1]).bool()
+    rows = torch.tensor([0, 1, 2, 3, 4, 6, 8, 9])
+    near = torch.tensor([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 7], [8, 9, 5], [3, 2, 5],
+                         [4, 9, 6], [4, 8, 6]])
+    free = torch.ones(10, dtype=torch.bool)
+    free[6] = False
+    out = burst_grown(answer, rows, near, recent, free, [5])
+    assert out.tolist() == [5, 5, 5, 5, 0, 1, 1, 0, 0, 1]
+
+
+def test_growth_needs_enough_members_and_more_than_half_the_recent_neighbours():
+    """Node 2 has one member of class 7 among its neighbours: too few at ``least=2``. Node 3 has
+    two, but against two other recent neighbours: not more than half. Nothing moves, and nothing
+    moves with no class to grow; with ``least=1`` node 2 would join had its other neighbours been
+    old."""
+    from oral_core.answer import burst_grown
+
+    answer = torch.tensor([7, 7, 0, 0, 1, 1])
+    recent = torch.ones(6, dtype=torch.bool)
+    rows = torch.tensor([2, 3])
+    near = torch.tensor([[0, 4, 5, 5], [0, 1, 4, 5]])
+    free = torch.ones(6, dtype=torch.bool)
+    assert burst_grown(answer, rows, near, recent, free, [7]).tolist() == answer.tolist()
+    assert burst_grown(answer, rows, near, recent, free, []).tolist() == answer.tolist()
+    recent[4:] = False
+    assert burst_grown(answer, rows, near, recent, free, [7], least=1).tolist() == [
+        7, 7, 7, 7, 1, 1]
