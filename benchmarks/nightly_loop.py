@@ -102,15 +102,29 @@ def simulate_loop(graph: str, sim: int, periods: int, root: Path, data_dir: str 
 
 def simulate_missing(loops: Path, graphs: str, sims: str, periods: int = 8) -> None:
     """Simulate the loops' snapshots that ``loops`` lacks (``benchmarks.nightly_loop``'s seeded
-    simulation, the same snapshots every time)."""
+    simulation, the same snapshots every time). Two commands on one ``loops`` folder (two
+    proxies started together) simulate each loop once: the second waits on a lock
+    (``<graph>-sim<k>/simulate.lock``) and finds it done; a loop's snapshots are written beside
+    their folder and moved into place whole, so no command reads a loop half simulated."""
+    import fcntl
     import os
+    import shutil
 
     for graph in filter(None, graphs.split(",")):
         for sim in map(int, filter(None, sims.split(","))):
             root = loops / f"{graph}-sim{sim}" / "snapshots"
-            if not root.is_dir():
+            if root.is_dir():
+                continue
+            root.parent.mkdir(parents=True, exist_ok=True)
+            with open(root.parent / "simulate.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                if root.is_dir():  # another command simulated it meanwhile
+                    continue
                 print(f"[{graph}-sim{sim}] simulating {periods} nights into {root}", flush=True)
-                simulate_loop(graph, sim, periods, root, os.environ.get("ORAL_DATA_DIR"))
+                partial = root.with_name(root.name + ".partial")
+                shutil.rmtree(partial, ignore_errors=True)
+                simulate_loop(graph, sim, periods, partial, os.environ.get("ORAL_DATA_DIR"))
+                os.replace(partial, root)
 
 # ------------------------------------------------------------------- scoring (pure, tested)
 def score_loop(nights: list[dict], planted: dict[str, int]) -> dict:

@@ -341,3 +341,34 @@ def test_a_loop_another_process_is_running_is_skipped_not_run_twice(tmp_path, mo
     assert nl.main(["--graphs", "cora", "--sims", "0", "--state", str(state),
                     "--out", str(out)]) == 0
     assert ran == [("cora", 1), ("cora", 0)] and (out / "loops" / "cora-sim0.json").is_file()
+
+
+def test_two_commands_simulate_a_missing_loop_once_and_never_read_it_half_written(
+        tmp_path, monkeypatch):
+    """Two proxy commands started together on one ``--loops`` folder: the loop is simulated
+    once (the second waits on the lock and finds it done), into a folder beside its place and
+    moved there whole: while it is written, its ``snapshots`` folder does not exist."""
+    import threading
+    import time
+
+    calls, seen_while_writing = [], []
+
+    def simulate(graph, sim, periods, root, data_dir):
+        calls.append((graph, sim, root.name))
+        root.mkdir(parents=True)
+        time.sleep(0.2)  # the other command arrives meanwhile
+        seen_while_writing.append((root.parent / "snapshots").exists())
+        (root / "night.parquet").write_text("x")
+
+    monkeypatch.setattr(nl, "simulate_loop", simulate)
+    both = [threading.Thread(target=nl.simulate_missing, args=(tmp_path, "cora", "28"))
+            for _ in range(2)]
+    for t in both:
+        t.start()
+    for t in both:
+        t.join()
+    assert calls == [("cora", 28, "snapshots.partial")] and seen_while_writing == [False]
+    assert (tmp_path / "cora-sim28" / "snapshots" / "night.parquet").exists()
+    assert not (tmp_path / "cora-sim28" / "snapshots.partial").exists()
+    nl.simulate_missing(tmp_path, "cora", "28")  # done: nothing again
+    assert len(calls) == 1
