@@ -42,17 +42,19 @@ OUT = ROOT / "benchmarks" / "results" / "lineage_replay"
 STATES = ("nightly_loop", "nightly_loop_known_head", "nightly_loop_fidelity",
           "nightly_loop_split_repeat")
 #: rule name -> (``match_on``, ``confirm_novel``, ``confirm_size``, ``continue_mutual``,
-#: ``continue_contained``, ``confirm_seen``)
-RULES = {"all": ("all", False, None, False, False, False),
-         "all+confirm": ("all", True, None, False, False, False),
-         "shared": ("shared", False, None, False, False, False),
-         "shared+confirm": ("shared", True, None, False, False, False),
-         "all+confirm+size": ("all", True, 0.5, False, False, False),
-         "all+confirm+size@separable": ("all", True, 0.5, False, False, False),
-         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False, False),
-         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False, False),
-         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True, False),
-         "all+confirm+size@separable+contained+seen": ("all", True, 0.5, False, True, True)}
+#: ``continue_contained``, ``confirm_seen``, ``continue_published``)
+RULES = {"all": ("all", False, None, False, False, False, False),
+         "all+confirm": ("all", True, None, False, False, False, False),
+         "shared": ("shared", False, None, False, False, False, False),
+         "shared+confirm": ("shared", True, None, False, False, False, False),
+         "all+confirm+size": ("all", True, 0.5, False, False, False, False),
+         "all+confirm+size@separable": ("all", True, 0.5, False, False, False, False),
+         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False, False, False),
+         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False, False, False),
+         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True, False, False),
+         "all+confirm+size@separable+contained+seen": ("all", True, 0.5, False, True, True, False),
+         "all+confirm+size@separable+contained+published":
+             ("all", True, 0.5, False, True, False, True)}
 #: the rule each rule's ids "published a night sooner" are counted against (``appeared_clean``,
 #: :func:`published_sooner`): the pipeline's rule of its study's day
 SOONER_THAN = {"all+confirm+size@separable+contained+seen":
@@ -61,7 +63,8 @@ SOONER_THAN = {"all+confirm+size@separable+contained+seen":
 #: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
 ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual",
                 "all+confirm+size@separable+clean", "all+confirm+size@separable+contained",
-                "all+confirm+size@separable+contained+seen"}
+                "all+confirm+size@separable+contained+seen",
+                "all+confirm+size@separable+contained+published"}
 #: rules that besides publish at once, on any night, a new novel class of at least
 #: :data:`CLEAN_SIZE` times the median known class's size whose estimated known share is at
 #: most :data:`CLEAN_SHARE` (:func:`clean_keys`, ``benchmarks/results/publish_clean``)
@@ -98,11 +101,13 @@ def runs_of(con, graph: str, dates) -> list[dict]:
 def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
            confirm_size: float | None = None, size_on: set | None = None,
            mutual: bool = False, now: dict | None = None,
-           contained: bool = False, seen: bool = False) -> dict[str, dict]:
+           contained: bool = False, seen: bool = False,
+           published: bool = False) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
     id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
     ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``;
-    ``contained``: ``continue_contained``; ``seen``: ``confirm_seen``; ``now``:
+    ``contained``: ``continue_contained``; ``seen``: ``confirm_seen``; ``published``:
+    ``continue_published``; ``now``:
     per run id, the class keys published the night they appear (``publish_now``)."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
@@ -113,7 +118,7 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
         size = confirm_size if size_on is None or run["date"] in size_on else None
         cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size,
                             continue_mutual=mutual, continue_contained=contained,
-                            confirm_seen=seen)
+                            confirm_seen=seen, continue_published=published)
         res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
                             current_names=run["names"], max_novel_index=max_n, config=cfg,
                             publish_now=(now or {}).get(run["run_id"], ()))
@@ -230,14 +235,20 @@ def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5,
     (``appeared_large`` / ``goes_on_large``), and for those on the nights of ``separable``
     (snapshot dates whose fit found the known classes separable: ``appeared_large_separable``
     / ``goes_on_large_separable``); the ``appeared_before_last`` and ``_large`` counts leave
-    out the last answered night, which has no next night. No label read."""
+    out the last answered night, which has no next night; ``published_ended``: the novel ids
+    published (not candidates) on an answered night that are gone on the next. No label read."""
     import statistics
 
     chain = [r for r in runs if not r["degraded"]]
     events = appeared = goes_on = appeared_before_last = appeared_large = goes_on_large = 0
-    large_sep = goes_on_sep = 0
+    large_sep = goes_on_sep = ended = 0
     for k, run in enumerate(chain):
         got = lineage[run["run_id"]]
+        if k:
+            before = lineage[chain[k - 1]["run_id"]]
+            ended += len({lid for lid in before["lineage_of"].values()
+                          if ":novel:" in lid and before["statuses"][lid] != "candidate"}
+                         - set(got["lineage_of"].values()))
         events += sum(1 for lid, st in got["statuses"].items()
                       if ":novel:" in lid and st in EVENTS)
         new = {lid for key, lid in got["lineage_of"].items()
@@ -262,7 +273,8 @@ def label_free(runs: list[dict], lineage: dict[str, dict], large: float = 0.5,
     return {"answered": len(chain), "events": events, "appeared": appeared,
             "goes_on": goes_on, "appeared_before_last": appeared_before_last,
             "appeared_large": appeared_large, "goes_on_large": goes_on_large,
-            "appeared_large_separable": large_sep, "goes_on_large_separable": goes_on_sep}
+            "appeared_large_separable": large_sep, "goes_on_large_separable": goes_on_sep,
+            "published_ended": ended}
 
 
 def labelled_nodes(base: Path, graph: str) -> dict:
@@ -389,8 +401,9 @@ def main(argv: list[str] | None = None) -> int:
                                              val.get(r["date"], set())) for r in runs}
             lineages = {name: replay(runs, graph, match_on, confirm, size,
                                      separable if name in ON_SEPARABLE else None, mutual,
-                                     clean if name in ON_CLEAN else None, contained, seen)
-                        for name, (match_on, confirm, size, mutual, contained, seen)
+                                     clean if name in ON_CLEAN else None, contained, seen,
+                                     published)
+                        for name, (match_on, confirm, size, mutual, contained, seen, published)
                         in RULES.items()}
             row["stored_rules"] = stored_rules(runs, lineages)
             if not row["stored_rules"]:
@@ -431,7 +444,8 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                             "appeared_large", "goes_on_large", "appeared_large_separable",
                             "goes_on_large_separable", "false_events", "on_time", "planted",
                             "pairs", "members", "members_labelled", "on_time_kept",
-                            "pairs_carrying", "invented", "appeared_clean", "goes_on_clean")}
+                            "pairs_carrying", "invented", "appeared_clean", "goes_on_clean",
+                            "published_ended")}
            for name in RULES}
     base = tot["all+confirm"]
     lines = [
@@ -479,12 +493,13 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
         "(diagnostic). Labelled share: of the members of the published novel classes (novel "
         "ids not candidates, every answered night), the share that carry a known class's label "
         "in the snapshot (a new class's nodes carry none).", "",
-        "| rule | novel events / 10 nights | new ids going on | published a night sooner than "
+        "| rule | novel events / 10 nights | published ids ending / 10 nights | new ids going on | published a night sooner than "
         "today, going on | published novel (id, night) "
         "pairs | labelled share of their members | diagnostic: on time (kept) | diagnostic: "
         "precision of pairs | diagnostic: invented ids | diagnostic: false events |",
-        "|---|---|---|---|---|---|---|---|---|---|"] + [
-        f"| `{name}` | {10 * t['events'] / max(t['answered'], 1):.1f} | {t['goes_on']} of "
+        "|---|---|---|---|---|---|---|---|---|---|---|"] + [
+        f"| `{name}` | {10 * t['events'] / max(t['answered'], 1):.1f} | "
+        f"{10 * t['published_ended'] / max(t['answered'], 1):.1f} | {t['goes_on']} of "
         f"{t['appeared_before_last']} | {t['goes_on_clean']} of {t['appeared_clean']} | "
         f"{t['pairs']} | "
         f"{100 * t['members_labelled'] / max(t['members'], 1):.1f}% | {t['on_time']} of "
@@ -509,7 +524,7 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                     "goes_on_large_separable", "separable_nights", "changed_elsewhere",
                     "false_events", "on_time", "planted", "gives_stored", "pairs", "members",
                     "members_labelled", "on_time_kept", "pairs_carrying", "invented",
-                    "appeared_clean", "goes_on_clean"])
+                    "appeared_clean", "goes_on_clean", "published_ended"])
         for r in rows:
             for name, v in r["rules"].items():
                 w.writerow([r["study"], r["graph"], r["sim"], name, v["answered"], v["events"],
@@ -520,7 +535,8 @@ def write(out: Path, rows: list[dict], argv: list[str]) -> str:
                             v["false_events"], v["on_time"], v["planted"],
                             int(name in r["stored_rules"]), v["pairs"], v["members"],
                             v["members_labelled"], v["on_time_kept"], v["pairs_carrying"],
-                            v["invented"], v["appeared_clean"], v["goes_on_clean"]])
+                            v["invented"], v["appeared_clean"], v["goes_on_clean"],
+                            v["published_ended"]])
     return text
 
 

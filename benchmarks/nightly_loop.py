@@ -463,7 +463,7 @@ def night_defaults() -> dict:
     """What a night runs with beyond ``--set``: the pipeline's defaults
     (``flows.params.PIPELINE_DEFAULTS``) and the champion gate's and the lineage's settings as
     the environment gives them (``ORAL_GATE_TEST``, ``ORAL_GATE_SCOPE``, ``ORAL_CONFIRM_NOVEL``,
-    ``ORAL_LINEAGE_CONTAINED``), as JSON values."""
+    ``ORAL_LINEAGE_CONTAINED``, ``ORAL_LINEAGE_PUBLISHED``), as JSON values."""
     from flows.params import PIPELINE_DEFAULTS
     from flows.settings import Settings
 
@@ -472,7 +472,8 @@ def night_defaults() -> dict:
                                       "confirm_novel": s.confirm_novel,
                                       "night_answer": s.night_answer,
                                       "warm_start": s.warm_start,
-                                      "lineage_contained": s.lineage_contained}
+                                      "lineage_contained": s.lineage_contained,
+                                      "lineage_published": s.lineage_published}
 
 
 #: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with the value a
@@ -480,7 +481,8 @@ def night_defaults() -> dict:
 NIGHT_ENV = {"gate_test": ("ORAL_GATE_TEST", "strict"), "gate_scope": ("ORAL_GATE_SCOPE", "night"),
              "warm_start": ("ORAL_WARM_START", False),
              "night_answer": ("ORAL_NIGHT_ANSWER", "whole"),
-             "lineage_contained": ("ORAL_LINEAGE_CONTAINED", False)}
+             "lineage_contained": ("ORAL_LINEAGE_CONTAINED", False),
+             "lineage_published": ("ORAL_LINEAGE_PUBLISHED", False)}
 
 
 def env_prefix(loops: list[dict]) -> str:

@@ -152,7 +152,7 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
             found = pt.lineage(warehouse_path, run, predictions, classes, graph,
                                files.date, settings.confirm_novel,
                                settings.lineage_size(trained.known_separable),
-                               settings.lineage_contained)
+                               settings.lineage_contained, settings.lineage_published)
             lineage_ids = {str(k): v for k, v in found["result"].lineage_of.items()}
             # the predictions artifact is what DuckDB gets: the answer, per class or whole
             tracked = pt.register(night.tracking, graph, run | {"run_id": training.run_id},

@@ -315,19 +315,22 @@ def champion(tracking_cfg, graph: str, version: int, val_accuracy: float,
 @task(name="lineage", cache_policy=NO_CACHE)
 def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list[dict],
             graph: str, snapshot_date: dt.date, confirm_novel: bool = True,
-            confirm_size: float | None = None, contained: bool = False) -> dict:
+            confirm_size: float | None = None, contained: bool = False,
+            published: bool = False) -> dict:
     """Tonight's classes against the previous run's (:func:`tasks.publishing.lineage`, read only),
     novel classes confirmed on their second night unless ``confirm_novel`` is off (or, with
     ``confirm_size``, unless large enough: ``ORAL_CONFIRM_SIZE``); with ``contained`` a novel
-    class grown out of a single previous one continues it (``ORAL_LINEAGE_CONTAINED``). Run under the DuckDB writer
-    lock, with :func:`register` and :func:`publish`, so no other run lands between."""
+    class grown out of a single previous one continues it (``ORAL_LINEAGE_CONTAINED``); with
+    ``published`` a class whose match was a candidate continues the published class it absorbs
+    (``ORAL_LINEAGE_PUBLISHED``). Run under the DuckDB writer lock, with :func:`register` and :func:`publish`, so no other run lands between."""
     from tasks.warehouse import Warehouse
     from tasks.warehouse.lineage import LineageConfig
 
     found = publishing.lineage(Warehouse(warehouse_path), run, Path(predictions_path), classes, graph,
                           snapshot_date, LineageConfig(confirm_novel=confirm_novel,
                                                        confirm_size=confirm_size,
-                                                       continue_contained=contained))
+                                                       continue_contained=contained,
+                                                       continue_published=published))
     statuses = [r.status for r in found["result"].rows]
     get_run_logger().info("lineage: %s", ", ".join(f"{statuses.count(s)} {s}"
                                                    for s in sorted(set(statuses))) or "no class")

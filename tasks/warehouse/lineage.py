@@ -29,7 +29,10 @@ Matching
    novel class the match left alone continues the unmatched previous novel class whose nodes
    went mostly to it, when no other previous class went mostly to it
    (:func:`contained_continuations`): a class that grew fast out of a single source (the
-   nightly pipeline's default, ``ORAL_LINEAGE_CONTAINED``).
+   nightly pipeline's default, ``ORAL_LINEAGE_CONTAINED``). With
+   ``LineageConfig.continue_published`` (an option) a class whose match was last night's
+   candidate and that absorbs a published novel class continues the published one
+   (:func:`published_continuations`, step 2b).
 2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
    that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
    two sources (its own predecessor and/or other absorbed classes).
@@ -140,6 +143,10 @@ class LineageConfig:
     #: the night it appears: its nodes were called novel two nights running, under another id
     #: (:func:`seen_novel_keys`; an option, ``benchmarks/results/confirm_seen``)
     confirm_seen: bool = False
+    #: step 2b: a novel class whose predecessor was last night's candidate and that absorbs a
+    #: published novel class continues the published one instead; the candidate is dismissed
+    #: (:func:`published_continuations`; an option, ``benchmarks/results/lineage_published``)
+    continue_published: bool = False
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -307,6 +314,35 @@ def contained_continuations(share_p: np.ndarray, p_novel: np.ndarray, c_novel: n
             cont[j], cont_of_prev[sources[0]] = sources[0], j
 
 
+def published_continuations(was_candidate: np.ndarray, p_novel: np.ndarray, first: list,
+                            ov: np.ndarray, cont: np.ndarray, cont_of_prev: np.ndarray,
+                            absorbed_into: np.ndarray) -> None:
+    """Step 2b (``LineageConfig.continue_published``), in place on ``cont`` / ``cont_of_prev`` /
+    ``absorbed_into``: a current class ``C`` whose predecessor (step 1) was a ``candidate`` last
+    night and which absorbs (step 2) one or more published novel classes (novel, not
+    candidates) continues the published one first seen earliest (ties: the larger overlap with
+    ``C``, then the lower key); its candidate predecessor is absorbed in its place. ``C`` still
+    has the same sources, so it is ``merged`` as before, under the older id.
+
+    A published class and a candidate grown beside it out of tonight's new nodes come together
+    again: step 1 matches the larger, often the candidate, and the published id would end
+    (``merged``) while a one-night candidate carries the class on. A candidate was never
+    published, so its end is no event. ``was_candidate``: per previous class, its status was
+    ``candidate``; ``first``: per previous class, its first-seen date (None: unknown, last)."""
+    novel_before = set(p_novel.tolist())
+    for j in range(cont.size):
+        i = int(cont[j])
+        if i < 0 or not was_candidate[i]:
+            continue
+        published = [int(p) for p in np.flatnonzero(absorbed_into == j)
+                     if int(p) in novel_before and not was_candidate[p]]
+        if not published:
+            continue
+        best = min(published, key=lambda p: (first[p] or dt.date.max, -int(ov[p, j]), p))
+        cont[j], cont_of_prev[best], absorbed_into[best] = best, j, -1
+        cont_of_prev[i], absorbed_into[i] = -1, j
+
+
 def seen_novel_keys(ov: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarray,
                     cont: np.ndarray, cur_keys: list, share: float) -> set:
     """``LineageConfig.confirm_seen``: the keys of tonight's novel classes with no continuation
@@ -402,6 +438,11 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
         j = candidate[i]
         if j >= 0 and len(sources[int(j)]) >= 2:
             absorbed_into[i] = j
+    if cfg.continue_published:
+        was_candidate = np.array([prev.statuses.get(k) == "candidate" for k in prev_keys],
+                                 dtype=bool)
+        published_continuations(was_candidate, p_novel, p_first, ov, cont, cont_of_prev,
+                                absorbed_into)
 
     # 3. splits: previous classes that two or more current classes each draw >= share from
     split_parent = np.full(n_c, -1, dtype=np.int64)

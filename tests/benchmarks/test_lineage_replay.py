@@ -23,10 +23,29 @@ def test_replay_follows_the_answered_runs_and_counts_what_goes_on():
     free = label_free(runs, got)
     assert free == {"answered": 2, "events": 1, "appeared": 2, "goes_on": 1,
                     "appeared_before_last": 1, "appeared_large": 1, "goes_on_large": 1,
-                    "appeared_large_separable": 0, "goes_on_large_separable": 0}
+                    "appeared_large_separable": 0, "goes_on_large_separable": 0,
+                    "published_ended": 0}
     plain = replay(runs, "g", "all", False)
     assert plain["r2"]["statuses"]["g:novel:1"] == "grown"  # 2 -> 3 nodes
     assert label_free(runs, plain)["events"] == 2  # novel:1 and novel:2 emerged
+
+
+def test_the_published_continuation_replayed_ends_no_published_id():
+    """A published class (novel:1) and a candidate grown beside it (novel:2) come together: by
+    default the merged class goes on as the candidate's id and the published novel:1 ends (one
+    published id ending); with ``published`` it goes on as novel:1 and none ends."""
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2"]}),
+            _run(2, {0: ["a1", "a2"], 1: ["n1", "n2"], 2: ["m1", "m2", "m3", "m4"]}),
+            _run(3, {0: ["a1", "a2"], 1: ["n1", "n2", "m1", "m2", "m3", "m4"]})]
+    plain = replay(runs, "g", "all", True)
+    assert plain["r3"]["lineage_of"][1] == "g:novel:2"
+    assert label_free(runs, plain)["published_ended"] == 1
+    kept = replay(runs, "g", "all", True, published=True)
+    assert kept["r3"]["lineage_of"][1] == "g:novel:1"
+    assert kept["r3"]["statuses"] == {"known:A": "persisting", "g:novel:1": "merged",
+                                      "g:novel:2": "dismissed"}
+    assert label_free(runs, kept)["published_ended"] == 0
 
 
 def test_replay_under_the_size_rule_publishes_large_new_classes_the_first_night():

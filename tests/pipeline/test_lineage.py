@@ -410,6 +410,65 @@ def test_contained_continuation_leaves_merges_and_dissolved_classes_alone() -> N
     assert got["g:novel:2"].class_key == 2 and got["g:novel:2"].status == "grown"
 
 
+PUBLISHED = LineageConfig(continue_published=True)
+
+
+def test_published_continuation_keeps_the_published_id_when_a_candidate_merges_with_it() -> None:
+    """Published novel:1 (30 nodes) and last night's candidate novel:2 (60 nodes, grown beside
+    it) come together tonight (90 nodes): the Hungarian match is the candidate (Jaccard 0.67
+    against 0.33), so by default novel:2 goes on (``merged``, and confirmed) and the published
+    novel:1 ends ``merged`` into it. With ``continue_published`` tonight's class continues
+    novel:1 (still ``merged``, the candidate its parent) and the candidate is dismissed: no
+    published id ends."""
+    prev = previous({0: ids(0, 50), 1: ids(100, 130), 2: ids(200, 260)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}, {0: "A"},
+                    statuses={0: "persisting", 1: "grown", 2: "candidate"})
+    tonight = {0: ids(0, 50), 1: ids(100, 130) + ids(200, 260)}
+    plain = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                               current_names={0: "A"}, max_novel_index=2))
+    assert plain["g:novel:2"].class_key == 1 and plain["g:novel:1"].status == "merged"
+    assert plain["g:novel:1"].merged_into == "g:novel:2"
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                             current_names={0: "A"}, max_novel_index=2, config=PUBLISHED))
+    assert got["g:novel:1"].class_key == 1 and got["g:novel:1"].status == "merged"
+    assert got["g:novel:1"].parents == ["g:novel:2"] and got["g:novel:1"].previous_size == 30
+    assert got["g:novel:2"].class_key is None and got["g:novel:2"].status == "dismissed"
+    assert got["g:novel:2"].merged_into == "g:novel:1"
+
+
+def test_published_continuation_leaves_published_matches_and_lone_candidates_alone() -> None:
+    """The step changes nothing when the match was published itself (two published classes
+    merging keep the Hungarian match's id), when the candidate absorbs only another candidate,
+    or when the previous run carries no statuses (nothing is known to be a candidate)."""
+    members = {0: ids(0, 50), 1: ids(100, 130), 2: ids(200, 260)}
+    lineage = {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}
+    tonight = {0: ids(0, 50), 1: ids(100, 130) + ids(200, 260)}
+    for statuses in ({0: "persisting", 1: "grown", 2: "emerged"},
+                     {0: "persisting", 1: "candidate", 2: "candidate"}, {}):
+        prev = previous(members, lineage, {0: "A"}, statuses=statuses)
+        plain, got = (by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                                         current_names={0: "A"}, max_novel_index=2, config=cfg))
+                      for cfg in (LineageConfig(), PUBLISHED))
+        assert got == plain and got["g:novel:2"].class_key == 1
+
+
+def test_published_continuation_prefers_the_published_class_first_seen_earliest() -> None:
+    """A candidate (60 nodes) absorbs two published classes (20 nodes each): tonight's class
+    continues the one first seen earlier, novel:2 (first seen on D0), though novel:1 is
+    the lower key; both others are its parents."""
+    d0 = dt.date(2026, 1, 1)
+    prev = previous({0: ids(0, 50), 1: ids(100, 120), 2: ids(150, 170), 3: ids(200, 260)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2", 3: "g:novel:3"}, {0: "A"},
+                    statuses={0: "persisting", 1: "grown", 2: "grown", 3: "candidate"})
+    prev.first_seen = {1: D1, 2: d0}
+    tonight = {0: ids(0, 50), 1: ids(100, 120) + ids(150, 170) + ids(200, 260)}
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                             current_names={0: "A"}, max_novel_index=3, config=PUBLISHED))
+    assert got["g:novel:2"].class_key == 1 and got["g:novel:2"].first_seen == d0
+    assert sorted(got["g:novel:2"].parents) == ["g:novel:1", "g:novel:3"]
+    assert got["g:novel:1"].status == "merged" and got["g:novel:3"].status == "dismissed"
+
+
 def test_publish_now_publishes_a_new_novel_class_the_night_it_appears() -> None:
     """Under confirmation a new novel class is a candidate, unless its key is in
     ``publish_now`` (a caller's own evidence); a known class is untouched by it."""
@@ -464,3 +523,6 @@ def test_the_lineage_task_forwards_the_contained_continuation(monkeypatch) -> No
     for contained in (True, False):
         pt.lineage.fn("w.duckdb", {}, "p.parquet", [], "g", D2, True, None, contained)
         assert seen[-1].continue_contained is contained and seen[-1].confirm_novel is True
+        assert seen[-1].continue_published is False
+    pt.lineage.fn("w.duckdb", {}, "p.parquet", [], "g", D2, True, None, True, True)
+    assert seen[-1].continue_published is True  # ORAL_LINEAGE_PUBLISHED

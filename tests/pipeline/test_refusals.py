@@ -389,6 +389,7 @@ def _check_output(name: str, code, output: str) -> None:
     ("ORAL_CONFIRM_NOVEL", "sometimes", "ORAL_CONFIRM_NOVEL must be 1 or 0"),
     ("ORAL_CONFIRM_SIZE", "big", "ORAL_CONFIRM_SIZE must be off, a share > 0"),
     ("ORAL_LINEAGE_CONTAINED", "maybe", "ORAL_LINEAGE_CONTAINED must be 1 or 0"),
+    ("ORAL_LINEAGE_PUBLISHED", "maybe", "ORAL_LINEAGE_PUBLISHED must be 1 or 0"),
 ])
 def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths, capsys,
                                                   monkeypatch):
@@ -407,7 +408,7 @@ def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths,
     assert names in errors[0] and repr(value) in errors[0], errors[0]
     others = {"ORAL_REMOTE_TRAINING_TIMEOUT", "ORAL_COLD_EVERY", "ORAL_EMERGENCE_ALPHA",
               "ORAL_GATE_REFERENCE_MARGIN", "ORAL_CONFIRM_NOVEL", "ORAL_CONFIRM_SIZE",
-              "ORAL_LINEAGE_CONTAINED"} - {variable}
+              "ORAL_LINEAGE_CONTAINED", "ORAL_LINEAGE_PUBLISHED"} - {variable}
     assert not any(other in errors[0] for other in others), errors[0]  # only the culprit named
     assert not TRACEBACK.search(out.out + out.err)
 

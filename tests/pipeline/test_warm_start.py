@@ -432,6 +432,20 @@ def test_the_lineage_switches_default_on_turn_off_and_refuse_nonsense(variable, 
         Settings.from_env()
 
 
+def test_the_published_continuation_defaults_off_turns_on_and_refuses_nonsense(monkeypatch):
+    """``ORAL_LINEAGE_PUBLISHED`` (an option until ``lineage_published``'s rule is met)."""
+    from flows.settings import Settings
+
+    monkeypatch.delenv("ORAL_LINEAGE_PUBLISHED", raising=False)
+    assert Settings.from_env().lineage_published is False
+    for on in ("1", "on", "TRUE"):
+        monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", on)
+        assert Settings.from_env().lineage_published is True
+    monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", "maybe")
+    with pytest.raises(ValueError, match="ORAL_LINEAGE_PUBLISHED must be 1 or 0 .* got 'maybe'"):
+        Settings.from_env()
+
+
 def test_a_night_records_whether_its_fit_found_the_known_classes_separable(tmp_path, one_thread):
     """At the night's defaults (novel_wholeness_if=separable) the fit judges its known classes;
     the training result says what it decided (``ORAL_CONFIRM_SIZE=separable:...`` reads it) and
