@@ -77,21 +77,16 @@ def main(argv: list[str] | None = None) -> int:
             row = {"graph": loop.rsplit("-sim", 1)[0], "loop": loop, "night": night,
                    "size": size, "seed": seed, "beside_old": args.beside_old,
                    "young_nodes": int((task.y == task.hidden[0]).sum())}
-            defaults = answer.burst_grown.__defaults__
             for label, constants in variants:
-                if constants is not None:
-                    answer.burst_grown.__defaults__ = constants
-                try:
-                    got = answer.decide_answer(
-                        class_id, x[task.keep], edges, task.train, task.val, visible,
-                        scale=config.known_head_scale, seed=seed,
-                        paired_alpha=answer.PAIRED_ALPHA, split_share=answer.SPLIT_SHARE,
-                        rejected_quantile=answer.REJECTED_QUANTILE,
-                        regroup_strength=REGROUP_STRENGTH, regroup_calibrated=True,
-                        recent=arrived[task.keep], burst_alpha=answer.BURST_ALPHA,
-                        burst_join=True, burst_young=True, burst_grow=constants is not None)
-                finally:
-                    answer.burst_grown.__defaults__ = defaults
+                got = answer.decide_answer(
+                    class_id, x[task.keep], edges, task.train, task.val, visible,
+                    scale=config.known_head_scale, seed=seed,
+                    paired_alpha=answer.PAIRED_ALPHA, split_share=answer.SPLIT_SHARE,
+                    rejected_quantile=answer.REJECTED_QUANTILE,
+                    regroup_strength=REGROUP_STRENGTH, regroup_calibrated=True,
+                    recent=arrived[task.keep], burst_alpha=answer.BURST_ALPHA,
+                    burst_join=True, burst_young=True, burst_grow=constants is not None,
+                    **({"burst_grow_at": constants} if constants is not None else {}))
                 ids = got["answer"]
                 found = surfaced(task.y, task.scored, ids, task.hidden, visible)
                 acc = proxy_accuracy(SimpleNamespace(y=task.y, num_classes=k), task, ids)

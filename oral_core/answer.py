@@ -580,7 +580,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   edge_index: torch.Tensor, train_labels: torch.Tensor, val_labels: torch.Tensor,
                   num_known: int, alpha: float, device: torch.device | str | None = None,
                   view: Callable[[], torch.Tensor] | None = None,
-                  join: bool = False, young: bool = False, grow: bool = False
+                  join: bool = False, young: bool = False, grow: bool = False,
+                  grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS)
                   ) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
@@ -597,7 +598,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     class only when it is itself young (:func:`young_class`: most of its unlabelled nodes
     arrived recently); in an older, mixed class they become a class of their own as ``+burst``
     makes them. With ``grow`` (``+burstgrow``) the classes the bursts went into then grow over the
-    recent nodes around them (:func:`burst_grown`). Returns the answer and the nodes moved."""
+    recent nodes around them (:func:`burst_grown`, ``grow_at``: its ``least`` and ``rounds``).
+    Returns the answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -636,7 +638,7 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         grown.append(fresh)
         fresh += 1
     if grow:
-        out = burst_grown(out, rows, near, recent, unlabelled, grown)
+        out = burst_grown(out, rows, near, recent, unlabelled, grown, *grow_at)
     out = torch.where(val, answer, out)
     return out, int((out != answer).sum())
 
@@ -842,6 +844,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_join: bool = False,
                   burst_young: bool = False,
                   burst_grow: bool = False,
+                  burst_grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -856,7 +859,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     arrived recently in a burst form young classes before the split check
     (:func:`burst_classes`, with ``burst_join`` its joining form, with ``burst_young`` too its
     form joining only young classes, with ``burst_grow`` too those classes grown over the recent
-    nodes around them; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    nodes around them, ``burst_grow_at`` its constants; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -915,7 +918,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
                                       val_labels, num_known, burst_alpha, device=device,
                                       view=view, join=burst_join or burst_young or burst_grow,
-                                      young=burst_young or burst_grow, grow=burst_grow)
+                                      young=burst_young or burst_grow, grow=burst_grow,
+                                      grow_at=burst_grow_at)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:
