@@ -19,7 +19,7 @@
 | ``ORAL_EMERGENCE_ALPHA`` | ``0.01`` | with warm starts, the level of the check that retrains a warm night cold when a class seems to have emerged (``tasks.emergence``; ``0``: off) |
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_LINEAGE_CONTAINED`` | on | ``0``: a novel class that grew out of a single previous novel class (it holds most of that class's nodes, and no other previous class went mostly to it) gets a new id when its Jaccard index with it is under 0.3, instead of continuing it (``tasks.warehouse.lineage.contained_continuations``; the default since 2026-12-04, ``benchmarks/results/lineage_contained``) |
-| ``ORAL_LINEAGE_PUBLISHED`` | off | ``1``: a novel class whose match was last night's candidate and that absorbs a published novel class continues the published one (the candidate is dismissed), so a published id does not end in a one-night candidate grown beside it (``tasks.warehouse.lineage.published_continuations``; an option, ``benchmarks/results/lineage_published``) |
+| ``ORAL_LINEAGE_PUBLISHED`` | on | a novel class whose match was last night's candidate and that absorbs a published novel class continues the published one (the candidate is dismissed), so a published id does not end in a one-night candidate grown beside it (``tasks.warehouse.lineage.published_continuations``; the default since 2026-12-05, ``benchmarks/results/lineage_published``; ``0``: the match's id goes on) |
 | ``ORAL_CONFIRM_SIZE`` | ``separable:0.5`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears, only on nights whose fit found the known classes separable (``oral_core.separability``; default since 2026-12-02, ``benchmarks/results/confirm_size_separable_fresh``); ``0.5``: on every night; ``off``: every new novel class waits a night |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
@@ -244,9 +244,9 @@ class Settings:
     #: default since 2026-12-04, benchmarks/results/lineage_contained)
     lineage_contained: bool = field(default=True, kw_only=True)
     #: a class whose match was last night's candidate and that absorbs a published novel class
-    #: continues the published one (``ORAL_LINEAGE_PUBLISHED``; an option,
-    #: ``LineageConfig.continue_published``, benchmarks/results/lineage_published)
-    lineage_published: bool = field(default=False, kw_only=True)
+    #: continues the published one (``ORAL_LINEAGE_PUBLISHED``; ``LineageConfig.continue_published``,
+    #: the default since 2026-12-05, benchmarks/results/lineage_published)
+    lineage_published: bool = field(default=True, kw_only=True)
     #: with confirmation, the share of the median known class's size from which a new novel
     #: class is published the night it appears (None: off), and whether only on nights whose
     #: fit found the known classes separable (``ORAL_CONFIRM_SIZE``)
@@ -314,7 +314,7 @@ class Settings:
         if raw_contained not in TRUE + FALSE:
             raise ValueError(f"ORAL_LINEAGE_CONTAINED must be 1 or 0 (on or off), got "
                              f"{raw_contained!r}")
-        raw_published = os.environ.get("ORAL_LINEAGE_PUBLISHED", "").strip().lower() or "0"
+        raw_published = os.environ.get("ORAL_LINEAGE_PUBLISHED", "").strip().lower() or "1"
         if raw_published not in TRUE + FALSE:
             raise ValueError(f"ORAL_LINEAGE_PUBLISHED must be 1 or 0 (on or off), got "
                              f"{raw_published!r}")

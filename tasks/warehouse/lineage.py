@@ -30,9 +30,9 @@ Matching
    went mostly to it, when no other previous class went mostly to it
    (:func:`contained_continuations`): a class that grew fast out of a single source (the
    nightly pipeline's default, ``ORAL_LINEAGE_CONTAINED``). With
-   ``LineageConfig.continue_published`` (an option) a class whose match was last night's
-   candidate and that absorbs a published novel class continues the published one
-   (:func:`published_continuations`, step 2b).
+   ``LineageConfig.continue_published`` (the nightly pipeline's default,
+   ``ORAL_LINEAGE_PUBLISHED``) a class whose match was last night's candidate and that absorbs a
+   published novel class continues the published one (:func:`published_continuations`, step 2b).
 2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
    that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
    two sources (its own predecessor and/or other absorbed classes).
@@ -145,7 +145,8 @@ class LineageConfig:
     confirm_seen: bool = False
     #: step 2b: a novel class whose predecessor was last night's candidate and that absorbs a
     #: published novel class continues the published one instead; the candidate is dismissed
-    #: (:func:`published_continuations`; an option, ``benchmarks/results/lineage_published``)
+    #: (:func:`published_continuations`; off here, the nightly pipeline's default since
+    #: 2026-12-05, ``ORAL_LINEAGE_PUBLISHED``, ``benchmarks/results/lineage_published``)
     continue_published: bool = False
 
     def validate(self) -> "LineageConfig":

@@ -432,15 +432,15 @@ def test_the_lineage_switches_default_on_turn_off_and_refuse_nonsense(variable, 
         Settings.from_env()
 
 
-def test_the_published_continuation_defaults_off_turns_on_and_refuses_nonsense(monkeypatch):
-    """``ORAL_LINEAGE_PUBLISHED`` (an option until ``lineage_published``'s rule is met)."""
+def test_the_published_continuation_defaults_on_turns_off_and_refuses_nonsense(monkeypatch):
+    """``ORAL_LINEAGE_PUBLISHED`` (the default since ``lineage_published``'s rule was met)."""
     from flows.settings import Settings
 
     monkeypatch.delenv("ORAL_LINEAGE_PUBLISHED", raising=False)
-    assert Settings.from_env().lineage_published is False
-    for on in ("1", "on", "TRUE"):
-        monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", on)
-        assert Settings.from_env().lineage_published is True
+    assert Settings.from_env().lineage_published is True
+    for off in ("0", "off", "FALSE"):
+        monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", off)
+        assert Settings.from_env().lineage_published is False
     monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", "maybe")
     with pytest.raises(ValueError, match="ORAL_LINEAGE_PUBLISHED must be 1 or 0 .* got 'maybe'"):
         Settings.from_env()
