@@ -103,7 +103,10 @@ BURST_YOUNG = "per_class+paired+burstyoung+split+rejected+regroupcal"
 #: that young-joining form with the classes the bursts went into grown over the recent nodes
 #: around them (``+burstgrow``, :func:`oral_core.answer.burst_grown`)
 BURST_GROW = "per_class+paired+burstgrow+split+rejected+regroupcal"
-ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW)
+#: that growing form with a node joining only where the class's recent members outnumber its
+#: neighbours in the class it has (``+burstgrowmost``, :func:`oral_core.answer.burst_grown`)
+BURST_GROW_MOST = "per_class+paired+burstgrowmost+split+rejected+regroupcal"
+ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST)
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -117,7 +120,8 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         BURST: "per_class+paired+split+rejected+regroupcal",
         BURST_JOIN: "per_class+paired+split+rejected+regroupcal",
         BURST_YOUNG: "per_class+paired+split+rejected+regroupcal",
-        BURST_GROW: "per_class+paired+split+rejected+regroupcal"}
+        BURST_GROW: "per_class+paired+split+rejected+regroupcal",
+        BURST_GROW_MOST: "per_class+paired+split+rejected+regroupcal"}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
@@ -254,29 +258,33 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
 
 def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: float, recent,
                  pipeline) -> dict:
-    """``{BURST: answer, BURST_JOIN: answer, BURST_YOUNG: answer, BURST_GROW: answer, "burst":
-    nodes moved, "burstjoin": ..., "burstyoung": ..., "burstgrow": ...}``: the
+    """``{BURST: answer, BURST_JOIN: answer, BURST_YOUNG: answer, BURST_GROW: answer,
+    BURST_GROW_MOST: answer, "burst": nodes moved, "burstjoin": ..., "burstyoung": ...,
+    "burstgrow": ..., "burstgrowmost": ...}``: the
     pipeline's answer decided again with the bursts first, in each form
     (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without ``recent`` the
     pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
     if recent is None:
         return {BURST: pipeline, "burst": 0, BURST_JOIN: pipeline, "burstjoin": 0,
-                BURST_YOUNG: pipeline, "burstyoung": 0, BURST_GROW: pipeline, "burstgrow": 0}
+                BURST_YOUNG: pipeline, "burstyoung": 0, BURST_GROW: pipeline, "burstgrow": 0,
+                BURST_GROW_MOST: pipeline, "burstgrowmost": 0}
     from oral_core.answer import (BURST_ALPHA, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
 
     out = {}
-    for name, key, join, young, grow in ((BURST, "burst", False, False, False),
-                                         (BURST_JOIN, "burstjoin", True, False, False),
-                                         (BURST_YOUNG, "burstyoung", True, True, False),
-                                         (BURST_GROW, "burstgrow", True, True, True)):
+    for name, key, join, young, grow, most in (
+            (BURST, "burst", False, False, False, False),
+            (BURST_JOIN, "burstjoin", True, False, False, False),
+            (BURST_YOUNG, "burstyoung", True, True, False, False),
+            (BURST_GROW, "burstgrow", True, True, True, False),
+            (BURST_GROW_MOST, "burstgrowmost", True, True, True, True)):
         got = decide_answer(class_id, x, edges, train, val, num_known,
                             scale=config.known_head_scale, seed=config.seed,
                             paired_alpha=PAIRED_ALPHA, split_share=share,
                             rejected_quantile=REJECTED_QUANTILE,
                             regroup_strength=REGROUP_STRENGTH, regroup_calibrated=True,
                             recent=recent, burst_alpha=BURST_ALPHA, burst_join=join,
-                            burst_young=young, burst_grow=grow)
+                            burst_young=young, burst_grow=grow, burst_grow_most=most)
         out |= {name: got["answer"], key: got.get("burst", 0)}
     return out
 
@@ -319,7 +327,7 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
                     recent=night_recent(path))
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
                                         "burstjoin", "burstyoung", "burstgrow",
-                                        "returned", "regrouped",
+                                        "burstgrowmost", "returned", "regrouped",
                                         "regrouped_known", "calibration")}
     for name in ANSWERS:
         ids = built[name]
@@ -351,7 +359,7 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
                     recent=night_recent(path, nodes))
     out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
                                         "burstjoin", "burstyoung", "burstgrow",
-                                        "returned", "regrouped",
+                                        "burstgrowmost", "returned", "regrouped",
                                         "regrouped_known", "calibration")}
     for name in ANSWERS:
         ids = built[name]

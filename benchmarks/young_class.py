@@ -27,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_GROW_MOST, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,12 +56,13 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: that with the bursts in one class taken together (``burstjoin``: ``+burstjoin+split+...``)
 #: and that joining a novel class only when it is young (``burstyoung``: ``+burstyoung+...``),
 #: and that with the classes the bursts went into grown over the recent nodes around them
-#: (``burstgrow``: ``+burstgrow+...``)
+#: (``burstgrow``: ``+burstgrow+...``), and that growth only where the class's recent members
+#: outnumber a node's neighbours in its own class (``burstgrowmost``: ``+burstgrowmost+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
     f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung",
-                                                        "burstgrow")
+                                                        "burstgrow", "burstgrowmost")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -104,6 +105,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     row["burst_moved"], row["burstjoin_moved"] = piped["burst"], piped["burstjoin"]
     row["burstyoung_moved"] = piped["burstyoung"]
     row["burstgrow_moved"] = piped["burstgrow"]
+    row["burstgrowmost_moved"] = piped["burstgrowmost"]
     row["calibration"] = piped["calibration"]
     for name, ids in (("fit", fitted),
                       ("recut", recut_novel(fitted, xs, edges, visible,
@@ -126,7 +128,8 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
                                                       "+split+rejected+regroupcal"])
                         for s_, q in PURIFY_SETTINGS),
                       ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN]),
-                      ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW])):
+                      ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW]),
+                      ("burstgrowmost", piped[BURST_GROW_MOST])):
         found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
         acc = proxy_accuracy(scored_graph, task, ids)
         row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],

@@ -546,7 +546,8 @@ def young_class(members: torch.Tensor, recent: torch.Tensor,
 
 def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tensor,
                 recent: torch.Tensor, free: torch.Tensor, classes: list[int],
-                least: int = BURST_GROW_LEAST, rounds: int = BURST_GROW_ROUNDS) -> torch.Tensor:
+                least: int = BURST_GROW_LEAST, rounds: int = BURST_GROW_ROUNDS,
+                most: bool = False) -> torch.Tensor:
     """The classes a burst went into, grown over the recent nodes around them (``+burstgrow``;
     not in the paper): a burst is the core of a young class, the recent nodes whose nearest nodes
     are too often old to pass :func:`recent_burst` its rim. A recent free node (``rows`` with
@@ -554,7 +555,12 @@ def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tens
     ``classes`` when at least ``least`` of its neighbours are recent members of ``c`` and they are
     more than half of its recent neighbours: among the nodes that arrived with it, it lies with
     the young class, not with the known classes' own growth. Repeated for at most ``rounds``
-    rounds (each round's joiners count in the next). Label-free: arrival and neighbours only."""
+    rounds (each round's joiners count in the next). Label-free: arrival and neighbours only.
+
+    With ``most`` (``+burstgrowmost``; not in the paper) a node joins only when those recent
+    members of ``c`` are also more than its neighbours, old or recent, in the class it has: a
+    recent node among the old nodes of a class that was there before (an older novel class's
+    own growth) stays in it, where the plain rule counts recent neighbours only."""
     out = answer.clone()
     if not classes or rows.numel() == 0:
         return out
@@ -564,10 +570,13 @@ def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tens
     recent_count = near_recent.sum(1)
     for _ in range(rounds):
         near_class = out[neighbours]
+        own = (near_class == out[rows].unsqueeze(1)).sum(1) if most else None
         moved = False
         for c in classes:
             inside = ((near_class == c) & near_recent).sum(1)
             joins = movable & (out[rows] != c) & (inside >= least) & (2 * inside > recent_count)
+            if most:
+                joins &= inside > own
             if bool(joins.any()):
                 out[rows[joins]] = c
                 moved = True
@@ -581,8 +590,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   num_known: int, alpha: float, device: torch.device | str | None = None,
                   view: Callable[[], torch.Tensor] | None = None,
                   join: bool = False, young: bool = False, grow: bool = False,
-                  grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS)
-                  ) -> tuple[torch.Tensor, int]:
+                  grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
+                  grow_most: bool = False) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
     gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
@@ -598,8 +607,10 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     class only when it is itself young (:func:`young_class`: most of its unlabelled nodes
     arrived recently); in an older, mixed class they become a class of their own as ``+burst``
     makes them. With ``grow`` (``+burstgrow``) the classes the bursts went into then grow over the
-    recent nodes around them (:func:`burst_grown`, ``grow_at``: its ``least`` and ``rounds``).
-    Returns the answer and the nodes moved."""
+    recent nodes around them (:func:`burst_grown`, ``grow_at``: its ``least`` and ``rounds``);
+    with ``grow_most`` too (``+burstgrowmost``) a node joins only where the class's recent members
+    outnumber its neighbours in the class it has (:func:`burst_grown`'s ``most``). Returns the
+    answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -638,7 +649,7 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         grown.append(fresh)
         fresh += 1
     if grow:
-        out = burst_grown(out, rows, near, recent, unlabelled, grown, *grow_at)
+        out = burst_grown(out, rows, near, recent, unlabelled, grown, *grow_at, most=grow_most)
     out = torch.where(val, answer, out)
     return out, int((out != answer).sum())
 
@@ -845,6 +856,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_young: bool = False,
                   burst_grow: bool = False,
                   burst_grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
+                  burst_grow_most: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -859,7 +871,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     arrived recently in a burst form young classes before the split check
     (:func:`burst_classes`, with ``burst_join`` its joining form, with ``burst_young`` too its
     form joining only young classes, with ``burst_grow`` too those classes grown over the recent
-    nodes around them, ``burst_grow_at`` its constants; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    nodes around them, ``burst_grow_at`` its constants, with ``burst_grow_most`` too only where
+    the class outnumbers a node's own; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -917,9 +930,12 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     if burst_alpha is not None and recent is not None:
         answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
                                       val_labels, num_known, burst_alpha, device=device,
-                                      view=view, join=burst_join or burst_young or burst_grow,
-                                      young=burst_young or burst_grow, grow=burst_grow,
-                                      grow_at=burst_grow_at)
+                                      view=view,
+                                      join=burst_join or burst_young or burst_grow
+                                      or burst_grow_most,
+                                      young=burst_young or burst_grow or burst_grow_most,
+                                      grow=burst_grow or burst_grow_most,
+                                      grow_at=burst_grow_at, grow_most=burst_grow_most)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:

@@ -65,7 +65,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
-    recent, burst = None, bool({"burst", "burstjoin", "burstyoung", "burstgrow"} & set(parts))
+    recent, burst = None, bool({"burst", "burstjoin", "burstyoung", "burstgrow",
+                                 "burstgrowmost"} & set(parts))
     if burst:
         arrived = snap.recent_nodes(snapshot.path, snapshot.node_ids, BURST_WINDOW)
         recent = None if arrived is None else torch.from_numpy(arrived)
@@ -89,7 +90,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         burst_alpha=BURST_ALPHA if burst else None,
                         burst_join="burstjoin" in parts,
                         burst_young="burstyoung" in parts,
-                        burst_grow="burstgrow" in parts)
+                        burst_grow="burstgrow" in parts,
+                        burst_grow_most="burstgrowmost" in parts)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)

@@ -203,3 +203,55 @@ def test_growth_needs_enough_members_and_more_than_half_the_recent_neighbours():
     recent[4:] = False
     assert burst_grown(answer, rows, near, recent, free, [7], least=1).tolist() == [
         7, 7, 7, 7, 1, 1]
+
+
+def test_with_most_a_node_joins_only_where_the_class_outnumbers_its_own():
+    """``+burstgrowmost``: class 5 is a burst (0-2). Node 3 is recent; two of its recent
+    neighbours are class 5 and the other two are old members of its own class 0: the plain rule
+    counts the recent neighbours only and takes it, ``most`` does not (2 is not more than 2).
+    Node 4 has the same two class-5 neighbours and one old node of its class: it joins either
+    way."""
+    from oral_core.answer import burst_grown
+
+    answer = torch.tensor([5, 5, 5, 0, 0, 0, 0, 1])
+    recent = torch.tensor([1, 1, 1, 1, 1, 0, 0, 0]).bool()
+    rows = torch.tensor([0, 1, 2, 3, 4])
+    near = torch.tensor([[1, 2, 3, 4], [0, 2, 3, 4], [0, 1, 3, 4], [0, 1, 5, 6], [0, 1, 5, 7]])
+    free = torch.ones(8, dtype=torch.bool)
+    assert burst_grown(answer, rows, near, recent, free, [5]).tolist() == [5, 5, 5, 5, 5, 0, 0, 1]
+    assert burst_grown(answer, rows, near, recent, free, [5], most=True).tolist() == [
+        5, 5, 5, 0, 5, 0, 0, 1]
+
+
+def test_decide_answer_takes_the_growing_form_with_most(monkeypatch):
+    """``burst_grow_most`` takes the growing form with it (join, young, grow) and asks
+    :func:`oral_core.answer.burst_grown` for ``most``; ``burst_grow`` does not."""
+    import oral_core.answer as answer_module
+
+    calls = []
+    real = answer_module.burst_grown
+
+    def recorded(*args, **kwargs):
+        calls.append(kwargs.get("most"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(answer_module, "burst_grown", recorded)
+    g = torch.Generator().manual_seed(0)
+    n, known = 300, 2
+    y = torch.arange(n) % 3
+    x = torch.randn(n, 8, generator=g) * 1.5 + 2 * torch.nn.functional.one_hot(y, 8).float()
+    edges = torch.randint(0, n, (2, 600), generator=g)
+    train = torch.where((torch.arange(n) % 5 == 0) & (y < known), y, -1)
+    val = torch.where((torch.arange(n) % 5 == 1) & (y < known), y, -1)
+    recent = ((y == 2) & (torch.rand(n, generator=g) < 0.8)) | (torch.rand(n, generator=g) < 0.15)
+    class_id = torch.where(y < known, y, 0)  # the young class 2 inside known class 0
+    common = dict(scale="labelled", seed=0, recent=recent, burst_alpha=0.01)
+    plain = answer_module.decide_answer(class_id, x, edges, train, val, known, burst_young=True,
+                                        **common)
+    assert calls == [] and plain["burst"] > 0  # a burst, no growth asked
+    grown = answer_module.decide_answer(class_id, x, edges, train, val, known, burst_grow=True,
+                                        **common)
+    most = answer_module.decide_answer(class_id, x, edges, train, val, known,
+                                       burst_grow_most=True, **common)
+    assert calls == [False, True]
+    assert most["burst"] <= grown["burst"] and most["answer"].shape == (n,)
