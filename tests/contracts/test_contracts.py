@@ -654,6 +654,31 @@ def test_file_backed_context_and_data_docs(tmp_path, capsys):
     assert sorted(p.name for p in path.iterdir()) == [EDGES, NODES, TRUTH]
 
 
+@pytest.mark.slow
+def test_the_data_docs_index_lists_the_latest_results_only(tmp_path, monkeypatch):
+    """The Data Docs index lists the latest ``DATA_DOCS_INDEX_RESULTS`` validation results: GX
+    reads every result it lists to render it, so unbounded a night's build grew with the
+    history. The older result pages stay on disk, and the bound is saved in the site's
+    configuration."""
+    import re
+    from urllib.parse import unquote
+
+    from data_contracts import suites
+
+    monkeypatch.setattr(suites, "DATA_DOCS_INDEX_RESULTS", 4)
+    state = tmp_path / "state"
+    path = write(tmp_path, good_tables())
+    first = validate_snapshot(path, state_dir=state)
+    second = validate_snapshot(path, state_dir=state)
+    site = state / "gx" / "uncommitted" / "data_docs" / "local_site"
+    listed = {unquote(link) for link in
+              re.findall(r"validations/[^\"'<>]+?\.html", (site / "index.html").read_text())}
+    latest = {Path(page).relative_to(site).as_posix() for page in second.data_docs.values()}
+    assert listed == latest and len(latest) == 4
+    assert all(Path(page).is_file() for page in first.data_docs.values())
+    assert "validation_results_limit: 4" in (state / "gx" / "great_expectations.yml").read_text()
+
+
 def test_empty_truth_warns_that_nodes_are_uncovered(tmp_path):
     t = good_tables()
     t[TRUTH] = t[TRUTH].slice(0, 0)
