@@ -459,15 +459,23 @@ def published_dates(state: Path, graph: str) -> set[str]:
     return {str(d) for (d,) in rows}
 
 
-def night_defaults() -> dict:
+def night_defaults(code: bool = False) -> dict:
     """What a night runs with beyond ``--set``: the pipeline's defaults
     (``flows.params.PIPELINE_DEFAULTS``) and the champion gate's and the lineage's settings as
     the environment gives them (``ORAL_GATE_TEST``, ``ORAL_GATE_SCOPE``, ``ORAL_CONFIRM_NOVEL``,
-    ``ORAL_LINEAGE_CONTAINED``, ``ORAL_LINEAGE_PUBLISHED``), as JSON values."""
+    ``ORAL_LINEAGE_CONTAINED``, ``ORAL_LINEAGE_PUBLISHED``), as JSON values. With ``code``, the
+    code's own defaults: the ``ORAL_`` variables of the environment set aside (a loop run
+    with ``ORAL_LINEAGE_PUBLISHED=0`` is not at today's defaults because its report is written
+    in the same environment)."""
     from flows.params import PIPELINE_DEFAULTS
     from flows.settings import Settings
 
-    s = Settings.from_env()
+    aside = {k: os.environ.pop(k) for k in [k for k in os.environ if k.startswith("ORAL_")]
+             if code and k not in ("ORAL_DATA_DIR", "ORAL_STATE_DIR")}
+    try:
+        s = Settings.from_env()
+    finally:
+        os.environ.update(aside)
     return dict(PIPELINE_DEFAULTS) | {"gate_test": s.gate_test, "gate_scope": s.gate_scope,
                                       "confirm_novel": s.confirm_novel,
                                       "night_answer": s.night_answer,
@@ -669,7 +677,7 @@ def current_line(loops: list[dict]) -> str:
     commits = sorted({lp["defaults_of"] for lp in loops if lp.get("defaults_of")})
     if commits:
         recorded = [lp.get("pipeline_defaults") for lp in loops]
-        today = night_defaults()
+        today = night_defaults(code=True)
         before = {k: default for k, (_, default) in NIGHT_ENV.items()}
         differ = sorted({k for r in recorded if r for k in set(r) | set(today)
                          if r.get(k, before.get(k)) != today.get(k)})

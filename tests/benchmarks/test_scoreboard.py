@@ -148,10 +148,11 @@ def test_the_open_world_reference_flags_a_held_out_class(one_thread):
     assert (known[unlabelled_known] == g.y[unlabelled_known]).mean() > 0.8
 
 
-def test_the_current_line_names_the_commit_whose_defaults_the_loops_ran_at():
-    from benchmarks.nightly_loop import current_line
-
-    from benchmarks.nightly_loop import night_defaults
+def test_the_current_line_names_the_commit_whose_defaults_the_loops_ran_at(monkeypatch):
+    """The loops are at today's defaults when their recorded defaults are the code's, whatever
+    the environment the report is written in (a loop run, and reported, with
+    ``ORAL_LINEAGE_PUBLISHED=0`` is not at today's defaults)."""
+    from benchmarks.nightly_loop import current_line, night_defaults
 
     line = current_line([{"graph": "g", "sim": 0, "defaults_of": "04942eb", "settings": []}])
     assert "pipeline defaults of commit `04942eb`" in line
@@ -164,6 +165,13 @@ def test_the_current_line_names_the_commit_whose_defaults_the_loops_ran_at():
     assert current_line([older]).startswith(
         "no, their defaults differ from today's in known_split_repeat")
     assert "defaults of their day" in current_line([{"graph": "g", "sim": 0, "settings": []}])
+    monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", "0")
+    off = night_defaults()
+    assert off["lineage_published"] is False and today["lineage_published"] is True
+    assert night_defaults(code=True) == today
+    assert current_line([now | {"pipeline_defaults": off}]).startswith(
+        "no, their defaults differ from today's in lineage_published")
+    assert current_line([now]).startswith("yes: ")
 
 
 def test_studies_are_compared_on_the_loops_they_share():
