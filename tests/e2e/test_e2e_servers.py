@@ -34,8 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 GRAPH = "e2e"
 DAYS = ["2026-03-01", "2026-03-02"]
+#: a small night: these tests are about a night's steps and stores, not the method, so the
+#: granularity sweep takes 10 resolutions (not 30) and the known-class head fixed hops (no
+#: cross-validated choice); a night then costs about 0.8 of the defaults' (the method's own
+#: choices are tested in tests/core)
 CONFIG = {"epochs": 10, "hidden_dim": 16, "pol_start_epoch": 5, "cluster_warmup_epochs": 3,
-          "device": "cpu"}
+          "device": "cpu", "resolution_steps": 10, "known_head_hops": 2}
 QUIET = {"DO_NOT_TRACK": "true", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
          "MLFLOW_DISABLE_TELEMETRY": "true", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
          "GIT_PYTHON_REFRESH": "quiet", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}

@@ -18,8 +18,12 @@ from . import reliability_helpers as helpers  # noqa: F401 - the child processes
 ROOT = Path(__file__).resolve().parents[3]
 HELPER = Path(__file__).resolve().with_name("reliability_helpers.py")
 D1, D2 = "2026-03-01", "2026-03-02"
+#: a small night: these tests are about a night's steps and stores, not the method, so the
+#: granularity sweep takes 10 resolutions (not 30) and the known-class head fixed hops (no
+#: cross-validated choice); a night then costs about 0.8 of the defaults' (the method's own
+#: choices are tested in tests/core)
 CONFIG = {"epochs": 10, "hidden_dim": 16, "pol_start_epoch": 5, "cluster_warmup_epochs": 3,
-          "device": "cpu"}
+          "device": "cpu", "resolution_steps": 10, "known_head_hops": 2}
 TABLES = ("snapshots", "runs", "classes", "node_assignments", "class_lineage")
 VOLATILE = {"published_at", "validated_at", "prefect_flow_run_id"}
 LOCK_LINE = "is locked by another process"
