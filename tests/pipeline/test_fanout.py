@@ -10,8 +10,10 @@ from cli.main import main
 TINY = {"epochs": 8, "hidden_dim": 8, "num_prototypes": 8, "cluster_warmup_epochs": 1,
         "pol_start_epoch": 1, "resolution_steps": 5, "progress": False, "selection": "best_val",
         "device": "cpu"}
+#: a small night (10 resolutions, the known-class head's hops fixed): the fan-out is tested,
+#: not the method
 PIPE = {"epochs": 12, "hidden_dim": 16, "pol_start_epoch": 6, "cluster_warmup_epochs": 3,
-        "device": "cpu"}
+        "device": "cpu", "resolution_steps": 10, "known_head_hops": 2}
 
 
 @pytest.fixture(scope="module")

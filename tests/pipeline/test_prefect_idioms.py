@@ -16,8 +16,10 @@ from types import SimpleNamespace
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: a small night (10 resolutions, the known-class head's hops fixed): these tests are about
+#: Prefect's idioms, not the method
 CONFIG = {"epochs": 8, "hidden_dim": 16, "pol_start_epoch": 4, "cluster_warmup_epochs": 2,
-          "device": "cpu"}
+          "device": "cpu", "resolution_steps": 10, "known_head_hops": 2}
 D1, D2 = "2026-04-01", "2026-04-02"
 
 
