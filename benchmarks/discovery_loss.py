@@ -162,20 +162,25 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def kept_loops(states: str) -> list[Path]:
+    """The kept loops (``<graph>-sim<k>`` folders with a DuckDB file) of the nightly-loop
+    ``--state`` folders in ``states``, a comma list."""
+    return [base for folder in [Path(s) for s in states.split(",") if s]
+            for base in sorted(p for p in folder.glob("*-sim*") if p.is_dir())
+            if (base / "state" / "oral.duckdb").exists()]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--states", required=True, help="nightly-loop --state folders, a comma list")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = []
-    for folder in [Path(s) for s in args.states.split(",") if s]:
-        for base in sorted(p for p in folder.glob("*-sim*") if p.is_dir()):
-            if not (base / "state" / "oral.duckdb").exists():
-                continue
-            try:
-                rows += loop_rows(base)
-            except Exception as exc:  # noqa: BLE001 - a loop still being written is skipped
-                print(f"[{base}] skipped: {type(exc).__name__}: {exc}", flush=True)
+    for base in kept_loops(args.states):
+        try:
+            rows += loop_rows(base)
+        except Exception as exc:  # noqa: BLE001 - a loop still being written is skipped
+            print(f"[{base}] skipped: {type(exc).__name__}: {exc}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     if rows:
         with (args.out / "classes.csv").open("w", newline="") as fh:

@@ -22,7 +22,7 @@ import csv
 import sys
 from pathlib import Path
 
-from benchmarks.discovery_loss import run_folders
+from benchmarks.discovery_loss import kept_loops, run_folders
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "split_estimate"
@@ -116,12 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = []
-    for folder in [Path(s) for s in args.states.split(",") if s]:
-        for base in sorted(p for p in folder.glob("*-sim*") if p.is_dir()):
-            if not (base / "state" / "oral.duckdb").exists():
-                continue
-            print(f"[{base.name}]", flush=True)
-            rows += loop_rows(base)
+    for base in kept_loops(args.states):
+        print(f"[{base.name}]", flush=True)
+        rows += loop_rows(base)
     args.out.mkdir(parents=True, exist_ok=True)
     if rows:
         with (args.out / "classes.csv").open("w", newline="") as fh:
