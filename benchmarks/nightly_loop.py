@@ -30,7 +30,12 @@ skips finished loops and rewrites ``<out>/README.md`` and ``<out>/nights.csv``. 
 part-way goes on from its first night without a published run when its kept state
 (``<state>/<graph>-sim<seed>/progress.json``) was made with the same ``--set``. Two commands on
 one ``--state`` share its loops: a loop one of them is running the other skips (a lock,
-:func:`loop_claimed`). The reference
+:func:`loop_claimed`). With ``--trainings-from DIR`` (kept loops of another study, its
+``--state``) a loop not yet started takes that study's snapshots and trainings instead of
+simulating and training again (:func:`seed_trainings`): a night's model depends only on the
+snapshot's bytes, the configuration and a cold start (the pipeline's own training cache key), so
+a study of what the pipeline does *after* training (the answer, the lineage) runs its loops at
+the cost of those steps; such a loop's nights are not timed. The reference
 classifiers are fitted once per snapshot: the simulation is deterministic, so every study's
 nights are the same bytes, and their scores are kept by content hash in
 ``benchmarks/results/nightly_loop/references.csv`` (its first 96 rows, every graph and
@@ -539,6 +544,41 @@ def resumable(base: Path, graph: str, args) -> list[Path] | None:
     return paths if len(paths) == args.periods else None
 
 
+#: the trained models a seeded loop takes over (:func:`seed_trainings`): the run folders and the
+#: train task's persisted results (the Prefect cache entries named by the training's key)
+TRAIN_CACHE = ("state/prefect/storage", "oral-train-")
+
+
+def seed_trainings(source: Path, base: Path) -> bool:
+    """Start the loop folder ``base`` from the kept loop ``source`` (the same graph and
+    simulation in another study's ``--state``): its snapshots and reference answers copied, its
+    run folders (model, predictions, history) copied to ``base/state/runs``, and the train
+    task's cached results copied with their paths moved from ``source`` to ``base``, so that
+    ``oral backfill`` finds each night's training done (the same snapshot bytes, configuration and
+    cold start: the same cache key) and runs only what follows it. A night whose configuration
+    differs from the source's misses the cache and trains as usual. False (nothing done) when
+    ``source`` holds no finished snapshots and trainings."""
+    import shutil
+
+    folder, prefix = TRAIN_CACHE
+    cached = sorted((source / folder).glob(prefix + "*")) if (source / folder).is_dir() else []
+    if not (source / "snapshots").is_dir() or not (source / "state" / "runs").is_dir() \
+            or not cached:
+        return False
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    shutil.copytree(source / "snapshots", base / "snapshots")
+    if (source / "references").is_dir():
+        shutil.copytree(source / "references", base / "references")
+    shutil.copytree(source / "state" / "runs", base / "state" / "runs")
+    (base / folder).mkdir(parents=True)
+    old, new = str((source / "state").resolve()), str((base / "state").resolve())
+    for entry in cached:
+        (base / folder / entry.name).write_text(entry.read_text().replace(old, new))
+    return True
+
+
 def run_loop(graph: str, sim: int, args) -> dict:
     """One loop: simulate its snapshots and run ``oral backfill`` over them. A loop stopped
     part-way at the same settings goes on from its first night without a published run; its
@@ -550,15 +590,26 @@ def run_loop(graph: str, sim: int, args) -> dict:
     planted = planted_classes(graph, sim, args)
     paths = resumable(base, graph, args)
     if paths is None:
-        if base.exists():
-            import shutil
-            shutil.rmtree(base)
-        paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
+        source = (Path(args.trainings_from) / base.name) if args.trainings_from else None
+        if source is not None and seed_trainings(source, base):
+            paths = [p for _, p in snap.list_snapshots(root, graph)]
+            print(f"[{graph} sim {sim}] snapshots and trainings from {shown(source)}",
+                  flush=True)
+        else:
+            if source is not None:
+                print(f"[{graph} sim {sim}] {shown(source)} holds no kept trainings: "
+                      "simulated and trained here", flush=True)
+                source = None
+            if base.exists():
+                import shutil
+                shutil.rmtree(base)
+            paths = simulate_loop(graph, sim, args.periods, root, args.data_dir)
         from oral_core.identity import code_version
 
         progress = {"settings": args.set, "confirm_novel": confirm_novel(), "seconds": 0.0,
                     "nights_timed": 0, "defaults_of": code_version(),
-                    "pipeline_defaults": night_defaults()}
+                    "pipeline_defaults": night_defaults()} | (
+            {"trainings_from": shown(source)} if source is not None else {})
     else:
         progress = json.loads((base / "progress.json").read_text())
     (base / "progress.json").write_text(json.dumps(progress))
@@ -577,8 +628,9 @@ def run_loop(graph: str, sim: int, args) -> dict:
         if done_run.returncode != 0:
             raise RuntimeError(f"{graph} sim {sim}: backfill failed (rc {done_run.returncode}): "
                                f"{(done_run.stderr or done_run.stdout).strip().splitlines()[-1:]}")
-        progress["seconds"] += time.perf_counter() - started
-        progress["nights_timed"] += len(todo)
+        if not progress.get("trainings_from"):  # a night without its training is not timed
+            progress["seconds"] += time.perf_counter() - started
+            progress["nights_timed"] += len(todo)
         (base / "progress.json").write_text(json.dumps(progress))
     scored = scored_loop(state, graph, paths, planted)
     timed = progress["nights_timed"]
@@ -588,6 +640,8 @@ def run_loop(graph: str, sim: int, args) -> dict:
             "defaults_of": progress.get("defaults_of") or code_version(),
             "pipeline_defaults": progress.get("pipeline_defaults") or night_defaults(),
             "confirm_novel": progress.get("confirm_novel", False),
+            **({"trainings_from": progress["trainings_from"]}
+               if progress.get("trainings_from") else {}),
             "wall_seconds": progress["seconds"] if timed else None, "nights_timed": timed,
             "seconds_per_night": progress["seconds"] / timed if timed else None, **scored}
 
@@ -900,6 +954,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="an ORALConfig override passed to oral backfill")
+    ap.add_argument("--trainings-from", default=None, metavar="STATE",
+                    help="another study's --state: a loop not started yet takes its snapshots "
+                    "and trainings (same configuration: only what follows training runs; "
+                    "its nights are not timed)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--rescore", action="store_true",
                     help="score the finished loops again from their kept state (no training); "

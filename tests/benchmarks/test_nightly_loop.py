@@ -379,3 +379,63 @@ def test_two_commands_simulate_a_missing_loop_once_and_never_read_it_half_writte
     assert not (tmp_path / "cora-sim28" / "snapshots.partial").exists()
     nl.simulate_missing(tmp_path, "cora", "28")  # done: nothing again
     assert len(calls) == 1
+
+
+def test_a_seeded_loop_takes_the_kept_snapshots_and_trainings_with_their_paths_moved(tmp_path):
+    """``--trainings-from``: a loop starts from another study's kept loop (its snapshots,
+    reference answers, run folders and the train task's cached results, whose paths must point
+    into the new loop's state, never back into the source's); a source without trainings seeds
+    nothing."""
+    from benchmarks.nightly_loop import seed_trainings
+
+    source, base = tmp_path / "a" / "cora-sim0", tmp_path / "b" / "cora-sim0"
+    assert not seed_trainings(source, base) and not base.exists()  # nothing kept there
+    (source / "snapshots" / "cora" / "snapshot=2026-01-01").mkdir(parents=True)
+    (source / "snapshots" / "cora" / "snapshot=2026-01-01" / "nodes.parquet").write_text("n")
+    (source / "references").mkdir()
+    (source / "references" / "h-v1.json").write_text("{}")
+    run = source / "state" / "runs" / "cora" / "abc"
+    run.mkdir(parents=True)
+    (run / "model.pt").write_text("m")
+    assert not seed_trainings(source, base)  # run folders but no cached training
+    store = source / "state" / "prefect" / "storage"
+    store.mkdir(parents=True)
+    old = str((source / "state").resolve())
+    (store / "oral-train-cora-h-c-s0").write_text(
+        f'{{"storage_key": "{old}/prefect/storage/oral-train-cora-h-c-s0", '
+        f'"result": "{{\\"model_path\\": \\"{old}/runs/cora/abc/model.pt\\"}}"}}')
+    (store / "other-task-result").write_text(old)  # not a training: not taken
+    (base / "stale").mkdir(parents=True)  # a loop folder left before is replaced
+    assert seed_trainings(source, base)
+    assert not (base / "stale").exists()
+    assert (base / "snapshots" / "cora" / "snapshot=2026-01-01" / "nodes.parquet").read_text() == "n"
+    assert (base / "references" / "h-v1.json").exists()
+    assert (base / "state" / "runs" / "cora" / "abc" / "model.pt").read_text() == "m"
+    moved = (base / "state" / "prefect" / "storage" / "oral-train-cora-h-c-s0").read_text()
+    new = str((base / "state").resolve())
+    assert old not in moved and moved.count(new) == 2
+    assert not (base / "state" / "prefect" / "storage" / "other-task-result").exists()
+    assert (store / "oral-train-cora-h-c-s0").read_text().count(old) == 2  # the source untouched
+
+
+def test_the_seeded_check_names_every_field_that_differs_but_the_bookkeeping(tmp_path):
+    """``benchmarks.seeded_check``: a seeded loop that differs from its source in a score is
+    named with that field; one that differs only in how it was run reads 'none'."""
+    import json
+
+    from benchmarks.seeded_check import compare
+
+    for folder in ("seeded", "source"):
+        (tmp_path / folder / "loops").mkdir(parents=True)
+    same = {"graph": "cora", "sim": 0, "nights": [{"all": 80.0}], "wall_seconds": 9.0}
+    (tmp_path / "source" / "loops" / "cora-sim0.json").write_text(json.dumps(same))
+    (tmp_path / "source" / "loops" / "cora-sim1.json").write_text(json.dumps(same))
+    (tmp_path / "seeded" / "loops" / "cora-sim0.json").write_text(json.dumps(
+        same | {"wall_seconds": None, "trainings_from": "x"}))
+    (tmp_path / "seeded" / "loops" / "cora-sim1.json").write_text(json.dumps(
+        same | {"nights": [{"all": 79.0}]}))
+    (tmp_path / "seeded" / "loops" / "cora-sim2.json").write_text(json.dumps(same))
+    lines = compare(tmp_path / "seeded", tmp_path / "source")
+    assert lines[2].startswith("| cora-sim0 | x |") and lines[2].endswith("| none |")
+    assert lines[3].endswith("| nights |")
+    assert "no loop cora-sim2.json" in lines[4]
