@@ -14,8 +14,11 @@ compared on the snapshot's unlabelled nodes: the adjusted Rand index of the whol
 nodes both answers put in novel classes, and the novel classes each seed finds. No label of an
 unlabelled node is read.
 
-One JSON line per (snapshot, seed) in ``fits.jsonl`` (the answer's class per unlabelled node, so
-the comparison is redone from the file); ``README.md`` gets the table.
+One JSON line per (snapshot, seed, answer) in ``fits.jsonl`` (the answer's class per unlabelled
+node, so the comparison is redone from the file); ``table.md`` gets the table of the answer
+asked for (``--answer``, default the pipeline's ``DEFAULT_NIGHT_ANSWER``). With ``--keep DIR``
+each fit's run folder is kept there (``<loop>_night<k>_seed<s>``: the model's predictions and its
+training result), so another answer is scored later from the same fits without training.
 """
 from __future__ import annotations
 
@@ -32,29 +35,56 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "seed_agreement"
 
 
-def night_answer(path: Path, seed: int) -> dict:
-    """One seed's night answer on a snapshot: the class per unlabelled node (node id -> class
-    key) and the number of known classes, through the pipeline's own train and answer steps."""
+#: a kept fit's training result, beside its run folder's files (``--keep``)
+KEPT_RESULT = "trained.json"
+
+
+def kept_training(folder: Path):
+    """The training kept in ``folder`` (:data:`KEPT_RESULT`, its paths moved to ``folder``, where
+    the folder may have been moved since), or None when there is none."""
+    import json
+
+    from tasks.fitting import TrainResult
+
+    result = folder / KEPT_RESULT
+    if not result.exists():
+        return None
+    kept = json.loads(result.read_text())
+    for key in ("model_path", "predictions_path", "history_path"):
+        kept[key] = str(folder / Path(kept[key]).name)
+    return TrainResult.from_dict(kept | {"run_dir": str(folder)})
+
+
+def night_answer(path: Path, seed: int, answer: str, keep: Path | None = None) -> dict:
+    """One seed's night answer (``answer``, an ``ORAL_NIGHT_ANSWER`` value) on a snapshot: the
+    class per unlabelled node (node id -> class key) and the number of known classes, through the
+    pipeline's own train and answer steps. With ``keep`` (a folder for this fit) the training is
+    read from there when kept, else kept there."""
+    import json
+
     import numpy as np
     import pyarrow.parquet as pq
 
     from data_contracts import snapshots as snap
     from flows.configuration import build_config, pipeline_defaults
-    from flows.settings import DEFAULT_NIGHT_ANSWER
     from tasks.answer import decide_per_class
     from tasks.fitting import train
 
     snapshot = snap.load_snapshot(path)
     config = build_config(pipeline_defaults() | {"seed": seed, "progress": False})
     with tempfile.TemporaryDirectory() as tmp:
-        trained = train(snapshot, config, Path(tmp), "auto")
-        answer = decide_per_class(snapshot, trained, config, trained.feature_mode,
-                                  tuple(DEFAULT_NIGHT_ANSWER.split("+")[1:]))
-        table = pq.read_table(answer["predictions_path"], columns=["node_id", "class_key"])
+        trained = kept_training(keep) if keep is not None else None
+        if trained is None:
+            trained = train(snapshot, config, keep or Path(tmp), "auto")
+            if keep is not None:
+                (keep / KEPT_RESULT).write_text(json.dumps(trained.to_dict()))
+        got = decide_per_class(snapshot, trained, config, trained.feature_mode,
+                               tuple(answer.split("+")[1:]))
+        table = pq.read_table(got["predictions_path"], columns=["node_id", "class_key"])
     unlabelled = np.asarray(snapshot.labels) < 0
     ids = [str(v) for v in table.column("node_id").to_pylist()]
     keys = table.column("class_key").fill_null(-1).to_pylist()
-    return {"answer": DEFAULT_NIGHT_ANSWER, "num_known": int(trained.num_known),
+    return {"answer": answer, "num_known": int(trained.num_known),
             "classes": {i: int(k) for i, k, u in zip(ids, keys, unlabelled) if u}}
 
 
@@ -110,23 +140,42 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     loop_arguments(ap, "cora,synthetic15", "0,1", "4,8", "0,1", loops="")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--answer", default=None,
+                    help="the night's answer to compare (an ORAL_NIGHT_ANSWER value; default "
+                         "the pipeline's)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="a folder for the fits: kept there, read back when there, so another "
+                         "answer is scored without training")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
+    from flows.settings import DEFAULT_NIGHT_ANSWER, night_answer_rule
+
+    try:
+        answer = night_answer_rule(args.answer) if args.answer else DEFAULT_NIGHT_ANSWER
+    except ValueError as err:
+        print(f"error: --answer: {err}", flush=True)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "fits.jsonl"
     rows = read_jsonl(path)
     if not args.report_only:
-        done = {(r["loop"], r["night"], r["seed"]) for r in rows}
+        done = {(r["loop"], r["night"], r["seed"], r.get("answer")) for r in rows}
         todo = [(loop, night, seed, snap_path) for loop, night, seed, snap_path in
                 loop_nights(Path(args.loops), args.graphs, args.sims, args.nights, args.seeds)
-                if (loop, night, seed) not in done]
+                if (loop, night, seed, answer) not in done]
         for i, (loop, night, seed, snap_path) in enumerate(todo, 1):
             print(f"[{i}/{len(todo)}] {loop} night {night} seed {seed}", flush=True)
             start = time.perf_counter()
-            row = {"loop": loop, "night": night, "seed": seed} | night_answer(Path(snap_path), seed)
+            keep = None
+            if args.keep is not None:
+                keep = args.keep / f"{loop}_night{night}_seed{seed}"
+                keep.mkdir(parents=True, exist_ok=True)
+            row = {"loop": loop, "night": night, "seed": seed} | night_answer(
+                Path(snap_path), seed, answer, keep)
             row["seconds"] = round(time.perf_counter() - start, 1)
             rows.append(row)
             append_jsonl(path, row)
+    rows = [r for r in rows if r.get("answer") == answer]
     text = table(rows)
     (args.out / "table.md").write_text(text + "\n")
     print(text)
