@@ -1,0 +1,37 @@
+"""benchmarks/answer_rule.py: one answer against another over an answer study's rows."""
+from __future__ import annotations
+
+import json
+
+from benchmarks.answer_proxy import BURST_GROW_MOST, BURST_JOIN
+from benchmarks.answer_rule import main, rule_lines
+
+
+def _write(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_each_graph_pairs_the_fits_and_counts_what_each_answer_surfaces(tmp_path):
+    held = [{"graph": "cora", "kind": "heldout",
+             BURST_JOIN: {"all": 80.0, "surfaced": 1}, BURST_GROW_MOST: {"all": a, "surfaced": s}}
+            for a, s in ((81.0, 2), (79.0, 1))]
+    none = [{"graph": "cora", "kind": "nonovel",
+             BURST_JOIN: {"accuracy": 90.0, "novel_classes": 0},
+             BURST_GROW_MOST: {"accuracy": 89.0, "novel_classes": 1}}]
+    _write(tmp_path / "proxies" / "fits.jsonl", held + none)
+    _write(tmp_path / "young" / "cora" / "rows.jsonl",
+           [{"burstjoin": {"all": 50.0, "surfaced": False},
+             "burstgrowmost": {"all": 52.0, "surfaced": True}}, {"other": {}}])
+    lines = rule_lines(tmp_path, "burstgrowmost", "burstjoin")
+    assert "| cora | held-out class: All; stand-ins surfaced | 2 | +0.00 (1.00) | 2 / 3 |" in lines
+    assert "| cora | no novel class: accuracy; classes invented | 1 | -1.00 (0.00) | 0 / 1 |" in lines
+    assert "| cora | young class: All; surfaced | 1 | +2.00 (0.00) | 0 / 1 |" in lines
+
+
+def test_a_study_without_rows_or_an_unknown_answer_is_one_error_line(tmp_path, capsys):
+    assert main(["--study", str(tmp_path), "--new", "burstgrowmost", "--base", "burstjoin"]) == 2
+    _write(tmp_path / "proxies" / "fits.jsonl", [])
+    assert main(["--study", str(tmp_path), "--new", "nonsense", "--base", "burstjoin"]) == 2
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 2 and all(line.startswith("error: ") for line in out)
