@@ -441,6 +441,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                 args.sims, args.nights, args.seeds)
                 for task in args.tasks.split(",") if (task, loop, night, seed) not in done]
         for i, (task, loop, night, seed, snapshot) in enumerate(jobs, 1):
+            # another command on the same --out (other --tasks or --seeds) may have done it
+            if any((r["kind"], r["loop"], r["night"], r["seed"]) == (task, loop, night, seed)
+                   for r in read_jsonl(path)):
+                print(f"[{i}/{len(jobs)}] {task} {loop} night {night} seed {seed}: done by "
+                      "another command", flush=True)
+                continue
             print(f"[{i}/{len(jobs)}] {task} {loop} night {night} seed {seed}", flush=True)
             start = time.perf_counter()
             fit = heldout_row if task == "heldout" else nonovel_row
@@ -449,9 +455,9 @@ def main(argv: list[str] | None = None) -> int:
                 snapshot, seed, config, keep=args.keep,
                 name=fit_name(loop, night, seed, kind=task))
             row["seconds"] = round(time.perf_counter() - start, 1)
-            rows.append(row)
             append_jsonl(path, row)
             print(f"    {json.dumps(row)}", flush=True)
+        rows = read_jsonl(path)  # with the rows other commands wrote meanwhile
     text = table(rows)
     (out / "table.md").write_text(text + "\n")
     print(text)

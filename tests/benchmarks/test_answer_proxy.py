@@ -219,3 +219,35 @@ def test_the_calibrated_regroup_is_the_regroup_or_the_pipelines_answer_by_its_ca
     expected = got["per_class+paired+split+rejected+regroup"] \
         if cut_tells_classes_apart(calibration) else got["per_class+paired+split+rejected"]
     assert torch.equal(calibrated, expected)
+
+
+def test_two_commands_on_one_folder_never_fit_the_same_task_twice(tmp_path, monkeypatch):
+    """A fit another command on the same ``--out`` finished meanwhile (another ``--tasks``) is
+    skipped, not fitted and written again; the table counts every command's rows."""
+    import json
+
+    import benchmarks.answer_proxy as ap
+    import benchmarks.nightly_loop as nl
+    import benchmarks.split_repeat_proxy as srp
+
+    monkeypatch.setattr(nl, "simulate_missing", lambda *a, **k: None)
+    monkeypatch.setattr(srp, "loop_nights", lambda *a, **k: [("cora-sim9", 5, 0, "snap")])
+    monkeypatch.setattr(ap, "table", lambda rows: f"{len(rows)} rows")
+    fitted = []
+
+    def heldout(snapshot, seed, config, keep=None, name=""):
+        fitted.append("heldout")
+        # meanwhile another command (--tasks nonovel) wrote its row
+        with open(tmp_path / "fits.jsonl", "a") as fh:
+            fh.write(json.dumps({"kind": "nonovel", "loop": "cora-sim9", "night": 5,
+                                 "seed": 0}) + "\n")
+        return {"x": 1}
+
+    monkeypatch.setattr(ap, "heldout_row", heldout)
+    monkeypatch.setattr(ap, "nonovel_row", lambda *a, **k: fitted.append("nonovel") or {})
+    assert ap.main(["--loops", str(tmp_path), "--graphs", "cora", "--sims", "9", "--nights", "5",
+                    "--seeds", "0", "--out", str(tmp_path)]) == 0
+    assert fitted == ["heldout"]
+    rows = [json.loads(line) for line in (tmp_path / "fits.jsonl").read_text().splitlines()]
+    assert sorted(r["kind"] for r in rows) == ["heldout", "nonovel"]
+    assert (tmp_path / "table.md").read_text().strip() == "2 rows"
