@@ -26,7 +26,7 @@ mixed with other classes' nodes), ``answer`` (the model's does, the answer's doe
 from __future__ import annotations
 
 import argparse
-import csv
+from benchmarks.records import write_csv, write_table
 import json
 import sys
 from collections import Counter
@@ -181,15 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += loop_rows(base)
         except Exception as exc:  # noqa: BLE001 - a loop still being written is skipped
             print(f"[{base}] skipped: {type(exc).__name__}: {exc}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    if rows:
-        with (args.out / "classes.csv").open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    lines = table(rows)
-    print("\n".join(lines))
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    write_csv(args.out / "classes.csv", rows)
+    write_table(args.out, table(rows))
     return 0
 
 

@@ -37,6 +37,20 @@ def write_table(out: Path, lines: list[str]) -> None:
     print("\n".join(lines))
 
 
+def write_csv(path: Path, rows: list[dict]) -> None:
+    """``rows`` (dicts with the first row's keys) as a CSV file with a header; nothing written
+    when there is no row."""
+    import csv
+
+    if not rows:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def kept_fit(keep: Path | None, name: str, fit):
     """One fit's class id per node (a tensor): ``fit()``'s, saved as ``keep/<name>.pt`` when
     ``keep`` is given, or read back from there when an earlier run saved it, so that a study's

@@ -18,7 +18,7 @@ the pipeline's seed 0, the split the night trained with). ``classes.csv`` (every
 from __future__ import annotations
 
 import argparse
-import csv
+from benchmarks.records import write_csv, write_table
 import sys
 from pathlib import Path
 
@@ -119,15 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     for base in kept_loops(args.states):
         print(f"[{base.name}]", flush=True)
         rows += loop_rows(base)
-    args.out.mkdir(parents=True, exist_ok=True)
-    if rows:
-        with (args.out / "classes.csv").open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    lines = table(rows)
-    print("\n".join(lines))
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    write_csv(args.out / "classes.csv", rows)
+    write_table(args.out, table(rows))
     return 0
 
 
