@@ -106,7 +106,15 @@ BURST_GROW = "per_class+paired+burstgrow+split+rejected+regroupcal"
 #: that growing form with a node joining only where the class's recent members outnumber its
 #: neighbours in the class it has (``+burstgrowmost``, :func:`oral_core.answer.burst_grown`)
 BURST_GROW_MOST = "per_class+paired+burstgrowmost+split+rejected+regroupcal"
-ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST)
+#: that bounded growth never moving a node of a novel class into another class the answer
+#: already had, by a joining burst or the growth (``+burstgrowkeep``,
+#: :func:`oral_core.answer.claimable`)
+BURST_GROW_KEEP = "per_class+paired+burstgrowkeep+split+rejected+regroupcal"
+ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST, BURST_GROW_KEEP)
+#: the burst forms by the part that names them (``--only``; the young-class rows' names)
+BURST_FORMS = {"burst": BURST, "burstjoin": BURST_JOIN, "burstyoung": BURST_YOUNG,
+               "burstgrow": BURST_GROW, "burstgrowmost": BURST_GROW_MOST,
+               "burstgrowkeep": BURST_GROW_KEEP}
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -121,7 +129,8 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         BURST_JOIN: "per_class+paired+split+rejected+regroupcal",
         BURST_YOUNG: "per_class+paired+split+rejected+regroupcal",
         BURST_GROW: "per_class+paired+split+rejected+regroupcal",
-        BURST_GROW_MOST: "per_class+paired+split+rejected+regroupcal"}
+        BURST_GROW_MOST: "per_class+paired+split+rejected+regroupcal",
+        BURST_GROW_KEEP: BURST_GROW_MOST}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
@@ -259,33 +268,55 @@ def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
 def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: float, recent,
                  pipeline) -> dict:
     """``{BURST: answer, BURST_JOIN: answer, BURST_YOUNG: answer, BURST_GROW: answer,
-    BURST_GROW_MOST: answer, "burst": nodes moved, "burstjoin": ..., "burstyoung": ...,
-    "burstgrow": ..., "burstgrowmost": ...}``: the
+    BURST_GROW_MOST: answer, BURST_GROW_KEEP: answer, "burst": nodes moved, "burstjoin": ...,
+    "burstyoung": ..., "burstgrow": ..., "burstgrowmost": ..., "burstgrowkeep": ...}``: the
     pipeline's answer decided again with the bursts first, in each form
     (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without ``recent`` the
     pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
     if recent is None:
         return {BURST: pipeline, "burst": 0, BURST_JOIN: pipeline, "burstjoin": 0,
                 BURST_YOUNG: pipeline, "burstyoung": 0, BURST_GROW: pipeline, "burstgrow": 0,
-                BURST_GROW_MOST: pipeline, "burstgrowmost": 0}
+                BURST_GROW_MOST: pipeline, "burstgrowmost": 0, BURST_GROW_KEEP: pipeline,
+                "burstgrowkeep": 0}
     from oral_core.answer import (BURST_ALPHA, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
 
     out = {}
-    for name, key, join, young, grow, most in (
-            (BURST, "burst", False, False, False, False),
-            (BURST_JOIN, "burstjoin", True, False, False, False),
-            (BURST_YOUNG, "burstyoung", True, True, False, False),
-            (BURST_GROW, "burstgrow", True, True, True, False),
-            (BURST_GROW_MOST, "burstgrowmost", True, True, True, True)):
+    for name, key, join, young, grow, most, keep in (
+            (BURST, "burst", False, False, False, False, False),
+            (BURST_JOIN, "burstjoin", True, False, False, False, False),
+            (BURST_YOUNG, "burstyoung", True, True, False, False, False),
+            (BURST_GROW, "burstgrow", True, True, True, False, False),
+            (BURST_GROW_MOST, "burstgrowmost", True, True, True, True, False),
+            (BURST_GROW_KEEP, "burstgrowkeep", True, True, True, True, True)):
         got = decide_answer(class_id, x, edges, train, val, num_known,
                             scale=config.known_head_scale, seed=config.seed,
                             paired_alpha=PAIRED_ALPHA, split_share=share,
                             rejected_quantile=REJECTED_QUANTILE,
                             regroup_strength=REGROUP_STRENGTH, regroup_calibrated=True,
                             recent=recent, burst_alpha=BURST_ALPHA, burst_join=join,
-                            burst_young=young, burst_grow=grow, burst_grow_most=most)
+                            burst_young=young, burst_grow=grow, burst_grow_most=most,
+                            burst_keep=keep)
         out |= {name: got["answer"], key: got.get("burst", 0)}
+    return out
+
+
+def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
+                 forms: list[str]) -> dict:
+    """``{BURST_FORMS[form]: answer, form: nodes its burst moved}`` for the burst ``forms``
+    only (``--only``), each decided by the pipeline's own call with the pipeline's own options
+    (:func:`tasks.answer.answer_options`): the same answers :func:`answers` builds among all
+    the others, at a fraction of the cost."""
+    from oral_core.answer import decide_answer
+    from tasks.answer import answer_options
+
+    out = {}
+    for form in forms:
+        name = BURST_FORMS[form]
+        got = decide_answer(class_id, x, edges, train, val, num_known,
+                            scale=config.known_head_scale, seed=config.seed, recent=recent,
+                            **answer_options(name.split("+")[1:]))
+        out |= {name: got["answer"], form: got.get("burst", 0)}
     return out
 
 
@@ -306,7 +337,25 @@ def night_recent(path: str, keep=None):
     return recent if keep is None else recent[keep]
 
 
-def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: str = "") -> dict:
+#: what a row keeps of the answers' bookkeeping, when the answers built it
+ROW_KEYS = ("namer", "dropped", "scorer", "moved", "rejected", "burst", "burstjoin", "burstyoung",
+            "burstgrow", "burstgrowmost", "burstgrowkeep", "returned", "regrouped",
+            "regrouped_known", "calibration")
+
+
+def built_answers(class_id, x, edges, train, val, unlabelled, num_known: int, config, recent,
+                  only: list[str] | None) -> tuple[dict, tuple[str, ...]]:
+    """The answers of one fit and their names: all of :data:`ANSWERS` (:func:`answers`), or
+    with ``only`` the burst forms it names (:func:`only_answers`)."""
+    if only is None:
+        return answers(class_id, x, edges, train, val, unlabelled, num_known, config,
+                       recent=recent), ANSWERS
+    return (only_answers(class_id, x, edges, train, val, num_known, config, recent, only),
+            tuple(BURST_FORMS[form] for form in only))
+
+
+def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
+                only: list[str] | None = None) -> dict:
     import torch
 
     from benchmarks.granularity_proxy import surfaced
@@ -323,13 +372,10 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
         x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
     v = int(task.visible.numel())
     unlabelled = (task.train < 0) & (task.val < 0)
-    built = answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, v, cfg,
-                    recent=night_recent(path))
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
-                                        "burstjoin", "burstyoung", "burstgrow",
-                                        "burstgrowmost", "returned", "regrouped",
-                                        "regrouped_known", "calibration")}
-    for name in ANSWERS:
+    built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, v,
+                                 cfg, night_recent(path), only)
+    out = {key: built[key] for key in ROW_KEYS if key in built}
+    for name in names:
         ids = built[name]
         acc = proxy_accuracy(g, task, ids)
         found = surfaced(g.y, task.scored, ids, task.hidden, v)
@@ -339,7 +385,8 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
     return out
 
 
-def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: str = "") -> dict:
+def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
+                only: list[str] | None = None) -> dict:
     import torch
     from torch_geometric.utils import subgraph
 
@@ -355,13 +402,10 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
         x[nodes], edges, tr, va).discoveries["last"].class_id)
-    built = answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
-                    recent=night_recent(path, nodes))
-    out = {key: built[key] for key in ("namer", "dropped", "scorer", "moved", "rejected", "burst",
-                                        "burstjoin", "burstyoung", "burstgrow",
-                                        "burstgrowmost", "returned", "regrouped",
-                                        "regrouped_known", "calibration")}
-    for name in ANSWERS:
+    built, names = built_answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
+                                 night_recent(path, nodes), only)
+    out = {key: built[key] for key in ROW_KEYS if key in built}
+    for name in names:
         ids = built[name]
         out[name] = {"accuracy": 100 * float((ids[scored] == y[scored]).float().mean()),
                      "novel_classes": int(torch.unique(ids[ids >= k]).numel())}
@@ -371,7 +415,7 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
 def paired(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float, int]:
     """Mean and standard error of ``b - a`` on ``key`` over ``rows``."""
     diffs = [r[b][key] - r[a][key] for r in rows
-             if not (math.isnan(r[b][key]) or math.isnan(r[a][key]))]
+             if a in r and b in r and not (math.isnan(r[b][key]) or math.isnan(r[a][key]))]
     if not diffs:
         return float("nan"), float("nan"), 0
     se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else float("nan")
@@ -422,8 +466,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None,
                     help="a folder for the fits (class id per node): kept there, read back when "
                          "there, so answers can be scored again without training")
+    ap.add_argument("--only", default=None, metavar="FORM,FORM",
+                    help="build only these burst forms' answers (of "
+                         f"{', '.join(BURST_FORMS)}), each by the pipeline's own call: rows "
+                         "hold those answers only, at a fraction of the cost")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
+    only = None if args.only is None else [f for f in args.only.split(",") if f]
+    if only is not None and (not only or any(f not in BURST_FORMS for f in only)):
+        ap.error(f"--only takes burst forms of {', '.join(BURST_FORMS)}, got {args.only!r}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "fits.jsonl"
@@ -453,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             row = {"kind": task, "loop": loop, "graph": loop.rsplit("-sim", 1)[0],
                    "night": night, "seed": seed} | fit(
                 snapshot, seed, config, keep=args.keep,
-                name=fit_name(loop, night, seed, kind=task))
+                name=fit_name(loop, night, seed, kind=task), only=only)
             row["seconds"] = round(time.perf_counter() - start, 1)
             append_jsonl(path, row)
             print(f"    {json.dumps(row)}", flush=True)

@@ -26,9 +26,7 @@ def full_name(short: str) -> str:
     """The proxies' name of an answer given as the young-class rows name it."""
     from benchmarks import answer_proxy
 
-    names = {"burst": answer_proxy.BURST, "burstjoin": answer_proxy.BURST_JOIN,
-             "burstyoung": answer_proxy.BURST_YOUNG, "burstgrow": answer_proxy.BURST_GROW,
-             "burstgrowmost": answer_proxy.BURST_GROW_MOST}
+    names = answer_proxy.BURST_FORMS
     if short not in names:
         raise ValueError(f"answer {short!r}: one of {', '.join(names)}")
     return names[short]
@@ -41,6 +39,12 @@ def paired(values: list[tuple[float, float]]) -> str:
         return "–"
     se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
     return f"{statistics.fmean(diffs):+.2f} ({se:.2f})"
+
+
+def found(scores: dict) -> int:
+    """The hidden classes one answer of a young-class row surfaced: the young class, and the
+    second young class beside it where the row has one (``beside_surfaced``)."""
+    return int(bool(scores["surfaced"])) + int(bool(scores.get("beside_surfaced", False)))
 
 
 def rule_lines(study: Path, new: str, base: str) -> list[str]:
@@ -64,13 +68,15 @@ def rule_lines(study: Path, new: str, base: str) -> list[str]:
                          + f" | {sum(r[big_base]['novel_classes'] for r in none)} / "
                          f"{sum(r[big_new]['novel_classes'] for r in none)} |")
     for kind, label in (("young", "young class: All; surfaced"),
-                        ("young_beside_old", "young class beside an old one: All; surfaced")):
+                        ("young_beside_old", "young class beside an old one: All; surfaced"),
+                        ("young_beside_young", "two young classes side by side: All; "
+                                               "surfaced (both classes counted)")):
         for path in sorted((study / kind).glob("*/rows.jsonl")):
             rows = [r for r in read_jsonl(path) if new in r and base in r]
             lines.append(f"| {path.parent.name} | {label} | {len(rows)} | "
                          + paired([(r[new]["all"], r[base]["all"]) for r in rows])
-                         + f" | {sum(bool(r[base]['surfaced']) for r in rows)} / "
-                         f"{sum(bool(r[new]['surfaced']) for r in rows)} |")
+                         + f" | {sum(found(r[base]) for r in rows)} / "
+                         f"{sum(found(r[new]) for r in rows)} |")
     return lines
 
 

@@ -4,7 +4,7 @@ has just appeared found, as a planted class must be the night it starts? Labelle
     OMP_NUM_THREADS=1 python -m benchmarks.young_class --loops STATE
         [--graphs cora,amazonphoto,synthetic15] [--sims 10] [--nights 5,8] [--seeds 0,1,2]
         [--sizes 0.03,0.1] [--set KEY=VALUE ...] [--out benchmarks/results/young_class]
-        [--recent] [--beside-old] [--report-only]
+        [--recent] [--beside-old | --beside-young] [--report-only]
 
 The held-out-class proxy hides whole established classes; a planted class on its first night
 is small and new. :func:`harness.proxy.young_class_task` makes one from labelled nodes: the
@@ -16,7 +16,10 @@ the rejected nodes grouped, that with novel nodes returned first, and that with 
 first: the pipeline's own since 2026-12-04) scored on the same fit: whether the young class
 surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and precision,
 All over the scored nodes (Eq. 14) and the novel classes found. Loops missing under
-``--loops`` are simulated first (the nightly loop's seeded simulation). ``<graph>/rows.jsonl``
+``--loops`` are simulated first (the nightly loop's seeded simulation). With ``--beside-old``
+an older novel class stands beside the young one; with ``--beside-young`` (and ``--recent``) a
+second young class arrives beside it, and whether it surfaces too is kept per answer
+(``beside_surfaced``). ``<graph>/rows.jsonl``
 (resumable; ``--set`` rows kept apart), ``table.md``.
 """
 from __future__ import annotations
@@ -27,7 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_GROW_MOST, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_GROW_KEEP, BURST_GROW_MOST, BURST_JOIN, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,28 +60,32 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: and that joining a novel class only when it is young (``burstyoung``: ``+burstyoung+...``),
 #: and that with the classes the bursts went into grown over the recent nodes around them
 #: (``burstgrow``: ``+burstgrow+...``), and that growth only where the class's recent members
-#: outnumber a node's neighbours in its own class (``burstgrowmost``: ``+burstgrowmost+...``)
+#: outnumber a node's neighbours in its own class (``burstgrowmost``: ``+burstgrowmost+...``),
+#: and that never moving a node of a novel class into another class the answer already had
+#: (``burstgrowkeep``: ``+burstgrowkeep+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
     f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung",
-                                                        "burstgrow", "burstgrowmost")
+                                                        "burstgrow", "burstgrowmost",
+                                                        "burstgrowkeep")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
-              name: str = "", recent: bool = False, beside_old: bool = False) -> dict:
+              name: str = "", recent: bool = False, beside_old: bool = False,
+              beside_young: bool = False, only: list[str] | None = None) -> dict:
     """One young-class fit on the snapshot at ``path``: every answer's scores. With ``keep`` the
     fit is kept as ``keep/<name>.pt``, or read back from there
-    (:func:`benchmarks.records.kept_fit`)."""
+    (:func:`benchmarks.records.kept_fit`). With ``only`` (burst forms) those answers alone
+    (:func:`benchmarks.answer_proxy.only_answers`)."""
     from types import SimpleNamespace
 
     import torch
     from torch_geometric.utils import subgraph
 
-    from benchmarks.answer_proxy import answers, night_recent
-    from benchmarks.granularity_proxy import surfaced
+    from benchmarks.answer_proxy import BURST_FORMS, answers, night_recent, only_answers
     from benchmarks.split_repeat_proxy import night_task
-    from harness.proxy import proxy_accuracy, young_class_task
+    from harness.proxy import young_class_task
     from oral_core.config import ORALConfig
     from oral_core.recut import recut_novel
     from oral_core.trainer import ORAL
@@ -86,7 +93,8 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     g, x, train, val, k = night_task(path)
     arrived = night_recent(path)
     task = young_class_task(g.y, train >= 0, val >= 0, torch.arange(k), seed, size,
-                            among=arrived if recent else None, beside_old=beside_old)
+                            among=arrived if recent else None, beside_old=beside_old,
+                            beside_young=beside_young)
     edges, _ = subgraph(task.keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     xs = x[task.keep]
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
@@ -100,59 +108,87 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
            "young": task.hidden[0], "seconds": round(seconds, 1)} | (
         {"kept": True} if kept else {})
     unlabelled = (task.train < 0) & (task.val < 0)
+    recent_kept = None if arrived is None else arrived[task.keep]
+    if only is not None:
+        piped = only_answers(fitted, xs, edges, task.train, task.val, visible, cfg, recent_kept,
+                             only)
+        row |= {f"{form}_moved": piped[form] for form in only}
+        return row | scored_answers(task, scored_graph, visible, beside_young,
+                                    [(form, piped[BURST_FORMS[form]]) for form in only])
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg,
-                    recent=None if arrived is None else arrived[task.keep])
+                    recent=recent_kept)
     row["burst_moved"], row["burstjoin_moved"] = piped["burst"], piped["burstjoin"]
     row["burstyoung_moved"] = piped["burstyoung"]
     row["burstgrow_moved"] = piped["burstgrow"]
     row["burstgrowmost_moved"] = piped["burstgrowmost"]
+    row["burstgrowkeep_moved"] = piped["burstgrowkeep"]
     row["calibration"] = piped["calibration"]
-    for name, ids in (("fit", fitted),
-                      ("recut", recut_novel(fitted, xs, edges, visible,
-                                            dims=cfg.novel_recut_dims)),
-                      ("paired", piped["per_class+paired"]),
-                      ("energy", piped["per_class+paired+energy"]),
-                      ("rejected", piped["per_class+paired+rejected"]),
-                      ("returned", piped["per_class+paired+returned+rejected"]),
-                      ("split", piped["per_class+paired+split+rejected"]),
-                      ("carve", piped["per_class+paired+carve+split+rejected"]),
-                      ("carvetest", piped["per_class+paired+carvetest+split+rejected"]),
-                      ("regroup", piped["per_class+paired+split+rejected+regroup"]),
-                      ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"]),
-                      ("regroupcal", piped["per_class+paired+split+rejected+regroupcal"]),
-                      *((f"regain{q:g}", piped[f"per_class+paired+split+rejected+regain{q:g}"
-                                               "+regroupcal"]) for q in REGAIN_QUANTILES),
-                      *((f"rejected{q:g}", piped[f"per_class+paired+split+rejected{q:g}"
-                                                 "+regroupcal"]) for q in LOOSER_REJECTED),
-                      *((f"purify{s_:g}@{q:g}", piped[f"per_class+paired+purify{s_:g}@{q:g}"
-                                                      "+split+rejected+regroupcal"])
-                        for s_, q in PURIFY_SETTINGS),
-                      ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN]),
-                      ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW]),
-                      ("burstgrowmost", piped[BURST_GROW_MOST])):
-        found = surfaced(task.y, task.scored, ids, task.hidden, visible)[0]
+    return row | scored_answers(task, scored_graph, visible, beside_young, [
+        ("fit", fitted),
+        ("recut", recut_novel(fitted, xs, edges, visible,
+                              dims=cfg.novel_recut_dims)),
+        ("paired", piped["per_class+paired"]),
+        ("energy", piped["per_class+paired+energy"]),
+        ("rejected", piped["per_class+paired+rejected"]),
+        ("returned", piped["per_class+paired+returned+rejected"]),
+        ("split", piped["per_class+paired+split+rejected"]),
+        ("carve", piped["per_class+paired+carve+split+rejected"]),
+        ("carvetest", piped["per_class+paired+carvetest+split+rejected"]),
+        ("regroup", piped["per_class+paired+split+rejected+regroup"]),
+        ("regroupknown", piped["per_class+paired+split+rejected+regroupknown"]),
+        ("regroupcal", piped["per_class+paired+split+rejected+regroupcal"]),
+        *((f"regain{q:g}", piped[f"per_class+paired+split+rejected+regain{q:g}"
+                                 "+regroupcal"]) for q in REGAIN_QUANTILES),
+        *((f"rejected{q:g}", piped[f"per_class+paired+split+rejected{q:g}"
+                                   "+regroupcal"]) for q in LOOSER_REJECTED),
+        *((f"purify{s_:g}@{q:g}", piped[f"per_class+paired+purify{s_:g}@{q:g}"
+                                        "+split+rejected+regroupcal"])
+          for s_, q in PURIFY_SETTINGS),
+        ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN]),
+        ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW]),
+        ("burstgrowmost", piped[BURST_GROW_MOST]),
+        ("burstgrowkeep", piped[BURST_GROW_KEEP])])
+
+
+def scored_answers(task, scored_graph, visible: int, beside_young: bool, named) -> dict:
+    """``{name: scores}`` for each ``(name, class id per node)`` of ``named``: whether the young
+    class surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and
+    precision, All over the scored nodes (Eq. 14), the novel classes found, and with
+    ``beside_young`` whether the second young class surfaces too (``beside_surfaced``)."""
+    import torch
+
+    from benchmarks.granularity_proxy import surfaced
+    from harness.proxy import proxy_accuracy
+
+    out = {}
+    for name, ids in named:
+        found = surfaced(task.y, task.scored, ids, task.hidden, visible)
         acc = proxy_accuracy(scored_graph, task, ids)
-        row[name] = {"surfaced": found["surfaced"], "recall": found["recall"],
-                     "precision": found["precision"], "all": acc["all"],
-                     "novel_classes": int(torch.unique(ids[ids >= visible]).numel())}
-    return row
+        out[name] = {"surfaced": found[0]["surfaced"], "recall": found[0]["recall"],
+                     "precision": found[0]["precision"], "all": acc["all"],
+                     "novel_classes": int(torch.unique(ids[ids >= visible]).numel())} | (
+            {"beside_surfaced": found[1]["surfaced"]} if beside_young else {})
+    return out
 
 
 def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
-         sets: list[str] | None = None, recent: bool = False, beside_old: bool = False) -> bool:
+         sets: list[str] | None = None, recent: bool = False, beside_old: bool = False,
+         beside_young: bool = False) -> bool:
     """Whether ``rows`` hold this fit (with these ``--set`` options, none: the defaults; and
-    ``--recent`` and ``--beside-old`` or not)."""
-    return row_of(rows, loop, night, size, seed, sets, recent, beside_old) is not None
+    ``--recent``, ``--beside-old`` and ``--beside-young`` or not)."""
+    return row_of(rows, loop, night, size, seed, sets, recent, beside_old,
+                  beside_young) is not None
 
 
 def row_of(rows: list[dict], loop: str, night: int, size: float, seed: int,
-           sets: list[str] | None = None, recent: bool = False, beside_old: bool = False
-           ) -> dict | None:
+           sets: list[str] | None = None, recent: bool = False, beside_old: bool = False,
+           beside_young: bool = False) -> dict | None:
     """The row of ``rows`` for this fit, None when there is none."""
-    key = (loop, night, size, seed, list(sets or []), recent, beside_old)
+    key = (loop, night, size, seed, list(sets or []), recent, beside_old, beside_young)
     return next((r for r in rows if (r["loop"], r["night"], r["size"], r["seed"],
                                      r.get("set", []), r.get("recent", False),
-                                     r.get("beside_old", False)) == key), None)
+                                     r.get("beside_old", False),
+                                     r.get("beside_young", False)) == key), None)
 
 
 def completed(path: Path, old: dict, row: dict) -> None:
@@ -179,7 +215,8 @@ def table(rows: list[dict]) -> list[str]:
 
     def setting(r: dict) -> str:
         return ",".join(r.get("set", []) + (["recent young class"] if r.get("recent") else [])
-                        + (["beside an old class"] if r.get("beside_old") else [])) \
+                        + (["beside an old class"] if r.get("beside_old") else [])
+                        + (["beside a young class"] if r.get("beside_young") else [])) \
             or "defaults"
 
     keys = sorted({(r["graph"], setting(r), r["size"]) for r in rows})
@@ -241,8 +278,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beside-old", action="store_true",
                     help="another known class stays whole and unlabelled beside the young one, "
                          "an older novel class it must be told apart from; rows kept apart")
+    ap.add_argument("--beside-young", action="store_true",
+                    help="with --recent: another known class keeps its recent nodes only, "
+                         "unlabelled, a second young class arriving beside the first; rows kept "
+                         "apart")
+    ap.add_argument("--only", default=None, metavar="FORM,FORM",
+                    help="build only these burst forms' answers (burstgrowmost, burstgrowkeep, "
+                         "...), each by the pipeline's own call, at a fraction of the cost")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
+    if args.beside_young and (args.beside_old or not args.recent):
+        ap.error("--beside-young needs --recent and not --beside-old")
+    from benchmarks.answer_proxy import BURST_FORMS
+
+    only = None if args.only is None else [f for f in args.only.split(",") if f]
+    if only is not None and (not only or any(f not in BURST_FORMS for f in only)):
+        ap.error(f"--only takes burst forms of {', '.join(BURST_FORMS)}, got {args.only!r}")
+    wanted = ANSWERS if only is None else tuple(only)
     sizes = [float(s) for s in args.sizes.split(",") if s]
     if not args.report_only:
         from cli.options import parse_set
@@ -258,18 +310,21 @@ def main(argv: list[str] | None = None) -> int:
             out = args.out / graph / "rows.jsonl"
             for size in sizes:
                 old = row_of(read_jsonl(out), loop, night, size, seed, args.set, args.recent,
-                             args.beside_old)
+                             args.beside_old, args.beside_young)
                 # a row written before an answer was added is done again from its kept fit
-                if old is not None and (all(a in old for a in ANSWERS) or args.keep is None):
+                if old is not None and (all(a in old for a in wanted) or args.keep is None):
                     continue
                 row = {"graph": graph, "loop": loop, "night": night, "size": size,
                        "seed": seed, "set": args.set} | ({"recent": True} if args.recent else {}) \
                     | ({"beside_old": True} if args.beside_old else {}) \
+                    | ({"beside_young": True} if args.beside_young else {}) \
                     | fit_young(path, seed, size, config, keep=args.keep,
                                 name=fit_name(loop, night, seed, size=size, sets=args.set)
                                 + ("-recent" if args.recent else "")
-                                + ("-old" if args.beside_old else ""), recent=args.recent,
-                                beside_old=args.beside_old)
+                                + ("-old" if args.beside_old else "")
+                                + ("-young" if args.beside_young else ""), recent=args.recent,
+                                beside_old=args.beside_old, beside_young=args.beside_young,
+                                only=only)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 if old is None:
                     append_jsonl(out, row)
@@ -277,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                     completed(out, old, row)
                 print(f"[{loop}] night {night} size {size:g} seed {seed}: young class "
                       f"{row['young']} ({row['young_nodes']} nodes) surfaced "
-                      + " / ".join(f"{a} {row[a]['surfaced']}" for a in ANSWERS)
+                      + " / ".join(f"{a} {row[a]['surfaced']}" for a in wanted)
                       + f" "
                       f"({row['seconds']:.0f}s)", flush=True)
     rows = [r for p in sorted(args.out.glob("*/rows.jsonl")) for r in read_jsonl(p)]

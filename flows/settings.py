@@ -108,11 +108,11 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired+burstgrowmost+split+rejected+regroupcal
 #: outnumber the node's neighbours in the class it has (the default's since 2026-12-06,
 #: benchmarks/results/answer_burst_grow_most). Applied in this order
 NIGHT_ANSWER_PARTS = ("paired", "carve", "carvetest", "burst", "burstjoin", "burstyoung",
-                      "burstgrow", "burstgrowmost", "split", "energy",
+                      "burstgrow", "burstgrowmost", "burstgrowkeep", "split", "energy",
                       "returned", "rejected", "regain", "regroup", "regroupknown", "regroupcal")
 #: parts that are forms of one step: a night takes one of each group
 NIGHT_ANSWER_FORMS = (("carve", "carvetest"), ("burst", "burstjoin", "burstyoung", "burstgrow",
-                                                 "burstgrowmost"),
+                                                 "burstgrowmost", "burstgrowkeep"),
                       ("regroup", "regroupknown", "regroupcal"))
 #: parts that act on another's result: ``regain`` regroups what ``split`` dropped
 NIGHT_ANSWER_NEEDS = {"regain": "split"}

@@ -203,7 +203,7 @@ class YoungTask:
 def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
                      known_classes: torch.Tensor, seed: int, size: float,
                      share: float = 0.5, among: torch.Tensor | None = None,
-                     beside_old: bool = False) -> YoungTask:
+                     beside_old: bool = False, beside_young: bool = False) -> YoungTask:
     """The young-class proxy, over labelled nodes only: a class that has just appeared, small,
     among known classes whose unlabelled nodes are stand-ins, as a planted class looks on the
     night it starts (the held-out-class proxy hides whole established classes instead).
@@ -218,7 +218,10 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     ``beside_old`` known class ``known_classes[(seed + 1) % K]`` plays an older novel class
     beside it: all its labelled nodes stay, unlabelled and scored, as a class nobody has named
     that has been in the graph all along (``hidden`` is then ``(young, old)``; a young class must
-    be told apart from it). Needs at least two known classes (three with ``beside_old``)."""
+    be told apart from it). With ``beside_young`` (and ``among``) that second class is young
+    too: only its labelled nodes among ``among`` stay, unlabelled and scored, two classes that
+    arrive together side by side (a young class must not swallow the other). Needs at least two
+    known classes (three with ``beside_old`` or ``beside_young``)."""
     if not 0 < share < 1:
         raise ValueError(f"share must be in (0, 1), got {share}")
     if not 0 < size < 1:
@@ -226,13 +229,19 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     if known_classes.numel() < 2:
         raise ValueError(f"the young-class proxy needs at least 2 known classes (one plays the "
                          f"young class), got {known_classes.numel()}")
-    if beside_old and known_classes.numel() < 3:
-        raise ValueError(f"the young-class proxy beside an old class needs at least 3 known "
-                         f"classes, got {known_classes.numel()}")
+    if beside_old and beside_young:
+        raise ValueError("the young-class proxy takes beside_old or beside_young, not both")
+    if beside_young and among is None:
+        raise ValueError("the young-class proxy beside a young class needs among (the nodes that "
+                         "arrived recently)")
+    beside = beside_old or beside_young
+    if beside and known_classes.numel() < 3:
+        raise ValueError(f"the young-class proxy beside {'an old' if beside_old else 'a young'} "
+                         f"class needs at least 3 known classes, got {known_classes.numel()}")
     labelled = train_mask | val_mask
     young = int(known_classes[seed % known_classes.numel()])
     hidden = (young,) + ((int(known_classes[(seed + 1) % known_classes.numel()]),)
-                         if beside_old else ())
+                         if beside else ())
     visible = known_classes[~torch.isin(known_classes, torch.tensor(hidden))]
     gen = torch.Generator().manual_seed(30_011 + seed)
     members = (labelled & (y == young) & (True if among is None else among)).nonzero().flatten()
@@ -240,6 +249,8 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     named = others & torch.isin(y, visible)  # the visible classes' labelled nodes
     n_young = min(members.numel(), max(5, int(round(size * int(others.sum())))))
     keep = others.clone()
+    if beside_young:  # the second class keeps its recent nodes only
+        keep &= ~((y == hidden[1]) & ~among)
     keep[members[torch.randperm(members.numel(), generator=gen)[:n_young]]] = True
     index = torch.full((int(y.max()) + 1,), -1, dtype=torch.long)
     index[visible] = torch.arange(visible.numel())

@@ -547,7 +547,8 @@ def young_class(members: torch.Tensor, recent: torch.Tensor,
 def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tensor,
                 recent: torch.Tensor, free: torch.Tensor, classes: list[int],
                 least: int = BURST_GROW_LEAST, rounds: int = BURST_GROW_ROUNDS,
-                most: bool = False) -> torch.Tensor:
+                most: bool = False, keep_from: int | None = None,
+                made_from: int | None = None) -> torch.Tensor:
     """The classes a burst went into, grown over the recent nodes around them (``+burstgrow``;
     not in the paper): a burst is the core of a young class, the recent nodes whose nearest nodes
     are too often old to pass :func:`recent_burst` its rim. A recent free node (``rows`` with
@@ -560,7 +561,12 @@ def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tens
     With ``most`` (``+burstgrowmost``; not in the paper) a node joins only when those recent
     members of ``c`` are also more than its neighbours, old or recent, in the class it has: a
     recent node among the old nodes of a class that was there before (an older novel class's
-    own growth) stays in it, where the plain rule counts recent neighbours only."""
+    own growth) stays in it, where the plain rule counts recent neighbours only.
+
+    With ``keep_from`` (``+burstgrowkeep``; not in the paper) a node in a class numbered
+    ``keep_from`` or above (a novel class) joins only a class numbered ``made_from`` or above
+    (one the bursts made this night, when given): a class the answer already had grows over
+    nodes named known only, never over another novel class."""
     out = answer.clone()
     if not classes or rows.numel() == 0:
         return out
@@ -575,6 +581,8 @@ def burst_grown(answer: torch.Tensor, rows: torch.Tensor, neighbours: torch.Tens
         for c in classes:
             inside = ((near_class == c) & near_recent).sum(1)
             joins = movable & (out[rows] != c) & (inside >= least) & (2 * inside > recent_count)
+            if keep_from is not None and (made_from is None or c < made_from):
+                joins &= out[rows] < keep_from
             if most:
                 joins &= inside > own
             if bool(joins.any()):
@@ -591,7 +599,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   view: Callable[[], torch.Tensor] | None = None,
                   join: bool = False, young: bool = False, grow: bool = False,
                   grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
-                  grow_most: bool = False) -> tuple[torch.Tensor, int]:
+                  grow_most: bool = False, keep_novel: bool = False
+                  ) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
     gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
@@ -609,8 +618,12 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     makes them. With ``grow`` (``+burstgrow``) the classes the bursts went into then grow over the
     recent nodes around them (:func:`burst_grown`, ``grow_at``: its ``least`` and ``rounds``);
     with ``grow_most`` too (``+burstgrowmost``) a node joins only where the class's recent members
-    outnumber its neighbours in the class it has (:func:`burst_grown`'s ``most``). Returns the
-    answer and the nodes moved."""
+    outnumber its neighbours in the class it has (:func:`burst_grown`'s ``most``). With
+    ``keep_novel`` too (``+burstgrowkeep``) no node of a novel class of the answer moves into
+    another class the answer already had, by a joining burst or the growth: those claim nodes
+    named a known class only (:func:`claimable`), so a novel class the model made is never
+    emptied into its neighbour; a new class the bursts make may still be cut out of one.
+    Returns the answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
     val = val_labels >= 0
@@ -638,7 +651,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         members = (answer == top) & unlabelled
         joins = join and (not young or young_class(members, recent))
         if top >= num_known and (joins or free.numel() >= 0.5 * int(members.sum())):
-            out[nodes] = top  # the component is (with ``join``: joins) the novel class it lies in
+            # the component is (with ``join``: joins) the novel class it lies in
+            out[claimable(nodes, out, top, num_known) if keep_novel else nodes] = top
             grown.append(top)
             continue
         inside = torch.zeros_like(answer, dtype=torch.bool)
@@ -649,9 +663,20 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         grown.append(fresh)
         fresh += 1
     if grow:
-        out = burst_grown(out, rows, near, recent, unlabelled, grown, *grow_at, most=grow_most)
+        out = burst_grown(out, rows, near, recent, unlabelled, grown, *grow_at, most=grow_most,
+                          keep_from=num_known if keep_novel else None,
+                          made_from=max(int(answer.max()) + 1, num_known))
     out = torch.where(val, answer, out)
     return out, int((out != answer).sum())
+
+
+def claimable(nodes: torch.Tensor, answer: torch.Tensor, target: int, num_known: int
+              ) -> torch.Tensor:
+    """The ``nodes`` a step may move into ``target``, a class the answer already has, when
+    novel classes are kept (``+burstgrowkeep``): those named a known class (below
+    ``num_known``) or already in ``target``; a node of another novel class stays where it is."""
+    here = answer[nodes]
+    return nodes[(here < num_known) | (here == target)]
 
 
 def regained_nodes(answer: torch.Tensor, dropped_from: torch.Tensor, energy: torch.Tensor,
@@ -857,6 +882,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_grow: bool = False,
                   burst_grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
                   burst_grow_most: bool = False,
+                  burst_keep: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -872,7 +898,8 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     (:func:`burst_classes`, with ``burst_join`` its joining form, with ``burst_young`` too its
     form joining only young classes, with ``burst_grow`` too those classes grown over the recent
     nodes around them, ``burst_grow_at`` its constants, with ``burst_grow_most`` too only where
-    the class outnumbers a node's own; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    the class outnumbers a node's own, with ``burst_keep`` too never moving a node of a
+    novel class into another class the answer already had; ``burst``, the nodes moved); with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -932,10 +959,13 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                       val_labels, num_known, burst_alpha, device=device,
                                       view=view,
                                       join=burst_join or burst_young or burst_grow
-                                      or burst_grow_most,
-                                      young=burst_young or burst_grow or burst_grow_most,
-                                      grow=burst_grow or burst_grow_most,
-                                      grow_at=burst_grow_at, grow_most=burst_grow_most)
+                                      or burst_grow_most or burst_keep,
+                                      young=(burst_young or burst_grow or burst_grow_most
+                                             or burst_keep),
+                                      grow=burst_grow or burst_grow_most or burst_keep,
+                                      grow_at=burst_grow_at,
+                                      grow_most=burst_grow_most or burst_keep,
+                                      keep_novel=burst_keep)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:

@@ -50,11 +50,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     import pyarrow.parquet as pq
     import torch
 
-    from oral_core.answer import (BURST_ALPHA, BURST_WINDOW, CARVE_ALPHA, CARVE_SHARE,
-                                  ENERGY_QUANTILE, PAIRED_ALPHA, REGAIN_QUANTILE,
-                                  REJECTED_QUANTILE, RETURNED_QUANTILE, SPLIT_SHARE,
-                                  decide_answer)
-    from oral_core.recut import REGROUP_STRENGTH
+    from oral_core.answer import BURST_WINDOW, decide_answer
     from tasks.fitting import fit_inputs
     from tasks.predictions import write_predictions
 
@@ -65,33 +61,14 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     confidence = np.asarray(table.column("confidence").fill_null(0.0).to_numpy(), dtype=np.float32)
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
-    recent, burst = None, bool({"burst", "burstjoin", "burstyoung", "burstgrow",
-                                 "burstgrowmost"} & set(parts))
-    if burst:
+    options, recent = answer_options(parts), None
+    if options["burst_alpha"] is not None:
         arrived = snap.recent_nodes(snapshot.path, snapshot.node_ids, BURST_WINDOW)
         recent = None if arrived is None else torch.from_numpy(arrived)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         device=answer_device(config.device),
-                        scale=config.known_head_scale, seed=config.seed,
-                        paired_alpha=PAIRED_ALPHA if "paired" in parts else None,
-                        novelty_quantile=ENERGY_QUANTILE if "energy" in parts else None,
-                        rejected_quantile=REJECTED_QUANTILE if "rejected" in parts else None,
-                        returned_quantile=RETURNED_QUANTILE if "returned" in parts else None,
-                        split_share=SPLIT_SHARE if "split" in parts else None,
-                        carve_share=CARVE_SHARE if {"carve", "carvetest"} & set(parts) else None,
-                        carve_alpha=CARVE_ALPHA if "carvetest" in parts else None,
-                        regroup_strength=(REGROUP_STRENGTH
-                                          if {"regroup", "regroupknown", "regroupcal"} & set(parts)
-                                          else None),
-                        regroup_known="regroupknown" in parts,
-                        regroup_calibrated="regroupcal" in parts,
-                        regain_quantile=REGAIN_QUANTILE if "regain" in parts else None,
-                        recent=recent,
-                        burst_alpha=BURST_ALPHA if burst else None,
-                        burst_join="burstjoin" in parts,
-                        burst_young="burstyoung" in parts,
-                        burst_grow="burstgrow" in parts,
-                        burst_grow_most="burstgrowmost" in parts)
+                        scale=config.known_head_scale, seed=config.seed, recent=recent,
+                        **options)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -108,6 +85,41 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out
+
+
+def answer_options(parts) -> dict:
+    """The keyword arguments of :func:`oral_core.answer.decide_answer` that ``parts`` (what
+    ``ORAL_NIGHT_ANSWER`` adds to ``per_class``, :data:`flows.settings.NIGHT_ANSWER_PARTS`) ask
+    for, each step at its constant; the night's answer and the benchmarks that judge it build
+    their answers from this one table (``recent``, ``scale``, ``seed`` and ``device`` are the
+    caller's)."""
+    from oral_core.answer import (BURST_ALPHA, CARVE_ALPHA, CARVE_SHARE, ENERGY_QUANTILE,
+                                  PAIRED_ALPHA, REGAIN_QUANTILE, REJECTED_QUANTILE,
+                                  RETURNED_QUANTILE, SPLIT_SHARE)
+    from oral_core.recut import REGROUP_STRENGTH
+
+    parts = set(parts)
+    burst = bool({"burst", "burstjoin", "burstyoung", "burstgrow", "burstgrowmost",
+                  "burstgrowkeep"} & parts)
+    return dict(paired_alpha=PAIRED_ALPHA if "paired" in parts else None,
+                novelty_quantile=ENERGY_QUANTILE if "energy" in parts else None,
+                rejected_quantile=REJECTED_QUANTILE if "rejected" in parts else None,
+                returned_quantile=RETURNED_QUANTILE if "returned" in parts else None,
+                split_share=SPLIT_SHARE if "split" in parts else None,
+                carve_share=CARVE_SHARE if {"carve", "carvetest"} & parts else None,
+                carve_alpha=CARVE_ALPHA if "carvetest" in parts else None,
+                regroup_strength=(REGROUP_STRENGTH
+                                  if {"regroup", "regroupknown", "regroupcal"} & parts
+                                  else None),
+                regroup_known="regroupknown" in parts,
+                regroup_calibrated="regroupcal" in parts,
+                regain_quantile=REGAIN_QUANTILE if "regain" in parts else None,
+                burst_alpha=BURST_ALPHA if burst else None,
+                burst_join="burstjoin" in parts,
+                burst_young="burstyoung" in parts,
+                burst_grow="burstgrow" in parts,
+                burst_grow_most="burstgrowmost" in parts,
+                burst_keep="burstgrowkeep" in parts)
 
 
 def answer_device(requested: str | None) -> str:

@@ -251,3 +251,31 @@ def test_two_commands_on_one_folder_never_fit_the_same_task_twice(tmp_path, monk
     rows = [json.loads(line) for line in (tmp_path / "fits.jsonl").read_text().splitlines()]
     assert sorted(r["kind"] for r in rows) == ["heldout", "nonovel"]
     assert (tmp_path / "table.md").read_text().strip() == "2 rows"
+
+
+def test_only_the_asked_burst_forms_are_built_and_they_are_the_full_builds_answers():
+    """``--only``: :func:`benchmarks.answer_proxy.only_answers` decides each asked burst form by
+    the pipeline's own options (:func:`tasks.answer.answer_options`) and gives the same answers
+    as the full build of every answer, with the nodes each burst moved; a form it does not know
+    is refused by the command in one line."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from benchmarks.answer_proxy import (BURST_GROW_KEEP, BURST_GROW_MOST, answers, main,
+                                         only_answers)
+
+    truth, x, edges, train, val = toy()
+    class_id = truth.clone()
+    class_id[50:] = 2  # a novel group among the last, recent nodes
+    recent = torch.arange(60) >= 44
+    unlabelled = (train < 0) & (val < 0)
+    cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
+    full = answers(class_id, x, edges, train, val, unlabelled, 2, cfg, recent=recent)
+    got = only_answers(class_id, x, edges, train, val, 2, cfg, recent,
+                       ["burstgrowmost", "burstgrowkeep"])
+    assert set(got) == {BURST_GROW_MOST, BURST_GROW_KEEP, "burstgrowmost", "burstgrowkeep"}
+    for name, form in ((BURST_GROW_MOST, "burstgrowmost"), (BURST_GROW_KEEP, "burstgrowkeep")):
+        assert torch.equal(got[name], full[name]) and got[form] == full[form]
+    with pytest.raises(SystemExit):
+        main(["--loops", "x", "--only", "burstgrowmost,nonsense", "--report-only"])

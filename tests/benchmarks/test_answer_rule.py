@@ -29,6 +29,16 @@ def test_each_graph_pairs_the_fits_and_counts_what_each_answer_surfaces(tmp_path
     assert "| cora | young class: All; surfaced | 1 | +2.00 (0.00) | 0 / 1 |" in lines
 
 
+def test_two_young_classes_count_both_classes_each_answer_surfaces(tmp_path):
+    _write(tmp_path / "proxies" / "fits.jsonl", [])
+    _write(tmp_path / "young_beside_young" / "cora" / "rows.jsonl",
+           [{"burstgrowmost": {"all": 50.0, "surfaced": True, "beside_surfaced": False},
+             "burstgrowkeep": {"all": 51.0, "surfaced": True, "beside_surfaced": True}}])
+    lines = rule_lines(tmp_path, "burstgrowkeep", "burstgrowmost")
+    assert ("| cora | two young classes side by side: All; surfaced (both classes counted) | 1 | "
+            "+1.00 (0.00) | 1 / 2 |") in lines
+
+
 def test_a_study_without_rows_or_an_unknown_answer_is_one_error_line(tmp_path, capsys):
     assert main(["--study", str(tmp_path), "--new", "burstgrowmost", "--base", "burstjoin"]) == 2
     _write(tmp_path / "proxies" / "fits.jsonl", [])

@@ -32,6 +32,23 @@ def test_the_table_counts_surfaced_fits_per_graph_and_size():
     assert done([old], "cora-sim10", 5, 0.03, 1, recent=True, beside_old=True)
     assert "| cora | recent young class,beside an old class | 0.03 | 1 |" in "\n".join(
         table(rows + [old]))
+    young = dict(_row("cora", 0.03, 1, True, True), recent=True, beside_young=True)
+    assert not done([old], "cora-sim10", 5, 0.03, 1, recent=True, beside_young=True)
+    assert done([young], "cora-sim10", 5, 0.03, 1, recent=True, beside_young=True)
+    assert "| cora | recent young class,beside a young class | 0.03 | 1 |" in "\n".join(
+        table(rows + [young]))
+
+
+def test_beside_young_needs_recent_and_not_beside_old(capsys):
+    import pytest
+
+    from benchmarks.young_class import main
+
+    for argv in (["--loops", "x", "--beside-young"],
+                 ["--loops", "x", "--recent", "--beside-old", "--beside-young"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+    assert "--beside-young needs --recent and not --beside-old" in capsys.readouterr().err
 
 
 def test_the_paired_table_measures_each_answer_against_the_pipelines_per_fit():

@@ -255,3 +255,84 @@ def test_decide_answer_takes_the_growing_form_with_most(monkeypatch):
                                        burst_grow_most=True, **common)
     assert calls == [False, True]
     assert most["burst"] <= grown["burst"] and most["answer"].shape == (n,)
+
+
+def test_with_keep_a_young_class_never_grows_over_another_novel_class():
+    """``+burstgrowkeep`` (:func:`oral_core.answer.burst_grown`'s ``keep_from``): class 5 is a
+    burst (0-2); nodes 3 and 4 are recent with three class-5 members among their four nearest
+    nodes. Node 3 is named known (0) and joins with or without the keep; node 4 sits in the
+    other novel class 6, which the plain bounded growth empties into 5 and the keep leaves,
+    unless class 5 is one the bursts made tonight."""
+    from oral_core.answer import burst_grown
+
+    answer = torch.tensor([5, 5, 5, 0, 6, 6, 0])
+    recent = torch.tensor([1, 1, 1, 1, 1, 0, 0]).bool()
+    rows = torch.tensor([0, 1, 2, 3, 4])
+    near = torch.tensor([[1, 2, 3, 4], [0, 2, 3, 4], [0, 1, 3, 4], [0, 1, 2, 6],
+                         [0, 1, 2, 5]])
+    free = torch.ones(7, dtype=torch.bool)
+    assert burst_grown(answer, rows, near, recent, free, [5], most=True).tolist() == [
+        5, 5, 5, 5, 5, 6, 0]
+    assert burst_grown(answer, rows, near, recent, free, [5], most=True,
+                       keep_from=5).tolist() == [5, 5, 5, 5, 6, 6, 0]
+    # a class the bursts made tonight (numbered from ``made_from``) may still take it
+    assert burst_grown(answer, rows, near, recent, free, [5], most=True, keep_from=5,
+                       made_from=5).tolist() == [5, 5, 5, 5, 5, 6, 0]
+
+
+def test_with_keep_a_joined_burst_leaves_the_other_novel_class_its_nodes(monkeypatch):
+    """With ``keep_novel`` the bursts 1-6 (mostly in novel class 2, nodes 4-6 in novel class 3)
+    join class 2 without nodes 4-6: a burst claims nodes named known or already in its class
+    (:func:`oral_core.answer.claimable`); without the keep class 3 loses them to class 2."""
+    from oral_core.answer import claimable
+
+    answer = torch.tensor([1, 2, 2, 2, 3, 3, 3, 2] + [1] * 10 + [0] * 12)
+    recent = torch.zeros(30, dtype=torch.bool)
+    recent[1:7] = True
+    near = {i: [j for j in range(1, 7) if j != i][:3] for i in range(1, 7)}
+    near |= {4: [1, 2, 3], 5: [1, 2, 4], 6: [1, 4, 5]}
+    monkeypatch.setattr(answer_module, "view_neighbours",
+                        lambda x, e, rows, k, **_: torch.tensor([near[int(r)] for r in rows]))
+    monkeypatch.setattr(answer_module, "REJECTED_MIN_SIZE", 3)
+    none = torch.full((30,), -1)
+
+    def joined(keep):
+        return answer_module.burst_classes(answer, recent, None, None, none, none, 2, 0.05,
+                                           join=True, keep_novel=keep)
+
+    taken, moved = joined(False)
+    assert taken[1:7].tolist() == [2] * 6 and moved == 3
+    kept, moved = joined(True)
+    assert torch.equal(kept, answer) and moved == 0
+    # node 0 is named known class 1: any young class may claim it
+    assert claimable(torch.tensor([0, 1, 4]), answer, 2, 2).tolist() == [0, 1]
+    assert claimable(torch.tensor([0, 1, 4]), answer, 3, 2).tolist() == [0, 4]
+
+
+def test_decide_answer_takes_the_bounded_growing_form_with_keep(monkeypatch):
+    """``burst_keep`` takes the bounded growing form with it (join, young, grow, most) and asks
+    :func:`oral_core.answer.burst_grown` to keep the novel classes; the answer then never moves a
+    node of the model's novel classes into another class the model had."""
+    calls = []
+    real = answer_module.burst_grown
+
+    def recorded(*args, **kwargs):
+        calls.append((kwargs.get("most"), kwargs.get("keep_from")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(answer_module, "burst_grown", recorded)
+    g = torch.Generator().manual_seed(0)
+    n, known = 300, 2
+    y = torch.arange(n) % 4
+    x = torch.randn(n, 8, generator=g) * 1.5 + 2 * torch.nn.functional.one_hot(y, 8).float()
+    edges = torch.randint(0, n, (2, 600), generator=g)
+    train = torch.where((torch.arange(n) % 5 == 0) & (y < known), y, -1)
+    val = torch.where((torch.arange(n) % 5 == 1) & (y < known), y, -1)
+    recent = ((y >= 2) & (torch.rand(n, generator=g) < 0.8)) | (torch.rand(n, generator=g) < 0.15)
+    class_id = torch.where(y == 3, 2, torch.where(y < known, y, 0))  # class 3 in novel class 2
+    kept = answer_module.decide_answer(class_id, x, edges, train, val, known, scale="labelled",
+                                       seed=0, recent=recent, burst_alpha=0.01, burst_keep=True)
+    assert calls == [(True, known)]
+    novel = class_id >= known
+    moved = novel & (kept["answer"] != class_id)
+    assert bool((kept["answer"][moved] > int(class_id.max())).all())  # only into new classes

@@ -210,3 +210,33 @@ def test_the_young_class_beside_an_old_one_keeps_every_node_of_the_old_class_unn
     with pytest.raises(ValueError, match="at least 3 known classes"):
         young_class_task(y, split.train_mask, split.val_mask, torch.tensor([0, 1]), 0, 0.05,
                          beside_old=True)
+
+
+def test_two_young_classes_side_by_side_keep_only_their_recent_nodes():
+    """``beside_young``: the next known class (rotating with the seed) is young too: only its
+    labelled nodes among ``among`` stay, unlabelled and scored, the others leave the graph; the
+    first young class is drawn from ``among`` as before. Without ``among``, or with
+    ``beside_old`` too, it is refused."""
+    from harness import proxy
+    from harness.proxy import young_class_task
+
+    g = make_attributed_sbm(num_nodes=400, num_classes=5, feature_dim=8, seed=1)
+    split = proxy.make_split(g.y, seed=0, known_classes=[0, 1, 2, 3])
+    labelled = split.train_mask | split.val_mask
+    y = torch.where(labelled, g.y, -1)
+    among = torch.arange(400) % 3 == 0
+    task = young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), seed=1,
+                            size=0.05, among=among, beside_young=True)
+    assert task.hidden == (1, 2) and task.visible.tolist() == [0, 3]
+    second = task.y == 2
+    assert int(second.sum()) == int((labelled & (g.y == 2) & among).sum())
+    assert bool(among[task.keep][second].all())
+    assert (task.train[second] < 0).all() and (task.val[second] < 0).all()
+    assert task.scored[second].all()
+    assert bool(among[task.keep][task.y == 1].all())
+    with pytest.raises(ValueError, match="needs among"):
+        young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), 1, 0.05,
+                         beside_young=True)
+    with pytest.raises(ValueError, match="not both"):
+        young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), 1, 0.05,
+                         among=among, beside_old=True, beside_young=True)
