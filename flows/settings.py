@@ -108,14 +108,18 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired+burstgrowmost+split+rejected+regroupcal
 #: outnumber the node's neighbours in the class it has (the default's since 2026-12-06,
 #: benchmarks/results/answer_burst_grow_most). Applied in this order
 NIGHT_ANSWER_PARTS = ("paired", "carve", "carvetest", "burst", "burstjoin", "burstyoung",
-                      "burstgrow", "burstgrowmost", "burstgrowkeep", "split", "energy",
+                      "burstgrow", "burstgrowmost", "burstgrowkeep", "split", "splitfirst",
+                      "energy",
                       "returned", "rejected", "regain", "regroup", "regroupknown", "regroupcal")
 #: parts that are forms of one step: a night takes one of each group
 NIGHT_ANSWER_FORMS = (("carve", "carvetest"), ("burst", "burstjoin", "burstyoung", "burstgrow",
                                                  "burstgrowmost", "burstgrowkeep"),
                       ("regroup", "regroupknown", "regroupcal"))
-#: parts that act on another's result: ``regain`` regroups what ``split`` dropped
-NIGHT_ANSWER_NEEDS = {"regain": "split"}
+#: parts that act on another's result, with what they do with it: ``regain`` regroups what
+#: ``split`` dropped, and ``splitfirst`` runs ``split``'s check once more, on the model's own
+#: classes first
+NIGHT_ANSWER_NEEDS = {"regain": ("split", "works on what +split dropped"),
+                      "splitfirst": ("split", "runs +split's check on the model's classes too")}
 
 
 #: ``ORAL_CONFIRM_SIZE`` when unset: large new novel classes published at once on separable
@@ -154,10 +158,9 @@ def night_answer_rule(text: str) -> str:
         if len(set(forms) & set(parts)) > 1:
             raise ValueError(f"ORAL_NIGHT_ANSWER takes one of {' or '.join(f'+{f}' for f in forms)}"
                              f" (forms of one step), not more, got {text!r}")
-    for part, needs in NIGHT_ANSWER_NEEDS.items():
+    for part, (needs, what) in NIGHT_ANSWER_NEEDS.items():
         if part in parts and needs not in parts:
-            raise ValueError(f"ORAL_NIGHT_ANSWER's +{part} works on what +{needs} dropped: add "
-                             f"+{needs}, got {text!r}")
+            raise ValueError(f"ORAL_NIGHT_ANSWER's +{part} {what}: add +{needs}, got {text!r}")
     return "+".join([base] + [p for p in NIGHT_ANSWER_PARTS if p in parts])
 
 QUIET = {

@@ -883,6 +883,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
                   burst_grow_most: bool = False,
                   burst_keep: bool = False,
+                  split_first: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -893,7 +894,10 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``carve_alpha`` what a class keeps is tested too, :func:`fewer_than_known`); with
     ``split_share`` the answer's
     novel classes the known-split check calls known are dropped (:func:`split_answer`, before
-    the rest but the burst); with ``burst_alpha`` and ``recent`` (bool ``[N]``) the nodes that
+    the rest but the burst; with ``split_first`` too on the model's own classes before the
+    burst, ``+splitfirst``, not in the paper: the burst, the growth and the grouping move
+    unlabelled nodes only, so after them a class's validation nodes undercount the known nodes
+    it holds, while the model's own classes are read as they were made); with ``burst_alpha`` and ``recent`` (bool ``[N]``) the nodes that
     arrived recently in a burst form young classes before the split check
     (:func:`burst_classes`, with ``burst_join`` its joining form, with ``burst_young`` too its
     form joining only young classes, with ``burst_grow`` too those classes grown over the recent
@@ -954,6 +958,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                         "namer": namer}, view(), val_labels,
                                        unlabelled, num_known, carve_share, alpha=carve_alpha)
         out |= {"carved": carved}
+    split_before = 0
+    if split_first and split_share is not None:  # the model's own classes, before any step moves
+        answer, split_before = split_answer({"answer": answer, "candidates": candidates,
+                                             "namer": namer}, val_labels, unlabelled,
+                                            num_known, split_share)
     if burst_alpha is not None and recent is not None:
         answer, burst = burst_classes(answer, recent.bool(), x, edge_index, train_labels,
                                       val_labels, num_known, burst_alpha, device=device,
@@ -973,7 +982,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
         answer, dropped = split_answer({"answer": answer, "candidates": candidates,
                                         "namer": namer}, val_labels, unlabelled, num_known,
                                        split_share)
-        out |= {"dropped": dropped}
+        out |= {"dropped": dropped + split_before}
         dropped_from = (before >= num_known) & (answer < num_known)
     energised = (novelty_quantile, rejected_quantile, returned_quantile, regain_quantile)
     if any(q is not None for q in energised) and logits:

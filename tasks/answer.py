@@ -119,7 +119,8 @@ def answer_options(parts) -> dict:
                 burst_young="burstyoung" in parts,
                 burst_grow="burstgrow" in parts,
                 burst_grow_most="burstgrowmost" in parts,
-                burst_keep="burstgrowkeep" in parts)
+                burst_keep="burstgrowkeep" in parts,
+                split_first="splitfirst" in parts)
 
 
 def answer_device(requested: str | None) -> str:

@@ -336,3 +336,45 @@ def test_decide_answer_takes_the_bounded_growing_form_with_keep(monkeypatch):
     novel = class_id >= known
     moved = novel & (kept["answer"] != class_id)
     assert bool((kept["answer"][moved] > int(class_id.max())).all())  # only into new classes
+
+
+def test_split_first_reads_the_models_own_class_before_a_burst_dilutes_it(monkeypatch):
+    """``split_first`` (``+splitfirst``): the check (:func:`oral_core.answer.split_answer`) runs
+    on the model's own classes before the burst too. The burst step here fills novel class 2
+    with unlabelled nodes (as the growth does), so the later check alone reads too few of its
+    validation nodes and keeps it; run first, it drops the class while the validation nodes
+    still say what it holds, and the drops of both checks are counted."""
+    seen = []
+
+    def split(decided, val, unlabelled, num_known, share):
+        answer = decided["answer"]
+        held = int(((answer == 2) & (val >= 0)).sum())
+        size = int((answer == 2).sum())
+        seen.append((held, size))
+        if size and held / size >= 0.2:  # the validation nodes say: a known class
+            return torch.where(answer == 2, 0, answer), 1
+        return answer, 0
+
+    def burst(answer, recent, *args, **kwargs):
+        out = answer.clone()
+        out[10:30] = 2  # unlabelled nodes moved in, no validation node among them
+        return out, 20
+
+    monkeypatch.setattr(answer_module, "split_answer", split)
+    monkeypatch.setattr(answer_module, "burst_classes", burst)
+    n, known = 40, 2
+    x = torch.randn(n, 4)
+    edges = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
+    train = torch.where(torch.arange(n) < 4, torch.arange(n) % 2, -1)
+    val = torch.where((torch.arange(n) >= 4) & (torch.arange(n) < 8), 0, -1)
+    class_id = torch.zeros(n, dtype=torch.long)
+    class_id[4:10] = 2  # four validation nodes in six: the model's class 2 is known
+    common = dict(scale="labelled", seed=0, split_share=0.5, recent=torch.ones(n).bool(),
+                  burst_alpha=0.01)
+    late = answer_module.decide_answer(class_id, x, edges, train, val, known, **common)
+    assert seen == [(4, 26)] and late["dropped"] == 0 and int((late["answer"] == 2).sum()) == 26
+    seen.clear()
+    first = answer_module.decide_answer(class_id, x, edges, train, val, known, split_first=True,
+                                        **common)
+    assert seen[0] == (4, 6) and first["dropped"] == 1
+    assert not bool((first["answer"][:10] == 2).any())
