@@ -223,6 +223,22 @@ def test_with_most_a_node_joins_only_where_the_class_outnumbers_its_own():
         5, 5, 5, 0, 5, 0, 0, 1]
 
 
+def young_graph(n: int, classes: int, known: int):
+    """``(y, x, edges, train, val, recent)``: ``n`` nodes of ``classes`` classes (node ``i`` of
+    class ``i % classes``) in noisy one-hot features, random edges, a fifth of the known classes'
+    nodes labelled for training and a fifth for validation, and most nodes of the classes from
+    ``known`` on, with some of every class, arrived recently."""
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(n) % classes
+    x = torch.randn(n, 8, generator=g) * 1.5 + 2 * torch.nn.functional.one_hot(y, 8).float()
+    edges = torch.randint(0, n, (2, 2 * n), generator=g)
+    train = torch.where((torch.arange(n) % 5 == 0) & (y < known), y, -1)
+    val = torch.where((torch.arange(n) % 5 == 1) & (y < known), y, -1)
+    recent = ((y >= known) & (torch.rand(n, generator=g) < 0.8)) | (
+        torch.rand(n, generator=g) < 0.15)
+    return y, x, edges, train, val, recent
+
+
 def test_decide_answer_takes_the_growing_form_with_most(monkeypatch):
     """``burst_grow_most`` takes the growing form with it (join, young, grow) and asks
     :func:`oral_core.answer.burst_grown` for ``most``; ``burst_grow`` does not."""
@@ -236,14 +252,8 @@ def test_decide_answer_takes_the_growing_form_with_most(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(answer_module, "burst_grown", recorded)
-    g = torch.Generator().manual_seed(0)
     n, known = 300, 2
-    y = torch.arange(n) % 3
-    x = torch.randn(n, 8, generator=g) * 1.5 + 2 * torch.nn.functional.one_hot(y, 8).float()
-    edges = torch.randint(0, n, (2, 600), generator=g)
-    train = torch.where((torch.arange(n) % 5 == 0) & (y < known), y, -1)
-    val = torch.where((torch.arange(n) % 5 == 1) & (y < known), y, -1)
-    recent = ((y == 2) & (torch.rand(n, generator=g) < 0.8)) | (torch.rand(n, generator=g) < 0.15)
+    y, x, edges, train, val, recent = young_graph(n, 3, known)
     class_id = torch.where(y < known, y, 0)  # the young class 2 inside known class 0
     common = dict(scale="labelled", seed=0, recent=recent, burst_alpha=0.01)
     plain = answer_module.decide_answer(class_id, x, edges, train, val, known, burst_young=True,
@@ -321,14 +331,8 @@ def test_decide_answer_takes_the_bounded_growing_form_with_keep(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(answer_module, "burst_grown", recorded)
-    g = torch.Generator().manual_seed(0)
     n, known = 300, 2
-    y = torch.arange(n) % 4
-    x = torch.randn(n, 8, generator=g) * 1.5 + 2 * torch.nn.functional.one_hot(y, 8).float()
-    edges = torch.randint(0, n, (2, 600), generator=g)
-    train = torch.where((torch.arange(n) % 5 == 0) & (y < known), y, -1)
-    val = torch.where((torch.arange(n) % 5 == 1) & (y < known), y, -1)
-    recent = ((y >= 2) & (torch.rand(n, generator=g) < 0.8)) | (torch.rand(n, generator=g) < 0.15)
+    y, x, edges, train, val, recent = young_graph(n, 4, known)
     class_id = torch.where(y == 3, 2, torch.where(y < known, y, 0))  # class 3 in novel class 2
     kept = answer_module.decide_answer(class_id, x, edges, train, val, known, scale="labelled",
                                        seed=0, recent=recent, burst_alpha=0.01, burst_keep=True)
