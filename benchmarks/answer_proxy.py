@@ -45,7 +45,7 @@ built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
   labelled nodes of the known classes first, tells them apart (``+regroupcal``,
   :func:`oral_core.recut.cut_calibration`, :func:`oral_core.recut.cut_tells_classes_apart`).
 
-Two proxies, read on labelled nodes only:
+Three proxies, read on labelled nodes only (``--tasks``):
 
 - the held-out-class proxy (``harness.proxy.task_from_labels``, ``hide="extremes"``: the known
   classes with the most and the fewest labelled nodes play two novel classes) with disjoint
@@ -53,7 +53,12 @@ Two proxies, read on labelled nodes only:
   nodes, the other half is scored with the stand-ins' labelled nodes (All / Known / Novel,
   Eq. 14) and the stand-ins *surface* when a novel class holds >= 50% of one at >= 70% precision;
 - the no-novel proxy (``harness.proxy.no_novel_task``): novel classes invented where nothing is
-  new, and the accuracy on the stand-in unlabelled nodes.
+  new, and the accuracy on the stand-in unlabelled nodes;
+- the witness proxy (``--tasks witness``, :func:`witness_row`): the night's full graph, no class
+  hidden, half of the validation nodes held back; unlabelled to the fit and to every answer
+  step, they fall where the night's unlabelled known nodes fall, so the answer's accuracy on
+  them is the known-node cost of its steps (with the share of unlabelled nodes it calls novel,
+  label-free).
 
 Loops missing under ``--loops`` are simulated first (the nightly loop's seeded simulation).
 One JSON line per fit in ``fits.jsonl`` (resumable); ``README.md`` keeps the question and the
@@ -394,6 +399,41 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
     return out
 
 
+def witness_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
+                only: list[str] | None = None) -> dict:
+    """The witness proxy on the night's full graph: no class hidden, half of the validation
+    nodes held back (``task_from_labels(hide="none", disjoint_val=True)``): unlabelled to the fit
+    and to every answer step, they fall where the night's unlabelled known nodes fall (into a
+    novel class as often), so the answer's accuracy on them (``known``) is the known-node cost of
+    its steps, read on labelled nodes only. Beside it, label-free: the novel classes the answer
+    has and the share of the unlabelled nodes it calls novel (``novel_share``, %)."""
+    import torch
+
+    from benchmarks.split_repeat_proxy import night_task
+    from harness.proxy import task_from_labels
+    from oral_core.config import ORALConfig
+    from oral_core.trainer import ORAL
+
+    g, x, train, val, k = night_task(path)
+    task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "none",
+                            disjoint_val=True)
+    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
+    class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
+        x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
+    unlabelled = (task.train < 0) & (task.val < 0)
+    built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, k,
+                                 cfg, night_recent(path), only)
+    free = unlabelled & (g.y < 0)  # the night's own unlabelled nodes (the held half left out)
+    out = {key: built[key] for key in ROW_KEYS if key in built} | {
+        "witnesses": int(task.scored.sum())}
+    for name in names:
+        ids = built[name]
+        out[name] = {"known": 100 * float((ids[task.scored] == g.y[task.scored]).float().mean()),
+                     "novel_classes": int(torch.unique(ids[ids >= k]).numel()),
+                     "novel_share": 100 * float((ids[free] >= k).float().mean())}
+    return out
+
+
 def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
                 only: list[str] | None = None) -> dict:
     import torch
@@ -462,6 +502,17 @@ def table(rows: list[dict]) -> str:
             lines.append(f"| no-novel | {graph} | {len(rs)} | {name} | {acc:.1f} | | | | "
                          f"{sum(r[name]['novel_classes'] for r in rs)} (invented) | "
                          f"{'' if name == 'per_class' else f'{d:+.1f} ({se:.1f})'} |")
+    seen = [r for r in rows if r["kind"] == "witness"]
+    for graph in sorted({r["graph"] for r in seen}):
+        rs = [r for r in seen if r["graph"] == graph]
+        for name in answers_in(rs):
+            known = statistics.fmean(r[name]["known"] for r in rs)
+            share = statistics.fmean(r[name]["novel_share"] for r in rs)
+            d, se, n = paired(rs, BASE.get(name, "per_class"), name, "known")
+            lines.append(f"| witness (Known: held validation nodes; Novel: % of unlabelled "
+                         f"nodes called novel) | {graph} | {len(rs)} | {name} | | {known:.1f} | "
+                         f"{share:.1f} | | {sum(r[name]['novel_classes'] for r in rs)} | "
+                         f"{f'{d:+.1f} ({se:.1f}), Known' if n else ''} |")
     return "\n".join(lines)
 
 
@@ -470,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     loop_arguments(ap, "cora,synthetic15", "0,1", "4,8", "0", loops="")
-    ap.add_argument("--tasks", default="heldout,nonovel")
+    ap.add_argument("--tasks", default="heldout,nonovel",
+                    help="comma list of heldout, nonovel and witness (the full night, no class "
+                         "hidden, half of the validation nodes held back and scored)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--keep", type=Path, default=None,
                     help="a folder for the fits (class id per node): kept there, read back when "
@@ -481,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
                          "hold those answers only, at a fraction of the cost")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
+    tasks = [t for t in args.tasks.split(",") if t]
+    if not tasks or any(t not in ("heldout", "nonovel", "witness") for t in tasks):
+        ap.error(f"--tasks takes heldout, nonovel and witness, got {args.tasks!r}")
     only = None if args.only is None else [f for f in args.only.split(",") if f]
     if only is not None and (not only or any(f not in BURST_FORMS for f in only)):
         ap.error(f"--only takes burst forms of {', '.join(BURST_FORMS)}, got {args.only!r}")
@@ -499,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(task, loop, night, seed, snapshot)
                 for loop, night, seed, snapshot in loop_nights(Path(args.loops), args.graphs,
                                                                 args.sims, args.nights, args.seeds)
-                for task in args.tasks.split(",") if (task, loop, night, seed) not in done]
+                for task in tasks if (task, loop, night, seed) not in done]
         for i, (task, loop, night, seed, snapshot) in enumerate(jobs, 1):
             # another command on the same --out (other --tasks or --seeds) may have done it
             if any((r["kind"], r["loop"], r["night"], r["seed"]) == (task, loop, night, seed)
@@ -509,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"[{i}/{len(jobs)}] {task} {loop} night {night} seed {seed}", flush=True)
             start = time.perf_counter()
-            fit = heldout_row if task == "heldout" else nonovel_row
+            fit = {"heldout": heldout_row, "nonovel": nonovel_row, "witness": witness_row}[task]
             row = {"kind": task, "loop": loop, "graph": loop.rsplit("-sim", 1)[0],
                    "night": night, "seed": seed} | fit(
                 snapshot, seed, config, keep=args.keep,

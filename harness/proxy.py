@@ -57,11 +57,14 @@ def hidden_classes(known_classes: torch.Tensor, seed: int, hide: str,
                    labelled_counts: torch.Tensor | None = None) -> tuple[int, ...]:
     """The known classes that play novel ones.
 
-    ``last`` / ``rotate`` hide one (:func:`hidden_class`). ``extremes`` hides two at once: the
+    ``none`` hides none (the witness proxy: every known class visible, only validation nodes
+    held back). ``last`` / ``rotate`` hide one (:func:`hidden_class`). ``extremes`` hides two at once: the
     known class with the most labelled nodes and the one with the fewest (``labelled_counts[c]``,
     training plus validation nodes of class ``c``; ties go to the lower class id), so the stand-in
     novel classes differ in size the way a large and a small novel class do (with equal counts:
     the two lowest ids). Only labelled nodes are counted. It needs at least three known classes so that one stays visible."""
+    if hide == "none":
+        return ()
     if hide != "extremes":
         return (hidden_class(known_classes, seed, hide),)
     if known_classes.numel() < 3:
@@ -124,7 +127,7 @@ def task_from_labels(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     labelled = train_mask | val_mask
     counts = torch.bincount(y[labelled], minlength=num_classes)
     hidden = hidden_classes(known_classes, seed, hide, counts)
-    hidden_t = torch.tensor(hidden, dtype=torch.long)
+    hidden_t = torch.tensor(hidden, dtype=torch.long).reshape(-1)
     visible = known_classes[~torch.isin(known_classes, hidden_t)]
     index = torch.full((num_classes,), -1, dtype=torch.long)
     index[visible] = torch.arange(visible.numel())

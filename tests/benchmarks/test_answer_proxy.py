@@ -281,3 +281,35 @@ def test_only_the_asked_burst_forms_are_built_and_they_are_the_full_builds_answe
         assert torch.equal(got[name], full[name]) and got[form] == full[form]
     with pytest.raises(SystemExit):
         main(["--loops", "x", "--only", "burstgrowmost,nonsense", "--report-only"])
+
+
+def test_the_witness_task_hides_no_class_and_scores_the_held_validation_half():
+    """``hide="none"``: every known class visible, the training nodes as given, one half of the
+    validation nodes read by the fit and the other half scored, unlabelled to it."""
+    from harness.proxy import task_from_labels
+
+    truth, x, edges, train, val = toy()
+    y = torch.where((train >= 0) | (val >= 0), truth, -1)
+    task = task_from_labels(y, train >= 0, val >= 0, torch.arange(2), 2, 0, "none",
+                            disjoint_val=True)
+    assert task.hidden == () and task.visible.tolist() == [0, 1]
+    assert torch.equal(task.train, train)
+    assert int(task.scored.sum()) == 6 and int((task.val >= 0).sum()) == 6
+    assert not bool((task.scored & (task.val >= 0)).any())
+    assert bool((val[task.scored] >= 0).all())
+
+
+def test_the_witness_rows_make_their_own_table_lines_and_unknown_tasks_are_refused(capsys):
+    import pytest
+
+    from benchmarks.answer_proxy import main, table
+
+    answer = {"known": 90.0, "novel_classes": 1, "novel_share": 10.0}
+    rows = [{"kind": "witness", "graph": "cora", "per_class": answer,
+             "per_class+split": dict(answer, known=92.0)}]
+    text = table(rows)
+    assert "| witness (Known: held validation nodes; Novel: % of unlabelled nodes called novel) " \
+           "| cora | 1 | per_class+split | | 92.0 | 10.0 | | 1 | +2.0 (nan), Known |" in text
+    with pytest.raises(SystemExit):
+        main(["--loops", "x", "--tasks", "heldout,everything", "--report-only"])
+    assert "--tasks takes heldout, nonovel and witness" in capsys.readouterr().err
