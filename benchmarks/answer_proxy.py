@@ -368,26 +368,40 @@ def built_answers(class_id, x, edges, train, val, unlabelled, num_known: int, co
             tuple(BURST_FORMS[form] for form in only))
 
 
+def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: str,
+              only: list[str] | None):
+    """``(graph, task, answers, their names)`` of one proxy fit on the night's full graph:
+    the task with ``hide``'s classes hidden and the validation nodes halved
+    (:func:`harness.proxy.task_from_labels`), ORAL fitted on it (kept under ``keep/name``) and
+    its answers (:func:`built_answers`)."""
+    import torch
+
+    from benchmarks.split_repeat_proxy import night_task
+    from harness.proxy import task_from_labels
+    from oral_core.config import ORALConfig
+    from oral_core.trainer import ORAL
+
+    g, x, train, val, k = night_task(path)
+    task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, hide,
+                            disjoint_val=True)
+    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
+    class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
+        x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
+    unlabelled = (task.train < 0) & (task.val < 0)
+    built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled,
+                                 int(task.visible.numel()), cfg, night_recent(path), only)
+    return g, task, built, names
+
+
 def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
                 only: list[str] | None = None) -> dict:
     import torch
 
     from benchmarks.granularity_proxy import surfaced
-    from benchmarks.split_repeat_proxy import night_task
-    from harness.proxy import proxy_accuracy, task_from_labels
-    from oral_core.config import ORALConfig
-    from oral_core.trainer import ORAL
+    from harness.proxy import proxy_accuracy
 
-    g, x, train, val, k = night_task(path)
-    task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "extremes",
-                            disjoint_val=True)
-    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
-        x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
+    g, task, built, names = night_fit(path, seed, config, keep, name, "extremes", only)
     v = int(task.visible.numel())
-    unlabelled = (task.train < 0) & (task.val < 0)
-    built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, v,
-                                 cfg, night_recent(path), only)
     out = {key: built[key] for key in ROW_KEYS if key in built}
     for name in names:
         ids = built[name]
@@ -409,21 +423,9 @@ def witness_row(path: str, seed: int, config, keep: Path | None = None, name: st
     has and the share of the unlabelled nodes it calls novel (``novel_share``, %)."""
     import torch
 
-    from benchmarks.split_repeat_proxy import night_task
-    from harness.proxy import task_from_labels
-    from oral_core.config import ORALConfig
-    from oral_core.trainer import ORAL
-
-    g, x, train, val, k = night_task(path)
-    task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "none",
-                            disjoint_val=True)
-    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
-        x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
-    unlabelled = (task.train < 0) & (task.val < 0)
-    built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled, k,
-                                 cfg, night_recent(path), only)
-    free = unlabelled & (g.y < 0)  # the night's own unlabelled nodes (the held half left out)
+    g, task, built, names = night_fit(path, seed, config, keep, name, "none", only)
+    k = int(task.visible.numel())
+    free = (task.train < 0) & (task.val < 0) & (g.y < 0)  # the night's own unlabelled nodes (the held half left out)
     out = {key: built[key] for key in ROW_KEYS if key in built} | {
         "witnesses": int(task.scored.sum())}
     for name in names:
