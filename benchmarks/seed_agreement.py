@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / "fits.jsonl"
     rows = read_jsonl(path)
     if not args.report_only:
+        from benchmarks.nightly_loop import simulate_missing
+
+        simulate_missing(Path(args.loops), args.graphs, args.sims)  # the same seeded snapshots
         done = {(r["loop"], r["night"], r["seed"], r.get("answer")) for r in rows}
         todo = [(loop, night, seed, snap_path) for loop, night, seed, snap_path in
                 loop_nights(Path(args.loops), args.graphs, args.sims, args.nights, args.seeds)
