@@ -118,13 +118,17 @@ BURST_GROW_KEEP = "per_class+paired+burstgrowkeep+split+rejected+regroupcal"
 #: the default answer with the split check also run on the model's own classes, before the
 #: burst moves any node (``+splitfirst``, ``decide_answer(split_first=True)``)
 SPLIT_FIRST = "per_class+paired+burstgrowmost+split+splitfirst+rejected+regroupcal"
+#: the default answer with no burst joining a class whose other nodes the split check calls
+#: known (``+burstsplit``, ``decide_answer(burst_split=True)``)
+BURST_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupcal"
 ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST, BURST_GROW_KEEP,
-            SPLIT_FIRST)
+            SPLIT_FIRST, BURST_SPLIT)
 #: the burst forms (and the split-first answer) by the part that names them (``--only``; the
 #: young-class rows' names)
 BURST_FORMS = {"burst": BURST, "burstjoin": BURST_JOIN, "burstyoung": BURST_YOUNG,
                "burstgrow": BURST_GROW, "burstgrowmost": BURST_GROW_MOST,
-               "burstgrowkeep": BURST_GROW_KEEP, "splitfirst": SPLIT_FIRST}
+               "burstgrowkeep": BURST_GROW_KEEP, "splitfirst": SPLIT_FIRST,
+               "burstsplit": BURST_SPLIT}
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -280,7 +284,8 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
     """``{BURST: answer, BURST_JOIN: answer, BURST_YOUNG: answer, BURST_GROW: answer,
     BURST_GROW_MOST: answer, BURST_GROW_KEEP: answer, "burst": nodes moved, "burstjoin": ...,
     "burstyoung": ..., "burstgrow": ..., "burstgrowmost": ..., "burstgrowkeep": ...}`` and
-    the split-first answer (``SPLIT_FIRST``, ``"splitfirst"``): the
+    the split-first and burst-split answers (``SPLIT_FIRST``, ``"splitfirst"``, ``BURST_SPLIT``,
+    ``"burstsplit"``): the
     pipeline's answer decided again with the bursts first, in each form
     (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without ``recent`` the
     pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
@@ -288,9 +293,9 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
         return {BURST: pipeline, "burst": 0, BURST_JOIN: pipeline, "burstjoin": 0,
                 BURST_YOUNG: pipeline, "burstyoung": 0, BURST_GROW: pipeline, "burstgrow": 0,
                 BURST_GROW_MOST: pipeline, "burstgrowmost": 0, BURST_GROW_KEEP: pipeline,
-                "burstgrowkeep": 0} | {SPLIT_FIRST: only_answers(
+                "burstgrowkeep": 0} | only_answers(
                     class_id, x, edges, train, val, num_known, config, recent,
-                    ["splitfirst"])[SPLIT_FIRST], "splitfirst": 0}
+                    ["splitfirst", "burstsplit"]) | {"splitfirst": 0, "burstsplit": 0}
     from oral_core.answer import (BURST_ALPHA, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
 
@@ -312,7 +317,7 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
                             burst_keep=keep)
         out |= {name: got["answer"], key: got.get("burst", 0)}
     return out | only_answers(class_id, x, edges, train, val, num_known, config, recent,
-                              ["splitfirst"])
+                              ["splitfirst", "burstsplit"])
 
 
 def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
@@ -353,7 +358,8 @@ def night_recent(path: str, keep=None):
 
 #: what a row keeps of the answers' bookkeeping, when the answers built it
 ROW_KEYS = ("namer", "dropped", "scorer", "moved", "rejected", "burst", "burstjoin", "burstyoung",
-            "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "returned", "regrouped",
+            "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "returned",
+            "regrouped",
             "regrouped_known", "calibration")
 
 

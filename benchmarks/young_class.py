@@ -30,7 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_GROW_KEEP, BURST_GROW_MOST, BURST_JOIN, SPLIT_FIRST, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_GROW_KEEP, BURST_GROW_MOST, BURST_JOIN, SPLIT_FIRST, BURST_SPLIT, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,13 +63,16 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: outnumber a node's neighbours in its own class (``burstgrowmost``: ``+burstgrowmost+...``),
 #: and that never moving a node of a novel class into another class the answer already had
 #: (``burstgrowkeep``: ``+burstgrowkeep+...``), and the default with the split check also on
-#: the model's own classes before the burst (``splitfirst``: ``+split+splitfirst+...``)
+#: the model's own classes before the burst (``splitfirst``: ``+split+splitfirst+...``), and
+#: the default with no burst joining a class whose other nodes the split check calls known
+#: (``burstsplit``: ``+burstgrowmost+burstsplit+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
     f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung",
                                                         "burstgrow", "burstgrowmost",
-                                                        "burstgrowkeep", "splitfirst")
+                                                        "burstgrowkeep", "splitfirst",
+                                                        "burstsplit")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -124,6 +127,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     row["burstgrowmost_moved"] = piped["burstgrowmost"]
     row["burstgrowkeep_moved"] = piped["burstgrowkeep"]
     row["splitfirst_moved"] = piped["splitfirst"]
+    row["burstsplit_moved"] = piped["burstsplit"]
     row["calibration"] = piped["calibration"]
     return row | scored_answers(task, scored_graph, visible, beside_young, [
         ("fit", fitted),
@@ -149,7 +153,8 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
         ("burst", piped[BURST]), ("burstjoin", piped[BURST_JOIN]),
         ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW]),
         ("burstgrowmost", piped[BURST_GROW_MOST]),
-        ("burstgrowkeep", piped[BURST_GROW_KEEP]), ("splitfirst", piped[SPLIT_FIRST])])
+        ("burstgrowkeep", piped[BURST_GROW_KEEP]), ("splitfirst", piped[SPLIT_FIRST]),
+        ("burstsplit", piped[BURST_SPLIT])])
 
 
 def scored_answers(task, scored_graph, visible: int, beside_young: bool, named) -> dict:

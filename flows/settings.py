@@ -106,20 +106,25 @@ DEFAULT_NIGHT_ANSWER = "per_class+paired+burstgrowmost+split+rejected+regroupcal
 #: (oral_core.answer.burst_grown; an option, benchmarks/results/answer_burst_grow);
 #: ``burstgrowmost``, instead of ``burst``, that growth only where the class's recent members
 #: outnumber the node's neighbours in the class it has (the default's since 2026-12-06,
-#: benchmarks/results/answer_burst_grow_most). Applied in this order
+#: benchmarks/results/answer_burst_grow_most); ``burstsplit``, with a burst form, a burst never
+#: joining a novel class whose other nodes the split check calls known: it becomes a class of
+#: its own (oral_core.answer.burst_classes' ``split_rest``; an option,
+#: benchmarks/results/answer_burst_split). Applied in this order
 NIGHT_ANSWER_PARTS = ("paired", "carve", "carvetest", "burst", "burstjoin", "burstyoung",
-                      "burstgrow", "burstgrowmost", "burstgrowkeep", "split", "splitfirst",
+                      "burstgrow", "burstgrowmost", "burstgrowkeep", "burstsplit", "split",
+                      "splitfirst",
                       "energy",
                       "returned", "rejected", "regain", "regroup", "regroupknown", "regroupcal")
 #: parts that are forms of one step: a night takes one of each group
 NIGHT_ANSWER_FORMS = (("carve", "carvetest"), ("burst", "burstjoin", "burstyoung", "burstgrow",
                                                  "burstgrowmost", "burstgrowkeep"),
                       ("regroup", "regroupknown", "regroupcal"))
-#: parts that act on another's result, with what they do with it: ``regain`` regroups what
-#: ``split`` dropped, and ``splitfirst`` runs ``split``'s check once more, on the model's own
-#: classes first
-NIGHT_ANSWER_NEEDS = {"regain": ("split", "works on what +split dropped"),
-                      "splitfirst": ("split", "runs +split's check on the model's classes too")}
+#: parts that act on another's result (one of the parts named), with what they do with it:
+#: ``regain`` regroups what ``split`` dropped, ``splitfirst`` runs ``split``'s check once more,
+#: on the model's own classes first, and ``burstsplit`` changes where a burst form's bursts go
+NIGHT_ANSWER_NEEDS = {"regain": (("split",), "works on what +split dropped"),
+                      "splitfirst": (("split",), "runs +split's check on the model's classes too"),
+                      "burstsplit": (NIGHT_ANSWER_FORMS[1], "decides where a burst goes")}
 
 
 #: ``ORAL_CONFIRM_SIZE`` when unset: large new novel classes published at once on separable
@@ -159,8 +164,9 @@ def night_answer_rule(text: str) -> str:
             raise ValueError(f"ORAL_NIGHT_ANSWER takes one of {' or '.join(f'+{f}' for f in forms)}"
                              f" (forms of one step), not more, got {text!r}")
     for part, (needs, what) in NIGHT_ANSWER_NEEDS.items():
-        if part in parts and needs not in parts:
-            raise ValueError(f"ORAL_NIGHT_ANSWER's +{part} {what}: add +{needs}, got {text!r}")
+        if part in parts and not set(needs) & set(parts):
+            raise ValueError(f"ORAL_NIGHT_ANSWER's +{part} {what}: add "
+                             f"{' or '.join(f'+{n}' for n in needs)}, got {text!r}")
     return "+".join([base] + [p for p in NIGHT_ANSWER_PARTS if p in parts])
 
 QUIET = {

@@ -599,8 +599,8 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
                   view: Callable[[], torch.Tensor] | None = None,
                   join: bool = False, young: bool = False, grow: bool = False,
                   grow_at: tuple[int, int] = (BURST_GROW_LEAST, BURST_GROW_ROUNDS),
-                  grow_most: bool = False, keep_novel: bool = False
-                  ) -> tuple[torch.Tensor, int]:
+                  grow_most: bool = False, keep_novel: bool = False,
+                  split_rest: bool = False) -> tuple[torch.Tensor, int]:
     """The young classes' bursts (``+burst``): the unlabelled and validation nodes that arrived
     recently (``recent``, bool ``[N]``) among more recent neighbours than the graph's growth
     gives (:func:`recent_burst` on :data:`REJECTED_NEIGHBOURS` nearest nodes on ``S^2 X``) are
@@ -622,7 +622,13 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
     ``keep_novel`` too (``+burstgrowkeep``) no node of a novel class of the answer moves into
     another class the answer already had, by a joining burst or the growth: those claim nodes
     named a known class only (:func:`claimable`), so a novel class the model made is never
-    emptied into its neighbour; a new class the bursts make may still be cut out of one.
+    emptied into its neighbour; a new class the bursts make may still be cut out of one. With
+    ``split_rest`` (``+burstsplit``; not in the paper) a burst does not join a novel class whose
+    other nodes the known-split check calls known (:func:`nodes_look_known` at
+    :data:`SPLIT_SHARE`): that class is a region of known classes the young class landed in,
+    and joined to it the burst's nodes would dilute its validation nodes' share enough to keep
+    the known nodes novel past the split check; the burst becomes a class of its own and the
+    check judges the rest on its own (:func:`split_answer`).
     Returns the answer and the nodes moved."""
     answer = answer.long()
     unlabelled = (train_labels < 0) & (val_labels < 0)
@@ -650,13 +656,16 @@ def burst_classes(answer: torch.Tensor, recent: torch.Tensor, x: torch.Tensor,
         top = int(torch.mode(answer[free]).values)
         members = (answer == top) & unlabelled
         joins = join and (not young or young_class(members, recent))
-        if top >= num_known and (joins or free.numel() >= 0.5 * int(members.sum())):
+        inside = torch.zeros_like(answer, dtype=torch.bool)
+        inside[nodes] = True
+        if (top >= num_known and (joins or free.numel() >= 0.5 * int(members.sum()))
+                and not (split_rest and nodes_look_known((answer == top) & ~inside, answer,
+                                                         unlabelled, val, num_known,
+                                                         SPLIT_SHARE))):
             # the component is (with ``join``: joins) the novel class it lies in
             out[claimable(nodes, out, top, num_known) if keep_novel else nodes] = top
             grown.append(top)
             continue
-        inside = torch.zeros_like(answer, dtype=torch.bool)
-        inside[nodes] = True
         if nodes_look_known(inside, answer, unlabelled, val, num_known, REJECTED_KNOWN_SHARE):
             continue  # holds validation nodes as a known class does
         out[nodes] = fresh
@@ -884,6 +893,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_grow_most: bool = False,
                   burst_keep: bool = False,
                   split_first: bool = False,
+                  burst_split: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -903,7 +913,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     form joining only young classes, with ``burst_grow`` too those classes grown over the recent
     nodes around them, ``burst_grow_at`` its constants, with ``burst_grow_most`` too only where
     the class outnumbers a node's own, with ``burst_keep`` too never moving a node of a
-    novel class into another class the answer already had; ``burst``, the nodes moved); with ``novelty_quantile`` the
+    novel class into another class the answer already had, with ``burst_split`` a burst never
+    joining a class whose other nodes the split check calls known; ``burst``, the nodes moved);
+    with ``novelty_quantile`` the
     nodes of novel groups that look known are named a known class (:func:`novelty_checked`);
     with ``returned_quantile`` those among neighbours named known (:func:`returned_to_known`);
     with ``rejected_quantile`` the known-named nodes the known classes reject, among rejected
@@ -974,7 +986,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                       grow=burst_grow or burst_grow_most or burst_keep,
                                       grow_at=burst_grow_at,
                                       grow_most=burst_grow_most or burst_keep,
-                                      keep_novel=burst_keep)
+                                      keep_novel=burst_keep, split_rest=burst_split)
         out |= {"burst": burst}
     dropped_from = None
     if split_share is not None:

@@ -120,7 +120,8 @@ def answer_options(parts) -> dict:
                 burst_grow="burstgrow" in parts,
                 burst_grow_most="burstgrowmost" in parts,
                 burst_keep="burstgrowkeep" in parts,
-                split_first="splitfirst" in parts)
+                split_first="splitfirst" in parts,
+                burst_split="burstsplit" in parts)
 
 
 def answer_device(requested: str | None) -> str:

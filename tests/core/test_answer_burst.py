@@ -382,3 +382,70 @@ def test_split_first_reads_the_models_own_class_before_a_burst_dilutes_it(monkey
                                         **common)
     assert seen[0] == (4, 6) and first["dropped"] == 1
     assert not bool((first["answer"][:10] == 2).any())
+
+
+def split_rest_fixture(monkeypatch, rest_witnesses: bool, split_rest: bool):
+    """Known classes 0 (nodes 0-9, 36-39) and 1 (10-19), each with two validation nodes; novel
+    class 2 holds old nodes 20-29 and a joining burst 30-35 of recent nodes among each other.
+    With ``rest_witnesses`` two of class 2's old nodes (28-29) are validation nodes of known
+    class 0, so its other nodes hold witnesses at the known classes' rate: a known region."""
+    n = 40
+    answer = torch.tensor([0] * 10 + [1] * 10 + [2] * 16 + [0] * 4)
+    val = torch.full((n,), -1)
+    val[[8, 9]], val[[18, 19]] = 0, 1
+    if rest_witnesses:
+        val[[28, 29]] = 0
+    recent = torch.zeros(n, dtype=torch.bool)
+    recent[30:36] = True
+    near = {i: [j for j in range(30, 36) if j != i] for i in range(30, 36)}
+    monkeypatch.setattr(answer_module, "view_neighbours",
+                        lambda x, e, rows, k, **_: torch.tensor([near[int(r)] for r in rows]))
+    monkeypatch.setattr(answer_module, "REJECTED_MIN_SIZE", 3)
+    return answer_module.burst_classes(answer, recent, None, None, torch.full((n,), -1), val, 2,
+                                       0.05, join=True, split_rest=split_rest)
+
+
+def test_with_split_rest_a_burst_leaves_a_class_whose_other_nodes_look_known(monkeypatch):
+    """``+burstsplit``: the joining burst 30-35 would join novel class 2; when class 2's other
+    nodes hold validation nodes as a known class does (rate 16 unlabelled per validation node,
+    here 4 x 2 / 8 = 1.0 >= SPLIT_SHARE), it becomes a class of its own (3) instead, and the
+    rest is left to the split check; without ``split_rest`` it joins."""
+    joined, moved = split_rest_fixture(monkeypatch, rest_witnesses=True, split_rest=False)
+    assert joined[30:36].tolist() == [2] * 6 and moved == 0
+    cut, moved = split_rest_fixture(monkeypatch, rest_witnesses=True, split_rest=True)
+    assert cut[30:36].tolist() == [3] * 6 and moved == 6
+    assert cut[20:30].tolist() == [2] * 10  # the rest stays for the split check to judge
+
+
+def test_with_split_rest_a_burst_still_joins_a_class_without_witnesses(monkeypatch):
+    """A novel class whose other nodes hold no validation node (a class that is new) is joined
+    with ``split_rest`` as without it: the option only acts on classes the check calls known."""
+    for split_rest in (False, True):
+        out, moved = split_rest_fixture(monkeypatch, rest_witnesses=False, split_rest=split_rest)
+        assert out[30:36].tolist() == [2] * 6 and moved == 0
+
+
+def test_decide_answer_passes_burst_split_to_the_burst(monkeypatch):
+    """``decide_answer(burst_split=True)`` (``+burstsplit``) asks :func:`burst_classes` for
+    ``split_rest``; the settings table (:func:`tasks.answer.answer_options`) maps the part."""
+    from tasks.answer import answer_options
+
+    seen = []
+    real = answer_module.burst_classes
+
+    def recorded(*args, **kwargs):
+        seen.append(kwargs.get("split_rest"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(answer_module, "burst_classes", recorded)
+    n, known = 300, 2
+    y, x, edges, train, val, recent = young_graph(n, 4, known)
+    class_id = torch.where(y == 3, 2, torch.where(y < known, y, 0))
+    for flag in (False, True):
+        answer_module.decide_answer(class_id, x, edges, train, val, known, scale="labelled",
+                                    seed=0, recent=recent, burst_alpha=0.01,
+                                    burst_grow_most=True, burst_split=flag)
+    assert seen == [False, True]
+    options = answer_options(["burstgrowmost", "burstsplit", "split"])
+    assert options["burst_split"] and options["burst_grow_most"]
+    assert not answer_options(["burstgrowmost", "split"])["burst_split"]
