@@ -5,7 +5,8 @@
 
 An answer study (``answer_burst_*``) keeps three kinds of labelled-only rows, every answer
 scored from the same fit: ``proxies/fits.jsonl`` (``benchmarks.answer_proxy``: the held-out-class
-proxy's All and stand-ins surfaced, the no-novel proxy's accuracy and novel classes invented),
+proxy's All and stand-ins surfaced, the no-novel proxy's accuracy and novel classes invented,
+and with ``--tasks witness`` the held-back validation nodes named right, ``Known``),
 ``young/<graph>/rows.jsonl`` and ``young_beside_old/<graph>/rows.jsonl``
 (``benchmarks.young_class``: the young class surfaced, All). ``--new`` and ``--base`` name the
 answers as the young-class rows do (``burstjoin``); the proxies' rows name them in full
@@ -56,6 +57,10 @@ def rule_lines(study: Path, new: str, base: str) -> list[str]:
     for graph in sorted({r["graph"] for r in fits}):
         held = [r for r in fits if r["graph"] == graph and r["kind"] == "heldout"]
         none = [r for r in fits if r["graph"] == graph and r["kind"] == "nonovel"]
+        seen = [(r[big_new]["known"], r[big_base]["known"]) for r in fits
+                if r["graph"] == graph and r["kind"] == "witness"
+                and r[big_new].get("known") is not None
+                and r[big_base].get("known") is not None]
         if held:
             lines.append(f"| {graph} | held-out class: All; stand-ins surfaced | {len(held)} | "
                          + paired([(r[big_new]["all"], r[big_base]["all"]) for r in held])
@@ -67,6 +72,10 @@ def rule_lines(study: Path, new: str, base: str) -> list[str]:
                                    for r in none])
                          + f" | {sum(r[big_base]['novel_classes'] for r in none)} / "
                          f"{sum(r[big_new]['novel_classes'] for r in none)} |")
+        if seen:
+            lines.append(f"| {graph} | witness: Known (held-back validation nodes named right); "
+                         f"fits better / worse | {len(seen)} | " + paired(seen)
+                         + f" | {sum(a > b for a, b in seen)} / {sum(a < b for a, b in seen)} |")
     for kind, label in (("young", "young class: All; surfaced"),
                         ("young_beside_old", "young class beside an old one: All; surfaced"),
                         ("young_beside_young", "two young classes side by side: All; "

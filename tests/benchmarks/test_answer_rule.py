@@ -29,6 +29,18 @@ def test_each_graph_pairs_the_fits_and_counts_what_each_answer_surfaces(tmp_path
     assert "| cora | young class: All; surfaced | 1 | +2.00 (0.00) | 0 / 1 |" in lines
 
 
+def test_witness_rows_pair_the_known_named_right_and_count_fits_better_and_worse(tmp_path):
+    """``--tasks witness`` rows: Known (held-back validation nodes named right) paired per fit;
+    a fit without witnesses in a known class (``known`` None) is left out."""
+    rows = [{"graph": "cora", "kind": "witness", BURST_JOIN: {"known": b},
+             BURST_GROW_MOST: {"known": a}} for a, b in ((85.0, 56.0), (70.0, 70.0),
+                                                         (60.0, 62.0), (None, 50.0))]
+    _write(tmp_path / "proxies" / "fits.jsonl", rows)
+    lines = rule_lines(tmp_path, "burstgrowmost", "burstjoin")
+    assert ("| cora | witness: Known (held-back validation nodes named right); fits better / "
+            "worse | 3 | +9.00 (10.02) | 1 / 1 |") in lines
+
+
 def test_two_young_classes_count_both_classes_each_answer_surfaces(tmp_path):
     _write(tmp_path / "proxies" / "fits.jsonl", [])
     _write(tmp_path / "young_beside_young" / "cora" / "rows.jsonl",
