@@ -41,6 +41,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
                                max_feature_width=args.max_feature_width,
                                state_dir=args.state_dir)
     print(report.summary())
+    if args.state_dir is not None:
+        from data_contracts.docs_index import OFFLINE_INDEX, SITE_DIR
+
+        index = args.state_dir / "gx" / SITE_DIR / OFFLINE_INDEX
+        if index.exists():
+            print(f"Data Docs: {index} (the latest results, readable offline)")
     for target, write in ((args.html, report.write_html), (args.json, report.write_json)):
         if target is None:
             continue
@@ -74,8 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="largest acceptable feature length (default 65536)")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                    help="keep the Great Expectations context in DIR/gx (suites, checkpoints, "
-                        "results) and build its Data Docs there (not printed: they need the "
-                        "internet to render); default: an in-memory context, no Data Docs")
+                        "results) and build its Data Docs there (printed: an index of the "
+                        "latest results that reads offline; GX's own pages load their styles "
+                        "from the internet); default: an in-memory context, no Data Docs")
     p.add_argument("--html", type=Path, default=None, metavar="PATH",
                    help="also write the report as a self-contained HTML page")
     p.add_argument("--json", type=Path, default=None, metavar="PATH",

@@ -31,6 +31,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from data_contracts.docs_index import write_offline_index
 from data_contracts.report import ERROR, WARNING
 from data_contracts.snapshots import EDGES, NODES, TRUTH
 
@@ -580,7 +581,8 @@ def run_checkpoints(frames: dict, parameters: dict, references: dict, gates: dic
 def build_data_docs(context, validated: dict, suites_built: set) -> dict:
     """The Data Docs pages of one snapshot's validation results (``validated``: suite name ->
     result identifier), of their suites not yet in ``suites_built`` (added to it), and the site's
-    index, in one incremental build; returns ``{suite name: local path of its result's page}``."""
+    index, in one incremental build, and the site's offline index
+    (:func:`data_contracts.docs_index.write_offline_index`); returns ``{suite name: local path of its result's page}``."""
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier)
 
@@ -589,6 +591,8 @@ def build_data_docs(context, validated: dict, suites_built: set) -> dict:
                                       for name in sorted(suites - suites_built)]
     context.build_data_docs(resource_identifiers=ids)
     suites_built |= suites
+    # GX's index lists the results with scripts from public CDNs: one that needs no network too
+    write_offline_index(Path(context.root_directory), DATA_DOCS_INDEX_RESULTS)
     docs = {}
     for name, identifier in validated.items():
         urls = context.get_docs_sites_urls(resource_identifier=identifier)

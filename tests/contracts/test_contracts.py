@@ -614,8 +614,9 @@ def test_gx_errors_are_not_swallowed(monkeypatch):
 def test_file_backed_context_and_data_docs(tmp_path, capsys):
     """With a state folder: suites, validation definitions and checkpoints saved under
     <state>/gx, a Data Docs page per table and per suite, built once per validation, and its path
-    in the report's JSON, but not in the printed summary (the pages need the internet to render);
-    a second validation adds its own pages and keeps the first's."""
+    in the report's JSON, but not in the printed summary (the pages need the internet to render;
+    ``oral validate --state-dir`` prints the offline index instead); a second validation adds its
+    own pages and keeps the first's."""
     import great_expectations as gx
 
     state = tmp_path / "state"
@@ -647,7 +648,9 @@ def test_file_backed_context_and_data_docs(tmp_path, capsys):
     # not linked where people read (they need the internet to render): the JSON keeps the path
     assert "Data Docs" not in report.summary()
     assert main(["validate", str(path), "--state-dir", str(state)]) == 1
-    assert "Data Docs" not in capsys.readouterr().out
+    # printed: the offline index only (GX's pages load their styles from the internet)
+    [line] = [l for l in capsys.readouterr().out.splitlines() if "Data Docs" in l]
+    assert line == f"Data Docs: {site / 'offline.html'} (the latest results, readable offline)"
     again = validate_snapshot(path, state_dir=state)
     assert again.data_docs["oral.nodes"] != page and Path(again.data_docs["oral.nodes"]).is_file()
     assert Path(page).is_file() and len(list((site / "validations").rglob("*.html"))) == 12
@@ -677,6 +680,35 @@ def test_the_data_docs_index_lists_the_latest_results_only(tmp_path, monkeypatch
     assert listed == latest and len(latest) == 4
     assert all(Path(page).is_file() for page in first.data_docs.values())
     assert "validation_results_limit: 4" in (state / "gx" / "great_expectations.yml").read_text()
+    # the offline index lists the same latest results, with no script and nothing from the web
+    offline = (site / "offline.html").read_text()
+    assert {unquote(link) for link in re.findall(r"href='(validations/[^']+)'", offline)} == latest
+    assert "<script" not in offline and "http" not in offline
+    assert offline.count("<td class='ok'>passed</td>") == 4
+
+
+def test_the_offline_index_says_failed_and_unreadable_results(tmp_path):
+    """``data_contracts.docs_index``: newest first, a failed result said failed with the
+    expectations met, a result file that cannot be read listed as unreadable, not dropped; no
+    result yet is said too."""
+    from data_contracts.docs_index import RESULTS_DIR, offline_index, result_rows
+
+    assert "no validation result yet" in offline_index(result_rows(tmp_path, 10))
+    store = tmp_path / RESULTS_DIR / "oral" / "nodes" / "g.snapshot=2026-01-01"
+    for when, body in (("20260101T010000.000000Z", {"success": False, "suite_name": "oral.nodes",
+                                                     "statistics": {"successful_expectations": 7,
+                                                                    "evaluated_expectations": 9}}),
+                       ("20260102T010000.000000Z", None)):
+        (store / when).mkdir(parents=True)
+        (store / when / "oral-oral.nodes.json").write_text(
+            "{not json" if body is None else json.dumps(body))
+    rows = result_rows(tmp_path, 10)
+    assert [r["run_time"][:8] for r in rows] == ["20260102", "20260101"]
+    assert rows[0]["success"] is None and rows[0]["error"].startswith("unreadable")
+    page = offline_index(rows)
+    assert "<td class='bad'>failed</td><td>7 of 9</td>" in page
+    assert "unreadable" in page and "2026-01-01 01:00:00 UTC" in page
+    assert len(result_rows(tmp_path, 1)) == 1
 
 
 def test_empty_truth_warns_that_nodes_are_uncovered(tmp_path):
