@@ -31,6 +31,21 @@ def test_burst_rows_joined_by_neighbours_either_way_make_components():
     assert burst_components(rows, near, burst).tolist() == [0, 0, 0, 1, -1]
 
 
+def recording(monkeypatch, name: str, *keys: str) -> list:
+    """Replace ``oral_core.answer.<name>`` by itself recording the keyword arguments ``keys`` of
+    each call (one value, or a tuple of several, per call); returns the list it fills."""
+    calls = []
+    real = getattr(answer_module, name)
+
+    def recorded(*args, **kwargs):
+        got = tuple(kwargs.get(k) for k in keys)
+        calls.append(got[0] if len(got) == 1 else got)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(answer_module, name, recorded)
+    return calls
+
+
 def grouped_fixture(monkeypatch, answer, recent, near, val=None):
     """burst_classes on 12 nodes with the view's neighbours given by ``near``."""
     def neighbours(x, edge_index, rows, k, **_):
@@ -242,16 +257,7 @@ def young_graph(n: int, classes: int, known: int):
 def test_decide_answer_takes_the_growing_form_with_most(monkeypatch):
     """``burst_grow_most`` takes the growing form with it (join, young, grow) and asks
     :func:`oral_core.answer.burst_grown` for ``most``; ``burst_grow`` does not."""
-    import oral_core.answer as answer_module
-
-    calls = []
-    real = answer_module.burst_grown
-
-    def recorded(*args, **kwargs):
-        calls.append(kwargs.get("most"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(answer_module, "burst_grown", recorded)
+    calls = recording(monkeypatch, "burst_grown", "most")
     n, known = 300, 2
     y, x, edges, train, val, recent = young_graph(n, 3, known)
     class_id = torch.where(y < known, y, 0)  # the young class 2 inside known class 0
@@ -323,14 +329,7 @@ def test_decide_answer_takes_the_bounded_growing_form_with_keep(monkeypatch):
     """``burst_keep`` takes the bounded growing form with it (join, young, grow, most) and asks
     :func:`oral_core.answer.burst_grown` to keep the novel classes; the answer then never moves a
     node of the model's novel classes into another class the model had."""
-    calls = []
-    real = answer_module.burst_grown
-
-    def recorded(*args, **kwargs):
-        calls.append((kwargs.get("most"), kwargs.get("keep_from")))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(answer_module, "burst_grown", recorded)
+    calls = recording(monkeypatch, "burst_grown", "most", "keep_from")
     n, known = 300, 2
     y, x, edges, train, val, recent = young_graph(n, 4, known)
     class_id = torch.where(y == 3, 2, torch.where(y < known, y, 0))  # class 3 in novel class 2
@@ -430,14 +429,7 @@ def test_decide_answer_passes_burst_split_to_the_burst(monkeypatch):
     ``split_rest``; the settings table (:func:`tasks.answer.answer_options`) maps the part."""
     from tasks.answer import answer_options
 
-    seen = []
-    real = answer_module.burst_classes
-
-    def recorded(*args, **kwargs):
-        seen.append(kwargs.get("split_rest"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(answer_module, "burst_classes", recorded)
+    seen = recording(monkeypatch, "burst_classes", "split_rest")
     n, known = 300, 2
     y, x, edges, train, val, recent = young_graph(n, 4, known)
     class_id = torch.where(y == 3, 2, torch.where(y < known, y, 0))
