@@ -30,7 +30,9 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import BURST, BURST_GROW, BURST_GROW_KEEP, BURST_GROW_MOST, BURST_JOIN, SPLIT_FIRST, BURST_SPLIT, BURST_YOUNG, LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES
+from benchmarks.answer_proxy import (BURST, BURST_GROW, BURST_GROW_KEEP, BURST_GROW_MOST,
+                                     BURST_JOIN, BURST_SPLIT, BURST_YOUNG, LOOSER_REJECTED,
+                                     PURIFY_SETTINGS, REGAIN_QUANTILES, SPLIT_FIRST)
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -42,9 +42,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                                state_dir=args.state_dir)
     print(report.summary())
     if args.state_dir is not None:
-        from data_contracts.docs_index import OFFLINE_INDEX, SITE_DIR
+        from data_contracts.docs_index import offline_index_path
 
-        index = args.state_dir / "gx" / SITE_DIR / OFFLINE_INDEX
+        index = offline_index_path(args.state_dir / "gx")
         if index.exists():
             print(f"Data Docs: {index} (the latest results, readable offline)")
     for target, write in ((args.html, report.write_html), (args.json, report.write_json)):

@@ -60,6 +60,20 @@ def result_rows(gx_root: Path, limit: int) -> list[dict]:
     return rows
 
 
+def readable_time(run_time: str) -> str:
+    """GX's run time folder name (``20261206T052918.594587Z``) as ``2026-12-06 05:29:18 UTC``;
+    anything else as it is."""
+    t = run_time
+    if len(t) < 15 or t[8] != "T":
+        return t
+    return f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[9:11]}:{t[11:13]}:{t[13:15]} UTC"
+
+
+def offline_index_path(gx_root: Path) -> Path:
+    """Where :func:`write_offline_index` writes the page for the context under ``gx_root``."""
+    return Path(gx_root) / SITE_DIR / OFFLINE_INDEX
+
+
 def offline_index(rows: list[dict]) -> str:
     """The page listing ``rows`` (:func:`result_rows`)."""
     def cell(text) -> str:
@@ -70,13 +84,12 @@ def offline_index(rows: list[dict]) -> str:
         status = ("<td class='bad'>unreadable</td>" if r["success"] is None else
                   "<td class='ok'>passed</td>" if r["success"] else "<td class='bad'>failed</td>")
         met = "" if r["evaluated"] is None else f"{r['met']} of {r['evaluated']}"
-        when = r["run_time"]
-        if len(when) >= 15 and when[8] == "T":  # 20261206T052918.594587Z
-            when = f"{when[:4]}-{when[4:6]}-{when[6:8]} {when[9:11]}:{when[11:13]}:{when[13:15]} UTC"
+        when = readable_time(r["run_time"])
         link = f"<a href='{html.escape(r['page'], quote=True)}'>{html.escape(r['suite'])}</a>"
         lines.append(f"<tr>{cell(r['run_name'])}{cell(when)}<td>{link}</td>{status}"
                      f"{cell(met or r.get('error', ''))}</tr>")
-    body = "\n".join(lines) or "<tr><td colspan='5' class='muted'>no validation result yet</td></tr>"
+    body = ("\n".join(lines)
+            or "<tr><td colspan='5' class='muted'>no validation result yet</td></tr>")
     return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
             f"<title>Data Docs: validation results</title><style>{STYLE}</style></head><body>\n"
             f"<h1>Validation results</h1>\n<p class='muted'>The latest {len(rows)} results of "
@@ -90,9 +103,8 @@ def offline_index(rows: list[dict]) -> str:
 
 def write_offline_index(gx_root: Path, limit: int) -> Path:
     """Write :data:`OFFLINE_INDEX` into the local site under ``gx_root``; returns its path."""
-    site = Path(gx_root) / SITE_DIR
-    site.mkdir(parents=True, exist_ok=True)
-    path = site / OFFLINE_INDEX
+    path = offline_index_path(gx_root)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(offline_index(result_rows(gx_root, limit)))
     tmp.replace(path)

@@ -582,7 +582,8 @@ def build_data_docs(context, validated: dict, suites_built: set) -> dict:
     """The Data Docs pages of one snapshot's validation results (``validated``: suite name ->
     result identifier), of their suites not yet in ``suites_built`` (added to it), and the site's
     index, in one incremental build, and the site's offline index
-    (:func:`data_contracts.docs_index.write_offline_index`); returns ``{suite name: local path of its result's page}``."""
+    (:func:`data_contracts.docs_index.write_offline_index`); returns ``{suite name: local path
+    of its result's page}``."""
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier)
 
