@@ -360,18 +360,13 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
     ``oral run`` prints (:func:`summary_line`)."""
     from tasks import events
 
-    from tasks.warehouse.lineage import new_tonight
-
     graph, classes, settings = night.graph, found["classes"], night.settings
     trained, plan = training.result, training.plan
-    novel = {c["class_key"]: bool(c["is_novel"]) for c in classes}
-    new = [r.lineage_id for r in found["result"].rows
-           if new_tonight(novel.get(r.class_key), r.status, r.first_seen, snapshot_date)]
     events.class_events(graph, snapshot_date, published["run_id"], found["result"].rows, classes)
     summary = {"graph": graph, "snapshot_date": snapshot_date.isoformat(),
                "run_id": published["run_id"], "classes": len(classes),
                "novel": sum(c["is_novel"] for c in classes), "statuses": published["statuses"],
-               "new_tonight": new,
+               "new_tonight": found["new_tonight"],
                "scores": scores, "mlflow_run_id": tracked["mlflow_run_id"],
                "model_version": tracked["model_version"], "champion": tracked.get("promoted"),
                "val_accuracy": trained.val_accuracy, "train_seconds": trained.train_seconds,

@@ -274,13 +274,13 @@ class Settings:
     #: :mod:`tasks.answer`)
     night_answer: str = field(default=DEFAULT_NIGHT_ANSWER, kw_only=True)
 
-    @property
-    def reports_dir(self) -> Path:
-        return self.state_dir / "reports"
+    #: the folders under ``state_dir`` of the contract reports and of the training runs
+    reports_dir: Path = field(init=False, repr=False)
+    runs_dir: Path = field(init=False, repr=False)
 
-    @property
-    def runs_dir(self) -> Path:
-        return self.state_dir / "runs"
+    def __post_init__(self) -> None:
+        self.reports_dir = self.state_dir / "reports"
+        self.runs_dir = self.state_dir / "runs"
 
     @classmethod
     def from_env(cls, state_dir: str | Path | None = None) -> "Settings":

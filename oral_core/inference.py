@@ -43,6 +43,19 @@ def class_name_of(class_id: int, class_names: list[str], num_known: int) -> str 
     return class_names[class_id] if 0 <= class_id < num_known and class_id < len(class_names) else None
 
 
+def class_names_of(class_ids, class_names: list[str], num_known: int) -> list[str | None]:
+    """:func:`class_name_of` for each of ``class_ids`` (any iterable of ints), looked up once
+    per distinct id."""
+    lookup: dict[int, str | None] = {}
+    out = []
+    for cid in class_ids:
+        cid = int(cid)
+        if cid not in lookup:
+            lookup[cid] = class_name_of(cid, class_names, num_known)
+        out.append(lookup[cid])
+    return out
+
+
 class ORALModel:
     """The selected state of a fitted :class:`~oral_core.trainer.ORAL`, ready to assign classes."""
 

@@ -86,8 +86,9 @@ def lineage(warehouse, run: dict, predictions: pa.Table | str | Path, classes: l
     written). ``predictions`` as in :func:`publish`.
 
     Returns ``{"run_id", "result": tasks.warehouse.lineage.LineageResult, "classes": classes
-    with their lineage_id}``; :func:`write_run` publishes it."""
-    from tasks.warehouse.lineage import track_lineage
+    with their lineage_id, "new_tonight": the lineage ids new tonight}`` (the ``emerged_classes``
+    rule, :func:`tasks.warehouse.lineage.new_tonight`); :func:`write_run` publishes it."""
+    from tasks.warehouse.lineage import new_tonight_ids, track_lineage
     from tasks.warehouse import make_run_id
 
     if not isinstance(predictions, pa.Table):
@@ -101,7 +102,8 @@ def lineage(warehouse, run: dict, predictions: pa.Table | str | Path, classes: l
                            snapshot_date=snapshot_date, current_names=names,
                            max_novel_index=max_index, config=lineage_config)
     classes = [dict(c, lineage_id=result.lineage_of[c["class_key"]]) for c in classes]
-    return {"run_id": run_id, "result": result, "classes": classes}
+    return {"run_id": run_id, "result": result, "classes": classes,
+            "new_tonight": new_tonight_ids(result.rows, classes, snapshot_date)}
 
 
 def write_run(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,

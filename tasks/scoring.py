@@ -56,7 +56,7 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
                      top: int = 5) -> list[dict]:
     """Per predicted class: size, mean confidence, characteristic features (lift), exemplar node
     ids (most confident members), and purity against the truth when the snapshot has it."""
-    from oral_core.inference import class_name_of
+    from oral_core.inference import class_names_of
     from oral_core.interpret import characteristic_features, exemplars, purity
 
     class_id = predictions.column("class_key").to_numpy()
@@ -78,12 +78,13 @@ def describe_classes(snapshot: snap.Snapshot, predictions: pa.Table, num_known: 
     pur = maj = None
     if snapshot.truth is not None:
         pur, maj = purity(cid, snapshot.truth, keys.size, len(snapshot.truth_names or []))
+    names = class_names_of(keys.tolist(), snapshot.class_names, num_known)
     out = []
     for j, key in enumerate(keys.tolist()):
         members = conf_sorted[bounds[j]:bounds[j + 1]]
         out.append({
             "class_key": int(key),
-            "class_name": class_name_of(int(key), snapshot.class_names, num_known),
+            "class_name": names[j],
             "is_novel": bool(key >= num_known),
             "size": int(members.size),
             "mean_confidence": float(members.mean()),

@@ -196,15 +196,9 @@ def class_names_for(model, class_id: np.ndarray) -> list[str | None]:
     """Known ids -> the model's class names; novel and unassigned ids -> None, as in the
     warehouse (a novel class is named by its lineage id or its label there): the rule of
     :func:`oral_core.inference.class_name_of`, looked up once per distinct id."""
-    from oral_core.inference import class_name_of
-    names = list(model.class_names)
-    out: list[str | None] = []
-    lookup: dict[int, str | None] = {}
-    for cid in class_id.tolist():
-        if cid not in lookup:
-            lookup[cid] = class_name_of(cid, names, model.num_known)
-        out.append(lookup[cid])
-    return out
+    from oral_core.inference import class_names_of
+
+    return class_names_of(class_id.tolist(), list(model.class_names), model.num_known)
 
 
 def lineage_map(value) -> dict[int, str] | None:

@@ -216,6 +216,14 @@ def new_tonight(is_novel, status: str | None, first_seen, snapshot_date) -> bool
     return status in ("merged", "split") and first_seen is not None and first_seen == snapshot_date
 
 
+def new_tonight_ids(rows, classes: list[dict], snapshot_date) -> list[str]:
+    """The lineage ids of tonight's ``rows`` (:class:`LineageResult`'s) that are new on
+    ``snapshot_date`` by :func:`new_tonight`, ``classes`` saying which class keys are novel."""
+    novel = {c["class_key"]: bool(c["is_novel"]) for c in classes}
+    return [r.lineage_id for r in rows
+            if new_tonight(novel.get(r.class_key), r.status, r.first_seen, snapshot_date)]
+
+
 def novel_lineage_id(graph: str, n: int) -> str:
     return f"{graph}:novel:{n}"
 
