@@ -7,8 +7,9 @@ An answer study (``answer_burst_*``) keeps three kinds of labelled-only rows, ev
 scored from the same fit: ``proxies/fits.jsonl`` (``benchmarks.answer_proxy``: the held-out-class
 proxy's All and stand-ins surfaced, the no-novel proxy's accuracy and novel classes invented,
 and with ``--tasks witness`` the held-back validation nodes named right, ``Known``),
-``young/<graph>/rows.jsonl`` and ``young_beside_old/<graph>/rows.jsonl``
-(``benchmarks.young_class``: the young class surfaced, All). ``--new`` and ``--base`` name the
+``young/<graph>/rows.jsonl`` and ``young_beside_old/<graph>/rows.jsonl`` (and, where a study
+has them, ``young_beside_young/`` and ``young_beside_near/``) (``benchmarks.young_class``: the
+young class surfaced, All). ``--new`` and ``--base`` name the
 answers as the young-class rows do (``burstjoin``); the proxies' rows name them in full
 (:data:`benchmarks.answer_proxy.BURST_JOIN` and the like, looked up by the short name). Per graph:
 the fits, ``new`` minus ``base`` paired per fit (mean and standard error), and the classes each
@@ -79,7 +80,9 @@ def rule_lines(study: Path, new: str, base: str) -> list[str]:
     for kind, label in (("young", "young class: All; surfaced"),
                         ("young_beside_old", "young class beside an old one: All; surfaced"),
                         ("young_beside_young", "two young classes side by side: All; "
-                                               "surfaced (both classes counted)")):
+                                               "surfaced (both classes counted)"),
+                        ("young_beside_near", "young class beside the class it links to most: "
+                                              "All; surfaced (both classes counted)")):
         for path in sorted((study / kind).glob("*/rows.jsonl")):
             rows = [r for r in read_jsonl(path) if new in r and base in r]
             lines.append(f"| {path.parent.name} | {label} | {len(rows)} | "

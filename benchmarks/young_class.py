@@ -4,7 +4,7 @@ has just appeared found, as a planted class must be the night it starts? Labelle
     OMP_NUM_THREADS=1 python -m benchmarks.young_class --loops STATE
         [--graphs cora,amazonphoto,synthetic15] [--sims 10] [--nights 5,8] [--seeds 0,1,2]
         [--sizes 0.03,0.1] [--set KEY=VALUE ...] [--out benchmarks/results/young_class]
-        [--recent] [--beside-old | --beside-young] [--report-only]
+        [--recent] [--beside-old | --beside-young | --beside-near] [--report-only]
 
 The held-out-class proxy hides whole established classes; a planted class on its first night
 is small and new. :func:`harness.proxy.young_class_task` makes one from labelled nodes: the
@@ -19,7 +19,9 @@ All over the scored nodes (Eq. 14) and the novel classes found. Loops missing un
 ``--loops`` are simulated first (the nightly loop's seeded simulation). With ``--beside-old``
 an older novel class stands beside the young one; with ``--beside-young`` (and ``--recent``) a
 second young class arrives beside it, and whether it surfaces too is kept per answer
-(``beside_surfaced``). ``<graph>/rows.jsonl``
+(``beside_surfaced``); with ``--beside-near`` the older novel class is the known class the young
+one links to most (:func:`harness.proxy.nearest_class`), and whether it still surfaces is kept
+too (``beside_surfaced``). ``<graph>/rows.jsonl``
 (resumable; ``--set`` rows kept apart), ``table.md``.
 """
 from __future__ import annotations
@@ -79,7 +81,8 @@ ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
               name: str = "", recent: bool = False, beside_old: bool = False,
-              beside_young: bool = False, only: list[str] | None = None) -> dict:
+              beside_young: bool = False, beside_near: bool = False,
+              only: list[str] | None = None) -> dict:
     """One young-class fit on the snapshot at ``path``: every answer's scores. With ``keep`` the
     fit is kept as ``keep/<name>.pt``, or read back from there
     (:func:`benchmarks.records.kept_fit`). With ``only`` (burst forms) those answers alone
@@ -100,7 +103,8 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     arrived = night_recent(path)
     task = young_class_task(g.y, train >= 0, val >= 0, torch.arange(k), seed, size,
                             among=arrived if recent else None, beside_old=beside_old,
-                            beside_young=beside_young)
+                            beside_young=beside_young,
+                            beside_near=g.edge_index if beside_near else None)
     edges, _ = subgraph(task.keep, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     xs = x[task.keep]
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
@@ -112,14 +116,15 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     scored_graph = SimpleNamespace(y=task.y, num_classes=k)
     row = {"nodes": int(task.keep.sum()), "young_nodes": int((task.y == task.hidden[0]).sum()),
            "young": task.hidden[0], "seconds": round(seconds, 1)} | (
-        {"kept": True} if kept else {})
+        {"kept": True} if kept else {}) | ({"near": task.hidden[1]} if beside_near else {})
+    beside = beside_young or beside_near  # the class beside is scored too
     unlabelled = (task.train < 0) & (task.val < 0)
     recent_kept = None if arrived is None else arrived[task.keep]
     if only is not None:
         piped = only_answers(fitted, xs, edges, task.train, task.val, visible, cfg, recent_kept,
                              only)
         row |= {f"{form}_moved": piped[form] for form in only}
-        return row | scored_answers(task, scored_graph, visible, beside_young,
+        return row | scored_answers(task, scored_graph, visible, beside,
                                     [(form, piped[BURST_FORMS[form]]) for form in only])
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg,
                     recent=recent_kept)
@@ -131,7 +136,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     row["splitfirst_moved"] = piped["splitfirst"]
     row["burstsplit_moved"] = piped["burstsplit"]
     row["calibration"] = piped["calibration"]
-    return row | scored_answers(task, scored_graph, visible, beside_young, [
+    return row | scored_answers(task, scored_graph, visible, beside, [
         ("fit", fitted),
         ("recut", recut_novel(fitted, xs, edges, visible,
                               dims=cfg.novel_recut_dims)),
@@ -159,11 +164,11 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
         ("burstsplit", piped[BURST_SPLIT])])
 
 
-def scored_answers(task, scored_graph, visible: int, beside_young: bool, named) -> dict:
+def scored_answers(task, scored_graph, visible: int, beside: bool, named) -> dict:
     """``{name: scores}`` for each ``(name, class id per node)`` of ``named``: whether the young
     class surfaces (a novel class holding >= 50% of it at >= 70% precision), its recall and
     precision, All over the scored nodes (Eq. 14), the novel classes found, and with
-    ``beside_young`` whether the second young class surfaces too (``beside_surfaced``)."""
+    ``beside`` whether the second hidden class surfaces too (``beside_surfaced``)."""
     import torch
 
     from benchmarks.granularity_proxy import surfaced
@@ -176,28 +181,30 @@ def scored_answers(task, scored_graph, visible: int, beside_young: bool, named) 
         out[name] = {"surfaced": found[0]["surfaced"], "recall": found[0]["recall"],
                      "precision": found[0]["precision"], "all": acc["all"],
                      "novel_classes": int(torch.unique(ids[ids >= visible]).numel())} | (
-            {"beside_surfaced": found[1]["surfaced"]} if beside_young else {})
+            {"beside_surfaced": found[1]["surfaced"]} if beside else {})
     return out
 
 
 def done(rows: list[dict], loop: str, night: int, size: float, seed: int,
          sets: list[str] | None = None, recent: bool = False, beside_old: bool = False,
-         beside_young: bool = False) -> bool:
+         beside_young: bool = False, beside_near: bool = False) -> bool:
     """Whether ``rows`` hold this fit (with these ``--set`` options, none: the defaults; and
     ``--recent``, ``--beside-old`` and ``--beside-young`` or not)."""
     return row_of(rows, loop, night, size, seed, sets, recent, beside_old,
-                  beside_young) is not None
+                  beside_young, beside_near) is not None
 
 
 def row_of(rows: list[dict], loop: str, night: int, size: float, seed: int,
            sets: list[str] | None = None, recent: bool = False, beside_old: bool = False,
-           beside_young: bool = False) -> dict | None:
+           beside_young: bool = False, beside_near: bool = False) -> dict | None:
     """The row of ``rows`` for this fit, None when there is none."""
-    key = (loop, night, size, seed, list(sets or []), recent, beside_old, beside_young)
+    key = (loop, night, size, seed, list(sets or []), recent, beside_old, beside_young,
+           beside_near)
     return next((r for r in rows if (r["loop"], r["night"], r["size"], r["seed"],
                                      r.get("set", []), r.get("recent", False),
                                      r.get("beside_old", False),
-                                     r.get("beside_young", False)) == key), None)
+                                     r.get("beside_young", False),
+                                     r.get("beside_near", False)) == key), None)
 
 
 def completed(path: Path, old: dict, row: dict) -> None:
@@ -225,7 +232,9 @@ def table(rows: list[dict]) -> list[str]:
     def setting(r: dict) -> str:
         return ",".join(r.get("set", []) + (["recent young class"] if r.get("recent") else [])
                         + (["beside an old class"] if r.get("beside_old") else [])
-                        + (["beside a young class"] if r.get("beside_young") else [])) \
+                        + (["beside a young class"] if r.get("beside_young") else [])
+                        + (["beside the class it links to most"] if r.get("beside_near")
+                           else [])) \
             or "defaults"
 
     keys = sorted({(r["graph"], setting(r), r["size"]) for r in rows})
@@ -291,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --recent: another known class keeps its recent nodes only, "
                          "unlabelled, a second young class arriving beside the first; rows kept "
                          "apart")
+    ap.add_argument("--beside-near", action="store_true",
+                    help="as --beside-old, but the older novel class is the known class the "
+                         "young one's labelled nodes link to most (the class it borders, which "
+                         "it must neither join nor empty); whether it still surfaces is kept; "
+                         "rows kept apart")
     ap.add_argument("--only", default=None, metavar="FORM,FORM",
                     help="build only these burst forms' answers (burstgrowmost, burstgrowkeep, "
                          "...), each by the pipeline's own call, at a fraction of the cost")
@@ -298,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.beside_young and (args.beside_old or not args.recent):
         ap.error("--beside-young needs --recent and not --beside-old")
+    if args.beside_near and (args.beside_old or args.beside_young):
+        ap.error("--beside-near takes neither --beside-old nor --beside-young")
     from benchmarks.answer_proxy import BURST_FORMS
 
     only = None if args.only is None else [f for f in args.only.split(",") if f]
@@ -319,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             out = args.out / graph / "rows.jsonl"
             for size in sizes:
                 old = row_of(read_jsonl(out), loop, night, size, seed, args.set, args.recent,
-                             args.beside_old, args.beside_young)
+                             args.beside_old, args.beside_young, args.beside_near)
                 # a row written before an answer was added is done again from its kept fit
                 if old is not None and (all(a in old for a in wanted) or args.keep is None):
                     continue
@@ -327,12 +343,15 @@ def main(argv: list[str] | None = None) -> int:
                        "seed": seed, "set": args.set} | ({"recent": True} if args.recent else {}) \
                     | ({"beside_old": True} if args.beside_old else {}) \
                     | ({"beside_young": True} if args.beside_young else {}) \
+                    | ({"beside_near": True} if args.beside_near else {}) \
                     | fit_young(path, seed, size, config, keep=args.keep,
                                 name=fit_name(loop, night, seed, size=size, sets=args.set)
                                 + ("-recent" if args.recent else "")
                                 + ("-old" if args.beside_old else "")
-                                + ("-young" if args.beside_young else ""), recent=args.recent,
+                                + ("-young" if args.beside_young else "")
+                                + ("-near" if args.beside_near else ""), recent=args.recent,
                                 beside_old=args.beside_old, beside_young=args.beside_young,
+                                beside_near=args.beside_near,
                                 only=only)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 if old is None:

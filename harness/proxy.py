@@ -203,10 +203,28 @@ class YoungTask:
     hidden: tuple[int, ...]
 
 
+def nearest_class(y: torch.Tensor, labelled: torch.Tensor, edge_index: torch.Tensor,
+                  of: int, among: torch.Tensor) -> int:
+    """The class of ``among`` that the labelled nodes of class ``of`` link to most: the number of
+    edges (either direction) between a labelled node of ``of`` and a labelled node of the class,
+    ties to the first of ``among`` (labelled nodes only: ``y`` read where ``labelled``). The
+    class a young class's nodes would be absorbed into, as AmazonPhoto's Flashes lands beside
+    Lighting & Studio in the nightly loops."""
+    src, dst = edge_index
+    ys = torch.where(labelled, y, -1)
+    counts = []
+    for c in among.tolist():
+        ab = (ys[src] == of) & (ys[dst] == c)
+        ba = (ys[src] == c) & (ys[dst] == of)
+        counts.append(int((ab | ba).sum()))
+    return int(among[max(range(len(counts)), key=lambda i: (counts[i], -i))])
+
+
 def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.Tensor,
                      known_classes: torch.Tensor, seed: int, size: float,
                      share: float = 0.5, among: torch.Tensor | None = None,
-                     beside_old: bool = False, beside_young: bool = False) -> YoungTask:
+                     beside_old: bool = False, beside_young: bool = False,
+                     beside_near: torch.Tensor | None = None) -> YoungTask:
     """The young-class proxy, over labelled nodes only: a class that has just appeared, small,
     among known classes whose unlabelled nodes are stand-ins, as a planted class looks on the
     night it starts (the held-out-class proxy hides whole established classes instead).
@@ -223,8 +241,11 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     that has been in the graph all along (``hidden`` is then ``(young, old)``; a young class must
     be told apart from it). With ``beside_young`` (and ``among``) that second class is young
     too: only its labelled nodes among ``among`` stay, unlabelled and scored, two classes that
-    arrive together side by side (a young class must not swallow the other). Needs at least two
-    known classes (three with ``beside_old`` or ``beside_young``)."""
+    arrive together side by side (a young class must not swallow the other). With
+    ``beside_near`` (the graph's ``edge_index``) the older novel class is the one the young
+    class's labelled nodes link to most (:func:`nearest_class`) instead of the next in turn: a
+    young class arriving beside the unnamed class it borders, which it must neither be
+    swallowed by nor empty. Needs at least two known classes (three with a class beside)."""
     if not 0 < share < 1:
         raise ValueError(f"share must be in (0, 1), got {share}")
     if not 0 < size < 1:
@@ -232,19 +253,25 @@ def young_class_task(y: torch.Tensor, train_mask: torch.Tensor, val_mask: torch.
     if known_classes.numel() < 2:
         raise ValueError(f"the young-class proxy needs at least 2 known classes (one plays the "
                          f"young class), got {known_classes.numel()}")
-    if beside_old and beside_young:
-        raise ValueError("the young-class proxy takes beside_old or beside_young, not both")
+    if beside_old + beside_young + (beside_near is not None) > 1:
+        raise ValueError("the young-class proxy takes one of beside_old, beside_young and "
+                         "beside_near")
     if beside_young and among is None:
         raise ValueError("the young-class proxy beside a young class needs among (the nodes that "
                          "arrived recently)")
-    beside = beside_old or beside_young
+    beside = beside_old or beside_young or beside_near is not None
     if beside and known_classes.numel() < 3:
-        raise ValueError(f"the young-class proxy beside {'an old' if beside_old else 'a young'} "
-                         f"class needs at least 3 known classes, got {known_classes.numel()}")
+        kind = "a young" if beside_young else "an old"
+        raise ValueError(f"the young-class proxy beside {kind} class needs at least 3 known "
+                         f"classes, got {known_classes.numel()}")
     labelled = train_mask | val_mask
     young = int(known_classes[seed % known_classes.numel()])
-    hidden = (young,) + ((int(known_classes[(seed + 1) % known_classes.numel()]),)
-                         if beside else ())
+    if beside_near is not None:
+        hidden = (young, nearest_class(y, labelled, beside_near, young,
+                                       known_classes[known_classes != young]))
+    else:
+        hidden = (young,) + ((int(known_classes[(seed + 1) % known_classes.numel()]),)
+                             if beside else ())
     visible = known_classes[~torch.isin(known_classes, torch.tensor(hidden))]
     gen = torch.Generator().manual_seed(30_011 + seed)
     members = (labelled & (y == young) & (True if among is None else among)).nonzero().flatten()

@@ -51,6 +51,16 @@ def test_two_young_classes_count_both_classes_each_answer_surfaces(tmp_path):
             "+1.00 (0.00) | 1 / 2 |") in lines
 
 
+def test_a_young_class_beside_the_class_it_links_to_most_counts_both(tmp_path):
+    _write(tmp_path / "proxies" / "fits.jsonl", [])
+    _write(tmp_path / "young_beside_near" / "amazonphoto" / "rows.jsonl",
+           [{"burstgrowmost": {"all": 60.0, "surfaced": False, "beside_surfaced": False},
+             "burstgrowkeep": {"all": 64.0, "surfaced": True, "beside_surfaced": True}}])
+    lines = rule_lines(tmp_path, "burstgrowkeep", "burstgrowmost")
+    assert ("| amazonphoto | young class beside the class it links to most: All; surfaced (both "
+            "classes counted) | 1 | +4.00 (0.00) | 0 / 2 |") in lines
+
+
 def test_a_study_without_rows_or_an_unknown_answer_is_one_error_line(tmp_path, capsys):
     assert main(["--study", str(tmp_path), "--new", "burstgrowmost", "--base", "burstjoin"]) == 2
     _write(tmp_path / "proxies" / "fits.jsonl", [])

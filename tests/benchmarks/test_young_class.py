@@ -37,6 +37,12 @@ def test_the_table_counts_surfaced_fits_per_graph_and_size():
     assert done([young], "cora-sim10", 5, 0.03, 1, recent=True, beside_young=True)
     assert "| cora | recent young class,beside a young class | 0.03 | 1 |" in "\n".join(
         table(rows + [young]))
+    near = dict(_row("cora", 0.03, 1, True, True), recent=True, beside_near=True)
+    assert not done([old], "cora-sim10", 5, 0.03, 1, recent=True, beside_near=True)
+    assert not done([near], "cora-sim10", 5, 0.03, 1, recent=True, beside_old=True)
+    assert done([near], "cora-sim10", 5, 0.03, 1, recent=True, beside_near=True)
+    assert ("| cora | recent young class,beside the class it links to most | 0.03 | 1 |"
+            in "\n".join(table(rows + [near])))
 
 
 def test_beside_young_needs_recent_and_not_beside_old(capsys):
@@ -49,6 +55,9 @@ def test_beside_young_needs_recent_and_not_beside_old(capsys):
         with pytest.raises(SystemExit):
             main(argv)
     assert "--beside-young needs --recent and not --beside-old" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--loops", "x", "--beside-old", "--beside-near"])
+    assert "--beside-near takes neither --beside-old nor --beside-young" in capsys.readouterr().err
 
 
 def test_the_paired_table_measures_each_answer_against_the_pipelines_per_fit():

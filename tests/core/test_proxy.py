@@ -237,6 +237,44 @@ def test_two_young_classes_side_by_side_keep_only_their_recent_nodes():
     with pytest.raises(ValueError, match="needs among"):
         young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), 1, 0.05,
                          beside_young=True)
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="one of beside_old, beside_young and beside_near"):
         young_class_task(y, split.train_mask, split.val_mask, torch.arange(4), 1, 0.05,
                          among=among, beside_old=True, beside_young=True)
+
+
+def test_the_young_class_beside_its_nearest_class_takes_the_class_it_links_to_most():
+    """``beside_near``: the older novel class is the known class the young class's labelled
+    nodes share most edges with (an unlabelled node's edges never count), not the next in
+    turn; otherwise the task is ``beside_old``'s. With another beside it is refused."""
+    from harness import proxy
+    from harness.proxy import nearest_class, young_class_task
+
+    g = make_attributed_sbm(num_nodes=400, num_classes=5, feature_dim=8, seed=1)
+    split = proxy.make_split(g.y, seed=0, known_classes=[0, 1, 2, 3])
+    labelled = split.train_mask | split.val_mask
+    y = torch.where(labelled, g.y, -1)
+    young = (labelled & (g.y == 1)).nonzero().flatten()
+    three = (labelled & (g.y == 3)).nonzero().flatten()
+    zero = (labelled & (g.y == 0)).nonzero().flatten()
+    unlabelled = (~labelled).nonzero().flatten()
+    # class 1 links to class 3 (6 edges, some written 3 -> 1) more than to class 0 (4 edges);
+    # its edges to unlabelled nodes (many) are never read
+    edges = torch.tensor([[young[0], young[1], three[2], three[3], young[4], young[5],
+                           young[0], young[1], young[2], young[3]] + young[:8].tolist(),
+                          [three[0], three[1], young[2], young[3], three[4], three[5],
+                           zero[0], zero[1], zero[2], zero[3]] + unlabelled[:8].tolist()])
+    known = torch.arange(4)
+    assert nearest_class(y, labelled, edges, 1, torch.tensor([0, 2, 3])) == 3
+    assert nearest_class(y, labelled, edges[:, 6:10], 1, torch.tensor([0, 2, 3])) == 0
+    assert nearest_class(y, labelled, edges[:, :0], 1, torch.tensor([2, 0, 3])) == 2  # ties
+    task = young_class_task(y, split.train_mask, split.val_mask, known, seed=1, size=0.05,
+                            beside_near=edges)
+    assert task.hidden == (1, 3) and task.visible.tolist() == [0, 2]
+    old = young_class_task(y, split.train_mask, split.val_mask, known, seed=1, size=0.05,
+                           beside_old=True)
+    assert old.hidden == (1, 2) and torch.equal(old.keep, task.keep)
+    near = task.y == 3
+    assert (task.train[near] < 0).all() and (task.val[near] < 0).all() and task.scored[near].all()
+    with pytest.raises(ValueError, match="one of beside_old"):
+        young_class_task(y, split.train_mask, split.val_mask, known, 1, 0.05, beside_old=True,
+                         beside_near=edges)
