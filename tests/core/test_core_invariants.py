@@ -320,12 +320,12 @@ def test_leiden_terminates_on_a_graph_where_until_stable_cycles() -> None:
     queue = ctx.Queue()
     child = ctx.Process(target=_leiden_cycle_case, args=(queue,))
     child.start()
-    child.join(30)
+    child.join(120)
     if child.is_alive():
         child.kill()
         child.join()
-        pytest.fail("leiden_prototype_groups did not return within 30 s (unbounded iterations?)")
-    groups = queue.get(timeout=5)
+        pytest.fail("leiden_prototype_groups did not return within 120 s (unbounded iterations?)")
+    groups = queue.get(timeout=120)
     assert len(groups) == 25 and min(groups) == 0
 
 

@@ -251,7 +251,7 @@ def model_version(stack, version: int) -> dict:
     import httpx
 
     r = httpx.get(f"{stack['tracking']}/api/2.0/mlflow/model-versions/get",
-                  params={"name": f"oral-{GRAPH}", "version": str(version)}, timeout=30)
+                  params={"name": f"oral-{GRAPH}", "version": str(version)}, timeout=120)
     assert r.status_code == 200, r.text
     return r.json()["model_version"]
 
@@ -359,7 +359,7 @@ def test_killed_night_with_servers(stack):
             if line.startswith("PAUSED publish-mid"):
                 killed.send_signal(signal.SIGKILL)
                 break
-        assert killed.wait(timeout=30) == -signal.SIGKILL, "".join(seen[-40:])
+        assert killed.wait(timeout=120) == -signal.SIGKILL, "".join(seen[-40:])
     finally:
         timer.cancel()
         if killed.poll() is None:
@@ -397,6 +397,6 @@ def test_killed_night_with_servers(stack):
 def httpx_get(stack, path: str, params: dict) -> dict:
     import httpx
 
-    r = httpx.get(f"{stack['tracking']}{path}", params=params, timeout=30)
+    r = httpx.get(f"{stack['tracking']}{path}", params=params, timeout=120)
     assert r.status_code == 200, r.text
     return r.json()

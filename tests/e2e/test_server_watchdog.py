@@ -59,7 +59,7 @@ def _gone(proc) -> bool:
 def test_sigkill_of_oral_run_stops_the_prefect_server(tmp_path, when):
     """SIGKILL to ``oral run`` right after its server process appears (before it answers), or
     once the flow run has begun (the server answering, the run training): the server and the
-    watchdog are gone within 15 s. Before: the server ran on until killed by hand."""
+    watchdog are gone (waited for up to 120 s). Before: the server ran on until killed by hand."""
     root, state, log = tmp_path / "snapshots", tmp_path / "state", tmp_path / "oral.log"
     _snapshot(root)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ORAL_",
@@ -87,14 +87,14 @@ def test_sigkill_of_oral_run_stops_the_prefect_server(tmp_path, when):
         if when == "run-under-way":
             time.sleep(2)  # into ingest, validation, training
             assert proc.poll() is None, log.read_text()[-3000:]
-        watchdogs, until = [], time.monotonic() + 2  # started right after the server
+        watchdogs, until = [], time.monotonic() + 60  # started right after the server
         while not watchdogs and time.monotonic() < until:
             found = oral.children(recursive=True)
             watchdogs = [c for c in found if "server_watchdog" in " ".join(_cmdline(c))]
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 15
+        proc.wait(timeout=120)
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (_gone(server) and all(map(_gone, watchdogs))):
             time.sleep(0.1)
         assert _gone(server), f"Prefect's server (pid {server.pid}) outlived `oral run`"

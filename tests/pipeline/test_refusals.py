@@ -348,7 +348,7 @@ def child_results(paths):
             lines.append(line)
     results["(child process as a whole)"] = (proc.returncode, out)
     # a normal exit leaves neither Prefect's temporary server nor its watchdog behind
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         left = [p.pid for p in psutil.process_iter(["cmdline"])
                 if str(proc.pid) in (p.info["cmdline"] or [])

@@ -463,7 +463,7 @@ def test_locked_file_is_retried_then_refused_clearly(tmp_path, caplog) -> None:
 
         # the holder lets go while we wait: the retry then succeeds
         threading.Timer(0.7, holder.stdin.close).start()
-        con = wh.connect(timeout=30.0)
+        con = wh.connect(timeout=120.0)
         try:
             assert con.execute("SELECT value FROM meta").fetchall() == [(str(SCHEMA_VERSION),)]
         finally:
@@ -472,5 +472,5 @@ def test_locked_file_is_retried_then_refused_clearly(tmp_path, caplog) -> None:
         if holder.poll() is None:
             if not holder.stdin.closed:
                 holder.stdin.close()
-            holder.wait(timeout=20)
+            holder.wait(timeout=120)
         holder.stdout.close()

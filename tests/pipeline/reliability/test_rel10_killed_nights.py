@@ -47,7 +47,7 @@ def _hold_lock_in_a_child(db: Path, graph: str) -> subprocess.Popen:
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.kill()
-    proc.wait(timeout=30)
+    proc.wait(timeout=120)
     proc.stdout.close()
     proc.stderr.close()
 
@@ -131,7 +131,7 @@ def test_threads_of_one_process_exclude_each_other(tmp_path):
     held = threading.Event()
 
     def first():
-        with writer_lock(db, "a", timeout=30):
+        with writer_lock(db, "a", timeout=120):
             events.append("a in")
             held.set()
             time.sleep(0.5)
@@ -139,8 +139,8 @@ def test_threads_of_one_process_exclude_each_other(tmp_path):
 
     thread = threading.Thread(target=first)
     thread.start()
-    held.wait(10)
-    with writer_lock(db, "b", timeout=30, poll=0.05):
+    held.wait(120)
+    with writer_lock(db, "b", timeout=120, poll=0.05):
         events.append("b in")
     thread.join()
     assert events == ["a in", "a out", "b in"]
@@ -223,7 +223,7 @@ class Forks:
                  "log": str(self.logs / f"{tag}.log")}
         self.proc.stdin.write(json.dumps(night) + "\n")
         self.proc.stdin.flush()
-        self._wait(lambda: self._line("STARTED", tag), 60, f"{tag} to start", tag)
+        self._wait(lambda: self._line("STARTED", tag), 120, f"{tag} to start", tag)
         self.pids[tag] = int(self._line("STARTED", tag).split()[2])
 
     def _line(self, kind: str, tag: str) -> str | None:
@@ -247,7 +247,7 @@ class Forks:
         """SIGKILL the night ``tag`` (paused); returns once it is gone. Its pid."""
         pid = self.pids[tag]
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while _running(pid):
             assert time.monotonic() < deadline, f"pid {pid} survived SIGKILL"
             time.sleep(0.02)
@@ -283,7 +283,7 @@ class Forks:
         if self.proc.poll() is None:
             self.proc.stdin.close()
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

@@ -26,7 +26,7 @@ def _kill_when_paused(proc: subprocess.Popen) -> None:
         line = proc.stdout.readline().strip()
         assert line == "PAUSED", f"helper did not reach its pause: {line!r} {proc.stderr.read()}"
         proc.send_signal(signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
+        assert proc.wait(timeout=120) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
