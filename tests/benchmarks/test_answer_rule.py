@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks.answer_proxy import BURST_GROW_MOST, BURST_JOIN
 from benchmarks.answer_rule import main, rule_lines
 
@@ -41,24 +43,19 @@ def test_witness_rows_pair_the_known_named_right_and_count_fits_better_and_worse
             "worse | 3 | +9.00 (10.02) | 1 / 1 |") in lines
 
 
-def test_two_young_classes_count_both_classes_each_answer_surfaces(tmp_path):
+@pytest.mark.parametrize("kind,graph,label", [
+    ("young_beside_young", "cora", "two young classes side by side"),
+    ("young_beside_near", "amazonphoto", "young class beside the class it links to most")])
+def test_both_hidden_classes_count_where_a_row_has_two(tmp_path, kind, graph, label):
+    """A young class beside a second young one, or beside the class it links to most: each
+    answer's surfaced count holds both classes (``beside_surfaced``)."""
     _write(tmp_path / "proxies" / "fits.jsonl", [])
-    _write(tmp_path / "young_beside_young" / "cora" / "rows.jsonl",
+    _write(tmp_path / kind / graph / "rows.jsonl",
            [{"burstgrowmost": {"all": 50.0, "surfaced": True, "beside_surfaced": False},
              "burstgrowkeep": {"all": 51.0, "surfaced": True, "beside_surfaced": True}}])
     lines = rule_lines(tmp_path, "burstgrowkeep", "burstgrowmost")
-    assert ("| cora | two young classes side by side: All; surfaced (both classes counted) | 1 | "
+    assert (f"| {graph} | {label}: All; surfaced (both classes counted) | 1 | "
             "+1.00 (0.00) | 1 / 2 |") in lines
-
-
-def test_a_young_class_beside_the_class_it_links_to_most_counts_both(tmp_path):
-    _write(tmp_path / "proxies" / "fits.jsonl", [])
-    _write(tmp_path / "young_beside_near" / "amazonphoto" / "rows.jsonl",
-           [{"burstgrowmost": {"all": 60.0, "surfaced": False, "beside_surfaced": False},
-             "burstgrowkeep": {"all": 64.0, "surfaced": True, "beside_surfaced": True}}])
-    lines = rule_lines(tmp_path, "burstgrowkeep", "burstgrowmost")
-    assert ("| amazonphoto | young class beside the class it links to most: All; surfaced (both "
-            "classes counted) | 1 | +4.00 (0.00) | 0 / 2 |") in lines
 
 
 def test_a_study_without_rows_or_an_unknown_answer_is_one_error_line(tmp_path, capsys):
