@@ -58,7 +58,8 @@ Three proxies, read on labelled nodes only (``--tasks``):
   hidden, half of the validation nodes held back; unlabelled to the fit and to every answer
   step, they fall where the night's unlabelled known nodes fall, so the answer's accuracy on
   them is the known-node cost of its steps (with the share of unlabelled nodes it calls novel,
-  label-free).
+  label-free; and, where the snapshots tell arrivals, the cost on the held-back nodes that
+  arrived recently, among which a young class's burst lands).
 
 Loops missing under ``--loops`` are simulated first (the nightly loop's seeded simulation).
 One JSON line per fit in ``fits.jsonl`` (resumable); ``README.md`` keeps the question and the
@@ -426,19 +427,37 @@ def witness_row(path: str, seed: int, config, keep: Path | None = None, name: st
     and to every answer step, they fall where the night's unlabelled known nodes fall (into a
     novel class as often), so the answer's accuracy on them (``known``) is the known-node cost of
     its steps, read on labelled nodes only. Beside it, label-free: the novel classes the answer
-    has and the share of the unlabelled nodes it calls novel (``novel_share``, %)."""
-    import torch
-
+    has and the share of the unlabelled nodes it calls novel (``novel_share``, %). Where the
+    snapshots tell arrivals, also Known on the held-back nodes that arrived within the last
+    ``BURST_WINDOW`` snapshots (``known_recent``; ``recent_witnesses`` of them): the known nodes
+    a young class's burst arrives among (:func:`witness_scores`)."""
     g, task, built, names = night_fit(path, seed, config, keep, name, "none", only)
     k = int(task.visible.numel())
     free = (task.train < 0) & (task.val < 0) & (g.y < 0)  # the night's own unlabelled nodes (the held half left out)
+    recent = night_recent(path)
     out = {key: built[key] for key in ROW_KEYS if key in built} | {
-        "witnesses": int(task.scored.sum())}
+        "witnesses": int(task.scored.sum())} | (
+        {} if recent is None else {"recent_witnesses": int((task.scored & recent).sum())})
     for name in names:
-        ids = built[name]
-        out[name] = {"known": 100 * float((ids[task.scored] == g.y[task.scored]).float().mean()),
-                     "novel_classes": int(torch.unique(ids[ids >= k]).numel()),
-                     "novel_share": 100 * float((ids[free] >= k).float().mean())}
+        out[name] = witness_scores(built[name], g.y, task.scored, free, k, recent)
+    return out
+
+
+def witness_scores(ids, y, witnesses, free, num_known: int, recent=None) -> dict:
+    """One answer's witness scores: ``known``, % of the ``witnesses`` (bool ``[N]``, held-back
+    validation nodes) named their class ``y``; ``novel_classes`` (ids ``>= num_known``);
+    ``novel_share``, % of the ``free`` (unlabelled) nodes called novel; with ``recent`` (bool
+    ``[N]``, arrived within the burst window) ``known_recent``, % of the recent witnesses named
+    right (None when there is none)."""
+    import torch
+
+    out = {"known": 100 * float((ids[witnesses] == y[witnesses]).float().mean()),
+           "novel_classes": int(torch.unique(ids[ids >= num_known]).numel()),
+           "novel_share": 100 * float((ids[free] >= num_known).float().mean())}
+    if recent is not None:
+        held = witnesses & recent
+        out["known_recent"] = (100 * float((ids[held] == y[held]).float().mean())
+                               if bool(held.any()) else None)
     return out
 
 
@@ -515,10 +534,16 @@ def table(rows: list[dict]) -> str:
         rs = [r for r in seen if r["graph"] == graph]
         for name in answers_in(rs):
             known = statistics.fmean(r[name]["known"] for r in rs)
+            recent = [r[name]["known_recent"] for r in rs
+                      if r[name].get("known_recent") is not None]
+            if recent:  # the held-back nodes that arrived recently, where the rows have them
+                known_text = f"{known:.1f} (recent {statistics.fmean(recent):.1f})"
+            else:
+                known_text = f"{known:.1f}"
             share = statistics.fmean(r[name]["novel_share"] for r in rs)
             d, se, n = paired(rs, BASE.get(name, "per_class"), name, "known")
             lines.append(f"| witness (Known: held validation nodes; Novel: % of unlabelled "
-                         f"nodes called novel) | {graph} | {len(rs)} | {name} | | {known:.1f} | "
+                         f"nodes called novel) | {graph} | {len(rs)} | {name} | | {known_text} | "
                          f"{share:.1f} | | {sum(r[name]['novel_classes'] for r in rs)} | "
                          f"{f'{d:+.1f} ({se:.1f}), Known' if n else ''} |")
     return "\n".join(lines)

@@ -313,3 +313,24 @@ def test_the_witness_rows_make_their_own_table_lines_and_unknown_tasks_are_refus
     with pytest.raises(SystemExit):
         main(["--loops", "x", "--tasks", "heldout,everything", "--report-only"])
     assert "--tasks takes heldout, nonovel and witness" in capsys.readouterr().err
+
+
+def test_witness_scores_read_the_recent_held_back_nodes_apart():
+    """``known_recent``: the share of the held-back nodes that arrived recently named right (a
+    burst sweeping recent known nodes into a novel class shows there first); None without a
+    recent witness; absent without arrival times. The table adds it beside Known."""
+    from benchmarks.answer_proxy import table, witness_scores
+
+    y = torch.tensor([0, 0, 1, 1, -1, -1])
+    ids = torch.tensor([0, 2, 1, 1, 2, 0])        # class 2 is novel (two known classes)
+    held = torch.tensor([True, True, True, True, False, False])
+    free = ~held
+    recent = torch.tensor([False, True, False, True, True, False])
+    got = witness_scores(ids, y, held, free, 2, recent)
+    assert got == {"known": 75.0, "novel_classes": 1, "novel_share": 50.0, "known_recent": 50.0}
+    assert witness_scores(ids, y, held, free, 2, torch.zeros(6, dtype=torch.bool))[
+        "known_recent"] is None
+    assert "known_recent" not in witness_scores(ids, y, held, free, 2)
+    rows = [{"kind": "witness", "graph": "cora", "per_class": got,
+             "per_class+split": dict(got, known=80.0, known_recent=100.0)}]
+    assert "| cora | 1 | per_class+split | | 80.0 (recent 100.0) | 50.0 |" in table(rows)
