@@ -212,11 +212,9 @@ def nearest_class(y: torch.Tensor, labelled: torch.Tensor, edge_index: torch.Ten
     Lighting & Studio in the nightly loops."""
     src, dst = edge_index
     ys = torch.where(labelled, y, -1)
-    counts = []
-    for c in among.tolist():
-        ab = (ys[src] == of) & (ys[dst] == c)
-        ba = (ys[src] == c) & (ys[dst] == of)
-        counts.append(int((ab | ba).sum()))
+    # the other end of every edge with one end in ``of`` (``of`` is not among ``among``)
+    ends = torch.cat([ys[dst][ys[src] == of], ys[src][ys[dst] == of]])
+    counts = [int((ends == c).sum()) for c in among.tolist()]
     return int(among[max(range(len(counts)), key=lambda i: (counts[i], -i))])
 
 
