@@ -122,14 +122,19 @@ SPLIT_FIRST = "per_class+paired+burstgrowmost+split+splitfirst+rejected+regroupc
 #: the default answer with no burst joining a class whose other nodes the split check calls
 #: known (``+burstsplit``, ``decide_answer(burst_split=True)``)
 BURST_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupcal"
+#: the default answer with each novel class the split check keeps judged again in two parts by
+#: arrival (``+agesplit``, ``decide_answer(age_split=True)``)
+AGE_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+agesplit+rejected+regroupcal"
 ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST, BURST_GROW_KEEP,
-            SPLIT_FIRST, BURST_SPLIT)
+            SPLIT_FIRST, BURST_SPLIT, AGE_SPLIT)
 #: the burst forms (and the split-first answer) by the part that names them (``--only``; the
 #: young-class rows' names)
 BURST_FORMS = {"burst": BURST, "burstjoin": BURST_JOIN, "burstyoung": BURST_YOUNG,
                "burstgrow": BURST_GROW, "burstgrowmost": BURST_GROW_MOST,
                "burstgrowkeep": BURST_GROW_KEEP, "splitfirst": SPLIT_FIRST,
-               "burstsplit": BURST_SPLIT}
+               "burstsplit": BURST_SPLIT, "agesplit": AGE_SPLIT}
+#: what a form's row counts as the nodes it moved (absent: the burst's, ``burst``)
+FORM_MOVED = {"agesplit": "aged"}
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -145,7 +150,7 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         BURST_YOUNG: "per_class+paired+split+rejected+regroupcal",
         BURST_GROW: "per_class+paired+split+rejected+regroupcal",
         BURST_GROW_MOST: "per_class+paired+split+rejected+regroupcal",
-        BURST_GROW_KEEP: BURST_GROW_MOST, SPLIT_FIRST: BURST_GROW_MOST}
+        BURST_GROW_KEEP: BURST_GROW_MOST, SPLIT_FIRST: BURST_GROW_MOST, AGE_SPLIT: BURST_SPLIT}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
@@ -285,8 +290,8 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
     """``{BURST: answer, BURST_JOIN: answer, BURST_YOUNG: answer, BURST_GROW: answer,
     BURST_GROW_MOST: answer, BURST_GROW_KEEP: answer, "burst": nodes moved, "burstjoin": ...,
     "burstyoung": ..., "burstgrow": ..., "burstgrowmost": ..., "burstgrowkeep": ...}`` and
-    the split-first and burst-split answers (``SPLIT_FIRST``, ``"splitfirst"``, ``BURST_SPLIT``,
-    ``"burstsplit"``): the
+    the split-first, burst-split and age-split answers (``SPLIT_FIRST``, ``"splitfirst"``,
+    ``BURST_SPLIT``, ``"burstsplit"``, ``AGE_SPLIT``, ``"agesplit"``: nodes the age split moved): the
     pipeline's answer decided again with the bursts first, in each form
     (:func:`oral_core.answer.decide_answer`, the pipeline's own call); without ``recent`` the
     pipeline's answer ``pipeline`` itself (the pipeline skips the step)."""
@@ -296,7 +301,7 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
                 BURST_GROW_MOST: pipeline, "burstgrowmost": 0, BURST_GROW_KEEP: pipeline,
                 "burstgrowkeep": 0} | only_answers(
                     class_id, x, edges, train, val, num_known, config, recent,
-                    ["splitfirst", "burstsplit"]) | {"splitfirst": 0, "burstsplit": 0}
+                    ["splitfirst", "burstsplit", "agesplit"]) | {"splitfirst": 0, "burstsplit": 0}
     from oral_core.answer import (BURST_ALPHA, PAIRED_ALPHA, REJECTED_QUANTILE, decide_answer)
     from oral_core.recut import REGROUP_STRENGTH
 
@@ -318,7 +323,7 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
                             burst_keep=keep)
         out |= {name: got["answer"], key: got.get("burst", 0)}
     return out | only_answers(class_id, x, edges, train, val, num_known, config, recent,
-                              ["splitfirst", "burstsplit"])
+                              ["splitfirst", "burstsplit", "agesplit"])
 
 
 def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
@@ -336,7 +341,7 @@ def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
         got = decide_answer(class_id, x, edges, train, val, num_known,
                             scale=config.known_head_scale, seed=config.seed, recent=recent,
                             **answer_options(name.split("+")[1:]))
-        out |= {name: got["answer"], form: got.get("burst", 0)}
+        out |= {name: got["answer"], form: got.get(FORM_MOVED.get(form, "burst"), 0)}
     return out
 
 
@@ -359,7 +364,8 @@ def night_recent(path: str, keep=None):
 
 #: what a row keeps of the answers' bookkeeping, when the answers built it
 ROW_KEYS = ("namer", "dropped", "scorer", "moved", "rejected", "burst", "burstjoin", "burstyoung",
-            "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "returned",
+            "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "agesplit",
+            "returned",
             "regrouped",
             "regrouped_known", "calibration")
 

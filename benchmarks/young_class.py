@@ -32,9 +32,10 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.answer_proxy import (BURST, BURST_GROW, BURST_GROW_KEEP, BURST_GROW_MOST,
-                                     BURST_JOIN, BURST_SPLIT, BURST_YOUNG, LOOSER_REJECTED,
-                                     PURIFY_SETTINGS, REGAIN_QUANTILES, SPLIT_FIRST)
+from benchmarks.answer_proxy import (AGE_SPLIT, BURST, BURST_GROW, BURST_GROW_KEEP,
+                                     BURST_GROW_MOST, BURST_JOIN, BURST_SPLIT, BURST_YOUNG,
+                                     LOOSER_REJECTED, PURIFY_SETTINGS, REGAIN_QUANTILES,
+                                     SPLIT_FIRST)
 from benchmarks.records import append_jsonl, fit_name, kept_fit, read_jsonl, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,14 +70,15 @@ OUT = ROOT / "benchmarks" / "results" / "young_class"
 #: (``burstgrowkeep``: ``+burstgrowkeep+...``), and the default with the split check also on
 #: the model's own classes before the burst (``splitfirst``: ``+split+splitfirst+...``), and
 #: the default with no burst joining a class whose other nodes the split check calls known
-#: (``burstsplit``: ``+burstgrowmost+burstsplit+...``)
+#: (``burstsplit``: ``+burstgrowmost+burstsplit+...``), and that with each novel class the
+#: split check keeps judged again by age (``agesplit``: ``+burstsplit+split+agesplit+...``)
 ANSWERS = ("fit", "recut", "paired", "energy", "rejected", "returned", "split", "carve",
            "carvetest", "regroup", "regroupknown", "regroupcal") + tuple(
     f"regain{q:g}" for q in REGAIN_QUANTILES) + tuple(f"rejected{q:g}" for q in LOOSER_REJECTED) + tuple(
     f"purify{s:g}@{q:g}" for s, q in PURIFY_SETTINGS) + ("burst", "burstjoin", "burstyoung",
                                                         "burstgrow", "burstgrowmost",
                                                         "burstgrowkeep", "splitfirst",
-                                                        "burstsplit")
+                                                        "burstsplit", "agesplit")
 
 
 def fit_young(path: str, seed: int, size: float, config, keep: Path | None = None,
@@ -135,6 +137,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     row["burstgrowkeep_moved"] = piped["burstgrowkeep"]
     row["splitfirst_moved"] = piped["splitfirst"]
     row["burstsplit_moved"] = piped["burstsplit"]
+    row["agesplit_moved"] = piped["agesplit"]
     row["calibration"] = piped["calibration"]
     return row | scored_answers(task, scored_graph, visible, beside, [
         ("fit", fitted),
@@ -161,7 +164,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
         ("burstyoung", piped[BURST_YOUNG]), ("burstgrow", piped[BURST_GROW]),
         ("burstgrowmost", piped[BURST_GROW_MOST]),
         ("burstgrowkeep", piped[BURST_GROW_KEEP]), ("splitfirst", piped[SPLIT_FIRST]),
-        ("burstsplit", piped[BURST_SPLIT])])
+        ("burstsplit", piped[BURST_SPLIT]), ("agesplit", piped[AGE_SPLIT])])
 
 
 def scored_answers(task, scored_graph, visible: int, beside: bool, named) -> dict:

@@ -39,6 +39,12 @@ part is decided on its own evidence:
   classes hold them is made of known nodes, and is dropped, its nodes named by the known-class
   classifier (:func:`split_answer`). A class that is new holds no validation node. Applied after
   the naming, before the energy's parts.
+- with **the split check by age** (``age_split``, ``ORAL_NIGHT_ANSWER=...+split+agesplit``, an
+  option), a novel class the split check keeps is judged again in two parts by arrival: where
+  its old nodes alone hold validation nodes as the known classes do, they are named known and
+  the recent ones stay the class (:func:`aged_split`). A new class arrives with new nodes; the
+  fit's class around it often takes in a slice of old known nodes. Applied right after the
+  split check.
 - with **the novel classes carved** (``carve_share``, ``ORAL_NIGHT_ANSWER=...+carve``, an
   option), the split check made finer: a novel class often holds a new class and a slice of known
   nodes together (a class that has just appeared is small; the fit's group around it takes in its
@@ -798,6 +804,43 @@ def split_answer(decided: dict, val_labels: torch.Tensor, unlabelled: torch.Tens
     return drop_classes(answer, every, drop), int(drop.sum())
 
 
+def aged_split(decided: dict, recent: torch.Tensor, val_labels: torch.Tensor,
+               unlabelled: torch.Tensor, num_known: int, share: float,
+               least: int = REJECTED_MIN_SIZE) -> tuple[torch.Tensor, int]:
+    """``+agesplit`` (not in the paper): each novel class of the per-class answer ``decided``
+    (``answer``, ``candidates``, ``namer``) that the split check keeps is judged again in two
+    parts by arrival, label-free: its old nodes (present :data:`BURST_WINDOW` snapshots back,
+    ``~recent``) and its recent ones. A new class on an evolving graph arrives with new nodes;
+    a novel class of the fit often holds such a class together with a slice of old known nodes
+    around it, and the recent nodes dilute the slice's validation nodes below the check's share
+    for the class as a whole. Where the old part alone holds validation nodes as the known
+    classes do (:func:`nodes_look_known` at ``share``, the split check's own estimate and
+    share), with at least ``least`` unlabelled nodes, its nodes are named by the known-class
+    classifier (:func:`namer_of_every_node`), as a dropped class's are; the recent part stays
+    the class. A class of new nodes holds no validation node in either part, so a novel class
+    whose first nodes have since grown old is left whole. Returns the answer and the nodes
+    moved (the answer as it was without a classifier of every node)."""
+    answer, candidates = decided["answer"].long(), decided["candidates"]
+    if len(candidates) < 2:
+        return answer, 0
+    old = ~recent.bool().to(answer.device)
+    val = val_labels >= 0
+    move = torch.zeros_like(answer, dtype=torch.bool)
+    for c in torch.unique(answer[answer >= num_known]).tolist():
+        members = answer == c
+        part = members & old
+        if int((part & unlabelled).sum()) < least:
+            continue
+        if nodes_look_known(members, answer, unlabelled, val, num_known, share):
+            continue  # the split check's whole class (dropped by it, not here)
+        if nodes_look_known(part, answer, unlabelled, val, num_known, share):
+            move |= part
+    if not bool(move.any()):
+        return answer, 0
+    every = namer_of_every_node(decided, val_labels, num_known)
+    return torch.where(move, every.long(), answer), int((move & unlabelled).sum())
+
+
 def named_right(candidate: torch.Tensor, val_labels: torch.Tensor, nodes: torch.Tensor) -> int:
     """How many of ``nodes`` (a boolean mask of labelled validation nodes) ``candidate`` names
     their class."""
@@ -894,6 +937,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   burst_keep: bool = False,
                   split_first: bool = False,
                   burst_split: bool = False,
+                  age_split: bool = False,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -922,6 +966,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     neighbours, are grouped as novel (:func:`rejected_nodes_grouped`, after the check); with
     ``regain_quantile`` (and ``split_share``) then the nodes of the classes the split check
     dropped that the known classes reject at that quantile (:func:`regained_nodes`); with
+    ``age_split`` (with ``split_share`` and ``recent``) after the split check the old part of
+    each novel class it keeps is named known when it alone holds validation nodes as the known
+    classes do (:func:`aged_split`, ``+agesplit``; ``aged``, the unlabelled nodes moved); with
     ``regroup_strength`` each novel class of the answer, last, is cut into the most parts whose
     cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`;
     with ``regroup_known`` also beyond every known class's own cut, ``known_bar``; with
@@ -995,6 +1042,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                         "namer": namer}, val_labels, unlabelled, num_known,
                                        split_share)
         out |= {"dropped": dropped + split_before}
+        if age_split and recent is not None:
+            answer, aged = aged_split({"answer": answer, "candidates": candidates,
+                                       "namer": namer}, recent, val_labels, unlabelled,
+                                      num_known, split_share)
+            out |= {"aged": aged}
         dropped_from = (before >= num_known) & (answer < num_known)
     energised = (novelty_quantile, rejected_quantile, returned_quantile, regain_quantile)
     if any(q is not None for q in energised) and logits:

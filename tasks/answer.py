@@ -38,7 +38,9 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     only when it is young); with ``carve`` the known slices of the novel
     classes are named known
     (``carved``; ``carvetest``: what a carved class keeps is tested too); with ``split`` the answer's novel classes the known-split check calls known
-    are dropped (``dropped`` in the result); with ``energy`` the novelty check names a known
+    are dropped (``dropped`` in the result); with ``agesplit`` too the old part of each class it
+    keeps is named known where it alone holds validation nodes as known classes do (``aged``,
+    :func:`oral_core.answer.aged_split`); with ``energy`` the novelty check names a known
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
     known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
@@ -62,7 +64,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     x, edges, train_labels, val_labels, _ = fit_inputs(snapshot, feature_mode, config.seed)
     train_labels, val_labels = torch.from_numpy(train_labels), torch.from_numpy(val_labels)
     options, recent = answer_options(parts), None
-    if options["burst_alpha"] is not None:
+    if options["burst_alpha"] is not None or options["age_split"]:
         arrived = snap.recent_nodes(snapshot.path, snapshot.node_ids, BURST_WINDOW)
         recent = None if arrived is None else torch.from_numpy(arrived)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
@@ -77,7 +79,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "burst",
-                            "dropped",
+                            "dropped", "aged",
                             "scorer",
                             "moved", "returned", "rejected", "regained", "regrouped",
                             "calibration")
@@ -121,7 +123,8 @@ def answer_options(parts) -> dict:
                 burst_grow_most="burstgrowmost" in parts,
                 burst_keep="burstgrowkeep" in parts,
                 split_first="splitfirst" in parts,
-                burst_split="burstsplit" in parts)
+                burst_split="burstsplit" in parts,
+                age_split="agesplit" in parts)
 
 
 def answer_device(requested: str | None) -> str:

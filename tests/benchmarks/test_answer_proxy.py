@@ -262,8 +262,8 @@ def test_only_the_asked_burst_forms_are_built_and_they_are_the_full_builds_answe
 
     import pytest
 
-    from benchmarks.answer_proxy import (BURST_GROW_KEEP, BURST_GROW_MOST, BURST_SPLIT,
-                                         SPLIT_FIRST, answers, main, only_answers)
+    from benchmarks.answer_proxy import (AGE_SPLIT, BURST_GROW_KEEP, BURST_GROW_MOST,
+                                         BURST_SPLIT, SPLIT_FIRST, answers, main, only_answers)
 
     truth, x, edges, train, val = toy()
     class_id = truth.clone()
@@ -273,11 +273,12 @@ def test_only_the_asked_burst_forms_are_built_and_they_are_the_full_builds_answe
     cfg = SimpleNamespace(known_head_scale="all", known_split_share=0.5, seed=0)
     full = answers(class_id, x, edges, train, val, unlabelled, 2, cfg, recent=recent)
     got = only_answers(class_id, x, edges, train, val, 2, cfg, recent,
-                       ["burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit"])
-    assert set(got) == {BURST_GROW_MOST, BURST_GROW_KEEP, SPLIT_FIRST, BURST_SPLIT,
-                        "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit"}
+                       ["burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "agesplit"])
+    assert set(got) == {BURST_GROW_MOST, BURST_GROW_KEEP, SPLIT_FIRST, BURST_SPLIT, AGE_SPLIT,
+                        "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "agesplit"}
     for name, form in ((BURST_GROW_MOST, "burstgrowmost"), (BURST_GROW_KEEP, "burstgrowkeep"),
-                       (SPLIT_FIRST, "splitfirst"), (BURST_SPLIT, "burstsplit")):
+                       (SPLIT_FIRST, "splitfirst"), (BURST_SPLIT, "burstsplit"),
+                       (AGE_SPLIT, "agesplit")):
         assert torch.equal(got[name], full[name]) and got[form] == full[form]
     with pytest.raises(SystemExit):
         main(["--loops", "x", "--only", "burstgrowmost,nonsense", "--report-only"])
