@@ -127,14 +127,19 @@ BURST_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupc
 AGE_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+agesplit+rejected+regroupcal"
 ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST, BURST_GROW_KEEP,
             SPLIT_FIRST, BURST_SPLIT, AGE_SPLIT)
+#: the default answer with each novel class the split check keeps judged again on its part the
+#: night before's answer named known (``+lastsplit``, ``decide_answer(known_last=...)``; read
+#: with ``--only lastsplit`` alone: the night before is fitted on the same task,
+#: :func:`benchmarks.last_night.known_last`)
+LAST_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+lastsplit+rejected+regroupcal"
 #: the burst forms (and the split-first answer) by the part that names them (``--only``; the
 #: young-class rows' names)
 BURST_FORMS = {"burst": BURST, "burstjoin": BURST_JOIN, "burstyoung": BURST_YOUNG,
                "burstgrow": BURST_GROW, "burstgrowmost": BURST_GROW_MOST,
                "burstgrowkeep": BURST_GROW_KEEP, "splitfirst": SPLIT_FIRST,
-               "burstsplit": BURST_SPLIT, "agesplit": AGE_SPLIT}
+               "burstsplit": BURST_SPLIT, "agesplit": AGE_SPLIT, "lastsplit": LAST_SPLIT}
 #: what a form's row counts as the nodes it moved (absent: the burst's, ``burst``)
-FORM_MOVED = {"agesplit": "aged"}
+FORM_MOVED = {"agesplit": "aged", "lastsplit": "last"}
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -150,7 +155,8 @@ BASE = {"per_class+paired+energy": "per_class+paired",
         BURST_YOUNG: "per_class+paired+split+rejected+regroupcal",
         BURST_GROW: "per_class+paired+split+rejected+regroupcal",
         BURST_GROW_MOST: "per_class+paired+split+rejected+regroupcal",
-        BURST_GROW_KEEP: BURST_GROW_MOST, SPLIT_FIRST: BURST_GROW_MOST, AGE_SPLIT: BURST_SPLIT}
+        BURST_GROW_KEEP: BURST_GROW_MOST, SPLIT_FIRST: BURST_GROW_MOST, AGE_SPLIT: BURST_SPLIT,
+        LAST_SPLIT: BURST_SPLIT}
 
 
 def answers(class_id, x, edges, train, val, unlabelled, num_known: int, config,
@@ -327,11 +333,13 @@ def burst_answer(class_id, x, edges, train, val, num_known: int, config, share: 
 
 
 def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
-                 forms: list[str]) -> dict:
+                 forms: list[str], known_last=None) -> dict:
     """``{BURST_FORMS[form]: answer, form: nodes its burst moved}`` for the burst ``forms``
     only (``--only``), each decided by the pipeline's own call with the pipeline's own options
     (:func:`tasks.answer.answer_options`): the same answers :func:`answers` builds among all
-    the others, at a fraction of the cost."""
+    the others, at a fraction of the cost. ``lastsplit`` reads ``known_last`` (bool per node:
+    named known by the night before's answer, :func:`benchmarks.last_night.known_last`;
+    without it the step is skipped, as the pipeline skips it on a first night)."""
     from oral_core.answer import decide_answer
     from tasks.answer import answer_options
 
@@ -340,6 +348,7 @@ def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
         name = BURST_FORMS[form]
         got = decide_answer(class_id, x, edges, train, val, num_known,
                             scale=config.known_head_scale, seed=config.seed, recent=recent,
+                            known_last=known_last if form == "lastsplit" else None,
                             **answer_options(name.split("+")[1:]))
         out |= {name: got["answer"], form: got.get(FORM_MOVED.get(form, "burst"), 0)}
     return out
@@ -365,20 +374,22 @@ def night_recent(path: str, keep=None):
 #: what a row keeps of the answers' bookkeeping, when the answers built it
 ROW_KEYS = ("namer", "dropped", "scorer", "moved", "rejected", "burst", "burstjoin", "burstyoung",
             "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "agesplit",
+            "lastsplit", "known_last",
             "returned",
             "regrouped",
             "regrouped_known", "calibration")
 
 
 def built_answers(class_id, x, edges, train, val, unlabelled, num_known: int, config, recent,
-                  only: list[str] | None) -> tuple[dict, tuple[str, ...]]:
+                  only: list[str] | None, known_last=None) -> tuple[dict, tuple[str, ...]]:
     """The answers of one fit and their names: all of :data:`ANSWERS` (:func:`answers`), or
-    with ``only`` the burst forms it names (:func:`only_answers`)."""
+    with ``only`` the burst forms it names (:func:`only_answers`, ``known_last`` for
+    ``lastsplit``)."""
     if only is None:
         return answers(class_id, x, edges, train, val, unlabelled, num_known, config,
                        recent=recent), ANSWERS
-    return (only_answers(class_id, x, edges, train, val, num_known, config, recent, only),
-            tuple(BURST_FORMS[form] for form in only))
+    return (only_answers(class_id, x, edges, train, val, num_known, config, recent, only,
+                         known_last), tuple(BURST_FORMS[form] for form in only))
 
 
 def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: str,
@@ -401,8 +412,14 @@ def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: 
     class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
         x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
     unlabelled = (task.train < 0) & (task.val < 0)
+    k = int(task.visible.numel())
+    from benchmarks.last_night import last_night_of
+
+    last = last_night_of(path, None, task.train, task.val, k, cfg, keep, name, only)
     built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled,
-                                 int(task.visible.numel()), cfg, night_recent(path), only)
+                                 k, cfg, night_recent(path), only, last)
+    if last is not None:
+        built["known_last"] = int(last.sum())
     return g, task, built, names
 
 
@@ -484,8 +501,13 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
         x[nodes], edges, tr, va).discoveries["last"].class_id)
+    from benchmarks.last_night import last_night_of
+
+    last = last_night_of(path, nodes, tr, va, k, cfg, keep, name, only)
     built, names = built_answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
-                                 night_recent(path, nodes), only)
+                                 night_recent(path, nodes), only, last)
+    if last is not None:
+        built["known_last"] = int(last.sum())
     out = {key: built[key] for key in ROW_KEYS if key in built}
     for name in names:
         ids = built[name]

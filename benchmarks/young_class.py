@@ -95,6 +95,7 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     from torch_geometric.utils import subgraph
 
     from benchmarks.answer_proxy import BURST_FORMS, answers, night_recent, only_answers
+    from benchmarks.last_night import last_night_of
     from benchmarks.split_repeat_proxy import night_task
     from harness.proxy import young_class_task
     from oral_core.config import ORALConfig
@@ -123,9 +124,12 @@ def fit_young(path: str, seed: int, size: float, config, keep: Path | None = Non
     unlabelled = (task.train < 0) & (task.val < 0)
     recent_kept = None if arrived is None else arrived[task.keep]
     if only is not None:
-        piped = only_answers(fitted, xs, edges, task.train, task.val, visible, cfg, recent_kept,
+        last = last_night_of(path, task.keep, task.train, task.val, visible, cfg, keep, name,
                              only)
-        row |= {f"{form}_moved": piped[form] for form in only}
+        piped = only_answers(fitted, xs, edges, task.train, task.val, visible, cfg, recent_kept,
+                             only, last)
+        row |= {f"{form}_moved": piped[form] for form in only} | (
+            {} if last is None else {"known_last": int(last.sum())})
         return row | scored_answers(task, scored_graph, visible, beside,
                                     [(form, piped[BURST_FORMS[form]]) for form in only])
     piped = answers(fitted, xs, edges, task.train, task.val, unlabelled, visible, cfg,

@@ -305,7 +305,8 @@ def answer_night(night: Night, snapshot, trained: fitting.TrainResult, mode: str
     rule = night.settings.night_answer.split("+")
     if rule[0] == "whole":
         return None
-    return pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode, tuple(rule[1:]))
+    return pt.decide_per_class(snapshot, trained, night.config.to_dict(), mode, tuple(rule[1:]),
+                               str(night.settings.warehouse_path), night.graph)
 
 
 def run_record(night: Night, files, snapshot, training: Training, scores, degraded,

@@ -45,6 +45,12 @@ part is decided on its own evidence:
   the recent ones stay the class (:func:`aged_split`). A new class arrives with new nodes; the
   fit's class around it often takes in a slice of old known nodes. Applied right after the
   split check.
+- with **the split check on last night's known part** (``known_last``,
+  ``ORAL_NIGHT_ANSWER=...+split+lastsplit``, an option), a novel class the split check keeps
+  is judged again on the part the previous night's published answer named known: where that
+  part alone holds validation nodes as the known classes do, it is named known
+  (:func:`last_night_split`). Unlike the arrival cut, the class's own old nodes, found novel
+  last night, stay with it. Applied after the split check (and the age split).
 - with **the novel classes carved** (``carve_share``, ``ORAL_NIGHT_ANSWER=...+carve``, an
   option), the split check made finer: a novel class often holds a new class and a slice of known
   nodes together (a class that has just appeared is small; the fit's group around it takes in its
@@ -814,21 +820,49 @@ def aged_split(decided: dict, recent: torch.Tensor, val_labels: torch.Tensor,
     a novel class of the fit often holds such a class together with a slice of old known nodes
     around it, and the recent nodes dilute the slice's validation nodes below the check's share
     for the class as a whole. Where the old part alone holds validation nodes as the known
-    classes do (:func:`nodes_look_known` at ``share``, the split check's own estimate and
-    share), with at least ``least`` unlabelled nodes, its nodes are named by the known-class
-    classifier (:func:`namer_of_every_node`), as a dropped class's are; the recent part stays
-    the class. A class of new nodes holds no validation node in either part, so a novel class
-    whose first nodes have since grown old is left whole. Returns the answer and the nodes
-    moved (the answer as it was without a classifier of every node)."""
+    classes do (:func:`part_split`), its nodes are named by the known-class classifier,
+    as a dropped class's are; the recent part stays the class. A class of new nodes holds no
+    validation node in either part, so a novel class whose first nodes have since grown old is
+    left whole. Returns the answer and the nodes moved."""
+    return part_split(decided, ~recent.bool(), val_labels, unlabelled, num_known, share, least)
+
+
+def last_night_split(decided: dict, known_last: torch.Tensor, val_labels: torch.Tensor,
+                     unlabelled: torch.Tensor, num_known: int, share: float,
+                     least: int = REJECTED_MIN_SIZE) -> tuple[torch.Tensor, int]:
+    """``+lastsplit`` (not in the paper): each novel class of the per-class answer ``decided``
+    that the split check keeps is judged again on the part of it the previous night's published
+    answer named a known class (``known_last``, bool ``[N]``: the node was there last night and
+    named known; a new node is not). A slice of old known nodes a novel class drags along was
+    named known last night, while the class's own old nodes were found novel the night it was
+    found: unlike the arrival cut of :func:`aged_split`, this part leaves a class's own old
+    nodes with it. Where the part alone holds validation nodes as the known classes do
+    (:func:`part_split`), its nodes are named by the known-class classifier; the rest stays
+    the class. Returns the answer and the unlabelled nodes moved."""
+    return part_split(decided, known_last.bool(), val_labels, unlabelled, num_known, share,
+                      least)
+
+
+def part_split(decided: dict, part_of: torch.Tensor, val_labels: torch.Tensor,
+               unlabelled: torch.Tensor, num_known: int, share: float,
+               least: int = REJECTED_MIN_SIZE) -> tuple[torch.Tensor, int]:
+    """The split check on a part of each novel class (the shared step of :func:`aged_split`
+    and :func:`last_night_split`): for each novel class of ``decided["answer"]`` the split check
+    keeps (:func:`nodes_look_known` at ``share`` on the whole class says novel), its nodes in
+    ``part_of`` (bool ``[N]``) are named by the known-class classifier
+    (:func:`namer_of_every_node`) where that part, with at least ``least`` unlabelled nodes,
+    holds validation nodes as the known classes do (:func:`nodes_look_known` at ``share``, the
+    split check's own estimate and share). Returns the answer and the unlabelled nodes moved
+    (the answer as it was without a classifier of every node)."""
     answer, candidates = decided["answer"].long(), decided["candidates"]
     if len(candidates) < 2:
         return answer, 0
-    old = ~recent.bool().to(answer.device)
+    part_of = part_of.bool().to(answer.device)
     val = val_labels >= 0
     move = torch.zeros_like(answer, dtype=torch.bool)
     for c in torch.unique(answer[answer >= num_known]).tolist():
         members = answer == c
-        part = members & old
+        part = members & part_of
         if int((part & unlabelled).sum()) < least:
             continue
         if nodes_look_known(members, answer, unlabelled, val, num_known, share):
@@ -938,6 +972,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   split_first: bool = False,
                   burst_split: bool = False,
                   age_split: bool = False,
+                  known_last: torch.Tensor | None = None,
                   device: torch.device | str | None = None) -> dict:
     """The answer per class from one fit's ``class_id``: the known-class classifiers fitted on
     ``train_labels`` (the reference LR standardised over ``scale``'s rows, the GCN seeded with
@@ -969,6 +1004,10 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     ``age_split`` (with ``split_share`` and ``recent``) after the split check the old part of
     each novel class it keeps is named known when it alone holds validation nodes as the known
     classes do (:func:`aged_split`, ``+agesplit``; ``aged``, the unlabelled nodes moved); with
+    ``known_last`` (bool ``[N]``, with ``split_share``: named known by the previous night's
+    published answer) then the part of each kept novel class named known last night is named
+    known when it alone holds validation nodes as the known classes do
+    (:func:`last_night_split`, ``+lastsplit``; ``last``, the unlabelled nodes moved); with
     ``regroup_strength`` each novel class of the answer, last, is cut into the most parts whose
     cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`;
     with ``regroup_known`` also beyond every known class's own cut, ``known_bar``; with
@@ -1047,6 +1086,11 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                                        "namer": namer}, recent, val_labels, unlabelled,
                                       num_known, split_share)
             out |= {"aged": aged}
+        if known_last is not None:
+            answer, last = last_night_split({"answer": answer, "candidates": candidates,
+                                             "namer": namer}, known_last, val_labels,
+                                            unlabelled, num_known, split_share)
+            out |= {"last": last}
         dropped_from = (before >= num_known) & (answer < num_known)
     energised = (novelty_quantile, rejected_quantile, returned_quantile, regain_quantile)
     if any(q is not None for q in energised) and logits:

@@ -20,7 +20,8 @@ from tasks.fitting import TrainResult
 
 
 def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feature_mode: str,
-                     parts: tuple[str, ...] = ()) -> dict:
+                     parts: tuple[str, ...] = (), warehouse_path: str | None = None,
+                     graph: str | None = None) -> dict:
     """Tonight's answer per class from the model's predictions (``trained`` is the train step's
     result). Returns ``predictions_path`` (the answer's file), ``num_classes`` and ``num_novel``
     (the classes it publishes, novel among them: the rejected grouping may add one the model
@@ -40,7 +41,11 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     (``carved``; ``carvetest``: what a carved class keeps is tested too); with ``split`` the answer's novel classes the known-split check calls known
     are dropped (``dropped`` in the result); with ``agesplit`` too the old part of each class it
     keeps is named known where it alone holds validation nodes as known classes do (``aged``,
-    :func:`oral_core.answer.aged_split`); with ``energy`` the novelty check names a known
+    :func:`oral_core.answer.aged_split`); with ``lastsplit`` too the part of each class it keeps
+    that the previous published answer of ``graph`` in ``warehouse_path`` named known
+    (:func:`known_last_night`) is named known where it alone holds validation nodes as known
+    classes do (``last``, :func:`oral_core.answer.last_night_split`; skipped on a graph's first
+    night); with ``energy`` the novelty check names a known
     class for the nodes of novel groups that look known (``scorer`` and ``moved``); with
     ``returned`` those among neighbours named known (``returned``); with ``rejected`` the
     known-named nodes the known classes reject, among rejected neighbours, are grouped as novel
@@ -67,10 +72,13 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     if options["burst_alpha"] is not None or options["age_split"]:
         arrived = snap.recent_nodes(snapshot.path, snapshot.node_ids, BURST_WINDOW)
         recent = None if arrived is None else torch.from_numpy(arrived)
+    known_last = None
+    if "lastsplit" in parts and warehouse_path is not None and graph is not None:
+        known_last = known_last_night(warehouse_path, graph, snapshot)
     got = decide_answer(class_id, x, edges, train_labels, val_labels, num_known,
                         device=answer_device(config.device),
                         scale=config.known_head_scale, seed=config.seed, recent=recent,
-                        **options)
+                        known_last=known_last, **options)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
                              num_known, snapshot.class_names)
@@ -79,7 +87,7 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
            "snapshot_date": snapshot.date.isoformat() if snapshot.date else None} | {
         k: got[k] for k in ("namer", "right", "nodes", "cross_fitted_right", "carved", "burst",
-                            "dropped", "aged",
+                            "dropped", "aged", "last",
                             "scorer",
                             "moved", "returned", "rejected", "regained", "regrouped",
                             "calibration")
@@ -87,6 +95,20 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out
+
+
+def known_last_night(warehouse_path: str, graph: str, snapshot: snap.Snapshot):
+    """bool per node of ``snapshot`` (a tensor): named a known class by the graph's latest
+    published answer before the snapshot's date (:meth:`tasks.warehouse.Warehouse.known_last`);
+    None without a warehouse or such an answer."""
+    import torch
+
+    from tasks.warehouse import Warehouse
+
+    if not Path(warehouse_path).exists() or snapshot.date is None:
+        return None
+    known = Warehouse(warehouse_path).known_last(graph, snapshot.date, snapshot.node_ids)
+    return None if known is None else torch.from_numpy(known)
 
 
 def answer_options(parts) -> dict:

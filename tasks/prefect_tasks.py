@@ -188,17 +188,21 @@ def emergence_check(snapshot, predictions_path: str, previous_predictions_path: 
 
 @task(name="decide-per-class", cache_policy=NO_CACHE)
 def decide_per_class(snapshot, trained: fitting.TrainResult, config_dict: dict, feature_mode: str,
-                     parts: tuple[str, ...] = ()) -> dict:
+                     parts: tuple[str, ...] = (), warehouse_path: str | None = None,
+                     graph: str | None = None) -> dict:
     """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER=per_class``, with ``parts``
     such as ``paired`` and ``rejected``: :func:`tasks.answer.decide_per_class`)."""
     from oral_core.config import ORALConfig
     from tasks.answer import decide_per_class as decide
 
-    out = decide(snapshot, trained, ORALConfig.from_dict(config_dict), feature_mode, parts)
+    out = decide(snapshot, trained, ORALConfig.from_dict(config_dict), feature_mode, parts,
+                 warehouse_path, graph)
     checked = (f"; {out['burst']} recent node(s) in bursts grouped as young classes"
                if "burst" in out else "")
     checked += (f"; {out['dropped']} novel class(es) of known nodes dropped by the known-split "
                "check" if "dropped" in out else "")
+    checked += (f"; {out['last']} node(s) named known last night moved back to known classes"
+                if "last" in out else "")
     checked += (f"; the novelty check named {out['moved']} node(s) of novel groups a known class "
                f"by the {out['scorer']}'s energy" if "moved" in out else "")
     checked += (f"; {out['returned']} node(s) of novel groups among known neighbours returned "

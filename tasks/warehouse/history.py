@@ -66,6 +66,19 @@ class History:
                  exclude_run_id, exclude_run_id]).fetchall()
             return int(found[0][0] or 0)
 
+    @staticmethod
+    def answer_before(con, graph: str, day: dt.date, config_hash: str | None = None
+                      ) -> tuple[str, dt.date] | None:
+        """``(run_id, snapshot_date)`` of the latest published answer of ``graph`` before ``day``
+        (of that configuration when given) that the champion gate did not find degraded, on the
+        open connection ``con``; None when there is none."""
+        found = con.execute(
+            "SELECT run_id, snapshot_date FROM runs WHERE graph = ? AND snapshot_date < ? "
+            f"AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?) AND {ANSWER_RUN} "
+            "ORDER BY snapshot_date DESC, published_at DESC, run_id DESC LIMIT 1",
+            [graph, day, config_hash, config_hash]).fetchall()
+        return tuple(found[0]) if found else None
+
     def previous_run(self, graph: str, before_date: dt.date | str,
                      config_hash: str | None = None, *,
                      with_members: bool = True) -> PreviousClasses | None:
@@ -83,14 +96,10 @@ class History:
         with self._reader() as con:
             if con is None:
                 return None
-            found = con.execute(
-                "SELECT run_id, snapshot_date FROM runs WHERE graph = ? AND snapshot_date < ? "
-                f"AND (CAST(? AS VARCHAR) IS NULL OR config_hash = ?) AND {ANSWER_RUN} "
-                "ORDER BY snapshot_date DESC, published_at DESC, run_id DESC LIMIT 1",
-                [graph, day, config_hash, config_hash]).fetchall()
-            if not found:
+            found = self.answer_before(con, graph, day, config_hash)
+            if found is None:
                 return None
-            run_id, prev_date = found[0]
+            run_id, prev_date = found
             classes = con.execute(
                 "SELECT c.class_key, c.lineage_id, c.class_name, l.first_seen, l.status "
                 "FROM classes c "
@@ -119,6 +128,34 @@ class History:
             first_seen={int(k): first for k, _, _, first, _ in classes if first is not None},
             statuses={int(k): status for k, *_, status in classes if status is not None},
             snapshot_date=prev_date, run_id=run_id)
+
+    def known_last(self, graph: str, before_date: dt.date | str,
+                   node_ids) -> np.ndarray | None:
+        """For each of ``node_ids`` (tonight's, an Arrow array), whether the latest published
+        answer of ``graph`` before ``before_date`` (the run :meth:`previous_run` continues from)
+        named it a known class (a row not ``is_novel`` with a class); a node it did not have is
+        not.
+        None when there is no such run (the ``+lastsplit`` answer step is then skipped)."""
+        day = as_date(before_date)
+        with self._reader() as con:
+            if con is None:
+                return None
+            found = self.answer_before(con, graph, day)
+            if found is None:
+                return None
+            tonight = pa.table({"node_id": pa.array(node_ids).cast(pa.string()),
+                                "row": pa.array(np.arange(len(node_ids), dtype=np.int64))})
+            con.register("_oral_tonight", tonight)
+            try:
+                rows = con.execute(
+                    "SELECT t.row FROM _oral_tonight t JOIN node_assignments a "
+                    "ON a.node_id = t.node_id WHERE a.run_id = ? AND NOT a.is_novel "
+                    "AND a.class_key >= 0", [found[0]]).fetchnumpy()
+            finally:
+                con.unregister("_oral_tonight")
+        known = np.zeros(len(node_ids), dtype=bool)
+        known[np.asarray(rows["row"], dtype=np.int64)] = True
+        return known
 
     def node_pairs(self, run_id: str, assignments: pa.Table | str | os.PathLike
                    ) -> tuple[np.ndarray, np.ndarray]:

@@ -78,6 +78,21 @@ def test_without_a_classifier_of_every_node_nothing_moves():
     assert torch.equal(out, decided["answer"]) and moved == 0
 
 
+def decide_inputs():
+    """A toy night for ``decide_answer``: 120 nodes of three classes (every third), classes 0-1
+    known (30 training nodes among the first, 15 validation nodes after them), class 2 a novel
+    class of the fit: ``(class_id, x, edges, train, val)``."""
+    torch.manual_seed(0)
+    n, known = 120, 2
+    y = torch.arange(n) % 3
+    x = torch.nn.functional.one_hot(y, 3).float() + 0.1 * torch.randn(n, 3)
+    edges = torch.stack([torch.arange(n), (torch.arange(n) + 3) % n])
+    train = torch.where((torch.arange(n) < 30) & (y < known), y, torch.full_like(y, -1))
+    val = torch.where((torch.arange(n) >= 30) & (torch.arange(n) < 45) & (y < known), y,
+                      torch.full_like(y, -1))
+    return torch.where(y < known, y, torch.full_like(y, 2)), x, edges, train, val
+
+
 @pytest.mark.parametrize("flag", [False, True])
 def test_decide_answer_runs_the_age_split_after_the_split_check_when_asked(monkeypatch, flag):
     """``decide_answer(age_split=True)`` calls :func:`aged_split` (with the split check's share)
@@ -93,15 +108,8 @@ def test_decide_answer_runs_the_age_split_after_the_split_check_when_asked(monke
         return real(decided, recent, val_labels, unlabelled, num_known, share, **kw)
 
     monkeypatch.setattr(answer_module, "aged_split", recorded)
-    torch.manual_seed(0)
     n, known = 120, 2
-    y = torch.arange(n) % 3
-    x = torch.nn.functional.one_hot(y, 3).float() + 0.1 * torch.randn(n, 3)
-    edges = torch.stack([torch.arange(n), (torch.arange(n) + 3) % n])
-    train = torch.where((torch.arange(n) < 30) & (y < known), y, torch.full_like(y, -1))
-    val = torch.where((torch.arange(n) >= 30) & (torch.arange(n) < 45) & (y < known), y,
-                      torch.full_like(y, -1))
-    class_id = torch.where(y < known, y, torch.full_like(y, 2))
+    class_id, x, edges, train, val = decide_inputs()
     recent = torch.arange(n) >= 90
     got = answer_module.decide_answer(class_id, x, edges, train, val, known, scale="labelled",
                                       seed=0, split_share=0.5, recent=recent, age_split=flag)

@@ -474,3 +474,40 @@ def test_locked_file_is_retried_then_refused_clearly(tmp_path, caplog) -> None:
                 holder.stdin.close()
             holder.wait(timeout=120)
         holder.stdout.close()
+
+
+def test_known_last_reads_which_nodes_the_previous_answer_named_known(wh: Warehouse) -> None:
+    """``known_last`` (``+lastsplit``'s input): per node of tonight, named a known class by the
+    latest published answer before tonight (a degraded run is not the answer), new nodes not;
+    None before any answer."""
+    assert wh.known_last("g", D1, pa.array(ids(0, 5))) is None
+    m1, n1 = first_night()  # known 0-179, novel 180-299
+    wh.publish_run(**night(wh, "g", D1, m1, n1))
+    tonight = pa.array(["n5", "n150", "n200", "n290", "n400"])  # n400 is new
+    assert wh.known_last("g", D2, tonight).tolist() == [True, True, False, False, False]
+    assert wh.known_last("g", D1, tonight) is None  # nothing before the first night
+    m2, n2 = second_night()
+    m2 = {0: ids(0, 100) + ids(180, 250), 1: ids(100, 180), 2: ids(250, 300)}
+    bad = night(wh, "g", D2, m2, n2)
+    bad["run"] |= {"gate_status": "degraded", "gate_reason": "trained with 5 epochs"}
+    wh.publish_run(**bad)
+    # the degraded night D2 is not an answer: D1's is still the one before D3
+    assert wh.known_last("g", dt.date(2026, 4, 3), tonight).tolist() == [True, True, False,
+                                                                          False, False]
+    assert wh.known_last("h", D2, tonight) is None  # another graph has no answer
+
+
+def test_the_answer_step_reads_last_nights_known_nodes_from_the_warehouse(wh: Warehouse,
+                                                                           tmp_path) -> None:
+    """``tasks.answer.known_last_night``: what ``+lastsplit`` reads on a night, a tensor over the
+    snapshot's nodes; None without a warehouse file or before a first answer."""
+    from types import SimpleNamespace
+
+    from tasks.answer import known_last_night
+
+    snapshot = SimpleNamespace(date=D2, node_ids=pa.array(["n5", "n200", "n999"]))
+    assert known_last_night(str(tmp_path / "none.duckdb"), "g", snapshot) is None
+    assert known_last_night(str(wh.path), "g", snapshot) is None
+    m1, n1 = first_night()
+    wh.publish_run(**night(wh, "g", D1, m1, n1))
+    assert known_last_night(str(wh.path), "g", snapshot).tolist() == [True, False, False]

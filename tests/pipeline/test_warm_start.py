@@ -645,14 +645,16 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                               "per_class+burstgrowmost+split+splitfirst"),
                              ("per_class+split+burstsplit+burstgrowmost",
                               "per_class+burstgrowmost+burstsplit+split"),
-                             ("per_class+agesplit+split", "per_class+split+agesplit")]:
+                             ("per_class+agesplit+split", "per_class+split+agesplit"),
+                             ("per_class+lastsplit+split+agesplit",
+                              "per_class+split+agesplit+lastsplit")]:
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", given)
         assert settings.Settings.from_env().night_answer == canonical
     for bad in ("per_node", "whole+paired", "per_class+paired+paired", "per_class+recut"):
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", bad)
         with pytest.raises(ValueError, match="ORAL_NIGHT_ANSWER must be one of whole, per_class, "
                                              "per_class with \\+paired and/or \\+carve and/or "
-                                             "\\+carvetest and/or \\+burst and/or \\+burstjoin and/or \\+burstyoung and/or \\+burstgrow and/or \\+burstgrowmost and/or \\+burstgrowkeep and/or \\+burstsplit and/or \\+split and/or \\+splitfirst and/or \\+agesplit and/or \\+energy and/or \\+returned and/or "
+                                             "\\+carvetest and/or \\+burst and/or \\+burstjoin and/or \\+burstyoung and/or \\+burstgrow and/or \\+burstgrowmost and/or \\+burstgrowkeep and/or \\+burstsplit and/or \\+split and/or \\+splitfirst and/or \\+agesplit and/or \\+lastsplit and/or \\+energy and/or \\+returned and/or "
                                              "\\+rejected and/or \\+regain and/or \\+regroup and/or \\+regroupknown and/or "
                                              "\\+regroupcal, got"):
             settings.Settings.from_env()
@@ -679,6 +681,10 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
         settings.Settings.from_env()
     monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+paired+agesplit+rejected")
     with pytest.raises(ValueError, match="\\+agesplit judges by age the classes \\+split keeps: "
+                                         "add \\+split, got"):
+        settings.Settings.from_env()
+    monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+paired+lastsplit+rejected")
+    with pytest.raises(ValueError, match="\\+lastsplit judges again the classes \\+split keeps: "
                                          "add \\+split, got"):
         settings.Settings.from_env()
     monkeypatch.setenv("ORAL_NIGHT_ANSWER", "per_class+paired+splitfirst+rejected")
