@@ -270,9 +270,9 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
     assert {k: got[k] for k in published} == published
     # the same with the classifier changed only beyond chance, the novelty check and the
     # novel nodes returned and the rejected nodes grouped, the novel classes carved, the recent
-    # bursts grouped: answered
+    # bursts grouped, the part last night's answer named known judged again: answered
     monkeypatch.setenv("ORAL_NIGHT_ANSWER",
-                       "per_class+paired+carve+burst+split+energy+returned+rejected")
+                       "per_class+paired+carve+burst+split+lastsplit+energy+returned+rejected")
     split = nightly_discovery("pipe", str(env["root"]), "2026-03-03", CONFIG | {"epochs": 7},
                               str(env["state"]))
     assert split["degraded"] is None and _latest_run(env["state"]) == split["run_id"]
@@ -284,6 +284,7 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
     assert checked and all(c["scorer"] in ("lr", "gcn") and c["moved"] >= 0 for c in checked)
     assert all(c["rejected"] >= 0 and c["returned"] >= 0 and c["dropped"] >= 0
                and c["carved"] >= 0 and c["burst"] >= 0 for c in checked)
+    assert all(c["last"] >= 0 for c in checked)  # the warehouse held the nights before
     # the runs row counts the classes the answer publishes (the grouping may add one)
     con = duckdb.connect(str(env["state"] / "oral.duckdb"), read_only=True)
     try:
