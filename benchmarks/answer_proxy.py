@@ -357,14 +357,12 @@ def only_answers(class_id, x, edges, train, val, num_known: int, config, recent,
 def night_recent(path: str, keep=None):
     """bool per node of the snapshot at ``path`` (``keep``'s rows when given): arrived within the
     last ``BURST_WINDOW`` snapshots of its folder; None without them."""
-    import pyarrow.parquet as pq
     import torch
 
     from data_contracts import snapshots as snap
     from oral_core.answer import BURST_WINDOW
 
-    ids = pq.read_table(Path(path) / snap.NODES, columns=["node_id"]).column("node_id")
-    arrived = snap.recent_nodes(path, ids.combine_chunks(), BURST_WINDOW)
+    arrived = snap.recent_nodes(path, snap.snapshot_node_ids(path), BURST_WINDOW)
     if arrived is None:
         return None
     recent = torch.from_numpy(arrived)

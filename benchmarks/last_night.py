@@ -26,20 +26,8 @@ def previous_snapshot(path: str | Path) -> Path | None:
     """The snapshot folder just before ``path`` in its graph folder, or None on the first."""
     from data_contracts import snapshots as snap
 
-    path = Path(path)
-    earlier = [p for _, p in snap.list_snapshots(path.parent.parent, path.parent.name)
-               if p.name < path.name]
+    earlier = snap.earlier_snapshots(path)
     return earlier[-1] if earlier else None
-
-
-def node_ids(path: str | Path):
-    """The snapshot's ``node_id`` column (an Arrow array, in node order)."""
-    import pyarrow.parquet as pq
-
-    from data_contracts import snapshots as snap
-
-    return pq.read_table(Path(path) / snap.NODES, columns=["node_id"]).column(
-        "node_id").combine_chunks()
 
 
 def tonight_index(before_ids, tonight_ids):
@@ -95,18 +83,18 @@ def known_last(path: str | Path, kept, train, val, num_known: int, config, keep:
     before = previous_snapshot(path)
     if before is None:
         return None
-    tonight = node_ids(path)
+    tonight = snap.snapshot_node_ids(path)
     if kept is not None:
         tonight = tonight.filter(kept.numpy())
     g, x, tr_before, va_before, _ = night_task(before)
-    index = tonight_index(node_ids(before), tonight)
+    index = tonight_index(snap.snapshot_node_ids(before), tonight)
     nodes, tr, va = yesterday_task((tr_before >= 0) | (va_before >= 0), index, train, val)
     edges, _ = subgraph(nodes, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     xs = x[nodes]
     cfg = ORALConfig.from_dict(config.to_dict() | {"progress": False})
     class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
         xs, edges, tr, va).discoveries["last"].class_id)
-    arrived = snap.recent_nodes(before, node_ids(before), BURST_WINDOW)
+    arrived = snap.recent_nodes(before, snap.snapshot_node_ids(before), BURST_WINDOW)
     recent = None if arrived is None else torch.from_numpy(arrived)[nodes]
     got = decide_answer(class_id, xs, edges, tr, va, num_known, scale=cfg.known_head_scale,
                         seed=cfg.seed, recent=recent,

@@ -124,25 +124,38 @@ def list_snapshots(root: str | Path, graph: str) -> list[tuple[dt.date, Path]]:
     return sorted(found)
 
 
+def earlier_snapshots(path: str | Path) -> list[Path]:
+    """The snapshot folders before the one at ``path`` in its graph folder, oldest first."""
+    path = Path(path)
+    return [p for _, p in list_snapshots(path.parent.parent, path.parent.name)
+            if p.name < path.name]
+
+
+def snapshot_node_ids(path: str | Path) -> pa.Array:
+    """The ``node_id`` column of the snapshot at ``path`` (one Arrow array, in node order),
+    read alone."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(Path(path) / NODES, columns=["node_id"]).column(
+        "node_id").combine_chunks()
+
+
 def recent_nodes(path: str | Path, node_ids: pa.Array, window: int) -> np.ndarray | None:
     """bool ``[N]`` over ``node_ids`` (the snapshot at ``path``, in its order): the nodes absent
     from the snapshot ``window`` snapshots before it in the same graph folder, i.e. arrived within
     the last ``window`` snapshots (node ids are stable across snapshots). None when fewer than
     ``window`` earlier snapshots exist. Reads only the earlier snapshot's ``node_id`` column."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     if window < 1:
         raise ValueError(f"window must be at least 1 snapshot, got {window}")
-    path = Path(path)
-    earlier = [p for day, p in list_snapshots(path.parent.parent, path.parent.name)
-               if p.name < path.name]
+    earlier = earlier_snapshots(path)
     if len(earlier) < window:
         return None
-    before = pq.read_table(earlier[-window] / NODES, columns=["node_id"]).column("node_id")
+    before = snapshot_node_ids(earlier[-window])
     if before.type != node_ids.type:
         before = before.cast(node_ids.type)
-    return ~np.asarray(pc.is_in(node_ids, value_set=before.combine_chunks()).to_numpy(
+    return ~np.asarray(pc.is_in(node_ids, value_set=before).to_numpy(
         zero_copy_only=False), dtype=bool)
 
 
