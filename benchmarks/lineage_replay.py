@@ -21,7 +21,11 @@ degraded), under each rule:
   (``continue_mutual``), ``+clean`` (:func:`clean_keys`) or ``+contained``
   (``continue_contained``: a novel class continues the one previous novel class that went
   mostly to it alone); ``+contained+seen`` (``confirm_seen``: besides, a new novel class most of
-  whose nodes the previous night held were novel there is published at once).
+  whose nodes the previous night held were novel there is published at once);
+  ``+contained+published`` (``continue_published``: a class whose match was last night's
+  candidate and that absorbs a published class continues the published one) and
+  ``+contained+published+merged`` (``continue_merged``: besides, a novel class with no
+  continuation that absorbs last night's novel classes continues one of them).
 
 Label-free (no label or truth read): novel lineage events (novel ``merged`` / ``split`` /
 ``vanished`` rows and novel ``emerged`` rows) per ten answered nights, and the share of the
@@ -33,6 +37,7 @@ night they start or the next.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -42,29 +47,34 @@ OUT = ROOT / "benchmarks" / "results" / "lineage_replay"
 STATES = ("nightly_loop", "nightly_loop_known_head", "nightly_loop_fidelity",
           "nightly_loop_split_repeat")
 #: rule name -> (``match_on``, ``confirm_novel``, ``confirm_size``, ``continue_mutual``,
-#: ``continue_contained``, ``confirm_seen``, ``continue_published``)
-RULES = {"all": ("all", False, None, False, False, False, False),
-         "all+confirm": ("all", True, None, False, False, False, False),
-         "shared": ("shared", False, None, False, False, False, False),
-         "shared+confirm": ("shared", True, None, False, False, False, False),
-         "all+confirm+size": ("all", True, 0.5, False, False, False, False),
-         "all+confirm+size@separable": ("all", True, 0.5, False, False, False, False),
-         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False, False, False),
-         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False, False, False),
-         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True, False, False),
-         "all+confirm+size@separable+contained+seen": ("all", True, 0.5, False, True, True, False),
+#: ``continue_contained``, ``confirm_seen``, ``continue_published``, ``continue_merged``)
+RULES = {"all": ("all", False, None, False, False, False, False, False),
+         "all+confirm": ("all", True, None, False, False, False, False, False),
+         "shared": ("shared", False, None, False, False, False, False, False),
+         "shared+confirm": ("shared", True, None, False, False, False, False, False),
+         "all+confirm+size": ("all", True, 0.5, False, False, False, False, False),
+         "all+confirm+size@separable": ("all", True, 0.5, False, False, False, False, False),
+         "all+confirm+size@separable+mutual": ("all", True, 0.5, True, False, False, False, False),
+         "all+confirm+size@separable+clean": ("all", True, 0.5, False, False, False, False, False),
+         "all+confirm+size@separable+contained": ("all", True, 0.5, False, True, False, False, False),
+         "all+confirm+size@separable+contained+seen": ("all", True, 0.5, False, True, True, False, False),
          "all+confirm+size@separable+contained+published":
-             ("all", True, 0.5, False, True, False, True)}
+             ("all", True, 0.5, False, True, False, True, False),
+         "all+confirm+size@separable+contained+published+merged":
+             ("all", True, 0.5, False, True, False, True, True)}
 #: the rule each rule's ids "published a night sooner" are counted against (``appeared_clean``,
 #: :func:`published_sooner`): the pipeline's rule of its study's day
 SOONER_THAN = {"all+confirm+size@separable+contained+seen":
-               "all+confirm+size@separable+contained"}
+               "all+confirm+size@separable+contained",
+               "all+confirm+size@separable+contained+published+merged":
+               "all+confirm+size@separable+contained+published"}
 #: rules whose ``confirm_size`` applies only on the nights whose fit found the known classes
 #: separable (:func:`separable_dates`; ``ORAL_CONFIRM_SIZE=separable:<share>``)
 ON_SEPARABLE = {"all+confirm+size@separable", "all+confirm+size@separable+mutual",
                 "all+confirm+size@separable+clean", "all+confirm+size@separable+contained",
                 "all+confirm+size@separable+contained+seen",
-                "all+confirm+size@separable+contained+published"}
+                "all+confirm+size@separable+contained+published",
+                "all+confirm+size@separable+contained+published+merged"}
 #: rules that besides publish at once, on any night, a new novel class of at least
 #: :data:`CLEAN_SIZE` times the median known class's size whose estimated known share is at
 #: most :data:`CLEAN_SHARE` (:func:`clean_keys`, ``benchmarks/results/publish_clean``)
@@ -102,12 +112,12 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
            confirm_size: float | None = None, size_on: set | None = None,
            mutual: bool = False, now: dict | None = None,
            contained: bool = False, seen: bool = False,
-           published: bool = False) -> dict[str, dict]:
+           published: bool = False, merged: bool = False) -> dict[str, dict]:
     """The lineage of the answered runs (oldest first) under one rule: per run id, the lineage
     id of each class key and the statuses by lineage id. ``size_on``: the snapshot dates where
     ``confirm_size`` applies (None: every night); ``mutual``: ``continue_mutual``;
     ``contained``: ``continue_contained``; ``seen``: ``confirm_seen``; ``published``:
-    ``continue_published``; ``now``:
+    ``continue_published``; ``merged``: ``continue_merged``; ``now``:
     per run id, the class keys published the night they appear (``publish_now``)."""
     from tasks.warehouse.lineage import LineageConfig, PreviousClasses, track_lineage
 
@@ -118,14 +128,19 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
         size = confirm_size if size_on is None or run["date"] in size_on else None
         cfg = LineageConfig(match_on=match_on, confirm_novel=confirm, confirm_size=size,
                             continue_mutual=mutual, continue_contained=contained,
-                            confirm_seen=seen, continue_published=published)
-        res = track_lineage(prev, run["members"], graph=graph, snapshot_date=run["date"],
-                            current_names=run["names"], max_novel_index=max_n, config=cfg,
-                            publish_now=(now or {}).get(run["run_id"], ()))
+                            confirm_seen=seen, continue_published=published,
+                            continue_merged=merged)
+        kwargs = dict(graph=graph, snapshot_date=run["date"], current_names=run["names"],
+                      max_novel_index=max_n, publish_now=(now or {}).get(run["run_id"], ()))
+        res = track_lineage(prev, run["members"], config=cfg, **kwargs)
         statuses = {r.lineage_id: r.status for r in res.rows}
         by_key = {key: res.lineage_of[key] for key in run["members"]}
         out[run["run_id"]] = {"lineage_of": by_key, "statuses": statuses,
                               "key_status": {key: statuses[lid] for key, lid in by_key.items()}}
+        if merged:
+            out[run["run_id"]]["sooner"] = merged_sooner(statuses, track_lineage(
+                prev, run["members"], config=dataclasses.replace(cfg, continue_merged=False),
+                **kwargs))
         prev = PreviousClasses(members=run["members"], lineage=by_key, names=run["names"],
                                first_seen={key: row.first_seen for row in res.rows
                                            for key in run["members"]
@@ -134,6 +149,15 @@ def replay(runs: list[dict], graph: str, match_on: str, confirm: bool,
                                snapshot_date=run["date"], run_id=run["run_id"])
         max_n = res.max_novel_index
     return out
+
+
+def merged_sooner(statuses: dict[str, str], without) -> set[str]:
+    """The novel ids a night's lineage confirms (``emerged``) through ``continue_merged``
+    where the same night, from the same previous night, without the step dismisses them (its
+    class then a candidate under a new id): published a night sooner. No label read."""
+    before = {r.lineage_id: r.status for r in without.rows}
+    return {lid for lid, st in statuses.items()
+            if ":novel:" in lid and st == "emerged" and before.get(lid) == "dismissed"}
 
 
 def stored_rules(runs: list[dict], lineages: dict[str, dict]) -> list[str]:
@@ -191,13 +215,16 @@ def published_sooner(runs: list[dict], lineage: dict[str, dict], base: dict[str,
     """The new novel ids (before the last answered night) that ``lineage`` publishes the night
     they appear where ``base`` holds them as candidates (``appeared_clean``), and how many go
     on to the next answered night (``goes_on_clean``). Confirmation renames statuses only, so
-    the ids are the same under both. No label read."""
+    the ids are the same under both; a rule that keeps ids (``continue_merged``) brings its own
+    night-by-night count (:func:`merged_sooner`). No label read."""
     chain = [r for r in runs if not r["degraded"]]
     appeared = goes_on = 0
     for k, run in enumerate(chain[:-1]):
         now, before = lineage[run["run_id"]]["statuses"], base[run["run_id"]]["statuses"]
-        sooner = {lid for lid, st in now.items()
-                  if ":novel:" in lid and before.get(lid) == "candidate" and st != "candidate"}
+        sooner = lineage[run["run_id"]].get("sooner")  # continue_merged: :func:`merged_sooner`
+        if sooner is None:
+            sooner = {lid for lid, st in now.items() if ":novel:" in lid
+                      and before.get(lid) == "candidate" and st != "candidate"}
         tomorrow = set(lineage[chain[k + 1]["run_id"]]["lineage_of"].values())
         appeared += len(sooner)
         goes_on += len(sooner & tomorrow)
@@ -402,9 +429,9 @@ def main(argv: list[str] | None = None) -> int:
             lineages = {name: replay(runs, graph, match_on, confirm, size,
                                      separable if name in ON_SEPARABLE else None, mutual,
                                      clean if name in ON_CLEAN else None, contained, seen,
-                                     published)
-                        for name, (match_on, confirm, size, mutual, contained, seen, published)
-                        in RULES.items()}
+                                     published, merged)
+                        for name, (match_on, confirm, size, mutual, contained, seen, published,
+                                   merged) in RULES.items()}
             row["stored_rules"] = stored_rules(runs, lineages)
             if not row["stored_rules"]:
                 raise SystemExit(f"{base}: no rule's replay gives the stored statuses")

@@ -33,6 +33,9 @@ Matching
    ``LineageConfig.continue_published`` (the nightly pipeline's default,
    ``ORAL_LINEAGE_PUBLISHED``) a class whose match was last night's candidate and that absorbs a
    published novel class continues the published one (:func:`published_continuations`, step 2b).
+   With ``LineageConfig.continue_merged`` (an option) a novel class with no continuation that
+   absorbs last night's novel classes continues one of them instead of taking a new id
+   (:func:`merged_continuations`, step 2c).
 2. *Absorption.* A previous class with no continuation is *absorbed* by the current class ``C``
    that took the largest share of it, provided ``share_of_P >= share`` and ``C`` then has at least
    two sources (its own predecessor and/or other absorbed classes).
@@ -148,6 +151,11 @@ class LineageConfig:
     #: (:func:`published_continuations`; off here, the nightly pipeline's default since
     #: 2026-12-05, ``ORAL_LINEAGE_PUBLISHED``, ``benchmarks/results/lineage_published``)
     continue_published: bool = False
+    #: step 2c: a novel class with no continuation that absorbs last night's novel classes
+    #: continues one of them (the published one first seen earliest, else the one that gave it
+    #: the most nodes) instead of taking a new id, so two candidates that come together go on
+    #: (:func:`merged_continuations`; an option, ``benchmarks/results/lineage_merged_fresh``)
+    continue_merged: bool = False
 
     def validate(self) -> "LineageConfig":
         for name in ("threshold", "share"):
@@ -352,6 +360,37 @@ def published_continuations(was_candidate: np.ndarray, p_novel: np.ndarray, firs
         cont_of_prev[i], absorbed_into[i] = -1, j
 
 
+def merged_continuations(was_candidate: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarray,
+                         first: list, ov: np.ndarray, cont: np.ndarray,
+                         cont_of_prev: np.ndarray, absorbed_into: np.ndarray) -> None:
+    """Step 2c (``LineageConfig.continue_merged``), in place on ``cont`` / ``cont_of_prev`` /
+    ``absorbed_into``: a current novel class ``C`` with no continuation (step 1) that absorbs
+    (step 2) one or more of last night's novel classes continues one of them: the published one
+    (not a candidate) first seen earliest (ties: the larger overlap with ``C``, then the lower
+    key), else the candidate that gave ``C`` the most nodes (ties: the lower key). The others
+    stay absorbed into it; ``C`` still has the same sources, so it is ``merged``, under the kept
+    id, and a candidate whose id goes on is confirmed (``emerged``).
+
+    A young class often shows first in pieces: two candidates, each going mostly to tonight's
+    class (step 2's share), come together as one. Without this, tonight's class takes a new id,
+    a candidate again, and confirmation waits another night although the nodes of both went on
+    together. ``was_candidate``: per previous class, its status was ``candidate``; ``first``:
+    per previous class, its first-seen date (None: unknown, last)."""
+    novel_before = set(p_novel.tolist())
+    for j in c_novel.tolist():
+        if cont[j] >= 0:
+            continue
+        absorbed = [int(p) for p in np.flatnonzero(absorbed_into == j) if int(p) in novel_before]
+        if not absorbed:
+            continue
+        published = [p for p in absorbed if not was_candidate[p]]
+        if published:
+            best = min(published, key=lambda p: (first[p] or dt.date.max, -int(ov[p, j]), p))
+        else:
+            best = min(absorbed, key=lambda p: (-int(ov[p, j]), p))
+        cont[j], cont_of_prev[best], absorbed_into[best] = best, j, -1
+
+
 def seen_novel_keys(ov: np.ndarray, p_novel: np.ndarray, c_novel: np.ndarray,
                     cont: np.ndarray, cur_keys: list, share: float) -> set:
     """``LineageConfig.confirm_seen``: the keys of tonight's novel classes with no continuation
@@ -447,11 +486,14 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
         j = candidate[i]
         if j >= 0 and len(sources[int(j)]) >= 2:
             absorbed_into[i] = j
+    was_candidate = np.array([prev.statuses.get(k) == "candidate" for k in prev_keys],
+                             dtype=bool)
     if cfg.continue_published:
-        was_candidate = np.array([prev.statuses.get(k) == "candidate" for k in prev_keys],
-                                 dtype=bool)
         published_continuations(was_candidate, p_novel, p_first, ov, cont, cont_of_prev,
                                 absorbed_into)
+    if cfg.continue_merged:
+        merged_continuations(was_candidate, p_novel, c_novel, p_first, ov, cont, cont_of_prev,
+                             absorbed_into)
 
     # 3. splits: previous classes that two or more current classes each draw >= share from
     split_parent = np.full(n_c, -1, dtype=np.int64)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from benchmarks.lineage_replay import label_free, replay
+from benchmarks.lineage_replay import label_free, published_sooner, replay
 
 
 def _run(k, members, degraded=False):
@@ -46,6 +46,26 @@ def test_the_published_continuation_replayed_ends_no_published_id():
     assert kept["r3"]["statuses"] == {"known:A": "persisting", "g:novel:1": "merged",
                                       "g:novel:2": "dismissed"}
     assert label_free(runs, kept)["published_ended"] == 0
+
+
+def test_the_merged_continuation_replayed_publishes_a_night_sooner_and_counts_it():
+    """Two candidates (novel:1, novel:2) come together the next night: by default a new id, a
+    candidate again; with ``merged`` the class goes on as novel:1, confirmed that night. That id
+    is counted as published a night sooner (from the same previous night, without the step it
+    is dismissed), and as going on when the night after holds it."""
+    runs = [_run(0, {0: ["a1", "a2"], 1: ["n1", "n2"], 2: ["m1"]}),
+            _run(1, {0: ["a1", "a2"], 1: ["n1", "n2", "m1", "x1", "x2", "x3", "x4"]}),
+            _run(2, {0: ["a1", "a2"], 1: ["n1", "n2", "m1", "x1", "x2", "x3", "x4"]})]
+    plain = replay(runs, "g", "all", True)
+    assert plain["r1"]["statuses"]["g:novel:3"] == "candidate"
+    kept = replay(runs, "g", "all", True, merged=True)
+    assert kept["r1"]["statuses"] == {"known:A": "persisting", "g:novel:1": "emerged",
+                                      "g:novel:2": "dismissed"}
+    assert kept["r1"]["sooner"] == {"g:novel:1"} and kept["r0"]["sooner"] == set()
+    assert published_sooner(runs, kept, plain) == {"appeared_clean": 1, "goes_on_clean": 1}
+    gone = runs[:2] + [_run(2, {0: ["a1", "a2", "n1", "n2", "m1", "x1", "x2", "x3", "x4"]})]
+    assert published_sooner(gone, replay(gone, "g", "all", True, merged=True), plain) == {
+        "appeared_clean": 1, "goes_on_clean": 0}
 
 
 def test_replay_under_the_size_rule_publishes_large_new_classes_the_first_night():

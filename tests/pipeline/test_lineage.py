@@ -526,3 +526,51 @@ def test_the_lineage_task_forwards_the_contained_continuation(monkeypatch) -> No
         assert seen[-1].continue_published is False
     pt.lineage.fn("w.duckdb", {}, "p.parquet", [], "g", D2, True, None, True, True)
     assert seen[-1].continue_published is True  # ORAL_LINEAGE_PUBLISHED
+
+
+MERGED = LineageConfig(continue_merged=True)
+
+
+def test_merged_continuation_lets_two_candidates_that_come_together_go_on() -> None:
+    """Two candidates, novel:1 (20 nodes) and novel:2 (10 nodes), both go whole into tonight's
+    class of 100 nodes (Jaccard 0.2 and 0.1, under the match threshold): by default it is a merge
+    under a new id, a candidate again, and both candidates are dismissed. With
+    ``continue_merged`` it continues novel:1, the one that gave it the most nodes, and is
+    confirmed (``emerged``); novel:2 is dismissed into it, its parent."""
+    prev = previous({0: ids(0, 50), 1: ids(100, 120), 2: ids(150, 160)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}, {0: "A"},
+                    statuses={0: "persisting", 1: "candidate", 2: "candidate"})
+    tonight = {0: ids(0, 50), 1: ids(100, 120) + ids(150, 160) + ids(300, 370)}
+    plain = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                               current_names={0: "A"}, max_novel_index=2))
+    assert plain["g:novel:3"].class_key == 1 and plain["g:novel:3"].status == "candidate"
+    assert plain["g:novel:1"].status == plain["g:novel:2"].status == "dismissed"
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                             current_names={0: "A"}, max_novel_index=2, config=MERGED))
+    assert "g:novel:3" not in got
+    assert got["g:novel:1"].class_key == 1 and got["g:novel:1"].status == "emerged"
+    assert got["g:novel:1"].parents == ["g:novel:2"] and got["g:novel:1"].previous_size == 20
+    assert got["g:novel:2"].status == "dismissed" and got["g:novel:2"].merged_into == "g:novel:1"
+
+
+def test_merged_continuation_keeps_the_published_id_and_leaves_matches_alone() -> None:
+    """A published class (10 nodes, first seen earlier) and a larger candidate (20 nodes) come
+    together in a new class: it continues the published one (``merged``, the candidate
+    dismissed into it), not the larger candidate. A class the Hungarian match already
+    continues, and a class that absorbs no novel class (last night's novel classes vanish), are
+    left as they were."""
+    prev = previous({0: ids(0, 50), 1: ids(100, 120), 2: ids(150, 160)},
+                    {0: "known:A", 1: "g:novel:1", 2: "g:novel:2"}, {0: "A"},
+                    statuses={0: "persisting", 1: "candidate", 2: "grown"})
+    tonight = {0: ids(0, 50), 1: ids(100, 120) + ids(150, 160) + ids(300, 370)}
+    got = by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                             current_names={0: "A"}, max_novel_index=2, config=MERGED))
+    assert got["g:novel:2"].class_key == 1 and got["g:novel:2"].status == "merged"
+    assert got["g:novel:2"].parents == ["g:novel:1"]
+    assert got["g:novel:1"].status == "dismissed" and got["g:novel:1"].merged_into == "g:novel:2"
+    matched = {0: ids(0, 50), 1: ids(100, 120) + ids(150, 160)}  # Jaccard 0.67 with novel:1
+    for tonight in (matched, {0: ids(0, 25), 1: ids(25, 50) + ids(300, 310)}):
+        plain, got = (by_lineage(tracked(prev, tonight, graph="g", snapshot_date=D2,
+                                         current_names={0: "A"}, max_novel_index=2, config=cfg))
+                      for cfg in (LineageConfig(), MERGED))
+        assert got == plain
