@@ -556,14 +556,13 @@ def track_lineage(previous: PreviousClasses | None, current: Mapping[Hashable, S
             previous_size=int(p_size[i]), parents=[], first_seen=p_first[i],
             last_seen=prev_date, merged_into=merged_into))
     if cfg.confirm_novel:
-        was_candidate = {p_lin[i] for i, key in enumerate(prev_keys)
-                         if prev.statuses.get(key) == "candidate"}
+        candidate_ids = {p_lin[i] for i in np.flatnonzero(was_candidate)}
         publish_at = publish_size(c_size[[j for j in range(n_c) if c_name[j] is not None]],
                                   cfg.confirm_size)
         now = set(publish_now)
         if cfg.confirm_seen:
             now |= seen_novel_keys(ov, p_novel, c_novel, cont, cur_keys, cfg.share)
-        rows = [confirmed(row, was_candidate,
+        rows = [confirmed(row, candidate_ids,
                           -math.inf if row.class_key is not None and row.class_key in now
                           else publish_at) for row in rows]
     return LineageResult(rows=rows, lineage_of=lineage_of, max_novel_index=next_n)
