@@ -332,6 +332,13 @@ def contained_continuations(share_p: np.ndarray, p_novel: np.ndarray, c_novel: n
             cont[j], cont_of_prev[sources[0]] = sources[0], j
 
 
+def earliest_published(published: list[int], first: list, ov: np.ndarray, j: int) -> int:
+    """Of last night's ``published`` classes (indices), the one current class ``j`` continues
+    (steps 2b and 2c): first seen earliest (``first``; None: unknown, last), ties the larger
+    overlap with ``j``, then the lower key."""
+    return min(published, key=lambda p: (first[p] or dt.date.max, -int(ov[p, j]), p))
+
+
 def published_continuations(was_candidate: np.ndarray, p_novel: np.ndarray, first: list,
                             ov: np.ndarray, cont: np.ndarray, cont_of_prev: np.ndarray,
                             absorbed_into: np.ndarray) -> None:
@@ -356,7 +363,7 @@ def published_continuations(was_candidate: np.ndarray, p_novel: np.ndarray, firs
                      if int(p) in novel_before and not was_candidate[p]]
         if not published:
             continue
-        best = min(published, key=lambda p: (first[p] or dt.date.max, -int(ov[p, j]), p))
+        best = earliest_published(published, first, ov, j)
         cont[j], cont_of_prev[best], absorbed_into[best] = best, j, -1
         cont_of_prev[i], absorbed_into[i] = -1, j
 
@@ -386,7 +393,7 @@ def merged_continuations(was_candidate: np.ndarray, p_novel: np.ndarray, c_novel
             continue
         published = [p for p in absorbed if not was_candidate[p]]
         if published:
-            best = min(published, key=lambda p: (first[p] or dt.date.max, -int(ov[p, j]), p))
+            best = earliest_published(published, first, ov, j)
         else:
             best = min(absorbed, key=lambda p: (-int(ov[p, j]), p))
         cont[j], cont_of_prev[best], absorbed_into[best] = best, j, -1
