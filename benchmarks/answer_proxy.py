@@ -2,8 +2,10 @@
 
     OMP_NUM_THREADS=1 python -m benchmarks.answer_proxy --loops STATE [--graphs cora,synthetic15]
         [--sims 0,1] [--nights 4,8] [--seeds 0] [--out DIR] [--report-only]
+        [--set KEY=VALUE ...] [--seed-offset N] [--keep DIR]
 
-One ORAL fit per (snapshot, seed, task) at the nightly pipeline's defaults, and every answer
+One ORAL fit per (snapshot, seed, task) at the nightly pipeline's defaults (with ``--set``: an
+ORAL setting changed; with ``--seed-offset``: the fit's seed moved, the task kept), and every answer
 built from that same fit (:mod:`oral_core.answer`), so the answers are paired:
 
 - ``oral``: ORAL's own answer (the paper's partition, the pipeline's known head included);
@@ -372,7 +374,7 @@ def night_recent(path: str, keep=None):
 #: what a row keeps of the answers' bookkeeping, when the answers built it
 ROW_KEYS = ("namer", "dropped", "scorer", "moved", "rejected", "burst", "burstjoin", "burstyoung",
             "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "agesplit",
-            "lastsplit", "known_last",
+            "lastsplit", "known_last", "fit_seconds",
             "returned",
             "regrouped",
             "regrouped_known", "calibration")
@@ -390,12 +392,36 @@ def built_answers(class_id, x, edges, train, val, unlabelled, num_known: int, co
                          known_last), tuple(BURST_FORMS[form] for form in only))
 
 
+def timed_fit(keep: Path | None, name: str, fit) -> tuple:
+    """``(class id per node, seconds the fit took)``: :func:`benchmarks.records.kept_fit`, the
+    seconds None when the fit was read back from ``keep``."""
+    start = time.perf_counter()
+    class_id, kept = kept_fit(keep, name, fit)
+    return class_id, None if kept else round(time.perf_counter() - start, 1)
+
+
+def keep_answers(keep: Path | None, name: str, built: dict, names, unlabelled) -> None:
+    """The answers of a fit (``{answer name: class id per node}``, and the task's unlabelled
+    nodes as ``"unlabelled"``) saved beside the kept fit as ``keep/<name>.answers.pt``, so that
+    two studies' answers can be compared node by node (``benchmarks.fast_path_rule``)."""
+    if keep is None:
+        return
+    import torch
+
+    keep.mkdir(parents=True, exist_ok=True)
+    tmp = keep / f"{name}.answers.tmp"
+    torch.save({answer: built[answer].detach().cpu() for answer in names}
+               | {"unlabelled": unlabelled.detach().cpu()}, tmp)
+    tmp.replace(keep / f"{name}.answers.pt")
+
+
 def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: str,
-              only: list[str] | None):
+              only: list[str] | None, fit_seed: int | None = None):
     """``(graph, task, answers, their names)`` of one proxy fit on the night's full graph:
     the task with ``hide``'s classes hidden and the validation nodes halved
-    (:func:`harness.proxy.task_from_labels`), ORAL fitted on it (kept under ``keep/name``) and
-    its answers (:func:`built_answers`)."""
+    (:func:`harness.proxy.task_from_labels`, drawn with ``seed``), ORAL fitted on it with
+    ``fit_seed`` (default ``seed``; kept under ``keep/name``, its answers too) and its answers
+    (:func:`built_answers`; ``fit_seconds`` among them)."""
     import torch
 
     from benchmarks.split_repeat_proxy import night_task
@@ -406,8 +432,9 @@ def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: 
     g, x, train, val, k = night_task(path)
     task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, hide,
                             disjoint_val=True)
-    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
+    cfg = ORALConfig.from_dict(config.to_dict() | {
+        "seed": seed if fit_seed is None else fit_seed, "progress": False})
+    class_id, seconds = timed_fit(keep, name, lambda: ORAL(cfg).fit(
         x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
     unlabelled = (task.train < 0) & (task.val < 0)
     k = int(task.visible.numel())
@@ -416,19 +443,22 @@ def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: 
     last = last_night_of(path, None, task.train, task.val, k, cfg, keep, name, only)
     built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled,
                                  k, cfg, night_recent(path), only, last)
+    keep_answers(keep, name, built, names, unlabelled)
+    built["fit_seconds"] = seconds
     if last is not None:
         built["known_last"] = int(last.sum())
     return g, task, built, names
 
 
 def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
-                only: list[str] | None = None) -> dict:
+                only: list[str] | None = None, fit_seed: int | None = None) -> dict:
     import torch
 
     from benchmarks.granularity_proxy import surfaced
     from harness.proxy import proxy_accuracy
 
-    g, task, built, names = night_fit(path, seed, config, keep, name, "extremes", only)
+    g, task, built, names = night_fit(path, seed, config, keep, name, "extremes", only,
+                                           fit_seed)
     v = int(task.visible.numel())
     out = {key: built[key] for key in ROW_KEYS if key in built}
     for name in names:
@@ -442,7 +472,7 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
 
 
 def witness_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
-                only: list[str] | None = None) -> dict:
+                only: list[str] | None = None, fit_seed: int | None = None) -> dict:
     """The witness proxy on the night's full graph: no class hidden, half of the validation
     nodes held back (``task_from_labels(hide="none", disjoint_val=True)``): unlabelled to the fit
     and to every answer step, they fall where the night's unlabelled known nodes fall (into a
@@ -452,7 +482,8 @@ def witness_row(path: str, seed: int, config, keep: Path | None = None, name: st
     snapshots tell arrivals, also Known on the held-back nodes that arrived within the last
     ``BURST_WINDOW`` snapshots (``known_recent``; ``recent_witnesses`` of them): the known nodes
     a young class's burst arrives among (:func:`witness_scores`)."""
-    g, task, built, names = night_fit(path, seed, config, keep, name, "none", only)
+    g, task, built, names = night_fit(path, seed, config, keep, name, "none", only,
+                                           fit_seed)
     k = int(task.visible.numel())
     free = (task.train < 0) & (task.val < 0) & (g.y < 0)  # the night's own unlabelled nodes (the held half left out)
     recent = night_recent(path)
@@ -483,7 +514,7 @@ def witness_scores(ids, y, witnesses, free, num_known: int, recent=None) -> dict
 
 
 def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
-                only: list[str] | None = None) -> dict:
+                only: list[str] | None = None, fit_seed: int | None = None) -> dict:
     import torch
     from torch_geometric.utils import subgraph
 
@@ -496,14 +527,17 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     task = no_novel_task(g.y, train >= 0, val >= 0, torch.arange(k), seed)
     nodes, tr, va, scored, y = (task[key] for key in ("keep", "train", "val", "scored", "y"))
     edges, _ = subgraph(nodes, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
-    cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
-    class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
+    cfg = ORALConfig.from_dict(config.to_dict() | {
+        "seed": seed if fit_seed is None else fit_seed, "progress": False})
+    class_id, seconds = timed_fit(keep, name, lambda: ORAL(cfg).fit(
         x[nodes], edges, tr, va).discoveries["last"].class_id)
     from benchmarks.last_night import last_night_of
 
     last = last_night_of(path, nodes, tr, va, k, cfg, keep, name, only)
     built, names = built_answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
                                  night_recent(path, nodes), only, last)
+    keep_answers(keep, name, built, names, (tr < 0) & (va < 0))
+    built["fit_seconds"] = seconds
     if last is not None:
         built["known_last"] = int(last.sum())
     out = {key: built[key] for key in ROW_KEYS if key in built}
@@ -575,6 +609,12 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def variant_of(sets, seed_offset) -> tuple:
+    """What a row's fit was run at beyond the pipeline's defaults (``--set``, ``--seed-offset``):
+    rows of one ``--out`` resume only their own variant's."""
+    return tuple(sorted(sets or [])), int(seed_offset or 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.split_repeat_proxy import loop_arguments
 
@@ -591,6 +631,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="build only these burst forms' answers (of "
                          f"{', '.join(BURST_FORMS)}), each by the pipeline's own call: rows "
                          "hold those answers only, at a fraction of the cost")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="fit at the pipeline's defaults with this ORAL setting changed "
+                         "(repeatable; the kept fits' names and the rows carry it)")
+    ap.add_argument("--seed-offset", type=int, default=0, metavar="N",
+                    help="fit with the seed N above the task's (the task itself unchanged): "
+                         "another seed's fit of the same task, the yardstick of seed noise")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     tasks = [t for t in args.tasks.split(",") if t]
@@ -608,8 +654,16 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.split_repeat_proxy import loop_nights
         from flows.configuration import build_config, pipeline_defaults
 
-        config = build_config(pipeline_defaults())
+        from cli.options import parse_set
+
+        try:
+            config = build_config(pipeline_defaults() | parse_set(args.set)[0])
+        except ValueError as err:
+            ap.error(str(err))
+        variant = variant_of(args.set, args.seed_offset)
+        sets = list(args.set) + ([f"fitseed+{args.seed_offset}"] if args.seed_offset else [])
         simulate_missing(Path(args.loops), args.graphs, args.sims)
+        rows = [r for r in rows if variant_of(r.get("set"), r.get("seed_offset")) == variant]
         done = {(r["kind"], r["loop"], r["night"], r["seed"]) for r in rows}
         jobs = [(task, loop, night, seed, snapshot)
                 for loop, night, seed, snapshot in loop_nights(Path(args.loops), args.graphs,
@@ -618,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, (task, loop, night, seed, snapshot) in enumerate(jobs, 1):
             # another command on the same --out (other --tasks or --seeds) may have done it
             if any((r["kind"], r["loop"], r["night"], r["seed"]) == (task, loop, night, seed)
+                   and variant_of(r.get("set"), r.get("seed_offset")) == variant
                    for r in read_jsonl(path)):
                 print(f"[{i}/{len(jobs)}] {task} {loop} night {night} seed {seed}: done by "
                       "another command", flush=True)
@@ -626,13 +681,17 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             fit = {"heldout": heldout_row, "nonovel": nonovel_row, "witness": witness_row}[task]
             row = {"kind": task, "loop": loop, "graph": loop.rsplit("-sim", 1)[0],
-                   "night": night, "seed": seed} | fit(
+                   "night": night, "seed": seed} | (
+                {"set": list(args.set)} if args.set else {}) | (
+                {"seed_offset": args.seed_offset} if args.seed_offset else {}) | fit(
                 snapshot, seed, config, keep=args.keep,
-                name=fit_name(loop, night, seed, kind=task), only=only)
+                name=fit_name(loop, night, seed, kind=task, sets=sets), only=only,
+                fit_seed=seed + args.seed_offset)
             row["seconds"] = round(time.perf_counter() - start, 1)
             append_jsonl(path, row)
             print(f"    {json.dumps(row)}", flush=True)
-        rows = read_jsonl(path)  # with the rows other commands wrote meanwhile
+        rows = [r for r in read_jsonl(path)  # with the rows other commands wrote meanwhile
+                if variant_of(r.get("set"), r.get("seed_offset")) == variant]
     text = table(rows)
     (out / "table.md").write_text(text + "\n")
     print(text)

@@ -235,7 +235,7 @@ def test_two_commands_on_one_folder_never_fit_the_same_task_twice(tmp_path, monk
     monkeypatch.setattr(ap, "table", lambda rows: f"{len(rows)} rows")
     fitted = []
 
-    def heldout(snapshot, seed, config, keep=None, name="", only=None):
+    def heldout(snapshot, seed, config, keep=None, name="", only=None, fit_seed=None):
         fitted.append("heldout")
         # meanwhile another command (--tasks nonovel) wrote its row
         with open(tmp_path / "fits.jsonl", "a") as fh:
