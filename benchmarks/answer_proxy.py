@@ -134,14 +134,20 @@ ANSWERS += (BURST, BURST_JOIN, BURST_YOUNG, BURST_GROW, BURST_GROW_MOST, BURST_G
 #: with ``--only lastsplit`` alone: the night before is fitted on the same task,
 #: :func:`benchmarks.last_night.known_last`)
 LAST_SPLIT = "per_class+paired+burstgrowmost+burstsplit+split+lastsplit+rejected+regroupcal"
+#: the default answer with the regroup's calibration read as odds: on nights where the cut
+#: tells pairs of labelled known classes apart more often than it divides one of them
+#: (``+regroupodds``, ``decide_answer(regroup_odds=True)``)
+REGROUP_ODDS = "per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupodds"
 #: the burst forms (and the split-first answer) by the part that names them (``--only``; the
 #: young-class rows' names)
 BURST_FORMS = {"burst": BURST, "burstjoin": BURST_JOIN, "burstyoung": BURST_YOUNG,
                "burstgrow": BURST_GROW, "burstgrowmost": BURST_GROW_MOST,
                "burstgrowkeep": BURST_GROW_KEEP, "splitfirst": SPLIT_FIRST,
-               "burstsplit": BURST_SPLIT, "agesplit": AGE_SPLIT, "lastsplit": LAST_SPLIT}
-#: what a form's row counts as the nodes it moved (absent: the burst's, ``burst``)
-FORM_MOVED = {"agesplit": "aged", "lastsplit": "last"}
+               "burstsplit": BURST_SPLIT, "agesplit": AGE_SPLIT, "lastsplit": LAST_SPLIT,
+               "regroupodds": REGROUP_ODDS}
+#: what a form's row counts as the nodes it moved (absent: the burst's, ``burst``; for
+#: ``regroupodds`` the new classes the regroup made)
+FORM_MOVED = {"agesplit": "aged", "lastsplit": "last", "regroupodds": "regrouped"}
 #: what ``paired All`` is measured against in the table, per answer (absent: ``per_class``)
 BASE = {"per_class+paired+energy": "per_class+paired",
         "per_class+paired+rejected": "per_class+paired",
@@ -374,7 +380,7 @@ def night_recent(path: str, keep=None):
 #: what a row keeps of the answers' bookkeeping, when the answers built it
 ROW_KEYS = ("namer", "dropped", "scorer", "moved", "rejected", "burst", "burstjoin", "burstyoung",
             "burstgrow", "burstgrowmost", "burstgrowkeep", "splitfirst", "burstsplit", "agesplit",
-            "lastsplit", "known_last", "fit_seconds",
+            "lastsplit", "regroupodds", "known_last", "fit_seconds",
             "returned",
             "regrouped",
             "regrouped_known", "calibration")

@@ -82,7 +82,8 @@ from collections.abc import Callable
 
 import torch
 
-from .recut import cut_calibration, cut_tells_classes_apart, regrouped_answer
+from .recut import (cut_calibration, cut_right_more_often, cut_tells_classes_apart,
+                    regrouped_answer)
 
 #: the known-class classifiers the answer chooses among, in the order ties are broken
 NAMERS = ("oral", "lr", "gcn")
@@ -960,6 +961,7 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
                   regroup_strength: float | None = None,
                   regroup_known: bool = False,
                   regroup_calibrated: bool = False,
+                  regroup_odds: bool = False,
                   regain_quantile: float | None = None,
                   recent: torch.Tensor | None = None,
                   burst_alpha: float | None = None,
@@ -1012,7 +1014,9 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
     cut on ``S^2 X`` reaches that prediction strength (:func:`oral_core.recut.regrouped_answer`;
     with ``regroup_known`` also beyond every known class's own cut, ``known_bar``; with
     ``regroup_calibrated`` only when the cut, tried on the labelled nodes of the known classes,
-    tells them apart: :func:`oral_core.recut.cut_calibration`).
+    tells them apart: :func:`oral_core.recut.cut_calibration`; with ``regroup_odds`` instead
+    when it tells their pairs apart more often than it divides one of them,
+    :func:`oral_core.recut.cut_right_more_often`, ``+regroupodds``).
     ``device``: where the steps that grow with the graph run, the GCN's fit and the nearest
     neighbours of the rejected and the returned nodes (default the CPU); the rest runs on the CPU.
 
@@ -1118,11 +1122,12 @@ def decide_answer(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Ten
             out |= {"regained": regained}
     if regroup_strength is not None:
         cut = True
-        if regroup_calibrated and bool((answer >= num_known).any()):
+        if (regroup_calibrated or regroup_odds) and bool((answer >= num_known).any()):
             labels = torch.where(train_labels >= 0, train_labels, val_labels).cpu()
             calibration = cut_calibration(view(), labels, num_known, strength=regroup_strength,
                                           seed=seed)
-            cut = cut_tells_classes_apart(calibration)
+            cut = (cut_right_more_often if regroup_odds
+                   else cut_tells_classes_apart)(calibration)
             out |= {"calibration": calibration}
         made = 0
         if cut:

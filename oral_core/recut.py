@@ -66,7 +66,9 @@ def recut_novel(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tenso
 # AmazonPhoto every known class halves reproducibly on ``S^2 X``). ``+regroupcal`` (an option
 # too) tries the cut on the night's labelled nodes first and regroups only on nights where it
 # tells the graph's known classes apart: it rarely divides one labelled class and cuts most
-# pairs of them into their two classes (:func:`cut_calibration`).
+# pairs of them into their two classes (:func:`cut_calibration`). ``+regroupodds`` (an option)
+# reads the same calibration and regroups where the cut tells pairs apart more often than it
+# divides single classes (:func:`cut_right_more_often`).
 
 #: the prediction strength a cut must reach (Tibshirani & Walther's recommended threshold)
 REGROUP_STRENGTH = 0.8
@@ -209,6 +211,16 @@ def cut_tells_classes_apart(calibration: dict, divides_one: float = REGROUP_DIVI
     apart (a night without a pair to read regroups nothing)."""
     return (calibration["divides"] is not None and calibration["tells_apart"] is not None
             and calibration["divides"] <= divides_one and calibration["tells_apart"] >= tells_two)
+
+
+def cut_right_more_often(calibration: dict) -> bool:
+    """``+regroupodds``'s test of a :func:`cut_calibration` (not in the paper): the cut tells a
+    pair of labelled known classes apart more often than it divides one of them
+    (``tells_apart > divides``), so that on a novel class that is two classes it is more likely
+    right than it is wrong on a novel class that is one (equal stakes, even odds); a night
+    without a class or a pair to read regroups nothing."""
+    return (calibration["divides"] is not None and calibration["tells_apart"] is not None
+            and calibration["tells_apart"] > calibration["divides"])
 
 
 def regrouped_answer(answer: torch.Tensor, view: torch.Tensor, num_known: int,

@@ -53,7 +53,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     looser quantile too (``regained``); with ``regroup`` each novel class is cut where the cut is reproducible
     (``regrouped``: new classes made; ``regroupknown``: and more reproducible than the known
     classes' own cuts; ``regroupcal``: only where the cut tells the labelled known classes apart,
-    ``calibration``)."""
+    ``calibration``; ``regroupodds``: where it tells their pairs apart more often than it
+    divides one of them)."""
     import pyarrow.parquet as pq
     import torch
 
@@ -133,10 +134,12 @@ def answer_options(parts) -> dict:
                 carve_share=CARVE_SHARE if {"carve", "carvetest"} & parts else None,
                 carve_alpha=CARVE_ALPHA if "carvetest" in parts else None,
                 regroup_strength=(REGROUP_STRENGTH
-                                  if {"regroup", "regroupknown", "regroupcal"} & parts
+                                  if {"regroup", "regroupknown", "regroupcal",
+                                      "regroupodds"} & parts
                                   else None),
                 regroup_known="regroupknown" in parts,
                 regroup_calibrated="regroupcal" in parts,
+                regroup_odds="regroupodds" in parts,
                 regain_quantile=REGAIN_QUANTILE if "regain" in parts else None,
                 burst_alpha=BURST_ALPHA if burst else None,
                 burst_join="burstjoin" in parts,

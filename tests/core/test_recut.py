@@ -239,3 +239,32 @@ def test_the_calibrated_answer_regroups_only_where_the_cut_tells_the_known_class
         assert int(torch.unique(got["answer"][200:]).numel()) == (2 if cut else 1)
         plain = decide_answer(answer, x, edges, train, val, 2, regroup_strength=REGROUP_STRENGTH)
         assert plain["regrouped"] == 1 and "calibration" not in plain  # uncalibrated: cut anyway
+
+
+def test_the_odds_test_regroups_where_pairs_are_told_apart_more_often_than_classes_divided():
+    """``+regroupodds`` (``cut_right_more_often``): tells apart more often than it divides. A
+    night where two of five labelled known classes are two blobs each (divided: 0.4, above
+    ``+regroupcal``'s one in five) but every pair is told apart: the odds test cuts the novel
+    class of two blobs, the calibrated test keeps it whole; nothing to read regroups nothing."""
+    from oral_core.answer import decide_answer
+    from oral_core.recut import REGROUP_STRENGTH, cut_right_more_often
+
+    assert cut_right_more_often({"divides": 0.25, "tells_apart": 1.0})
+    assert not cut_right_more_often({"divides": 0.5, "tells_apart": 0.5})
+    assert not cut_right_more_often({"divides": 1.0, "tells_apart": 0.4})
+    assert not cut_right_more_often({"divides": None, "tells_apart": None})
+    x = blobs(30, 30, 30, 30, 60, 60, 60, 60, 60, gap=8.0, seed=20)
+    answer = torch.tensor([0] * 60 + [1] * 60 + [2] * 60 + [3] * 60 + [4] * 60 + [5] * 120)
+    train, val = torch.full((420,), -1), torch.full((420,), -1)
+    train[0:300:2] = answer[0:300:2]
+    val[1:300:4] = answer[1:300:4]
+    edges = torch.empty(2, 0, dtype=torch.long)
+    odds = decide_answer(answer, x, edges, train, val, 5, regroup_strength=REGROUP_STRENGTH,
+                         regroup_odds=True)
+    cal = decide_answer(answer, x, edges, train, val, 5, regroup_strength=REGROUP_STRENGTH,
+                        regroup_calibrated=True)
+    assert odds["calibration"] == cal["calibration"]
+    assert odds["calibration"]["divides"] == 0.4 and odds["calibration"]["tells_apart"] == 1.0
+    assert odds["regrouped"] == 1 and int(torch.unique(odds["answer"][300:]).numel()) == 2
+    assert cal["regrouped"] == 0 and torch.equal(cal["answer"][300:], answer[300:])
+    assert torch.equal(odds["answer"][:300], cal["answer"][:300])

@@ -633,6 +633,8 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                               "per_class+paired+split+rejected+regroupknown"),
                              ("per_class+regroupcal+split+paired+rejected",
                               "per_class+paired+split+rejected+regroupcal"),
+                             ("per_class+regroupodds+split+paired+rejected",
+                              "per_class+paired+split+rejected+regroupodds"),
                              ("per_class+regroupcal+regain+split+paired+rejected",
                               "per_class+paired+split+rejected+regain+regroupcal"),
                              ("per_class+split+burst+paired", "per_class+paired+burst+split"),
@@ -656,7 +658,7 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                                              "per_class with \\+paired and/or \\+carve and/or "
                                              "\\+carvetest and/or \\+burst and/or \\+burstjoin and/or \\+burstyoung and/or \\+burstgrow and/or \\+burstgrowmost and/or \\+burstgrowkeep and/or \\+burstsplit and/or \\+split and/or \\+splitfirst and/or \\+agesplit and/or \\+lastsplit and/or \\+energy and/or \\+returned and/or "
                                              "\\+rejected and/or \\+regain and/or \\+regroup and/or \\+regroupknown and/or "
-                                             "\\+regroupcal, got"):
+                                             "\\+regroupcal and/or \\+regroupodds, got"):
             settings.Settings.from_env()
     for first, second, forms in (("carve", "carvetest", "\\+carve or \\+carvetest"),
                                  ("burst", "burstjoin", "\\+burst or \\+burstjoin or \\+burstyoung "
@@ -666,9 +668,11 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
                                   "\\+burst or \\+burstjoin or \\+burstyoung or \\+burstgrow or "
                                   "\\+burstgrowmost or \\+burstgrowkeep"),
                                  ("regroup", "regroupknown", "\\+regroup or \\+regroupknown or "
-                                                             "\\+regroupcal"),
+                                                             "\\+regroupcal or \\+regroupodds"),
                                  ("regroupknown", "regroupcal", "\\+regroup or \\+regroupknown or "
-                                                                "\\+regroupcal")):
+                                                                "\\+regroupcal or \\+regroupodds"),
+                                 ("regroupcal", "regroupodds", "\\+regroup or \\+regroupknown or "
+                                                               "\\+regroupcal or \\+regroupodds")):
         monkeypatch.setenv("ORAL_NIGHT_ANSWER", f"per_class+{first}+{second}")
         with pytest.raises(ValueError, match=f"takes one of {forms} .*not more"):
             settings.Settings.from_env()
