@@ -232,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--run needs --loops (a nightly-loop --state folder)")
         run(args)
     text, _ = decide(Path(args.study), args.default_keep)
+    Path(args.study).mkdir(parents=True, exist_ok=True)
     (Path(args.study) / "decision.md").write_text(text + "\n")
     print(text)
     return 0

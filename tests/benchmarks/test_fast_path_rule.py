@@ -128,3 +128,32 @@ def test_a_reseeded_variant_in_the_same_folder_fits_again_under_its_own_name(tmp
     assert [(r.get("seed_offset"), r.get("set")) for r in rows] == [
         (None, None), (1000, None), (None, ["attention_kernel=spmm"])]
     assert (tmp_path / "table.md").read_text().strip() == "1 rows"  # the last variant's own
+
+
+def test_run_fits_each_task_three_ways_row_by_row(tmp_path, monkeypatch):
+    """``--run``: for each task the default (read from ``--default-keep``), the fast and the
+    reseeded fit, one after the other, each with its own ``--out`` and the night's answer only."""
+    import benchmarks.answer_proxy as ap
+    import benchmarks.split_repeat_proxy as srp
+    from benchmarks.fast_path_rule import main
+
+    monkeypatch.setattr(srp, "loop_nights",
+                        lambda *a, **k: [("cora-sim35", 5, 0, "snap"), ("cora-sim35", 8, 1, "s")])
+    calls = []
+    monkeypatch.setattr(ap, "main", lambda argv: calls.append(argv) or 0)
+    study = tmp_path / "study"
+    assert main(["--run", "--loops", str(tmp_path), "--study", str(study),
+                 "--default-keep", str(tmp_path / "kept")]) == 0
+    assert len(calls) == 2 * 3 * 3  # two nights, three tasks, three fits
+    first = calls[:3]
+    assert [argv[argv.index("--out") + 1] for argv in first] == [
+        str(study / "default"), str(study / "fast"), str(study / "reseed")]
+    assert all(argv[argv.index("--tasks") + 1] == "heldout" and
+               argv[argv.index("--only") + 1] == "burstsplit" and
+               argv[argv.index("--nights") + 1] == "5" for argv in first)
+    assert first[0][first[0].index("--keep") + 1] == str(tmp_path / "kept")
+    assert "--set" not in first[0] and "--seed-offset" not in first[0]
+    assert [first[1][i + 1] for i, a in enumerate(first[1]) if a == "--set"] == [
+        "attention_kernel=spmm", "sparse_input_below=0.1"]
+    assert first[2][first[2].index("--seed-offset") + 1] == "1000"
+    assert (study / "decision.md").exists()
