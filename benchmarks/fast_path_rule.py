@@ -128,6 +128,37 @@ def not_worse(values: list[float]) -> bool:
     return len(values) >= 2 and not math.isnan(se) and mean >= -SES * se
 
 
+def clause_row(graph: str, tasks: int, ari_fast: list[float], ari_yardstick: list[float],
+               gaps: list[float], clause1: bool, cells: list[str], surfaced, invented,
+               clause2: bool, ratio: float) -> str:
+    """One graph's row of a decision table: the two mean ARIs, clause 1's gap, the labelled-only
+    ``cells``, the stand-ins surfaced and classes invented (fast, yardstick), clause 2 and the
+    median seconds ratio."""
+    fm, _ = mean_se(ari_fast)
+    rm, _ = mean_se(ari_yardstick)
+    gm, gse = mean_se(gaps)
+    return (f"| {graph} | {tasks} | {fm:.3f} | {rm:.3f} | {gm:+.3f} ({gse:.3f}): "
+            f"{'holds' if clause1 else 'fails'} | {' | '.join(cells)} | "
+            f"{surfaced[0]} / {surfaced[1]} | {invented[0]} / {invented[1]} | "
+            f"{'holds' if clause2 else 'fails'} | {ratio:.2f} | "
+            f"{'<= 1.1' if ratio <= 1.1 else 'slower'} |")
+
+
+def speed_clause(ratios: dict[str, float]) -> tuple[bool, int]:
+    """Clause 3: the median seconds ratio (fast over its yardstick) per graph at most 1.1 on
+    every graph and at most 0.8 on at least two; ``(holds, graphs at or under 0.8)``."""
+    fast_graphs = sum(1 for r in ratios.values() if r <= 0.8)
+    return bool(ratios) and all(r <= 1.1 for r in ratios.values()) and fast_graphs >= 2, \
+        fast_graphs
+
+
+def pooled_clause(every: list[float]) -> tuple[bool, float, float]:
+    """Clause 2 over every graph: the labelled-only differences together at least
+    :data:`POOLED`; ``(holds, mean, s.e.)``."""
+    mean, se = mean_se(every)
+    return bool(every) and mean >= POOLED, mean, se
+
+
 def paired_rows(study: Path) -> dict[tuple, dict]:
     """``{(kind, loop, night, seed): {variant: row}}`` for the fits all three variants have."""
     from benchmarks.records import read_jsonl
@@ -192,18 +223,10 @@ def decide(study: Path, default_keep: Path | None, keep: Path | None = None) -> 
                  if v["fast"].get("fit_seconds") and v["reseed"].get("fit_seconds")]
         ratios[graph] = statistics.median(timed) if timed else float("nan")
         verdicts.append(clause1 and clause2)
-        fm, _ = mean_se(fast_ari)
-        rm, _ = mean_se(reseed_ari)
-        gm, gse = mean_se(gaps)
-        lines.append(f"| {graph} | {len(mine)} | {fm:.3f} | {rm:.3f} | {gm:+.3f} ({gse:.3f}): "
-                     f"{'holds' if clause1 else 'fails'} | {' | '.join(cells)} | "
-                     f"{surfaced[0]} / {surfaced[1]} | {invented[0]} / {invented[1]} | "
-                     f"{'holds' if clause2 else 'fails'} | {ratios[graph]:.2f} | "
-                     f"{'<= 1.1' if ratios[graph] <= 1.1 else 'slower'} |")
-    fast_graphs = sum(1 for r in ratios.values() if r <= 0.8)
-    clause3 = bool(ratios) and all(r <= 1.1 for r in ratios.values()) and fast_graphs >= 2
-    em, ese = mean_se(every)
-    overall = bool(every) and em >= POOLED
+        lines.append(clause_row(graph, len(mine), fast_ari, reseed_ari, gaps, clause1, cells,
+                                surfaced, invented, clause2, ratios[graph]))
+    clause3, fast_graphs = speed_clause(ratios)
+    overall, em, ese = pooled_clause(every)
     verdict = bool(verdicts) and all(verdicts) and clause3 and overall
     lines += ["", f"Clause 2 over every graph: the labelled-only differences together "
               f"{em:+.2f} (s.e. {ese:.2f}, {len(every)} fits), bound {POOLED:+.1f}: "

@@ -1,0 +1,136 @@
+"""benchmarks.fast_path_draws: the fast paths judged against two draws of the defaults, with two
+draws of their own."""
+from __future__ import annotations
+
+import json
+
+import torch
+
+GRAPHS = ("g1", "g2", "g3", "g4", "g5")
+
+
+def write_study(tmp_path, graphs=GRAPHS, fast_loss=0.0, fast_seconds=5.0, fast_moved=10,
+                fast_invented=0):
+    """A study of six tasks per graph (two of each proxy), four fits each, with their kept
+    answers: each fit moves 9-11 of 100 unlabelled nodes away from a shared answer in its own way
+    (about ``fast_moved`` for the fast fits), and the fast fits score ``fast_loss`` points under the
+    default's and invent ``fast_invented`` more classes on every no-novel fit."""
+    from benchmarks.answer_proxy import BURST_FORMS
+    from benchmarks.fast_path_draws import VARIANTS
+    from benchmarks.records import fit_name
+
+    form = BURST_FORMS["burstsplit"]
+    study, keep = tmp_path / "study", tmp_path / "keep"
+    keep.mkdir(parents=True)
+    base = torch.arange(100) % 4
+    for j, (name, (sets, offset)) in enumerate(VARIANTS.items()):
+        fast = name.startswith("fast")
+        (study / name).mkdir(parents=True)
+        with open(study / name / "fits.jsonl", "w") as fh:
+            for graph in graphs:
+                for i, kind in enumerate(["heldout", "nonovel", "witness"] * 2):
+                    seed = i // 3
+                    score = 60.0 + 3 * i + j % 2 - (fast_loss if fast else 0.0)
+                    scores = {"heldout": {"all": score, "surfaced": 1, "novel_classes": 2},
+                              "nonovel": {"accuracy": score,
+                                          "novel_classes": fast_invented if fast else 0},
+                              "witness": {"known": score, "novel_classes": 1}}[kind]
+                    row = {"kind": kind, "loop": f"{graph}-sim39", "graph": graph, "night": 5,
+                           "seed": seed, form: scores,
+                           "fit_seconds": fast_seconds if fast else 10.0}
+                    if sets:
+                        row["set"] = list(sets)
+                    if offset:
+                        row["seed_offset"] = offset
+                    fh.write(json.dumps(row) + "\n")
+                    ids = base.clone()
+                    # 9-11 nodes, varying by task and fit, or ``fast_moved`` and more
+                    moved = (fast_moved if fast else 10) - 1 + (i + j) % 3
+                    start = 10 * j  # each fit moves its own nodes
+                    ids[start:start + moved] = (ids[start:start + moved] + 1) % 4
+                    names = list(sets) + ([f"fitseed+{offset}"] if offset else [])
+                    torch.save({form: ids, "unlabelled": torch.ones(100, dtype=torch.bool)},
+                               keep / (fit_name(f"{graph}-sim39", 5, seed, kind=kind,
+                                                sets=names) + ".answers.pt"))
+    return study, keep
+
+
+def test_fast_paths_that_are_another_seed_pass_and_slower_worse_or_far_ones_fail(tmp_path):
+    from benchmarks.fast_path_draws import decide
+
+    study, keep = write_study(tmp_path / "same")
+    text, verdict = decide(study, keep)
+    assert verdict, text
+    assert "| g1 | 6 |" in text and "fails" not in text
+
+    # consistently five points under the default on every task: clause 2 fails
+    study, keep = write_study(tmp_path / "worse", fast_loss=5.0)
+    text, verdict = decide(study, keep)
+    assert not verdict and "fails" in text, text
+
+    # a class invented on every no-novel fit the default keeps clean: clause 2 fails
+    study, keep = write_study(tmp_path / "invents", fast_invented=1)
+    text, verdict = decide(study, keep)
+    assert not verdict and "| 4 / 0 | fails |" in text, text
+
+    # as good but not faster: clause 3 fails
+    study, keep = write_study(tmp_path / "slow", fast_seconds=12.0)
+    text, verdict = decide(study, keep)
+    assert not verdict and "slower" in text, text
+
+    # further from the default's answers than their own draws are: clause 1 fails
+    study, keep = write_study(tmp_path / "far", fast_moved=40)
+    text, verdict = decide(study, keep)
+    assert not verdict and "): fails" in text, text
+
+
+def test_fewer_than_five_graphs_or_a_missing_fit_decide_nothing(tmp_path):
+    from benchmarks.fast_path_draws import decide
+
+    study, keep = write_study(tmp_path / "four", graphs=GRAPHS[:4])
+    text, verdict = decide(study, keep)
+    assert not verdict and "five needed: no" in text, text
+
+    study, keep = write_study(tmp_path / "gap")
+    (study / "fast_reseed" / "fits.jsonl").write_text("")
+    text, verdict = decide(study, keep)
+    assert not verdict and "Graphs with rows: none" in text
+
+
+def test_counts_one_draw_apart_are_noise_a_steady_excess_is_not():
+    from benchmarks.fast_path_draws import counts_not_worse
+
+    assert counts_not_worse([0] * 6)
+    assert counts_not_worse([-1, 0, 0, 0, 0, 0])  # one class fewer over twelve fits
+    assert counts_not_worse([-2, 2, 0, 0, 0, 0])
+    assert not counts_not_worse([-1, -1, -1, -1, 0, 0])
+    assert not counts_not_worse([-1] * 6)
+
+
+def test_run_fits_each_task_four_ways_in_order_after_simulating(tmp_path, monkeypatch):
+    """``--run``: the loops simulated first, then for each task the default, the fast, the
+    reseeded default and the reseeded fast fit, each with its own ``--out``, one ``--keep``."""
+    import benchmarks.answer_proxy as ap
+    import benchmarks.nightly_loop as nl
+    import benchmarks.split_repeat_proxy as srp
+    from benchmarks.fast_path_draws import main
+
+    simulated = []
+    monkeypatch.setattr(nl, "simulate_missing", lambda *a, **k: simulated.append(a))
+    monkeypatch.setattr(srp, "loop_nights",
+                        lambda *a, **k: [("cora-sim39", 5, 0, "snap"), ("cora-sim39", 8, 1, "s")])
+    calls = []
+    monkeypatch.setattr(ap, "main", lambda argv: calls.append(argv) or 0)
+    study = tmp_path / "study"
+    assert main(["--run", "--loops", str(tmp_path), "--study", str(study)]) == 0
+    assert simulated and simulated[0][1:] == ("cora", "39")
+    assert len(calls) == 2 * 3 * 4  # two nights, three tasks, four fits
+    first = calls[:4]
+    assert [argv[argv.index("--out") + 1] for argv in first] == [
+        str(study / n) for n in ("default", "fast", "default_reseed", "fast_reseed")]
+    assert len({argv[argv.index("--keep") + 1] for argv in calls}) == 1
+    sets = [[a[i + 1] for i, x in enumerate(a) if x == "--set"] for a in first]
+    assert sets == [[], ["attention_kernel=spmm", "sparse_input_below=0.1"]] * 2
+    offsets = [a[a.index("--seed-offset") + 1] if "--seed-offset" in a else None for a in first]
+    assert offsets == [None, None, "1000", "1000"]
+    assert (study / "decision.md").exists()
