@@ -4,11 +4,13 @@
     -> [decide per class] -> score -> describe -> gate -> transaction [ lineage
     -> register (MLflow) -> publish (DuckDB) -> champion ] -> events, artifacts
 
-With ``ORAL_NIGHT_ANSWER=per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupcal`` (the default) every night publishes
+With ``ORAL_NIGHT_ANSWER=per_class+paired+burstgrowmost+burstsplit+split+lastsplit+rejected+regroupcal`` (the default) every night publishes
 an answer decided per class (:mod:`tasks.answer`): its known classes named by ORAL unless
 another known-class classifier names the validation nodes better beyond chance, its novel
 classes as ORAL found them unless one holds validation nodes as the known classes do (the
-known-split check: then its nodes are named known) and the nodes that arrived in a burst
+known-split check: then its nodes are named known; of a class it keeps, the part the previous
+published answer named known goes back to known where that part alone holds validation nodes
+as the known classes do) and the nodes that arrived in a burst
 within the last two snapshots grouped as young classes first (joining a novel class they lie
 in unless its other nodes look known, and grown over the recent nodes around them where they outnumber a node's own class), and the nodes the known classes reject,
 among rejected neighbours, grouped as novel, and its novel classes cut where the cut is
@@ -299,7 +301,7 @@ def train_night(night: Night, plan, path, snapshot, files, mode: str):
 
 def answer_night(night: Night, snapshot, trained: fitting.TrainResult, mode: str
                  ) -> dict | None:
-    """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER``, default ``per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupcal``:
+    """Tonight's answer decided per class (``ORAL_NIGHT_ANSWER``, default ``per_class+paired+burstgrowmost+burstsplit+split+lastsplit+rejected+regroupcal``:
     :func:`tasks.prefect_tasks.decide_per_class`), which the night publishes whatever the gate
     thinks of the model; None when the night is judged whole (``whole``)."""
     rule = night.settings.night_answer.split("+")

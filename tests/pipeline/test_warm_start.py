@@ -616,7 +616,7 @@ def test_the_night_answer_setting_takes_per_class_and_its_parts_and_refuses_nons
 
     monkeypatch.delenv("ORAL_NIGHT_ANSWER", raising=False)
     assert settings.Settings.from_env().night_answer == \
-        "per_class+paired+burstgrowmost+burstsplit+split+rejected+regroupcal"
+        "per_class+paired+burstgrowmost+burstsplit+split+lastsplit+rejected+regroupcal"
     for given, canonical in [("PER_CLASS", "per_class"), ("per_class + PAIRED", "per_class+paired"),
                              ("per_class+energy+paired", "per_class+paired+energy"),
                              ("per_class+rejected+paired", "per_class+paired+rejected"),
