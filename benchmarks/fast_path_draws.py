@@ -35,8 +35,8 @@ from itertools import product
 from pathlib import Path
 
 from benchmarks.fast_path_rule import (FAST, FORM, MEASURE, POOLED, RESEED, TASKS, agreement,
-                                       answers_of, clause_row, mean_se, not_worse, pooled_clause,
-                                       speed_clause, study_keep)
+                                       answers_of, clause_row, fit_variants, mean_se, not_worse,
+                                       pooled_clause, speed_clause, study_keep)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "benchmarks" / "results" / "fast_paths_draws"
@@ -48,27 +48,12 @@ SIDES = {"default": ("default", "default_reseed"), "fast": ("fast", "fast_reseed
 
 
 def run(args) -> None:
-    from benchmarks import answer_proxy
     from benchmarks.nightly_loop import simulate_missing
-    from benchmarks.split_repeat_proxy import loop_nights
 
     keep = study_keep(args.study)
     simulate_missing(Path(args.loops), args.graphs, args.sims)
-    jobs = [(loop, night, seed, task)
-            for loop, night, seed, _ in loop_nights(Path(args.loops), args.graphs, args.sims,
-                                                     args.nights, args.seeds)
-            for task in TASKS]
-    for i, (loop, night, seed, task) in enumerate(jobs, 1):
-        graph, sim = loop.rsplit("-sim", 1)
-        for name, (sets, offset) in VARIANTS.items():
-            print(f"[{i}/{len(jobs)}] {name}: {task} {loop} night {night} seed {seed}",
-                  flush=True)
-            argv = ["--loops", str(args.loops), "--graphs", graph, "--sims", sim,
-                    "--nights", str(night), "--seeds", str(seed), "--tasks", task,
-                    "--only", FORM, "--keep", str(keep), "--out", str(Path(args.study) / name)]
-            argv += [item for s in sets for item in ("--set", s)]
-            argv += ["--seed-offset", str(offset)] if offset else []
-            answer_proxy.main(argv)
+    fit_variants(args, {name: {"set": list(sets), "offset": offset, "keep": keep}
+                        for name, (sets, offset) in VARIANTS.items()})
 
 
 def paired_rows(study: Path) -> dict[tuple, dict]:

@@ -62,10 +62,16 @@ def study_keep(study: Path) -> Path:
 
 
 def run(args) -> None:
+    fit_variants(args, variants(args.default_keep, study_keep(args.study)))
+
+
+def fit_variants(args, plan: dict[str, dict]) -> None:
+    """Each task (:data:`TASKS` on each of ``args``' loop nights) fitted once per variant of
+    ``plan`` (``{name: {"set", "offset", "keep"}}``), in ``plan``'s order, row by row: one
+    ``benchmarks.answer_proxy`` call each, its rows in ``<study>/<name>``."""
     from benchmarks import answer_proxy
     from benchmarks.split_repeat_proxy import loop_nights
 
-    plan = variants(args.default_keep, study_keep(args.study))
     jobs = [(loop, night, seed, task)
             for loop, night, seed, _ in loop_nights(Path(args.loops), args.graphs, args.sims,
                                                      args.nights, args.seeds)
