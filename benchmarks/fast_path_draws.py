@@ -22,8 +22,13 @@ no-novel and witness proxies) is fitted four times, in the order ``default``, ``
 same load), each answered with the night's default answer (``--only burstsplit``). ``--run``
 makes the rows, resumable: each variant's rows in ``<study>/<variant>/fits.jsonl``, the fits and
 their answers under ``benchmarks/.state/<study name>/fits``; loops missing under ``--loops`` are
-simulated first. Without ``--run`` the clauses of the study's rule (:func:`decide`) are read from
-the rows and written to ``<study>/decision.md``.
+simulated first. Each task's label-free agreement (clause 1's ARIs, read from the kept answers) is
+written to ``<study>/agreement.jsonl`` once its four fits are made, so that the clauses outlive
+the ignored ``benchmarks/.state``. ``--rebuild`` refits the tasks whose rows are in but whose
+agreement is not (their kept answers lost) into a scratch study under ``benchmarks/.state``,
+records their agreement and whether each refit gives its committed row again. Without ``--run``
+the clauses of the study's rule (:func:`decide`) are read from the rows and written to
+``<study>/decision.md``.
 """
 from __future__ import annotations
 
@@ -45,15 +50,77 @@ VARIANTS = {"default": ((), 0), "fast": (FAST, 0),
             "default_reseed": ((), RESEED), "fast_reseed": (FAST, RESEED)}
 #: each side's two draws
 SIDES = {"default": ("default", "default_reseed"), "fast": ("fast", "fast_reseed")}
+#: clause 1's ARIs per task, in the study's folder
+AGREEMENT = "agreement.jsonl"
 
 
-def run(args) -> None:
+def run(args, rebuild: bool = False) -> None:
+    """Make the rows (``rebuild``: refit the tasks lacking agreement rows into a scratch study,
+    the committed rows untouched), recording each task's agreement as its fits are done."""
     from benchmarks.nightly_loop import simulate_missing
 
-    keep = study_keep(args.study)
+    study = Path(args.study)
+    keep = study_keep(study)
     simulate_missing(Path(args.loops), args.graphs, args.sims)
-    fit_variants(args, {name: {"set": list(sets), "offset": offset, "keep": keep}
-                        for name, (sets, offset) in VARIANTS.items()})
+    plan = {name: {"set": list(sets), "offset": offset, "keep": keep}
+            for name, (sets, offset) in VARIANTS.items()}
+    if not rebuild:
+        fit_variants(args, plan, after_task=lambda: record_agreements(study, keep))
+        return
+    scratch = keep.parent / "rebuild"
+    fit_variants(argparse.Namespace(**{**vars(args), "study": str(scratch)}), plan,
+                 after_task=lambda: record_agreements(study, keep, rebuilt=scratch))
+
+
+def task_key(row: dict) -> tuple:
+    return (row["kind"], row["loop"], row["night"], row["seed"])
+
+
+def record_agreements(study: Path, keep: Path, rebuilt: Path | None = None) -> int:
+    """Append to ``<study>/agreement.jsonl`` the agreement (:func:`agreement_gap`) of each task
+    with all four rows and all four kept answers but no agreement row yet; with ``rebuilt`` (a
+    scratch study refitted by ``--rebuild``) each row also says whether the four refits gave the
+    committed rows' measures again (``rows_match``). Returns how many were appended."""
+    from benchmarks.answer_proxy import BURST_FORMS
+    from benchmarks.records import append_jsonl, read_jsonl
+
+    form = BURST_FORMS[FORM]
+    path = Path(study) / AGREEMENT
+    have = {task_key(r) for r in read_jsonl(path)} if path.exists() else set()
+    again = paired_rows(rebuilt) if rebuilt is not None else {}
+    added = 0
+    for key, v in paired_rows(study).items():
+        if key in have or (rebuilt is not None and key not in again):
+            continue
+        got = {name: answers_of(keep, v[name]) for name in VARIANTS}
+        if any(a is None for a in got.values()):
+            continue
+        across, within = agreement_gap(got, form)
+        row = {"kind": key[0], "loop": key[1], "graph": v["default"]["graph"], "night": key[2],
+               "seed": key[3], "across": round(across, 6), "within": round(within, 6)}
+        if rebuilt is not None:
+            row["rebuilt"] = True
+            row["rows_match"] = all(again[key][n][form] == v[n][form] for n in VARIANTS)
+        append_jsonl(path, row)
+        added += 1
+    return added
+
+
+def agreements(study: Path, keep: Path) -> dict[tuple, tuple[float, float]]:
+    """``{task: (across, within)}``: the study's agreement rows, and for the tasks without one the
+    ARIs of their kept answers where all four are there."""
+    from benchmarks.answer_proxy import BURST_FORMS
+    from benchmarks.records import read_jsonl
+
+    path = Path(study) / AGREEMENT
+    got = {task_key(r): (r["across"], r["within"])
+           for r in (read_jsonl(path) if path.exists() else [])}
+    for key, v in paired_rows(study).items():
+        if key not in got:
+            answers = {name: answers_of(keep, v[name]) for name in VARIANTS}
+            if all(a is not None for a in answers.values()):
+                got[key] = agreement_gap(answers, BURST_FORMS[FORM])
+    return got
 
 
 def paired_rows(study: Path) -> dict[tuple, dict]:
@@ -103,18 +170,15 @@ def decide(study: Path, keep: Path | None = None) -> tuple[str, bool]:
              "(median) | 3. speed |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     verdicts, ratios, every = [], {}, []
+    aris, short = agreements(study, keep), []
     for graph in graphs:
         mine = {k: v for k, v in rows.items() if v["default"]["graph"] == graph}
-        acrosses, withins, gaps = [], [], []
-        for v in mine.values():
-            got = {name: answers_of(keep, v[name]) for name in VARIANTS}
-            if any(a is None for a in got.values()):
-                continue
-            across, within = agreement_gap(got, form)
-            acrosses.append(across)
-            withins.append(within)
-            gaps.append(across - within)
-        clause1 = not_worse(gaps)
+        pairs = [aris[k] for k in mine if k in aris]
+        acrosses, withins = [a for a, _ in pairs], [w for _, w in pairs]
+        gaps = [a - w for a, w in pairs]
+        clause1 = not_worse(gaps) and len(pairs) == len(mine)
+        if len(pairs) < len(mine):
+            short.append(f"{graph} ({len(pairs)} of {len(mine)})")
         diffs, cells = {}, []
         for task in TASKS:
             key = MEASURE[task]
@@ -144,7 +208,9 @@ def decide(study: Path, keep: Path | None = None) -> tuple[str, bool]:
                  if v[f].get("fit_seconds") and v[d].get("fit_seconds")]
         ratios[graph] = statistics.median(timed) if timed else float("nan")
         verdicts.append(clause1 and clause2)
-        lines.append(clause_row(graph, len(mine), acrosses, withins, gaps, clause1, cells,
+        tasks = f"{len(mine)}" + (f" (ARI {len(pairs)})" if len(pairs) < len(mine) else "")
+        word1 = clause1 if len(pairs) == len(mine) else "waits"
+        lines.append(clause_row(graph, tasks, acrosses, withins, gaps, word1, cells,
                                 (counts["fast"][0], counts["default"][0]),
                                 (counts["fast"][1], counts["default"][1]), clause2,
                                 ratios[graph]))
@@ -161,6 +227,9 @@ def decide(study: Path, keep: Path | None = None) -> tuple[str, bool]:
               "", f"Graphs with rows: {', '.join(graphs) or 'none'} (the rule's five needed: "
               f"{'yes' if complete else 'no'}). Every clause on every graph: "
               f"{'yes' if verdict else 'no'}."]
+    if short:
+        lines += ["", "Tasks without their agreement (kept answers lost; `--rebuild` refits them): "
+                  + ", ".join(short) + "; clause 1 waits for them."]
     return "\n".join(lines), verdict
 
 
@@ -178,11 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     loop_arguments(ap, "cora", "39", "5,8", "0,1,2", loops="")
     ap.add_argument("--study", default=str(STUDY))
     ap.add_argument("--run", action="store_true", help="make the rows (resumable)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="refit the tasks whose agreement rows are missing (kept answers lost)")
     args = ap.parse_args(argv)
-    if args.run:
+    if args.run or args.rebuild:
         if not args.loops:
-            ap.error("--run needs --loops (a nightly-loop --state folder)")
-        run(args)
+            ap.error("--run and --rebuild need --loops (a nightly-loop --state folder)")
+        run(args, rebuild=args.rebuild)
+    record_agreements(Path(args.study), study_keep(Path(args.study)))
     text, _ = decide(Path(args.study))
     Path(args.study).mkdir(parents=True, exist_ok=True)
     (Path(args.study) / "decision.md").write_text(text + "\n")

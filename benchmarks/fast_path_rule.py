@@ -65,10 +65,11 @@ def run(args) -> None:
     fit_variants(args, variants(args.default_keep, study_keep(args.study)))
 
 
-def fit_variants(args, plan: dict[str, dict]) -> None:
+def fit_variants(args, plan: dict[str, dict], after_task=None) -> None:
     """Each task (:data:`TASKS` on each of ``args``' loop nights) fitted once per variant of
     ``plan`` (``{name: {"set", "offset", "keep"}}``), in ``plan``'s order, row by row: one
-    ``benchmarks.answer_proxy`` call each, its rows in ``<study>/<name>``."""
+    ``benchmarks.answer_proxy`` call each, its rows in ``<study>/<name>``; ``after_task()``, when
+    given, called once each task's fits are all made."""
     from benchmarks import answer_proxy
     from benchmarks.split_repeat_proxy import loop_nights
 
@@ -88,6 +89,8 @@ def fit_variants(args, plan: dict[str, dict]) -> None:
             argv += [item for s in v["set"] for item in ("--set", s)]
             argv += ["--seed-offset", str(v["offset"])] if v["offset"] else []
             answer_proxy.main(argv)
+        if after_task is not None:
+            after_task()
 
 
 def answers_of(keep: Path, row: dict) -> dict | None:
@@ -135,16 +138,17 @@ def not_worse(values: list[float]) -> bool:
 
 
 def clause_row(graph: str, tasks: int, ari_fast: list[float], ari_yardstick: list[float],
-               gaps: list[float], clause1: bool, cells: list[str], surfaced, invented,
+               gaps: list[float], clause1: bool | str, cells: list[str], surfaced, invented,
                clause2: bool, ratio: float) -> str:
-    """One graph's row of a decision table: the two mean ARIs, clause 1's gap, the labelled-only
-    ``cells``, the stand-ins surfaced and classes invented (fast, yardstick), clause 2 and the
-    median seconds ratio."""
+    """One graph's row of a decision table: the two mean ARIs, clause 1's gap (and its verdict,
+    or a word such as "waits" in its place), the labelled-only ``cells``, the stand-ins surfaced
+    and classes invented (fast, yardstick), clause 2 and the median seconds ratio."""
+    word1 = clause1 if isinstance(clause1, str) else ("holds" if clause1 else "fails")
     fm, _ = mean_se(ari_fast)
     rm, _ = mean_se(ari_yardstick)
     gm, gse = mean_se(gaps)
     return (f"| {graph} | {tasks} | {fm:.3f} | {rm:.3f} | {gm:+.3f} ({gse:.3f}): "
-            f"{'holds' if clause1 else 'fails'} | {' | '.join(cells)} | "
+            f"{word1} | {' | '.join(cells)} | "
             f"{surfaced[0]} / {surfaced[1]} | {invented[0]} / {invented[1]} | "
             f"{'holds' if clause2 else 'fails'} | {ratio:.2f} | "
             f"{'<= 1.1' if ratio <= 1.1 else 'slower'} |")

@@ -134,3 +134,66 @@ def test_run_fits_each_task_four_ways_in_order_after_simulating(tmp_path, monkey
     offsets = [a[a.index("--seed-offset") + 1] if "--seed-offset" in a else None for a in first]
     assert offsets == [None, None, "1000", "1000"]
     assert (study / "decision.md").exists()
+
+
+def test_agreement_rows_keep_clause_1_when_the_kept_answers_are_lost(tmp_path):
+    """Clause 1 reads the ARIs from ``agreement.jsonl`` once recorded; without them and without
+    the answers it waits instead of holding on fewer tasks."""
+    import shutil
+
+    from benchmarks.fast_path_draws import AGREEMENT, decide, record_agreements
+
+    study, keep = write_study(tmp_path / "far", fast_moved=40)
+    before, _ = decide(study, keep)
+    assert record_agreements(study, keep) == 6 * len(GRAPHS)
+    assert record_agreements(study, keep) == 0  # once per task
+    shutil.rmtree(keep)
+    after, verdict = decide(study, keep)
+    assert after == before and not verdict
+
+    study, keep = write_study(tmp_path / "lost")
+    shutil.rmtree(keep)
+    text, verdict = decide(study, keep)
+    assert not verdict and "clause 1 waits" in text and "g1 (0 of 6)" in text, text
+    assert not (study / AGREEMENT).exists()
+
+
+def test_rebuilt_agreements_say_whether_the_refits_gave_the_committed_rows(tmp_path):
+    import json
+    import shutil
+
+    from benchmarks.fast_path_draws import AGREEMENT, VARIANTS, record_agreements
+    from benchmarks.records import read_jsonl
+
+    study, keep = write_study(tmp_path / "s", graphs=("g1",))
+    scratch = tmp_path / "rebuild"
+    shutil.copytree(study, scratch)
+    rows = read_jsonl(scratch / "fast" / "fits.jsonl")
+    form = next(k for k, v in rows[0].items() if isinstance(v, dict))
+    rows[0][form]["all"] += 1.0  # the first task's fast refit scores otherwise
+    (scratch / "fast" / "fits.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (scratch / "default" / "fits.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in read_jsonl(study / "default" / "fits.jsonl")[:2]))
+    assert record_agreements(study, keep, rebuilt=scratch) == 2  # only the tasks refitted
+    got = read_jsonl(study / AGREEMENT)
+    assert [r["rows_match"] for r in got] == [False, True] and all(r["rebuilt"] for r in got)
+    assert len(VARIANTS) == 4
+
+
+def test_rebuild_fits_into_a_scratch_study_and_leaves_the_rows(tmp_path, monkeypatch):
+    import benchmarks.answer_proxy as ap
+    import benchmarks.nightly_loop as nl
+    import benchmarks.split_repeat_proxy as srp
+    from benchmarks.fast_path_draws import main
+    from benchmarks.fast_path_rule import study_keep
+
+    monkeypatch.setattr(nl, "simulate_missing", lambda *a, **k: None)
+    monkeypatch.setattr(srp, "loop_nights", lambda *a, **k: [("cora-sim39", 5, 0, "snap")])
+    calls = []
+    monkeypatch.setattr(ap, "main", lambda argv: calls.append(argv) or 0)
+    study = tmp_path / "study_rebuild_test"
+    assert main(["--rebuild", "--loops", str(tmp_path), "--study", str(study)]) == 0
+    scratch = study_keep(study).parent / "rebuild"
+    assert {argv[argv.index("--out") + 1] for argv in calls} == {
+        str(scratch / n) for n in ("default", "fast", "default_reseed", "fast_reseed")}
+    assert {argv[argv.index("--keep") + 1] for argv in calls} == {str(study_keep(study))}
