@@ -25,8 +25,10 @@ their answers under ``benchmarks/.state/<study name>/fits``; loops missing under
 simulated first. Each task's label-free agreement (clause 1's ARIs, read from the kept answers) is
 written to ``<study>/agreement.jsonl`` once its four fits are made, so that the clauses outlive
 the ignored ``benchmarks/.state``. ``--rebuild`` refits the tasks whose rows are in but whose
-agreement is not (their kept answers lost) into a scratch study under ``benchmarks/.state``,
-records their agreement and whether each refit gives its committed row again. Without ``--run``
+agreement is not (their kept answers lost) into ``<study>/rebuilt/<variant>`` (rows kept beside
+the study's, never among them), records their agreement and whether each refit gives its
+committed row again (a fit is repeatable on one machine, not across processors: float kernels
+differ, and over 200 epochs a rounding difference grows like a change of seed). Without ``--run``
 the clauses of the study's rule (:func:`decide`) are read from the rows and written to
 ``<study>/decision.md``.
 """
@@ -52,6 +54,8 @@ VARIANTS = {"default": ((), 0), "fast": (FAST, 0),
 SIDES = {"default": ("default", "default_reseed"), "fast": ("fast", "fast_reseed")}
 #: clause 1's ARIs per task, in the study's folder
 AGREEMENT = "agreement.jsonl"
+#: the refits of ``--rebuild`` (their rows beside the study's, never among them)
+REBUILT = "rebuilt"
 
 
 def run(args, rebuild: bool = False) -> None:
@@ -67,7 +71,7 @@ def run(args, rebuild: bool = False) -> None:
     if not rebuild:
         fit_variants(args, plan, after_task=lambda: record_agreements(study, keep))
         return
-    scratch = keep.parent / "rebuild"
+    scratch = Path(study) / REBUILT
     fit_variants(argparse.Namespace(**{**vars(args), "study": str(scratch)}), plan,
                  after_task=lambda: record_agreements(study, keep, rebuilt=scratch))
 
@@ -106,15 +110,18 @@ def record_agreements(study: Path, keep: Path, rebuilt: Path | None = None) -> i
     return added
 
 
+def read_agreements(study: Path) -> list[dict]:
+    from benchmarks.records import read_jsonl
+
+    return read_jsonl(Path(study) / AGREEMENT)
+
+
 def agreements(study: Path, keep: Path) -> dict[tuple, tuple[float, float]]:
     """``{task: (across, within)}``: the study's agreement rows, and for the tasks without one the
     ARIs of their kept answers where all four are there."""
     from benchmarks.answer_proxy import BURST_FORMS
-    from benchmarks.records import read_jsonl
 
-    path = Path(study) / AGREEMENT
-    got = {task_key(r): (r["across"], r["within"])
-           for r in (read_jsonl(path) if path.exists() else [])}
+    got = {task_key(r): (r["across"], r["within"]) for r in read_agreements(study)}
     for key, v in paired_rows(study).items():
         if key not in got:
             answers = {name: answers_of(keep, v[name]) for name in VARIANTS}
@@ -227,6 +234,13 @@ def decide(study: Path, keep: Path | None = None) -> tuple[str, bool]:
               "", f"Graphs with rows: {', '.join(graphs) or 'none'} (the rule's five needed: "
               f"{'yes' if complete else 'no'}). Every clause on every graph: "
               f"{'yes' if verdict else 'no'}."]
+    rebuilt = [r for r in read_agreements(study) if r.get("rebuilt")]
+    for graph in sorted({r["graph"] for r in rebuilt}):
+        mine = [r for r in rebuilt if r["graph"] == graph]
+        lines += ["", f"{graph}: clause 1 reads {len(mine)} task(s) refitted by `--rebuild` "
+                  f"(their kept answers lost), {sum(r['rows_match'] for r in mine)} of whose four "
+                  f"refits gave the committed rows again; the labelled clauses read the committed "
+                  f"rows, the refits' own rows are in `{REBUILT}/`."]
     if short:
         lines += ["", "Tasks without their agreement (kept answers lost; `--rebuild` refits them): "
                   + ", ".join(short) + "; clause 1 waits for them."]

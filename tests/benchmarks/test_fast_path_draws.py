@@ -162,7 +162,7 @@ def test_rebuilt_agreements_say_whether_the_refits_gave_the_committed_rows(tmp_p
     import json
     import shutil
 
-    from benchmarks.fast_path_draws import AGREEMENT, VARIANTS, record_agreements
+    from benchmarks.fast_path_draws import AGREEMENT, VARIANTS, decide, record_agreements
     from benchmarks.records import read_jsonl
 
     study, keep = write_study(tmp_path / "s", graphs=("g1",))
@@ -177,6 +177,9 @@ def test_rebuilt_agreements_say_whether_the_refits_gave_the_committed_rows(tmp_p
     assert record_agreements(study, keep, rebuilt=scratch) == 2  # only the tasks refitted
     got = read_jsonl(study / AGREEMENT)
     assert [r["rows_match"] for r in got] == [False, True] and all(r["rebuilt"] for r in got)
+    text, _ = decide(study, keep)
+    assert "g1: clause 1 reads 2 task(s) refitted by `--rebuild`" in text
+    assert "1 of whose four refits gave the committed rows again" in text
     assert len(VARIANTS) == 4
 
 
@@ -193,7 +196,7 @@ def test_rebuild_fits_into_a_scratch_study_and_leaves_the_rows(tmp_path, monkeyp
     monkeypatch.setattr(ap, "main", lambda argv: calls.append(argv) or 0)
     study = tmp_path / "study_rebuild_test"
     assert main(["--rebuild", "--loops", str(tmp_path), "--study", str(study)]) == 0
-    scratch = study_keep(study).parent / "rebuild"
+    scratch = study / "rebuilt"
     assert {argv[argv.index("--out") + 1] for argv in calls} == {
         str(scratch / n) for n in ("default", "fast", "default_reseed", "fast_reseed")}
     assert {argv[argv.index("--keep") + 1] for argv in calls} == {str(study_keep(study))}
