@@ -267,8 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run or args.rebuild:
         if not args.loops:
             ap.error("--run and --rebuild need --loops (a nightly-loop --state folder)")
-        run(args, rebuild=args.rebuild)
-    record_agreements(Path(args.study), study_keep(Path(args.study)))
+        run(args, rebuild=args.rebuild)  # records each task's agreement as it is done
     text, _ = decide(Path(args.study))
     Path(args.study).mkdir(parents=True, exist_ok=True)
     (Path(args.study) / "decision.md").write_text(text + "\n")
