@@ -77,6 +77,7 @@ def run(args, rebuild: bool = False) -> None:
 
 
 def task_key(row: dict) -> tuple:
+    """A task's key in the rows: ``(kind, loop, night, seed)``."""
     return (row["kind"], row["loop"], row["night"], row["seed"])
 
 
@@ -86,11 +87,11 @@ def record_agreements(study: Path, keep: Path, rebuilt: Path | None = None) -> i
     scratch study refitted by ``--rebuild``) each row also says whether the four refits gave the
     committed rows' measures again (``rows_match``). Returns how many were appended."""
     from benchmarks.answer_proxy import BURST_FORMS
-    from benchmarks.records import append_jsonl, read_jsonl
+    from benchmarks.records import append_jsonl
 
     form = BURST_FORMS[FORM]
     path = Path(study) / AGREEMENT
-    have = {task_key(r) for r in read_jsonl(path)} if path.exists() else set()
+    have = {task_key(r) for r in read_agreements(study)}
     again = paired_rows(rebuilt) if rebuilt is not None else {}
     added = 0
     for key, v in paired_rows(study).items():
@@ -111,6 +112,7 @@ def record_agreements(study: Path, keep: Path, rebuilt: Path | None = None) -> i
 
 
 def read_agreements(study: Path) -> list[dict]:
+    """The rows of ``<study>/agreement.jsonl`` (none before the first)."""
     from benchmarks.records import read_jsonl
 
     return read_jsonl(Path(study) / AGREEMENT)
