@@ -65,11 +65,30 @@ def run(args) -> None:
     fit_variants(args, variants(args.default_keep, study_keep(args.study)))
 
 
+#: while this file exists, :func:`fit_variants` waits before its next fit (so that a lane can be
+#: held between fits, say for a timed test run, without a stopped fit's clock running on)
+PAUSE = ROOT / "benchmarks" / ".state" / "pause"
+
+
+def wait_while_paused(pause: Path = PAUSE, poll: float = 10.0, sleep=None) -> bool:
+    """Wait while ``pause`` exists (said once); whether it waited."""
+    import time
+
+    sleep = sleep or time.sleep
+    if not pause.exists():
+        return False
+    print(f"paused: waiting while {pause} exists", flush=True)
+    while pause.exists():
+        sleep(poll)
+    return True
+
+
 def fit_variants(args, plan: dict[str, dict], after_task=None) -> None:
     """Each task (:data:`TASKS` on each of ``args``' loop nights) fitted once per variant of
     ``plan`` (``{name: {"set", "offset", "keep"}}``), in ``plan``'s order, row by row: one
     ``benchmarks.answer_proxy`` call each, its rows in ``<study>/<name>``; ``after_task()``, when
-    given, called once each task's fits are all made."""
+    given, called once each task's fits are all made. Before each fit it waits while
+    :data:`PAUSE` exists."""
     from benchmarks import answer_proxy
     from benchmarks.split_repeat_proxy import loop_nights
 
@@ -80,6 +99,7 @@ def fit_variants(args, plan: dict[str, dict], after_task=None) -> None:
     for i, (loop, night, seed, task) in enumerate(jobs, 1):
         graph, sim = loop.rsplit("-sim", 1)
         for name, v in plan.items():
+            wait_while_paused()
             print(f"[{i}/{len(jobs)}] {name}: {task} {loop} night {night} seed {seed}",
                   flush=True)
             argv = ["--loops", str(args.loops), "--graphs", graph, "--sims", sim,

@@ -200,3 +200,19 @@ def test_rebuild_fits_into_a_scratch_study_and_leaves_the_rows(tmp_path, monkeyp
     assert {argv[argv.index("--out") + 1] for argv in calls} == {
         str(scratch / n) for n in ("default", "fast", "default_reseed", "fast_reseed")}
     assert {argv[argv.index("--keep") + 1] for argv in calls} == {str(study_keep(study))}
+
+
+def test_a_pause_file_holds_the_lane_between_fits(tmp_path):
+    from benchmarks.fast_path_rule import wait_while_paused
+
+    pause = tmp_path / "pause"
+    assert not wait_while_paused(pause)  # no file: no wait
+    pause.touch()
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        if len(slept) == 3:
+            pause.unlink()
+
+    assert wait_while_paused(pause, poll=5.0, sleep=sleep) and slept == [5.0] * 3
