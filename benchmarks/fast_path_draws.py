@@ -97,10 +97,10 @@ def record_agreements(study: Path, keep: Path, rebuilt: Path | None = None) -> i
     for key, v in paired_rows(study).items():
         if key in have or (rebuilt is not None and key not in again):
             continue
-        got = {name: answers_of(keep, v[name]) for name in VARIANTS}
-        if any(a is None for a in got.values()):
+        gap = kept_agreement(keep, v)
+        if gap is None:
             continue
-        across, within = agreement_gap(got, form)
+        across, within = gap
         row = {"kind": key[0], "loop": key[1], "graph": v["default"]["graph"], "night": key[2],
                "seed": key[3], "across": round(across, 6), "within": round(within, 6)}
         if rebuilt is not None:
@@ -121,15 +121,21 @@ def read_agreements(study: Path) -> list[dict]:
 def agreements(study: Path, keep: Path) -> dict[tuple, tuple[float, float]]:
     """``{task: (across, within)}``: the study's agreement rows, and for the tasks without one the
     ARIs of their kept answers where all four are there."""
-    from benchmarks.answer_proxy import BURST_FORMS
-
     got = {task_key(r): (r["across"], r["within"]) for r in read_agreements(study)}
     for key, v in paired_rows(study).items():
-        if key not in got:
-            answers = {name: answers_of(keep, v[name]) for name in VARIANTS}
-            if all(a is not None for a in answers.values()):
-                got[key] = agreement_gap(answers, BURST_FORMS[FORM])
+        if key not in got and (gap := kept_agreement(keep, v)) is not None:
+            got[key] = gap
     return got
+
+
+def kept_agreement(keep: Path, v: dict) -> tuple[float, float] | None:
+    """A task's :func:`agreement_gap` from its four fits' kept answers (None when one is gone)."""
+    from benchmarks.answer_proxy import BURST_FORMS
+
+    got = {name: answers_of(keep, v[name]) for name in VARIANTS}
+    if any(a is None for a in got.values()):
+        return None
+    return agreement_gap(got, BURST_FORMS[FORM])
 
 
 def paired_rows(study: Path) -> dict[tuple, dict]:

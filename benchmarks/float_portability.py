@@ -104,13 +104,12 @@ def compare(reference, ids) -> tuple[float, float]:
     """``(ARI, share of nodes whose class id differs after matching the ids)`` (label-free)."""
     import torch
 
-    from oral_core.hungarian import max_assignment
+    from oral_core.hungarian import contingency, max_assignment
     from oral_core.metrics import adjusted_rand_index
 
     ari = adjusted_rand_index(reference, ids)
     a, b = torch.unique(reference, return_inverse=True)[1], torch.unique(ids, return_inverse=True)[1]
-    joint = torch.zeros(int(a.max()) + 1, int(b.max()) + 1, dtype=torch.long)
-    joint.index_put_((a, b), torch.ones_like(a), accumulate=True)
+    joint = contingency(a, b, int(a.max()) + 1, int(b.max()) + 1)
     rows, cols = max_assignment(joint)
     same = int(joint[torch.as_tensor(rows), torch.as_tensor(cols)].sum())
     return ari, 100.0 * (1 - same / len(ids))
