@@ -376,7 +376,7 @@ def announce(night: Night, snapshot_date, found, published, tracked, training: T
                "start": plan.start, "start_reason": plan.reason,
                "warm_from_version": str(plan.source_version) if plan.start == "warm" else None,
                "epochs": trained.epochs, "chosen_settings": night.chosen,
-               "reused": training.reused, "floor_joined": trained.floor_joined,
+               "reused": training.reused,
                # a held-back model whose night is answered per class is no degraded night
                "degraded": degraded if answer is None else None,
                "held_back": degraded if answer is not None else None,
@@ -423,8 +423,6 @@ def summary_line(out: dict) -> str:
     return (f"{out['graph']} {out['snapshot_date']}: {out['classes']} classes ({out['novel']} novel), "
             f"new tonight {', '.join(emerged) or 'none'}{pending}, model version {out['model_version']}"
             f"{' (champion)' if out.get('champion') else ''}{score}{start}"
-            + (f"; the known-class floor joined {out['floor_joined']} novel class(es) to known "
-               f"classes" if out.get("floor_joined") else "")
             + (f"; answered per class, known classes named by {out['known_namer']}"
                if out.get("known_namer") else "")
             + (f"; the model is held back as champion: {out['held_back']}"

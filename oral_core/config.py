@@ -28,9 +28,14 @@ LR_SCHEDULES = ("constant", "cosine")
 #: the ensemble groups whose confident nodes get pseudo-labels (``ORALConfig.pseudo_label_groups``)
 PSEUDO_LABEL_GROUPS = ("all", "novel")
 #: fields read only by the steps that finish the answer after training (``ORAL._answer_steps``:
-#: the known head, the known-class floor, the novel re-cut); an epoch's class ids do not see them
+#: the known head, the novel re-cut); an epoch's class ids do not see them
 AFTER_TRAINING = ("known_head", "known_head_hops", "known_head_scale", "known_head_pull",
-                  "known_floor", "novel_recut", "novel_recut_dims")
+                  "novel_recut", "novel_recut_dims")
+#: switches removed from the method after their studies decided they stay off (issue 62), with
+#: the value that meant off and the study: a saved configuration that has one at that value
+#: loads as before (:meth:`ORALConfig.from_dict` drops it); at any other value it is refused
+RETIRED = {"known_split_trim": (False, "benchmarks/results/known_split_trim/README.md"),
+           "known_floor": (False, "benchmarks/results/known_floor/README.md")}
 
 #: the kinds of ORALConfig fields, in the order of their sections:
 #: "paper": a value the paper gives, or fixes by its own formulas (Eq. 13's unit weights);
@@ -224,12 +229,6 @@ class ORALConfig:
     known_split_repeat: bool = _setting(
         False, "deviation", "repeat the known-split check until it suppresses no novel group; "
         "False: one pass", _RESULTS + "split_repeat_proxy/README.md")
-    known_split_trim: bool = _setting(
-        False, "deviation", "before the known-split check, a novel group's nodes the known head "
-        "is most confident about join the head's class, as many as one half of its validation "
-        "nodes say are known, and the other half judges what is left "
-        "(oral_core.novelty.trim_cuts); False: the check judges the group whole",
-        _RESULTS + "known_split_trim/README.md")
     known_absorb_share: float | None = _setting(
         0.5, "deviation", "the known-absorb check: a known group under this estimated known "
         "share releases its least attached excess to the novel groups; None: off, the paper",
@@ -253,11 +252,6 @@ class ORALConfig:
         "inputs: \"labelled\" (the training and validation nodes) or \"all\" (every node of "
         "the graph the head is fitted on, the nodes it will name)",
         _RESULTS + "known_head_scale/README.md")
-    known_floor: bool = _setting(
-        False, "deviation", "with a known head: while the known classes' validation accuracy is "
-        "below the reference logistic regression's (the champion gate's floor), novel classes "
-        "holding validation nodes join known classes, most validation nodes first; False: off",
-        _RESULTS + "known_floor/README.md")
     known_head_pull: float | None = _setting(
         None, "deviation", "with a known head: a node in a novel class or none joins the head's "
         "class at this probability; None: off", _RESULTS + "known_head/README.md")
@@ -366,6 +360,12 @@ class ORALConfig:
     @classmethod
     def from_dict(cls, values: dict) -> "ORALConfig":
         known = {f.name for f in fields(cls)}
+        for name, (off, study) in RETIRED.items():
+            if name in values and values[name] != off:
+                raise ValueError(f"{name}={values[name]!r}: the switch was removed after its study "
+                                 f"decided it stays off ({study}); this configuration needs a "
+                                 f"revision before 2026-12-07")
+        values = {k: v for k, v in values.items() if k not in RETIRED}
         unknown = set(values) - known
         if unknown:
             raise ValueError(f"unknown ORAL configuration keys: {sorted(unknown)}")
@@ -432,10 +432,6 @@ class ORALConfig:
              f"known_head_scale must be one of {list(KNOWN_HEAD_SCALES)}"),
             (self.known_head_pull is None or 0 < self.known_head_pull <= 1,
              "known_head_pull must be in (0, 1] or none"),
-            (not self.known_split_trim or self.known_split_share is not None,
-             "known_split_trim needs the known-split check (known_split_share)"),
-            (not self.known_floor or self.known_head != "none",
-             "known_floor needs a known_head"),
             (self.known_head_pull is None or self.known_head != "none",
              "known_head_pull needs a known_head"),
             (self.lr_schedule in LR_SCHEDULES,

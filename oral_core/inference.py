@@ -16,7 +16,7 @@ import torch
 from .attention import ORALNetwork, with_self_loops
 from .config import ORALConfig
 from .known_head import head_probabilities, keep_known_fidelity
-from .novelty import release_absorbed, trim_released
+from .novelty import release_absorbed
 from .pseudo_labels import ensemble_assignment, pad_assignments
 from .sampling import CSR
 from .trainer import payload_partitions
@@ -82,8 +82,6 @@ class ORALModel:
         self.release_margin = payload.get("release_margin")
         # the known-class head (known_head; None: off, or a file from before it existed)
         self.known_head = payload.get("known_head")
-        # the known-split trim: {"cut": [G], "head": the head it read} (None: off, or older)
-        self.split_trim = payload.get("split_trim")
 
     @classmethod
     def from_fit(cls, model, class_names: list[str] | None = None,
@@ -146,11 +144,6 @@ class ORALModel:
         group_class = self.group_class.to(device)
         class_id = torch.empty(n, dtype=group_class.dtype)
         conf = torch.empty(n, dtype=layers[0].dtype)
-        trim = None
-        if self.split_trim is not None:  # known_split_trim (oral_core.novelty.trim_cuts)
-            head_conf, head_class = head_probabilities(self.split_trim["head"], x,
-                                                       edge_index).max(dim=1)
-            trim = (head_conf.to(device), head_class.to(device), self.split_trim["cut"].to(device))
         for start in range(0, n, max(step, 1)):
             rows = slice(start, min(n, start + step))
             padded = pad_assignments([p[rows] for p in layers])
@@ -167,9 +160,6 @@ class ORALModel:
                 torch.zeros_like(total)).cpu()
             # a group that had no class at training time (suppressed there): unassigned (-1)
             cls = group_class[group]
-            if trim is not None:
-                moved = trim_released(trim[0][rows], group, trim[2]) & (cls >= self.num_known)
-                cls = torch.where(moved, trim[1][rows], cls)
             class_id[rows] = torch.where(cls < 0, torch.full_like(cls, -1), cls).cpu()
         if self.known_head is not None:  # known-class fidelity (oral_core.known_head)
             class_id = keep_known_fidelity(class_id, head_probabilities(self.known_head, x, edge_index),
@@ -209,9 +199,6 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
         "release_margin": (None if state.get("release_margin") is None
                            else state["release_margin"].cpu()),
         "known_head": _head_payload(state.get("known_head")),
-        "split_trim": (None if state.get("split_trim") is None
-                       else {"cut": state["split_trim"]["cut"].cpu(),
-                             "head": _head_payload(state["split_trim"]["head"])}),
     }
 
 

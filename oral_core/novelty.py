@@ -1,5 +1,5 @@
 """Two checks of the groups against the validation nodes (not in the paper): the known-split check
-(is a novel group really novel? ``known_split_share``, with its trim ``known_split_trim``) and,
+(is a novel group really novel? ``known_split_share``) and,
 below it, the known-absorb check (does a known group hold novel nodes? ``known_absorb_share``).
 
 On a graph with no novel class at all, ORAL at the paper's settings still reports a novel class
@@ -28,20 +28,15 @@ import torch
 
 
 def unlabelled_per_val(group: torch.Tensor, group_class: torch.Tensor, unlabelled: torch.Tensor,
-                       val: torch.Tensor, num_known: int,
-                       released: torch.Tensor | None = None) -> float | None:
+                       val: torch.Tensor, num_known: int) -> float | None:
     """Unlabelled nodes per validation node in the groups matched to known classes.
 
     ``group``: long ``[N]``, each node's ensemble group; ``group_class``: long ``[G]``, each
-    group's class id (known ``< num_known``); ``unlabelled`` / ``val``: bool ``[N]``;
-    ``released`` (bool ``[N]``, optional): nodes the known-split trim moved to known classes,
-    counted as known-class nodes. None when no validation node lies in a known group (the check
-    then has nothing to compare with).
+    group's class id (known ``< num_known``); ``unlabelled`` / ``val``: bool ``[N]``. None when
+    no validation node lies in a known group (the check then has nothing to compare with).
     """
     node_class = group_class.to(group.device)[group]
     in_known = (node_class >= 0) & (node_class < num_known)
-    if released is not None:
-        in_known = in_known | released
     n_val = int((in_known & val).sum())
     if n_val == 0:
         return None
@@ -61,119 +56,24 @@ def known_share(group: torch.Tensor, unlabelled: torch.Tensor, val: torch.Tensor
 
 
 def known_split_groups(group: torch.Tensor, group_class: torch.Tensor, unlabelled: torch.Tensor,
-                       val: torch.Tensor, num_known: int, threshold: float,
-                       released: torch.Tensor | None = None) -> torch.Tensor:
+                       val: torch.Tensor, num_known: int, threshold: float) -> torch.Tensor:
     """Bool ``[G]``: the novel groups (class id ``>= num_known``) whose :func:`known_share`
-    reaches ``threshold``; none when there is nothing to compare with. ``released`` (bool
-    ``[N]``, the known-split trim, :func:`trim_cuts`): those nodes count as known-class nodes
-    for the rate and no longer count in their group's share."""
+    reaches ``threshold``; none when there is nothing to compare with."""
     group_class = group_class.to(group.device)
     split = torch.zeros(group_class.numel(), dtype=torch.bool, device=group.device)
-    rate = unlabelled_per_val(group, group_class, unlabelled, val, num_known, released)
+    rate = unlabelled_per_val(group, group_class, unlabelled, val, num_known)
     if rate is None:
         return split
-    if released is not None:
-        unlabelled, val = unlabelled & ~released, val & ~released
     share = known_share(group, unlabelled, val, group_class.numel(), rate).to(group.device)
     return (group_class >= num_known) & (share >= threshold)
 
 
-# --- The known-split trim (``known_split_trim``; not in the paper) ----------------------------
-#
-# The known-split check judges a novel group whole: on young nightly graphs a planted class and a
-# slice of known classes often share one group (Cora, simulation 0, night 8: two novel classes
-# holding 97-98% of the planted nodes, each also holding a third to a half of known-class
-# nodes), and the check then suppresses the planted class with its known slice. The trim first
-# takes the known slice out: inside a novel group the nodes are ordered by the known head's
-# confidence (its highest probability over the known classes, ``oral_core.known_head``), and the
-# most confident ones move to the head's class. Where to cut is read off the validation nodes:
-# each of them released stands for ``rate`` unlabelled known-class nodes, so releasing a prefix
-# that holds ``v`` validation and ``u`` unlabelled nodes makes about ``rate * v`` known nodes
-# right and ``u - rate * v`` novel ones wrong; the cut maximises ``2 * rate * v - u`` and
-# releases nothing when no prefix gains. The check then judges what is left.
-#
-# Cross-fitted: the cut is chosen on one half of the validation nodes and what is left is judged
-# on the other half (:func:`validation_halves`). Judged on the nodes that chose it, the rest of a
-# group looks emptier of validation nodes than it is (the best cut falls just after a run of
-# them), and on the no-novel proxy the check then kept the leftovers of known classes as
-# invented novel classes (Cora: 1.6 per fit where there are none).
-
-
-# Only where the head sees a known slice: a group is cut only when its (first-half) validation
-# nodes are more confident than its unlabelled nodes beyond chance (one-sided Mann-Whitney test
-# at the 1% level, :data:`TRIM_SHIFT_Z`). In a split of a known class the two are samples of
-# the same nodes and the test rarely passes; in a planted class mixed with a known slice the
-# validation nodes sit with the slice, above the planted nodes. Without it, a chance run of
-# validation nodes at the top of a split still cut it, and its rest survived the check as an
-# invented class (the second form's no-novel rows on Cora).
-
-#: one-sided 1% point of the standard normal: the Mann-Whitney z a group's validation nodes
-#: must reach over its unlabelled nodes before the trim cuts it
-TRIM_SHIFT_Z = 2.326
-
-
-def confidence_shift(confidence: torch.Tensor, inside: torch.Tensor, val: torch.Tensor,
-                     unlabelled: torch.Tensor) -> float:
-    """Mann-Whitney z of the validation nodes' confidence over the unlabelled nodes' among the
-    nodes ``inside`` (bool ``[N]``; normal approximation, tied values share their mean rank);
-    0 when either side is empty."""
-    c_val, c_unl = confidence[inside & val], confidence[inside & unlabelled]
-    n1, n2 = c_val.numel(), c_unl.numel()
-    if n1 == 0 or n2 == 0:
-        return 0.0
-    both = torch.cat([c_val, c_unl]).double()
-    _, where, counts = torch.unique(both, return_inverse=True, return_counts=True)
-    below = torch.cumsum(counts, 0) - counts  # nodes under each distinct value
-    ranks = (below.double() + (counts.double() + 1) / 2)[where]  # ties share their mean rank
-    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
-    return (u - n1 * n2 / 2) / (n1 * n2 * (n1 + n2 + 1) / 12) ** 0.5
-
-
 def validation_halves(val: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Bool ``[N]`` twice: the validation nodes (``val``, bool ``[N]``) split in two halves by
-    their order (first, third, ... and second, fourth, ...): the first chooses the trim's cuts,
-    the second judges what they leave."""
+    their order (first, third, ... and second, fourth, ...), so that one half can choose what
+    the other judges."""
     rank = torch.cumsum(val.long(), dim=0)
     return val & (rank % 2 == 1), val & (rank % 2 == 0)
-
-
-def trim_cuts(confidence: torch.Tensor, group: torch.Tensor, group_class: torch.Tensor,
-              unlabelled: torch.Tensor, val: torch.Tensor, num_known: int,
-              min_shift: float | None = TRIM_SHIFT_Z) -> torch.Tensor:
-    """Float ``[G]``: for each novel group holding validation nodes, the known head's
-    confidence at or above which its nodes move to the head's class: the confidence of the last
-    node of the prefix (most confident first, unlabelled and validation nodes) that maximises
-    the estimated gain ``2 * rate * v - u`` (``rate``: :func:`unlabelled_per_val`); ``inf``
-    where no prefix gains, where the group's validation nodes are not more confident than its
-    unlabelled nodes by :func:`confidence_shift` ``>= min_shift`` (None: no such test), for
-    known groups, and everywhere when there is nothing to compare with. ``confidence``: float
-    ``[N]``."""
-    group_class = group_class.to(group.device)
-    cut = torch.full((group_class.numel(),), float("inf"), dtype=torch.float64)
-    rate = unlabelled_per_val(group, group_class, unlabelled, val, num_known)
-    if rate is None:
-        return cut
-    confidence = confidence.to(group.device)
-    for j in (group_class >= num_known).nonzero().flatten().tolist():
-        inside = (group == j) & (unlabelled | val)
-        if not bool((inside & val).any()):
-            continue
-        if min_shift is not None and confidence_shift(confidence, inside, val,
-                                                      unlabelled) < min_shift:
-            continue
-        c, is_val = confidence[inside], val[inside]
-        order = torch.argsort(c, descending=True, stable=True)
-        gain = 2 * rate * is_val[order].double().cumsum(0) - (~is_val[order]).double().cumsum(0)
-        best = int(gain.argmax())
-        if float(gain[best]) > 0:
-            cut[j] = float(c[order][best])
-    return cut
-
-
-def trim_released(confidence: torch.Tensor, group: torch.Tensor, cut: torch.Tensor) -> torch.Tensor:
-    """Bool ``[N]``: the nodes the known-split trim moves to the known head's class (their
-    group's :func:`trim_cuts` cut at or under their confidence)."""
-    return confidence.to(group.device).double() >= cut.to(group.device)[group]
 
 
 # --- The known-absorb check (``known_absorb_share``; not in the paper) -----------------------

@@ -33,10 +33,9 @@ from .pseudo_labels import Ensemble, ensemble_layers, novel_groups_only, select_
 from .refinement import refine_structure
 from .graph import is_canonical
 from .recut import recut_novel
-from .known_head import fit_known_head, head_probabilities, keep_known_fidelity, known_floor
+from .known_head import fit_known_head, head_probabilities, keep_known_fidelity
 from .separability import known_separability
-from .novelty import (known_split_groups, release_absorbed, release_margins, trim_cuts,
-                      trim_released, unlabelled_per_val, validation_halves)
+from .novelty import known_split_groups, release_absorbed, release_margins
 from .opennc_losses import opennc_terms
 from .sampling import CSR, mini_batches, sample_subgraph
 
@@ -182,8 +181,6 @@ class ORAL:
         #: set by :meth:`with_diagnostics` (the harness's studies): the final epoch also keeps
         #: the answers without the switches decided "stays off" (:meth:`_diagnostic_answers`)
         self.record_diagnostics = False
-        self._trim = None  # the known-split trim's (confidence, class) per node, during a fit
-        self.trim_moved = 0  # nodes the trim moved to known classes in the final answer
         self.epoch_class_ids: list[torch.Tensor] = []
         #: with ``known_split_share`` set and ``record_epochs``: each epoch's class ids before
         #: the known-split check (one fit answers both, for the proxy's paired comparison)
@@ -349,16 +346,7 @@ class ORAL:
         self._csr = None
         self.history, self._best = [], None
         self.discoveries, self.epoch_class_ids, self.epoch_unchecked_ids = {}, [], []
-        # the known head and the known-class floor of this fit (known_head, known_floor)
-        self._head, self.known_head_used = None, False
-        self.reference_val_accuracy, self.floor_joined = None, {}
-        # the known-split trim's head: (confidence, class) per node (known_split_trim; None: off)
-        self._trim = None
-        if cfg.known_split_trim:
-            with torch.random.fork_rng(devices=[]):  # the fit draws what it drew without it
-                self._head = self._fit_head(x_in, edge_in, labels.cpu(), val.cpu(), num_known)
-            probs = head_probabilities(self._head, x_in, edge_in)
-            self._trim = tuple(t.to(device) for t in probs.max(dim=1))
+        self.known_head_used = False  # whether the known head names the answer (known_head)
         self._novel_wholeness_gate(x_in, edge_in, labels.cpu(), num_known)
         bar = _progress(n_epochs + 1, cfg.progress, n_epochs, on_progress)
         watch = Stopwatch(device)
@@ -429,11 +417,10 @@ class ORAL:
     def _answer_steps(self) -> list:
         """The steps that finish the selected answer after training, in the order they apply,
         each behind its switch (none is in the paper): the known head's naming of the known
-        classes (``known_head``), the known-class floor (``known_floor``), the novel re-cut
-        (``novel_recut``). Each reads and replaces ``self._best["discovery"]``."""
+        classes (``known_head``), the novel re-cut (``novel_recut``). Each reads and replaces
+        ``self._best["discovery"]``."""
         cfg = self.config
         steps = ((cfg.known_head != "none", self._known_fidelity),
-                 (cfg.known_floor, self._known_floor),
                  (cfg.novel_recut, self._novel_recut))
         return [step for applies, step in steps if applies]
 
@@ -466,8 +453,7 @@ class ORAL:
         nodes, per fit; :attr:`known_head_used` says which). Both answers stay in
         :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
         cfg = self.config
-        head = self._head if self._head is not None else self._fit_head(x, edge_index, labels,
-                                                                          val, num_known)
+        head = self._fit_head(x, edge_index, labels, val, num_known)
         probs = head_probabilities(head, x, edge_index)
         old = self._best["discovery"]
         class_id = keep_known_fidelity(old.class_id, probs, num_known, cfg.known_head_pull)
@@ -479,7 +465,6 @@ class ORAL:
                           old.epoch, val_acc)
         self.discoveries[f"{cfg.selection}_no_head"] = old
         self.discoveries[f"{cfg.selection}_head"] = found
-        self._head = head  # known_floor reads it, whether or not the answer uses it
         # "auto": the head only where the validation nodes favour it over the groups
         self.known_head_used = cfg.known_head != "auto" or val_acc > old.val_accuracy
         if self.known_head_used:
@@ -494,45 +479,6 @@ class ORAL:
         scale_rows = (labels >= 0) | (val >= 0) if cfg.known_head_scale == "labelled" else None
         return fit_known_head(x, edge_index, labels, num_known, seed=cfg.seed,
                               hops=cfg.known_head_hops, labelled=scale_rows)
-
-    def _known_floor(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
-                     val: torch.Tensor, num_known: int) -> None:
-        """Known-class floor (``known_floor``, :func:`oral_core.known_head.known_floor`; not in
-        the paper): when the selected answer names the validation nodes worse than the reference
-        logistic regression (the champion gate's floor, standardised as the head is), novel
-        classes holding validation nodes join known classes until it does not. The selected
-        groups that formed those classes take the known class too (so a saved model answers
-        the same on the fitted graph); :attr:`floor_joined` says which joined which, and the
-        answer before stays in :attr:`discoveries` as ``<selection>_no_floor``."""
-        from .reference import reference_accuracy
-
-        cfg = self.config
-        self.reference_val_accuracy = reference_accuracy(x, labels, val,
-                                                         scale=cfg.known_head_scale)
-        self.floor_joined = {}
-        old = self._best["discovery"]
-        if self.reference_val_accuracy is None or not old.val_accuracy < self.reference_val_accuracy:
-            return
-        probs = head_probabilities(self._head, x, edge_index)
-        class_id, joined = known_floor(old.class_id, probs, val, num_known,
-                                       self.reference_val_accuracy, self.known_head_used)
-        if not joined:
-            return
-        has_val = val >= 0
-        val_acc = float((class_id[has_val] == val[has_val]).float().mean())
-        found = Discovery(class_id, old.confidence, class_id >= num_known,
-                          int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
-                          old.epoch, val_acc)
-        group_class = self._best["group_class"].clone()
-        for novel, known in joined.items():
-            group_class[group_class == novel] = known
-        self.discoveries[f"{cfg.selection}_no_floor"] = old
-        self.discoveries[cfg.selection] = found
-        self._best.update(discovery=found, val_acc=val_acc, group_class=group_class)
-        self.floor_joined = joined
-        log.info("known-class floor: validation %.4f below the reference's %.4f; novel classes "
-                 "%s joined known classes %s (validation now %.4f)", old.val_accuracy,
-                 self.reference_val_accuracy, list(joined), list(joined.values()), val_acc)
 
     def _novel_recut(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
                      val: torch.Tensor, num_known: int) -> None:
@@ -639,16 +585,15 @@ class ORAL:
         return outs, partitions, ens, group_class
 
     def _split_checked(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
-                       val: torch.Tensor, num_known: int, repeat: bool, trim: bool = True
+                       val: torch.Tensor, num_known: int, repeat: bool
                        ) -> tuple[Ensemble, torch.Tensor, int]:
         """The ensemble and group classes after the known-split check (off: unchanged), applied
         once or, with ``repeat`` (``known_split_repeat``), until it suppresses no further group;
-        and the number of passes that suppressed a group. ``trim``: with ``known_split_trim``,
-        each pass judges the groups after the trim (False: as if it were off)."""
+        and the number of passes that suppressed a group."""
         rounds = 0
         while self.config.known_split_share is not None:
             checked, checked_class = self._known_split_check(ens, group_class, labels, val,
-                                                             num_known, trim)
+                                                             num_known)
             if checked is ens:
                 break
             ens, group_class, rounds = checked, checked_class, rounds + 1
@@ -665,44 +610,15 @@ class ORAL:
             release = self._known_absorb_check(ens, group_class, labels, val, num_known)
         return (*discover(ens, group_class, num_known, release), release)
 
-    def _trimmed(self, ens: Ensemble, group_class: torch.Tensor, release: torch.Tensor | None,
-                 class_id: torch.Tensor, labels: torch.Tensor, val: torch.Tensor,
-                 num_known: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``known_split_trim`` on the checked answer: the cut of each novel group
-        (:func:`oral_core.novelty.trim_cuts` on the first half of the validation nodes, the
-        groups after both checks) and the class ids with the released nodes in the known
-        head's class."""
-        conf, head_class = self._trim
-        group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
-        if release is not None:
-            group = release_absorbed(ens.p, group, group_class, release, num_known)
-        cut = trim_cuts(conf, group, group_class, (labels < 0) & (val < 0),
-                        validation_halves(val >= 0)[0], num_known)
-        moved = trim_released(conf, group, cut) & (class_id >= num_known)
-        return cut, torch.where(moved, head_class.to(class_id.device), class_id)
-
     def _known_split_check(self, ens: Ensemble, group_class: torch.Tensor, labels: torch.Tensor,
-                           val: torch.Tensor, num_known: int,
-                           trim: bool = True) -> tuple[Ensemble, torch.Tensor]:
+                           val: torch.Tensor, num_known: int) -> tuple[Ensemble, torch.Tensor]:
         """``known_split_share`` (not in the paper, :mod:`oral_core.novelty`): the ensemble with
         the novel groups that look like splits of known classes suppressed as Eq. 9 suppresses
-        a group, and its group classes; ``ens`` itself when no group is suppressed. With
-        ``known_split_trim`` (and ``trim``) a group is judged on what the trim leaves in it."""
+        a group, and its group classes; ``ens`` itself when no group is suppressed."""
         group = (ens.p + 1e-12 * ens.mask).argmax(dim=1)
         unlabelled, seen = (labels < 0) & (val < 0), val >= 0
         share = self.config.known_split_share
         split = known_split_groups(group, group_class, unlabelled, seen, num_known, share)
-        if trim and self._trim is not None:
-            # cross-fitted: one half of the validation nodes cuts, the other judges the rest
-            choose, judge = validation_halves(seen)
-            conf = self._trim[0]
-            cut = trim_cuts(conf, group, group_class, unlabelled, choose, num_known)
-            trimmed = torch.isfinite(cut).to(split.device)
-            if bool(trimmed.any()) and unlabelled_per_val(group, group_class, unlabelled, judge,
-                                                          num_known) is not None:
-                rest = known_split_groups(group, group_class, unlabelled, judge, num_known, share,
-                                          trim_released(conf, group, cut))
-                split = torch.where(trimmed, rest, split)
         mask = ens.mask * (~split).to(ens.mask.device, ens.mask.dtype)
         if not bool(split.any()) or float(mask.sum()) == 0:
             return ens, group_class
@@ -743,16 +659,6 @@ class ORAL:
                                                              num_known, cfg.known_split_repeat)
         class_id, conf, novel, release = self._absorb_checked(ens, group_class, labels, val,
                                                               num_known)
-        trim_cut = None
-        checked_id = class_id
-        if self._trim is not None:
-            trim_cut, class_id = self._trimmed(ens, group_class, release, class_id, labels, val,
-                                               num_known)
-            novel = class_id >= num_known
-        if final and self._trim is not None:
-            self.trim_moved = int((class_id != checked_id).sum())
-            log.info("known-split trim: %d nodes of novel groups joined the known head's class",
-                     self.trim_moved)
         diagnostics = (self._diagnostic_answers(raw, ens, group_class, labels, val, num_known,
                                                 split_rounds)
                        if final and self.record_diagnostics else {})
@@ -802,8 +708,6 @@ class ORAL:
                              "layer_groups": list(ens.layer_groups)},
                 "group_class": group_class.cpu(),
                 "release_margin": None if release is None else release.cpu(),
-                "split_trim": (None if trim_cut is None
-                               else {"cut": trim_cut.cpu(), "head": self._head}),
                 "discovery": self.discoveries[cfg.selection],
             }
         return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes, "split_rounds": split_rounds,
@@ -821,17 +725,12 @@ class ORAL:
                             split_rounds: int) -> dict[str, tuple]:
         """What the final epoch would answer without one of the switches decided "stays off"
         (diagnostics, never the answer; ``raw``: the groups before either check; asked only with
-        :meth:`with_diagnostics`): without the trim (``last_no_trim``), without the absorb guard
-        (``last_unguarded``), with one pass of the known-split check (``last_split_once``). Each
+        :meth:`with_diagnostics`): without the absorb guard (``last_unguarded``), with one pass of
+        the known-split check (``last_split_once``). Each
         is ``(class id, confidence, novelty)`` per node; :meth:`_select` keeps them in
         :attr:`discoveries`."""
         cfg = self.config
         out = {}
-        if self._trim is not None:
-            plain_ens, plain_class, _ = self._split_checked(*raw, labels, val, num_known,
-                                                            cfg.known_split_repeat, trim=False)
-            out["last_no_trim"] = self._absorb_checked(plain_ens, plain_class, labels, val,
-                                                       num_known)[:3]
         if cfg.known_absorb_share is not None and cfg.known_absorb_guard:
             tau = self._known_absorb_check(ens, group_class, labels, val, num_known, guard=False)
             out["last_unguarded"] = discover(ens, group_class, num_known, tau)
@@ -1056,7 +955,7 @@ class ORAL:
             raise RuntimeError("no model selected yet: call fit() first")
         return {k: self._best.get(k) for k in ("state", "partitions", "edges", "epoch", "val_acc",
                                                 "ensemble", "group_class", "release_margin",
-                                                "known_head", "split_trim")}
+                                                "known_head")}
 
 
 def evaluated_epoch(epoch: int, n_epochs: int, total: int, eval_every: int) -> bool:

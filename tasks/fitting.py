@@ -91,9 +91,6 @@ class TrainResult:
     #: training and validation nodes, standardised as the known head is (``known_head_scale``);
     #: the champion gate's floor. None without validation nodes.
     reference_val_accuracy: float | None = None
-    #: novel classes the known-class floor joined to known classes (``known_floor``; 0: none,
-    #: or the floor is off)
-    floor_joined: int = 0
     #: the validation nodes the model and the reference classifier disagree on, as the champion
     #: gate's McNemar test reads them: nodes only the reference names right (``gate_worse``) and
     #: only the model names right (``gate_better``); None without validation nodes
@@ -236,12 +233,10 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     ref_pred = reference_val_predictions(x, torch.from_numpy(train_labels), val,
                                          scale=config.known_head_scale)
     found = oral.predict() if config.consensus_restarts == 1 else consensus
-    reference = oral.reference_val_accuracy  # measured by the fit when known_floor is on
-    worse = better = known_worse = known_better = known_nodes = None
+    reference = worse = better = known_worse = known_better = known_nodes = None
     if ref_pred is not None:
         seen = val >= 0
-        if reference is None:
-            reference = float((ref_pred[seen] == val[seen]).float().mean())
+        reference = float((ref_pred[seen] == val[seen]).float().mean())
         worse, better = discordant(found.class_id, ref_pred, val)
         known_val = torch.where(found.class_id < oral.num_known, val, torch.full_like(val, -1))
         known_worse, known_better = discordant(found.class_id, ref_pred, known_val)
@@ -272,6 +267,6 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
         novel_wholeness_used=oral.novel_wholeness_used,
         known_separable=None if oral.separability is None else oral.separability["separable"],
-        reference_val_accuracy=reference, floor_joined=len(oral.floor_joined),
+        reference_val_accuracy=reference,
         gate_worse=worse, gate_better=better, gate_known_worse=known_worse,
         gate_known_better=known_better, gate_known_nodes=known_nodes)

@@ -3,9 +3,6 @@ propagation, its relabelling rule, its place in a fit (the answer without it kep
 diagnostic, validation accuracy measured again) and in a saved model."""
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -236,74 +233,19 @@ def test_auto_uses_the_head_only_where_validation_nodes_favour_it(noise):
     assert (ORALModel.from_fit(model).payload["known_head"] is not None) == better
 
 
-def test_floor_order_takes_novel_classes_with_validation_nodes_most_first():
-    from oral_core.known_head import floor_order
+def test_a_saved_configuration_with_a_removed_switch_off_loads_and_one_with_it_on_is_refused():
+    """``known_floor`` and ``known_split_trim`` left the method after their studies kept them
+    off (issue 62): a configuration saved before, with them off, loads as it did; one with
+    either on is refused with the study that decided it, not run without it."""
+    from oral_core.config import RETIRED
 
-    # known 0-1; novel 2 (one validation node), 3 (two), 4 (none)
-    class_id = torch.tensor([0, 1, 2, 2, 3, 3, 3, 4, 4])
-    val = torch.tensor([0, 1, 0, -1, 1, 0, -1, 0, -1])
-    val[7] = -1  # class 4 keeps no validation node
-    assert floor_order(class_id, val, 2) == [3, 2]
-    assert floor_order(class_id, torch.full_like(val, -1), 2) == []
-
-
-def test_the_known_floor_joins_novel_classes_until_validation_reaches_it():
-    from oral_core.known_head import known_floor
-
-    class_id = torch.tensor([0, 0, 1, 1, 2, 2, 2, 3, 3, 4])
-    val = torch.tensor([0, -1, 1, -1, 0, 0, -1, 1, -1, -1])
-    # the head: nodes 4-6 look like class 0, nodes 7-8 like class 1, node 9 like class 0
-    probs = torch.tensor([[0.9, 0.1]] * 2 + [[0.1, 0.9]] * 2 + [[0.8, 0.2], [0.7, 0.3],
-                          [0.2, 0.8]] + [[0.3, 0.7]] * 2 + [[0.9, 0.1]])
-    # validation 2 of 5 right; class 2 (two validation nodes) first: 4 of 5 >= 0.8, stop
-    ids, joined = known_floor(class_id, probs, val, 2, 0.8, per_node=True)
-    assert joined == {2: 0}
-    assert ids.tolist() == [0, 0, 1, 1, 0, 0, 1, 3, 3, 4]  # node 6 takes the head's class 1
-    # group-level (no head in the answer): the whole class takes its most probable class
-    ids, _ = known_floor(class_id, probs, val, 2, 0.8, per_node=False)
-    assert ids.tolist() == [0, 0, 1, 1, 0, 0, 0, 3, 3, 4]
-    # an unreachable floor: every class with a validation node joins, class 4 (none) stays
-    ids, joined = known_floor(class_id, probs, val, 2, 1.01, per_node=True)
-    assert joined == {2: 0, 3: 1} and ids[9] == 4
-    # a class whose validation node the head names wrong does not join: it raises nothing
-    wrong = probs.clone()
-    wrong[7] = torch.tensor([0.9, 0.1])
-    ids, joined = known_floor(class_id, wrong, val, 2, 1.01, per_node=True)
-    assert joined == {2: 0} and ids[7] == 3
-    # a floor that holds already: nothing changes
-    ids, joined = known_floor(class_id, probs, val, 2, 0.3, per_node=True)
-    assert joined == {} and torch.equal(ids, class_id)
-
-
-def test_config_refuses_a_known_floor_without_head():
-    with pytest.raises(ValueError, match="known_floor needs a known_head"):
-        ORALConfig(known_floor=True).validate()
-    ORALConfig(known_head="auto", known_floor=True).validate()
-
-
-@pytest.mark.slow
-def test_a_fit_below_the_floor_joins_novel_classes_and_its_model_answers_the_same(
-        one_thread, monkeypatch):
-    """With the floor out of reach (the reference patched to 1.0) every novel class holding a
-    validation node joins a known class; the saved model answers the fitted graph as the fit
-    did, and the answer before the floor is kept."""
-    from oral_core import reference
-
-    monkeypatch.setattr(reference, "reference_accuracy", lambda *a, **k: 1.0)
-    graph = make_attributed_sbm(num_nodes=400, num_classes=4, feature_dim=16, avg_degree=8.0,
-                                homophily=0.5, feature_noise=2.5, seed=6)
-    split = make_split(graph.y, seed=0, known_classes=[0, 1, 2])
-    # without the known-group checks, which would suppress the groups the floor acts on
-    cfg = ORALConfig(epochs=20, hidden_dim=16, progress=False, pol_start_epoch=10,
-                     cluster_warmup_epochs=5, seed=0, device="cpu", known_head="auto",
-                     known_floor=True, known_split_share=None, known_absorb_share=None)
-    val = split.val_labels(graph.y)
-    model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y), val)
-    before, after = model.discoveries["last_no_floor"], model.predict()
-    assert model.floor_joined, "no novel class held a validation node: the toy must change"
-    assert after.val_accuracy >= before.val_accuracy
-    for novel in model.floor_joined:
-        assert not bool((after.class_id == novel).any())
-    loaded = ORALModel.load(ORALModel.from_fit(model).save(
-        Path(tempfile.mkdtemp()) / "floored.pt"))
-    assert torch.equal(loaded.assign(graph.x, graph.edge_index).class_id, after.class_id)
+    old = ORALConfig().to_dict() | {name: off for name, (off, _) in RETIRED.items()}
+    assert ORALConfig.from_dict(old) == ORALConfig()
+    for name, (off, study) in RETIRED.items():
+        with pytest.raises(ValueError, match=f"{name}=True: the switch was removed") as err:
+            ORALConfig.from_dict(ORALConfig().to_dict() | {name: True})
+        assert study in str(err.value)
+        with pytest.raises(TypeError):
+            ORALConfig(**{name: off})
+    with pytest.raises(ValueError, match="unknown ORAL configuration keys"):
+        ORALConfig.from_dict(ORALConfig().to_dict() | {"known_flor": False})

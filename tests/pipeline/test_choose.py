@@ -445,8 +445,8 @@ def test_the_service_refuses_an_unseen_candidate_and_scores_a_mixed_one():
     after-training fields only is refused, one that also changes training is kept."""
     from flows.choice import UnseenCandidate, refuse_unseen
 
-    with pytest.raises(UnseenCandidate, match="known_floor=True: sets only"):
-        refuse_unseen({"gamma=0.1": {"gamma": 0.1}, "known_floor=True": {"known_floor": True}})
+    with pytest.raises(UnseenCandidate, match="known_head_pull=0.9: sets only"):
+        refuse_unseen({"gamma=0.1": {"gamma": 0.1}, "known_head_pull=0.9": {"known_head_pull": 0.9}})
     refuse_unseen({"gamma=0.1,novel_recut=True": {"gamma": 0.1, "novel_recut": True}})
 
 

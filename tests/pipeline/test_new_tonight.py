@@ -51,16 +51,6 @@ def test_the_summary_line_names_what_is_new_tonight():
     assert "new tonight none (candidates: g:novel:4)," in line
 
 
-def test_the_summary_line_says_when_the_known_class_floor_acted():
-    from flows.nightly import summary_line
-
-    out = {"graph": "g", "snapshot_date": "2026-05-02", "classes": 4, "novel": 0,
-           "statuses": {}, "model_version": 2, "new_tonight": []}
-    assert "floor" not in summary_line(out)
-    assert "floor" not in summary_line(out | {"floor_joined": 0})
-    assert "the known-class floor joined 2 novel class(es)" in summary_line(out | {"floor_joined": 2})
-
-
 def test_a_night_without_novel_test_nodes_says_so_not_nan():
     """Before a novel class starts there is no novel node to score: the summary line says so
     instead of ``Novel nan%`` (issue 62)."""
