@@ -441,7 +441,7 @@ def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: 
     cfg = ORALConfig.from_dict(config.to_dict() | {
         "seed": seed if fit_seed is None else fit_seed, "progress": False})
     class_id, seconds = timed_fit(keep, name, lambda: ORAL(cfg).fit(
-        x, g.edge_index, task.train, task.val).discoveries["last"].class_id)
+        x, g.edge_index, task.train, task.val).discoveries_["last"].class_id)
     unlabelled = (task.train < 0) & (task.val < 0)
     k = int(task.visible.numel())
     from benchmarks.last_night import last_night_of
@@ -536,7 +536,7 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     cfg = ORALConfig.from_dict(config.to_dict() | {
         "seed": seed if fit_seed is None else fit_seed, "progress": False})
     class_id, seconds = timed_fit(keep, name, lambda: ORAL(cfg).fit(
-        x[nodes], edges, tr, va).discoveries["last"].class_id)
+        x[nodes], edges, tr, va).discoveries_["last"].class_id)
     from benchmarks.last_night import last_night_of
 
     last = last_night_of(path, nodes, tr, va, k, cfg, keep, name, only)

@@ -73,7 +73,7 @@ def fit_class_ids(t: dict, seed: int, config) -> list[int]:
 
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     model = ORAL(cfg).fit(t["x"], t["edges"], t["train"], t["val"])
-    return model.discoveries["last"].class_id.tolist()
+    return model.discoveries_["last"].class_id.tolist()
 
 
 def ari(a, b, nodes) -> float:

@@ -58,7 +58,7 @@ def planted(nodes: int, seed: int):
 
 
 def losses(oral: ORAL) -> list[float]:
-    return [row["loss"] for row in oral.history if "loss" in row]
+    return [row["loss"] for row in oral.history_ if "loss" in row]
 
 
 def fit_arm(arm: str, cfg: ORALConfig, g, split):
@@ -124,7 +124,7 @@ def scaling(args) -> None:
         oral = (ORAL(cfg).fit(*fit_args) if workers == 1
                 else fit_data_parallel(cfg, workers, *fit_args))
         wall = time.perf_counter() - started
-        trained = [r for r in oral.history if "loss" in r]
+        trained = [r for r in oral.history_ if "loss" in r]
         epoch = statistics.median(r["seconds"] for r in trained)
         train = statistics.median(sum(r.get(f"t_{k}", 0.0) for k in TRAIN_SECTIONS) for r in trained)
         talk = statistics.median(r.get("communication_seconds", 0.0) for r in trained)

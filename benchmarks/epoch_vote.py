@@ -66,7 +66,7 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     model = ORAL(cfg).with_diagnostics()
     model.record_epochs = True
     model.fit(prep.x, g.edge_index, task.train, task.val)
-    ids = model.epoch_class_ids
+    ids = model.epoch_class_ids_
     num_known = len(task.visible)
     rows = [{"rule": f"last@{horizon}", "seed": seed} | proxy_accuracy(g, task, ids[horizon])]
     for k in votes:
@@ -75,16 +75,16 @@ def seed_rows(prep, seed: int, config: ORALConfig, horizon: int, votes: list[int
     for k in votes:
         rows.append({"rule": f"mean@{horizon}:{k}", "seed": seed}
                     | epoch_mean([proxy_accuracy(g, task, e) for e in ids[horizon - k + 1:horizon + 1]]))
-    if model.epoch_unchecked_ids:  # a check set: the same fit without the checks
-        unchecked = model.epoch_unchecked_ids
+    if model.epoch_unchecked_ids_:  # a check set: the same fit without the checks
+        unchecked = model.epoch_unchecked_ids_
         rows.append({"rule": f"unchecked last@{horizon}", "seed": seed}
                     | proxy_accuracy(g, task, unchecked[horizon]))
         for k in votes:
             rows.append({"rule": f"unchecked mean@{horizon}:{k}", "seed": seed} | epoch_mean(
                 [proxy_accuracy(g, task, e) for e in unchecked[horizon - k + 1:horizon + 1]]))
-    if "last_unguarded" in model.discoveries:  # known_absorb_guard on: the same fit unguarded
+    if "last_unguarded" in model.discoveries_:  # known_absorb_guard on: the same fit unguarded
         rows.append({"rule": f"unguarded last@{horizon}", "seed": seed}
-                    | proxy_accuracy(g, task, model.discoveries["last_unguarded"].class_id))
+                    | proxy_accuracy(g, task, model.discoveries_["last_unguarded"].class_id))
     changed = change_curve(ids, num_known)
     stop = stable_epoch(changed, STABLE_FROM(cfg), STABLE_SHARE, STABLE_PATIENCE)
     rows.append({"rule": f"stable@{horizon}", "seed": seed, "epoch": stop}

@@ -58,7 +58,7 @@ def known_only_seed(prep, seed: int, config: ORALConfig, labelled_only: bool = F
     found = model.fit(prep.x[keep], edges, train, val).predict()
     row = {"seed": seed, "classes_true": int(known.sum()), "nodes": int(keep.sum()),
            "labelled_only": labelled_only} | _scores(found, scored, y)
-    unchecked = model.discoveries.get("last_unchecked")
+    unchecked = model.discoveries_.get("last_unchecked")
     if unchecked is not None:  # known_split_share set: the same fit without the check
         row["unchecked"] = _scores(unchecked, scored, y)
     return row | {"seconds": time.perf_counter() - start}

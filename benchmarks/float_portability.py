@@ -77,7 +77,7 @@ def child(graph: str, seed: int, epochs: int, answer: Path) -> None:
     start = time.perf_counter()
     out = ORAL(cfg).fit(g.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
     seconds = time.perf_counter() - start
-    ids = out.discoveries["last"].class_id[split.test_mask]
+    ids = out.discoveries_["last"].class_id[split.test_mask]
     torch.save({"ids": ids, "probes": kernel_probes(), "seconds": seconds}, answer)
 
 

@@ -35,7 +35,7 @@ def trajectory(dataset: str, data_dir: str | None, seed: int, prior: bool, overr
     start = time.perf_counter()
     model = ORAL(config).fit(prep.x, g.edge_index, split.train_labels(g.y), split.val_labels(g.y))
     found = model.predict()
-    rows = [(r["epoch"], round(100 * r["val_acc"], 1), r.get("classes")) for r in model.history
+    rows = [(r["epoch"], round(100 * r["val_acc"], 1), r.get("classes")) for r in model.history_
             if "val_acc" in r]
     last = rows[-1][0]
     return {"val_acc": 100 * found.val_accuracy, "classes": found.num_classes,

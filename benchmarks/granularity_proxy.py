@@ -68,7 +68,7 @@ def heldout_scores(g, x, edges, train, val, k: int, seed: int, config,
 
 def heldout_answers(g, x, edges, train, val, k: int, seed: int, config,
                     hide: str = "extremes", answers: tuple[str, ...] = ("last",)) -> dict:
-    """:func:`heldout_scores` of each of the fit's ``answers`` (keys of ``ORAL.discoveries``;
+    """:func:`heldout_scores` of each of the fit's ``answers`` (keys of ``ORAL.discoveries_``;
     one absent from the fit is its final answer, ``"last"``), from one fit."""
     import torch
 
@@ -83,11 +83,11 @@ def heldout_answers(g, x, edges, train, val, k: int, seed: int, config,
     v = int(task.visible.numel())
     out = {}
     for key in answers:
-        ids = model.discoveries.get(key, model.discoveries["last"]).class_id
+        ids = model.discoveries_.get(key, model.discoveries_["last"]).class_id
         acc = proxy_accuracy(g, task, ids)
         found = surfaced(g.y, task.scored, ids, task.hidden, v)
         out[key] = {name: acc[name] for name in ("all", "known", "novel")} | {
-            "answer": key if key in model.discoveries else "last",
+            "answer": key if key in model.discoveries_ else "last",
             "surfaced": sum(f["surfaced"] for f in found), "stand_ins": found,
             "novel_classes": int(torch.unique(ids[ids >= v]).numel())} | wholeness_gate(model)
     return out

@@ -64,16 +64,16 @@ def night_row(path: Path) -> dict:
     start = time.perf_counter()
     oral = ORAL(config).with_diagnostics().fit(x, edges, torch.from_numpy(train), torch.from_numpy(val))
     fit_seconds = time.perf_counter() - start
-    k = oral.num_known
-    repeat = oral.discoveries[f"{config.selection}_no_head"]
+    k = oral.num_known_
+    repeat = oral.discoveries_[f"{config.selection}_no_head"]
     # one pass: recorded when a second pass suppressed something, else the same answer
-    once = oral.discoveries.get(f"{config.selection}_split_once", repeat)
+    once = oral.discoveries_.get(f"{config.selection}_split_once", repeat)
     start = time.perf_counter()
     probs = head_probabilities(oral.selected_state()["known_head"], x, edges)
     head_seconds = time.perf_counter() - start
     answers = {"once": once.class_id, "repeat": repeat.class_id,
                "once_head": keep_known_fidelity(once.class_id, probs, k),
-               "repeat_head": oral.discoveries[f"{config.selection}_head"].class_id}
+               "repeat_head": oral.discoveries_[f"{config.selection}_head"].class_id}
     names = list(s.class_names)
     truth = [s.truth_names[t] if t >= 0 else None for t in s.truth]
     unlabelled = np.asarray(s.labels) < 0
@@ -84,7 +84,7 @@ def night_row(path: Path) -> dict:
     seen = val >= 0
     row = {"date": s.date.isoformat(),
            "novel_present": len({truth[i] for i in np.flatnonzero(novel_nodes)}),
-           "split_rounds": oral.history[-1].get("split_rounds", "") if oral.history else "",
+           "split_rounds": oral.history_[-1].get("split_rounds", "") if oral.history_ else "",
            "fit_seconds": fit_seconds, "head_seconds": head_seconds,
            "val_auto_cv": 100 * auto_cross_validated(answers["repeat"], answers["repeat_head"],
                                                      val)}

@@ -93,7 +93,7 @@ def known_last(path: str | Path, kept, train, val, num_known: int, config, keep:
     xs = x[nodes]
     cfg = ORALConfig.from_dict(config.to_dict() | {"progress": False})
     class_id, _ = kept_fit(keep, name, lambda: ORAL(cfg).fit(
-        xs, edges, tr, va).discoveries["last"].class_id)
+        xs, edges, tr, va).discoveries_["last"].class_id)
     arrived = snap.recent_nodes(before, snap.snapshot_node_ids(before), BURST_WINDOW)
     recent = None if arrived is None else torch.from_numpy(arrived)[nodes]
     got = decide_answer(class_id, xs, edges, tr, va, num_known, scale=cfg.known_head_scale,

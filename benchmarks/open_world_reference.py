@@ -92,7 +92,7 @@ def open_world_classes(x, edges, train, val, num_classes: int):
     from harness.baselines import GCNBaseline
 
     gcn = GCNBaseline(seed=0, device="cpu").fit(x, edges, train, val)
-    net = gcn.network
+    net = gcn.network_
     with torch.no_grad():
         xs = x.float()
         logits = net(xs, edges)

@@ -1,6 +1,6 @@
 """Where an ORAL epoch spends its time, per section, on real and synthetic graphs.
 
-Sections (``ORAL.history`` rows carry them as ``t_<section>``; see ``oral_core.trainer.Stopwatch``):
+Sections (``ORAL.history_`` rows carry them as ``t_<section>``; see ``oral_core.trainer.Stopwatch``):
 
 - ``eval_forward``: the no-gradient pass of the L layers (projection, prototype scoring Eq. 1,
   group assignment Eq. 3, group-aware attention Eq. 5-6), clustering excluded;
@@ -108,7 +108,7 @@ def profile(spec: str, epochs: int, device: str, data_dir=None, overrides: dict 
     started = time.perf_counter()
     model = ORAL(cfg).fit(x, graph.edge_index, split.train_labels(graph.y), split.val_labels(graph.y))
     total = time.perf_counter() - started
-    steady = [h for h in model.history if h["epoch"] >= cfg.pol_start_epoch and "seconds" in h]
+    steady = [h for h in model.history_ if h["epoch"] >= cfg.pol_start_epoch and "seconds" in h]
     name = graph.name + ("" if not overrides else " " + ",".join(f"{k}={v}" for k, v in overrides.items()))
     row = {"graph": name, "nodes": graph.num_nodes, "edges": graph.num_edges,
            "device": _device_name(device), "epochs_measured": len(steady),

@@ -52,7 +52,7 @@ def night_fit(path: str, seed: int, config, pulls: list[float]) -> dict:
     task = task_from_labels(g.y, train >= 0, val >= 0, torch.arange(k), k, seed, "last")
     cfg = ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False})
     model = ORAL(cfg).fit(x, g.edge_index, task.train, task.val)
-    final = model.discoveries["last"].class_id
+    final = model.discoveries_["last"].class_id
     visible = int(task.visible.numel())
     head = fit_known_head(x, g.edge_index, task.train, visible, seed=seed, hops=None,
                           labelled=(task.train >= 0) | (task.val >= 0))

@@ -82,7 +82,7 @@ def oral_epoch_ms(x, edge_index, labels, val, config: ORALConfig) -> float:
     ``eval_every`` epochs (one evaluated, the others training only), since a median would
     report a training-only epoch."""
     model = ORAL(config).fit(x, edge_index, labels, val)
-    steady = [h["seconds"] for h in model.history
+    steady = [h["seconds"] for h in model.history_
               if "seconds" in h and h["epoch"] >= max(config.pol_start_epoch, config.cluster_warmup_epochs)]
     k = config.eval_every
     if k > 1:

@@ -58,7 +58,7 @@ def prepared(graph: str, data_dir: str | None):
 
 def answers(model, num_known: int) -> dict:
     """The fit's answers by setting: ``once`` and ``repeat`` before the head, ``final``."""
-    d = model.discoveries
+    d = model.discoveries_
     repeat = d.get("last_no_head", d["last"])
     return {"once": d.get("last_split_once", repeat), "repeat": repeat, "final": d["last"]}
 
@@ -166,7 +166,7 @@ def nonovel_fit(g, x, seed: int, config, split=None, keys: tuple[str, ...] | Non
     """The no-novel proxy (``harness.proxy.no_novel_task``): the labelled nodes alone, half of
     each class's training nodes unlabelled, nothing new; ``split``: ``(train_mask, val_mask,
     known_classes)``, by default :func:`oral_core.splits.make_split` of ``g.y``. ``keys``: the
-    fit's answers to score (keys of ``ORAL.discoveries``, an absent one is ``"last"``); None:
+    fit's answers to score (keys of ``ORAL.discoveries_``, an absent one is ``"last"``); None:
     :func:`answers`."""
     import torch
     from torch_geometric.utils import subgraph
@@ -187,7 +187,7 @@ def nonovel_fit(g, x, seed: int, config, split=None, keys: tuple[str, ...] | Non
     model = ORAL(cfg).with_diagnostics().fit(x[keep], edges, train, val)
     k = int(known.numel())
     found_by = (answers(model, k) if keys is None else
-                {key: model.discoveries.get(key, model.discoveries["last"]) for key in keys})
+                {key: model.discoveries_.get(key, model.discoveries_["last"]) for key in keys})
     out = {}
     for name, found in found_by.items():
         ids = found.class_id
@@ -201,11 +201,11 @@ def nonovel_fit(g, x, seed: int, config, split=None, keys: tuple[str, ...] | Non
 def wholeness_gate(model) -> dict:
     """What ``novel_wholeness_if`` decided in a fit: ``{}`` when it did not run, else the
     novel_wholeness used and the yardstick's two figures (oral_core.separability)."""
-    if model.separability is None:
+    if model.separability_ is None:
         return {}
-    return {"wholeness_used": model.novel_wholeness_used,
-            "pair_median": model.separability["pair_median"],
-            "cut_quartile": model.separability["cut_quartile"]}
+    return {"wholeness_used": model.novel_wholeness_used_,
+            "pair_median": model.separability_["pair_median"],
+            "cut_quartile": model.separability_["cut_quartile"]}
 
 
 def night_nonovel_fit(path: str, seed: int, config, keys: tuple[str, ...] | None = None) -> dict:

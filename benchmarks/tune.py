@@ -70,8 +70,8 @@ def proxy_rules(prep, seed: int, config: ORALConfig, horizons: list[int],
     model.record_epochs = True
     model.fit(prep.x, g.edge_index, task.train, task.val)
     rows = []
-    for rule, epoch in rule_epochs(model.history, horizons).items():
-        acc = proxy_accuracy(g, task, model.epoch_class_ids[epoch])
+    for rule, epoch in rule_epochs(model.history_, horizons).items():
+        acc = proxy_accuracy(g, task, model.epoch_class_ids_[epoch])
         rows.append({"rule": rule, "seed": seed, "hidden": task.hidden_label, "epoch": epoch} | acc)
     return rows
 

@@ -125,9 +125,9 @@ def probe(snapshot, cfg, init_model: str, cold_predictions: str, epochs: int) ->
               init=fitting.load_payload(init_model))
     seconds = time.perf_counter() - start
     cold = pq.read_table(cold_predictions).column("class_key").to_numpy()
-    ari = [round(float(adjusted_rand_score(cold, c.numpy())), 4) for c in model.epoch_class_ids]
+    ari = [round(float(adjusted_rand_score(cold, c.numpy())), 4) for c in model.epoch_class_ids_]
     return {"epochs": epochs, "seconds": round(seconds, 2),
-            "val_acc": [round(float(r["val_acc"]), 4) for r in model.history], "ari_vs_cold": ari}
+            "val_acc": [round(float(r["val_acc"]), 4) for r in model.history_], "ari_vs_cold": ari}
 
 
 def main(argv=None) -> int:

@@ -203,7 +203,7 @@ class _Baseline:
                 raise ValueError(f"unknown {config.NAME} configuration key: {key!r}")
             setattr(config, key, value)
         self.config = config
-        self.network: nn.Module | None = None
+        self.network_: nn.Module | None = None
         self._found: Discovery | None = None
 
     def predict(self) -> Discovery:
@@ -256,7 +256,7 @@ class GCNBaseline(_Baseline):
         val = (val_labels if val_labels is not None else torch.full_like(train_labels, -1)).to(device)
         tr, has_val = y >= 0, val >= 0
         net = _GCN(x.shape[1], cfg.hidden_dim, num_known, cfg.dropout).to(device)
-        self.network = net
+        self.network_ = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         best_acc, best_epoch, best_state = -1.0, -1, None
         for epoch in range(cfg.epochs):
@@ -328,7 +328,7 @@ class VGAEKMeans(_Baseline):
         x, edge_index = x.to(device).float(), edge_index.to(device).long()
         n = x.shape[0]
         model = VGAE(_VGAEEncoder(x.shape[1], cfg.hidden_dim, cfg.latent_dim)).to(device)
-        self.network = model
+        self.network_ = model
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         for _ in range(cfg.epochs):
             model.train()
@@ -421,7 +421,7 @@ class GraphGCD(_Baseline):
         y = train_labels.to(device).long()
         n = x.shape[0]
         net = _GCDNetwork(x.shape[1], cfg.hidden_dim, cfg.out_dim, cfg.proj_dim).to(device)
-        self.network = net
+        self.network_ = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         for _ in range(cfg.epochs):
             net.train()

@@ -276,7 +276,7 @@ def run_seed_protocols(prep: Prepared, method: str, seed: int, prior: bool, base
         "classes_est": found.num_classes, "classes_true": num_classes,
         "classes_abs_err": class_number_error(found.num_classes, num_classes),
         "val_acc": 100 * found.val_accuracy, "selected_epoch": found.epoch,
-        "seconds": seconds, "device": str(next(model.network.parameters()).device),
+        "seconds": seconds, "device": str(next(model.network_.parameters()).device),
         "config": config.to_dict(), "features": prep.features,
         "config_hash": config_hash(config, prep.features), "code_version": code_version(),
     }
@@ -284,7 +284,7 @@ def run_seed_protocols(prep: Prepared, method: str, seed: int, prior: bool, base
     for protocol in protocols:
         test = splits[protocol][1]
         row = common | {"protocol": protocol_tag(protocol, known)}
-        row.update(scored_row(g, found, pred, split, test, getattr(model, "discoveries", {})))
+        row.update(scored_row(g, found, pred, split, test, getattr(model, "discoveries_", {})))
         if protocol != protocols[0]:
             row["trained_under"] = protocol_tag(protocols[0], known)
         rows[protocol] = row

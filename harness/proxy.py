@@ -343,7 +343,7 @@ def window_rows(x: torch.Tensor, edge_index: torch.Tensor, graph, task: ProxyTas
     model = ORAL(ORALConfig.from_dict(config.to_dict() | {"seed": seed, "progress": False}))
     model.record_epochs = True
     model.fit(x, edge_index, task.train, task.val)
-    ids = model.epoch_class_ids
+    ids = model.epoch_class_ids_
     return [{"rule": f"last@{horizon}", "seed": seed} | proxy_accuracy(graph, task, ids[horizon]),
             {"rule": f"mean@{horizon}:{window}", "seed": seed}
             | epoch_mean([proxy_accuracy(graph, task, e) for e in ids[horizon - window + 1:]]),

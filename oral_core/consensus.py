@@ -204,7 +204,7 @@ def fit_consensus(config, x: torch.Tensor, edge_index: torch.Tensor, train_label
         fits.append(ORAL(replace(config, seed=seed)).fit(
             x, edge_index, train_labels, val_labels, on_progress=progress, **fit_kwargs))
     first = fits[0]
-    num_known = first.num_known
+    num_known = first.num_known_
     ids = torch.stack([f.predict().class_id for f in fits]).long()
     if config.consensus_linkage == "medoid":
         unlabelled = torch.nonzero((train_labels < 0) & (val_labels < 0)).flatten()

@@ -174,20 +174,20 @@ def export_payload(model, class_names: list[str] | None = None, feature_mode: st
     return {
         "format": FORMAT,
         "config": model.config.to_dict(),
-        "in_dim": int(model.network.layers[0].lin.in_features),
-        "num_known": int(model.num_known),
+        "in_dim": int(model.network_.layers[0].lin.in_features),
+        "num_known": int(model.num_known_),
         "class_names": list(class_names or []),
         "feature_mode": str(feature_mode),
         "epoch": int(state["epoch"]),
         # epochs of training behind the saved parameters (a warm start's count continues it)
-        "trained_epochs": int(getattr(model, "trained_before", 0)) + int(state["epoch"]),
+        "trained_epochs": int(getattr(model, "trained_before_", 0)) + int(state["epoch"]),
         # consecutive warm fits behind the parameters since the last cold one (0: cold)
-        "warm_nights": int(getattr(model, "warm_nights", 0)),
+        "warm_nights": int(getattr(model, "warm_nights_", 0)),
         "val_accuracy": float(state["val_acc"]),
         # the batch size the fit trained with (None: full batch) and why: ``config`` is the one
         # asked for, whose batch_size stays None when the fit switched to mini-batches itself
-        "train_batch_size": getattr(model, "train_config", model.config).batch_size,
-        "batch_reason": str(getattr(model, "batch_reason", "")),
+        "train_batch_size": getattr(model, "train_config_", model.config).batch_size,
+        "batch_reason": str(getattr(model, "batch_reason_", "")),
         "state_dict": {k: v.detach().cpu() for k, v in state["state"].items()},
         "partitions": [{"prototype_group": p.prototype_group.cpu(), "num_groups": int(p.num_groups),
                         "group_to_class": p.group_to_class.cpu(), "accuracy": float(p.accuracy),

@@ -161,6 +161,11 @@ class ORAL:
 
     ``train_labels`` / ``val_labels`` are long ``[N]`` with the known class index ``0..K-1`` on
     labelled nodes and -1 elsewhere. Validation labels are used for model selection only.
+
+    What a fit learns ends in an underscore, as scikit-learn's estimators have it: ``history_``
+    (a row per epoch), ``network_``, ``discoveries_`` (the answer of each selection rule),
+    ``num_known_``, ``epochs_run_``, ``train_config_`` and ``batch_reason_`` (mini-batches or
+    not, and why), ``known_head_used_``, ``novel_wholeness_used_`` and ``separability_``.
     """
 
     def __init__(self, config: ORALConfig | None = None, **overrides):
@@ -171,35 +176,35 @@ class ORAL:
             setattr(config, key, value)
         config.validate()
         self.config = config
-        self.history: list[dict] = []
-        self.network: ORALNetwork | None = None
+        self.history_: list[dict] = []
+        self.network_: ORALNetwork | None = None
         self._best: dict | None = None
         #: the prediction each selection rule would keep ("best_val", "last"), whatever the rule
-        self.discoveries: dict[str, Discovery] = {}
-        #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids[e]``)
+        self.discoveries_: dict[str, Discovery] = {}
+        #: set to True before ``fit`` to keep every epoch's class ids (``epoch_class_ids_[e]``)
         self.record_epochs = False
         #: set by :meth:`with_diagnostics` (the harness's studies): the final epoch also keeps
         #: the answers without the switches decided "stays off" (:meth:`_diagnostic_answers`)
         self.record_diagnostics = False
-        self.epoch_class_ids: list[torch.Tensor] = []
+        self.epoch_class_ids_: list[torch.Tensor] = []
         #: with ``known_split_share`` set and ``record_epochs``: each epoch's class ids before
         #: the known-split check (one fit answers both, for the proxy's paired comparison)
-        self.epoch_unchecked_ids: list[torch.Tensor] = []
+        self.epoch_unchecked_ids_: list[torch.Tensor] = []
         #: epochs of training the starting parameters had before this fit (0: a cold start)
-        self.trained_before = 0
-        self.warm_nights = 0
+        self.trained_before_ = 0
+        self.warm_nights_ = 0
         #: epochs this fit trained (``epochs``, or ``warm_epochs`` for a warm start)
-        self.epochs_run = self.config.epochs
+        self.epochs_run_ = self.config.epochs
         #: the configuration the last fit trained with: ``config``, with ``batch_size`` set when
         #: the graph was over ``minibatch_above_edges`` (:func:`oral_core.config.resolve_minibatch`),
         #: and that decision in one line
-        self.train_config = self.config
-        self.batch_reason = ""
-        self.input_layout = "dense"  # the first layer's input in the last fit (sparse_input_below)
+        self.train_config_ = self.config
+        self.batch_reason_ = ""
+        self.input_layout_ = "dense"  # the first layer's input in the last fit (sparse_input_below)
         #: the novel_wholeness the last fit clustered with (None: off, or not separable) and,
         #: with novel_wholeness_if="separable", its yardstick (oral_core.separability)
-        self.novel_wholeness_used = self.config.novel_wholeness
-        self.separability: dict | None = None
+        self.novel_wholeness_used_ = self.config.novel_wholeness
+        self.separability_: dict | None = None
 
     # ------------------------------------------------------------------ helpers
     def _cluster_fn(self, labels: torch.Tensor, num_known: int, warmup: bool, watch: Stopwatch):
@@ -214,7 +219,7 @@ class ORAL:
                     r, labels, num_known, resolutions, cfg.top_k, seed=cfg.seed + idx,
                     prior_num_classes=cfg.prior_num_classes, prototypes=prototypes,
                     selection=cfg.granularity_rule, tolerance=cfg.granularity_tolerance,
-                    position=cfg.granularity_position, novel_wholeness=self.novel_wholeness_used)
+                    position=cfg.granularity_position, novel_wholeness=self.novel_wholeness_used_)
         return cluster
 
     def _targets(self, partitions: list[Partition], ens: Ensemble | None, labels: torch.Tensor,
@@ -291,15 +296,15 @@ class ORAL:
         device = select_device(cfg.device)
         gpu_memory = (torch.cuda.get_device_properties(device).total_memory
                       if device.type == "cuda" else None)
-        cfg, self.batch_reason = resolve_minibatch(self.config, int(x.shape[0]), num_edges,
+        cfg, self.batch_reason_ = resolve_minibatch(self.config, int(x.shape[0]), num_edges,
                                                    int(x.shape[1]), gpu_memory)
         if self.record_epochs and cfg.eval_every > 1:
             raise ValueError("record_epochs keeps every epoch's classes: it needs eval_every=1")
         if cfg.shards > 1 and not cfg.minibatch:
             raise ValueError(f"shards={cfg.shards} splits every mini-batch across workers: it "
                              "needs mini-batch training (set batch_size)")
-        self.train_config = cfg
-        log.info("ORAL trains %s", self.batch_reason)
+        self.train_config_ = cfg
+        log.info("ORAL trains %s", self.batch_reason_)
         if cfg.shards > 1:
             log.info("ORAL trains data parallel: every batch in %d parts, part(s) %s here",
                      cfg.shards, data_parallel.shards_here(cfg.shards))
@@ -310,7 +315,7 @@ class ORAL:
         self._edges0_canonical = None
         if not cfg.minibatch:  # bag-of-words features: a sparse first-layer input (oral_core.features)
             x = network_input(x, cfg.sparse_input_below)
-        self.input_layout = "sparse" if is_sparse(x) else "dense"
+        self.input_layout_ = "sparse" if is_sparse(x) else "dense"
         if is_sparse(x):
             log.info("ORAL's first layer reads a sparse input (%d stored features, %.2f%% "
                      "non-zero < sparse_input_below)", x.values().numel(),
@@ -318,35 +323,35 @@ class ORAL:
         labels = train_labels.to(device).long()
         val = (val_labels if val_labels is not None else torch.full_like(train_labels, -1)).to(device)
         num_known = int(labels.max()) + 1
-        self.num_known = num_known
-        self.network_nodes = x.shape[0]
+        self.num_known_ = num_known
+        self.network_nodes_ = x.shape[0]
         net = ORALNetwork(x.shape[1], cfg.hidden_dim, cfg.num_layers, cfg.num_prototypes,
                           cfg.temperature, cfg.attention_temperature, cfg.dropout,
                           use_attention=cfg.pan, attention_kernel=cfg.attention_kernel).to(device)
         edges, partitions = edges0, None
-        self.trained_before, self.epochs_run = 0, cfg.epochs
+        self.trained_before_, self.epochs_run_ = 0, cfg.epochs
         # consecutive warm fits behind the parameters (0: a cold fit); older payloads lack it
-        self.warm_nights = 0 if init is None else int(init.get("warm_nights", 0)) + 1
+        self.warm_nights_ = 0 if init is None else int(init.get("warm_nights", 0)) + 1
         if init is not None:
             check_init(init, x.shape[1], num_known, cfg)
             net.load_state_dict({k: v.to(device) for k, v in init["state_dict"].items()})
             partitions = payload_partitions(init)
-            self.trained_before = int(init.get("trained_epochs", init.get("epoch", 0)))
-            self.epochs_run = min(cfg.warm_epochs, cfg.epochs)
+            self.trained_before_ = int(init.get("trained_epochs", init.get("epoch", 0)))
+            self.epochs_run_ = min(cfg.warm_epochs, cfg.epochs)
         data_parallel.broadcast_parameters(net)
         self._shard_gens = data_parallel.shard_generators(cfg.seed, cfg.shards, device)
-        self.network = net
+        self.network_ = net
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        offset, n_epochs = self.trained_before, self.epochs_run
+        offset, n_epochs = self.trained_before_, self.epochs_run_
         schedule = learning_rate_schedule(opt, cfg.lr_schedule, n_epochs)
         # pseudo-label candidates: unlabelled nodes only. Validation nodes are excluded so that
         # the known-class accuracy used for model selection is measured on nodes the model never
         # trains on, not even through a pseudo-label.
         candidates = (labels < 0) & (val < 0)
         self._csr = None
-        self.history, self._best = [], None
-        self.discoveries, self.epoch_class_ids, self.epoch_unchecked_ids = {}, [], []
-        self.known_head_used = False  # whether the known head names the answer (known_head)
+        self.history_, self._best = [], None
+        self.discoveries_, self.epoch_class_ids_, self.epoch_unchecked_ids_ = {}, [], []
+        self.known_head_used_ = False  # whether the known head names the answer (known_head)
         self._novel_wholeness_gate(x_in, edge_in, labels.cpu(), num_known)
         bar = _progress(n_epochs + 1, cfg.progress, n_epochs, on_progress)
         watch = Stopwatch(device)
@@ -393,10 +398,10 @@ class ORAL:
                          "in each of the last %d epochs", epoch, 100 * cfg.stop_when_stable,
                          cfg.stop_patience)
                 row["stopped_early"] = True
-                self.epochs_run = epoch
+                self.epochs_run_ = epoch
             if epoch == n_epochs or stop:  # the last pass only evaluates the final parameters
                 row.update(watch.take())
-                self.history.append(row)
+                self.history_.append(row)
                 bar.update(1)
                 break
             pseudo = None
@@ -429,19 +434,19 @@ class ORAL:
         """``novel_wholeness_if`` (not in the paper): with ``"separable"``, the fit clusters
         with ``novel_wholeness`` only when its known classes are separable in the propagated
         features (:func:`oral_core.separability.known_separability`, labelled training nodes
-        only, before the first epoch); :attr:`novel_wholeness_used` and :attr:`separability`
+        only, before the first epoch); :attr:`novel_wholeness_used_` and :attr:`separability_`
         say what was decided."""
         cfg = self.config
-        self.novel_wholeness_used, self.separability = cfg.novel_wholeness, None
+        self.novel_wholeness_used_, self.separability_ = cfg.novel_wholeness, None
         if cfg.novel_wholeness is None or cfg.novel_wholeness_if == "always":
             return
-        self.separability = known_separability(x, edge_index, labels, num_known, seed=cfg.seed)
-        if not self.separability["separable"]:
-            self.novel_wholeness_used = None
+        self.separability_ = known_separability(x, edge_index, labels, num_known, seed=cfg.seed)
+        if not self.separability_["separable"]:
+            self.novel_wholeness_used_ = None
         log.info("novel_wholeness_if=separable: the known classes' median pair share %s%% "
                  "against the upper quartile of their cut shares %s%%: novel_wholeness %s",
-                 self.separability["pair_median"], self.separability["cut_quartile"],
-                 "applies" if self.novel_wholeness_used is not None else "off")
+                 self.separability_["pair_median"], self.separability_["cut_quartile"],
+                 "applies" if self.novel_wholeness_used_ is not None else "off")
 
     def _known_fidelity(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
                         val: torch.Tensor, num_known: int) -> None:
@@ -450,8 +455,8 @@ class ORAL:
         nodes (and, with ``known_head_pull``, pull confident ones out of novel classes), and
         measure its validation accuracy again. With ``known_head="auto"`` the relabelled answer
         replaces the groups' only when its validation accuracy is higher (a choice on labelled
-        nodes, per fit; :attr:`known_head_used` says which). Both answers stay in
-        :attr:`discoveries` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
+        nodes, per fit; :attr:`known_head_used_` says which). Both answers stay in
+        :attr:`discoveries_` as ``<selection>_no_head`` and ``<selection>_head`` (diagnostics)."""
         cfg = self.config
         head = self._fit_head(x, edge_index, labels, val, num_known)
         probs = head_probabilities(head, x, edge_index)
@@ -463,12 +468,12 @@ class ORAL:
         found = Discovery(class_id, old.confidence, class_id >= num_known,
                           int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
                           old.epoch, val_acc)
-        self.discoveries[f"{cfg.selection}_no_head"] = old
-        self.discoveries[f"{cfg.selection}_head"] = found
+        self.discoveries_[f"{cfg.selection}_no_head"] = old
+        self.discoveries_[f"{cfg.selection}_head"] = found
         # "auto": the head only where the validation nodes favour it over the groups
-        self.known_head_used = cfg.known_head != "auto" or val_acc > old.val_accuracy
-        if self.known_head_used:
-            self.discoveries[cfg.selection] = found
+        self.known_head_used_ = cfg.known_head != "auto" or val_acc > old.val_accuracy
+        if self.known_head_used_:
+            self.discoveries_[cfg.selection] = found
             self._best.update(discovery=found, val_acc=val_acc, known_head=head)
 
     def _fit_head(self, x: torch.Tensor, edge_index: torch.Tensor, labels: torch.Tensor,
@@ -486,7 +491,7 @@ class ORAL:
         paper): the selected answer's novel nodes regrouped, as many classes, on fixed
         propagated features (the k-means draws are the re-cut's own, seed 0, so two fits that
         agree on which nodes are novel agree on their cut). Known nodes, confidences and the
-        validation accuracy are unchanged; the answer before stays in :attr:`discoveries` as
+        validation accuracy are unchanged; the answer before stays in :attr:`discoveries_` as
         ``<selection>_no_recut``."""
         cfg = self.config
         old = self._best["discovery"]
@@ -495,14 +500,14 @@ class ORAL:
         found = Discovery(class_id, old.confidence, class_id >= num_known,
                           int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
                           old.epoch, old.val_accuracy)
-        self.discoveries[f"{cfg.selection}_no_recut"] = old
-        self.discoveries[cfg.selection] = found
+        self.discoveries_[f"{cfg.selection}_no_recut"] = old
+        self.discoveries_[cfg.selection] = found
         self._best.update(discovery=found)
 
     def _pseudo_labels(self, ens, group_class, candidates, labels, edges0, outs, num_known, gen,
                        watch: Stopwatch, row: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Reliable pseudo-labels (top ``gamma`` per group) and the refined structure of Eq. 11."""
-        cfg = self.train_config  # the fit's resolved configuration (mini-batch or not)
+        cfg = self.train_config_  # the fit's resolved configuration (mini-batch or not)
         with watch.section("pseudo_labels"):
             pseudo = select_confident(ens.p, candidates, cfg.gamma)
             if cfg.pseudo_label_groups == "novel":
@@ -523,7 +528,7 @@ class ORAL:
     def _train_epoch(self, net, opt, schedule, x, edges, partitions, ens, labels, pseudo,
                      num_known, gen, watch: Stopwatch, row: dict, started: float, bar) -> None:
         """The epoch's optimiser steps, then its history row (timings included)."""
-        cfg = self.train_config  # the fit's resolved configuration (mini-batch or not)
+        cfg = self.train_config_  # the fit's resolved configuration (mini-batch or not)
         step = self._minibatch_steps if cfg.minibatch else self._step
         row.update(step(net, opt, x, edges, partitions, ens, labels, pseudo, num_known, gen, watch))
         row["lr"] = opt.param_groups[0]["lr"]
@@ -532,7 +537,7 @@ class ORAL:
         row["edges"] = int(edges.shape[1])
         row["seconds"] = time.perf_counter() - started
         row.update(watch.take())
-        self.history.append(row)
+        self.history_.append(row)
         bar.update(1)
         if "val_acc" in row:
             bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}",
@@ -560,20 +565,20 @@ class ORAL:
                 out[ids == old] = new
             return out
 
-        for d in self.discoveries.values():
+        for d in self.discoveries_.values():
             d.class_id = remap(d.class_id)
             d.is_novel = d.class_id >= num_known
         self._best["group_class"] = remap(self._best["group_class"])
 
     def _evaluate(self, x, edges, partitions, cluster, labels, num_known, watch: Stopwatch):
-        net = self.network
+        net = self.network_
         net.eval()
         start = time.perf_counter()
         before = watch.totals.get("cluster", 0.0)
         with torch.no_grad():
-            if self.train_config.minibatch:  # whole graph, layer by layer, in chunks
+            if self.train_config_.minibatch:  # whole graph, layer by layer, in chunks
                 outs, partitions = net.forward_chunked(x, self._adjacency(edges)[0], partitions,
-                                                       cluster, self.train_config.eval_chunk_edges)
+                                                       cluster, self.train_config_.eval_chunk_edges)
             else:
                 outs, partitions = net(x, edges, partitions=partitions, cluster=cluster)
         watch.sync()
@@ -645,9 +650,9 @@ class ORAL:
         ``selection="best_val"``: the latest epoch with the best validation accuracy among the
         eligible ones (``epoch >= select_from_epoch``; every epoch when it is None; the last epoch
         when there is no validation node). ``selection="last"``: the final epoch (the paper's
-        Algorithm 1 predicts after its loop). Whatever the rule, :attr:`discoveries` keeps the
+        Algorithm 1 predicts after its loop). Whatever the rule, :attr:`discoveries_` keeps the
         predictions both rules would give, and with :attr:`record_epochs` every epoch's class ids
-        are kept in :attr:`epoch_class_ids` (for the held-out-class proxy, which compares rules
+        are kept in :attr:`epoch_class_ids_` (for the held-out-class proxy, which compares rules
         on one training run). ``total``: the epoch of the schedule (``select_from_epoch``
         counts it; differs from ``epoch`` on a warm start); ``final``: the fit's last epoch."""
         cfg = self.config
@@ -673,8 +678,8 @@ class ORAL:
         start = cfg.select_from_epoch
         eligible = start is None or (epoch if total is None else total) >= start
         improved = eligible and (
-            "best_val" not in self.discoveries or not has_val.any()
-            or val_acc >= self.discoveries["best_val"].val_accuracy)
+            "best_val" not in self.discoveries_ or not has_val.any()
+            or val_acc >= self.discoveries_["best_val"].val_accuracy)
 
         def answer(found: tuple[torch.Tensor, ...], accuracy: float) -> Discovery:
             """Another answer of this epoch (no per-layer classes)."""
@@ -687,28 +692,28 @@ class ORAL:
                              epoch, val_acc)
 
         if improved:
-            self.discoveries["best_val"] = discovery()
+            self.discoveries_["best_val"] = discovery()
         if final:
-            self.discoveries["last"] = discovery()
+            self.discoveries_["last"] = discovery()
             if checks:  # what the unchecked groups would report
-                self.discoveries["last_unchecked"] = answer(unchecked, float("nan"))
+                self.discoveries_["last_unchecked"] = answer(unchecked, float("nan"))
             for name, found in diagnostics.items():
-                self.discoveries[name] = answer(found, val_accuracy(found[0]))
+                self.discoveries_[name] = answer(found, val_accuracy(found[0]))
         if self.record_epochs:
-            self.epoch_class_ids.append(class_id.to(torch.int32).cpu())
+            self.epoch_class_ids_.append(class_id.to(torch.int32).cpu())
             if checks:
-                self.epoch_unchecked_ids.append(unchecked[0].to(torch.int32).cpu())
+                self.epoch_unchecked_ids_.append(unchecked[0].to(torch.int32).cpu())
         keep = improved if cfg.selection == "best_val" else final
         if keep:
             self._best = {
                 "epoch": epoch, "val_acc": val_acc,
-                "state": copy.deepcopy(self.network.state_dict()),
+                "state": copy.deepcopy(self.network_.state_dict()),
                 "partitions": partitions, "edges": edges,
                 "ensemble": {"perms": [q.cpu() for q in ens.perms], "mask": ens.mask.cpu(),
                              "layer_groups": list(ens.layer_groups)},
                 "group_class": group_class.cpu(),
                 "release_margin": None if release is None else release.cpu(),
-                "discovery": self.discoveries[cfg.selection],
+                "discovery": self.discoveries_[cfg.selection],
             }
         return {"epoch": epoch, "val_acc": val_acc, "classes": n_classes, "split_rounds": split_rounds,
                 "groups": [p.num_groups for p in partitions],
@@ -716,7 +721,7 @@ class ORAL:
 
     def with_diagnostics(self) -> "ORAL":
         """This model, keeping the research diagnostics of its final epoch in
-        :attr:`discoveries` (:meth:`_diagnostic_answers`); off by default, since a night never
+        :attr:`discoveries_` (:meth:`_diagnostic_answers`); off by default, since a night never
         reads them. Chainable: ``ORAL(cfg).with_diagnostics().fit(...)``."""
         self.record_diagnostics = True
         return self
@@ -728,7 +733,7 @@ class ORAL:
         :meth:`with_diagnostics`): without the absorb guard (``last_unguarded``), with one pass of
         the known-split check (``last_split_once``). Each
         is ``(class id, confidence, novelty)`` per node; :meth:`_select` keeps them in
-        :attr:`discoveries`."""
+        :attr:`discoveries_`."""
         cfg = self.config
         out = {}
         if cfg.known_absorb_share is not None and cfg.known_absorb_guard:
@@ -796,7 +801,7 @@ class ORAL:
         a term needs it). The terms are added in one fixed order (floating-point sums depend on
         it). Returns ``(loss, {"l_ce", "l_reg", "l_con"[, "l_opennc"]})``.
         """
-        cfg = self.train_config  # the fit's resolved configuration (mini-batch or not)
+        cfg = self.train_config_  # the fit's resolved configuration (mini-batch or not)
 
         def rows(t: torch.Tensor) -> torch.Tensor:
             return t if seeds is None else t[:seeds]
@@ -849,7 +854,7 @@ class ORAL:
         """Incoming adjacency of the current structure: with self loops (evaluation pass), without
         (neighbour sampling), and the degrees; rebuilt only when the structure changes."""
         if self._csr is None or self._csr[0] is not edges:
-            n = self.network_nodes
+            n = self.network_nodes_
             plain = CSR.from_edge_index(edges, n)
             looped = CSR.from_edge_index(with_self_loops(edges, n), n)
             self._csr = (edges, looped, plain, plain.degree())
@@ -867,7 +872,7 @@ class ORAL:
         ``torch.distributed`` (:mod:`oral_core.data_parallel`); the row then also holds the
         epoch's ``communication_seconds``.
         """
-        cfg = self.train_config
+        cfg = self.train_config_
         net.train()
         _, plain, degrees = self._adjacency(edges)
         targets = self._targets(partitions, ens, labels, pseudo, num_known)
@@ -918,7 +923,7 @@ class ORAL:
         """Eq. 13 (:meth:`_eq13_loss`) over one batch of seed nodes, on its sampled subgraph:
         ``num_neighbors`` sampled incoming edges per node and layer, input dropout, and the
         sampled edge-dropped view, all drawn from ``gen`` (and torch's global stream)."""
-        cfg = self.train_config
+        cfg = self.train_config_
         plain, degrees, targets, weight, labels, partitions, pseudo = graph
         fanouts = [cfg.num_neighbors] * cfg.num_layers
         with watch.section("sampling"):

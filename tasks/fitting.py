@@ -238,7 +238,7 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
         seen = val >= 0
         reference = float((ref_pred[seen] == val[seen]).float().mean())
         worse, better = discordant(found.class_id, ref_pred, val)
-        known_val = torch.where(found.class_id < oral.num_known, val, torch.full_like(val, -1))
+        known_val = torch.where(found.class_id < oral.num_known_, val, torch.full_like(val, -1))
         known_worse, known_better = discordant(found.class_id, ref_pred, known_val)
         known_nodes = int((known_val >= 0).sum())
     model = ORALModel.from_fit(oral, snapshot.class_names, mode)
@@ -248,25 +248,25 @@ def train(snapshot: snap.Snapshot, config, run_dir: Path, feature_mode: str = "a
     model_path = snap.write_file_atomically(run_dir / "model.pt",
                                             lambda tmp: torch.save(model.payload, tmp))
     write_predictions(run_dir / "predictions.parquet", snapshot.node_ids, found.class_id,
-                      found.confidence, oral.num_known, snapshot.class_names)
+                      found.confidence, oral.num_known_, snapshot.class_names)
     history_path = run_dir / "history.json"
-    history_text = json.dumps(oral.history, default=float)
+    history_text = json.dumps(oral.history_, default=float)
     snap.write_file_atomically(history_path, lambda tmp: tmp.write_text(history_text))
-    device = str(next(oral.network.parameters()).device)
+    device = str(next(oral.network_.parameters()).device)
     class_id = found.class_id.numpy()
     return TrainResult(
         run_dir=str(run_dir), model_path=str(model_path),
         predictions_path=str(run_dir / "predictions.parquet"), history_path=str(history_path),
         config=config.to_dict(), config_hash=run_config_hash(config, mode), feature_mode=mode,
-        val_accuracy=float(found.val_accuracy), epoch=int(found.epoch), epochs=int(oral.epochs_run),
-        num_classes=int(found.num_classes), num_known=int(oral.num_known),
-        num_novel=int(np.unique(class_id[class_id >= oral.num_known]).size),
+        val_accuracy=float(found.val_accuracy), epoch=int(found.epoch), epochs=int(oral.epochs_run_),
+        num_classes=int(found.num_classes), num_known=int(oral.num_known_),
+        num_novel=int(np.unique(class_id[class_id >= oral.num_known_]).size),
         train_seconds=seconds, device=device, start="cold" if init is None else "warm",
         warm_from="" if init is None else str(init.get("warm_from") or ""),
         trained_epochs=int(model.payload["trained_epochs"]),
-        batch_size=oral.train_config.batch_size, batch_reason=oral.batch_reason,
-        novel_wholeness_used=oral.novel_wholeness_used,
-        known_separable=None if oral.separability is None else oral.separability["separable"],
+        batch_size=oral.train_config_.batch_size, batch_reason=oral.batch_reason_,
+        novel_wholeness_used=oral.novel_wholeness_used_,
+        known_separable=None if oral.separability_ is None else oral.separability_["separable"],
         reference_val_accuracy=reference,
         gate_worse=worse, gate_better=better, gate_known_worse=known_worse,
         gate_known_better=known_better, gate_known_nodes=known_nodes)

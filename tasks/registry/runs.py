@@ -76,7 +76,7 @@ def log_training_run(registry: Registry | TrackingConfig, graph: str, params: Ma
 
     - ``params``: every configuration value (nested mappings flattened to ``a/b`` keys; lists and
       other values as JSON text).
-    - ``history``: the per-epoch rows of ``ORAL.history``; every numeric value (``val_acc``,
+    - ``history``: the per-epoch rows of ``ORAL.history_``; every numeric value (``val_acc``,
       ``loss``, ``l_ce``, ``l_reg``, ``l_con``, ``classes``, ``seconds``, ...) becomes a metric at
       ``step=epoch``. All rows are written with a few ``log_batch`` calls.
     - ``metrics``: final metrics (``val_accuracy``, ``num_classes``, ``num_novel``,

@@ -64,7 +64,7 @@ class _Found:
 
 class _Fit:
     def __init__(self, discoveries):
-        self.discoveries = discoveries
+        self.discoveries_ = discoveries
 
 
 def test_the_repeat_proxy_reads_both_settings_from_one_fit():

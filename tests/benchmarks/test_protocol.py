@@ -252,14 +252,14 @@ def test_selection_last_keeps_the_final_epoch_and_records_both_rules(planted):
     last.record_epochs = True
     last.fit(*args)
     assert last.predict().epoch == SMALL.epochs == last.selected_state()["epoch"]
-    assert len(last.epoch_class_ids) == SMALL.epochs + 1
-    assert torch.equal(last.epoch_class_ids[-1].long(), last.predict().class_id)
-    vals = [r["val_acc"] for r in last.history]
+    assert len(last.epoch_class_ids_) == SMALL.epochs + 1
+    assert torch.equal(last.epoch_class_ids_[-1].long(), last.predict().class_id)
+    vals = [r["val_acc"] for r in last.history_]
     best_epoch = max(range(len(vals)), key=lambda e: (vals[e], e))
-    assert last.discoveries["best_val"].epoch == best_epoch
+    assert last.discoveries_["best_val"].epoch == best_epoch
     best = ORAL(SMALL, selection="best_val").fit(*args)  # the same training run, the other rule
     assert best.predict().epoch == best_epoch
-    assert torch.equal(best.predict().class_id, last.discoveries["best_val"].class_id)
+    assert torch.equal(best.predict().class_id, last.discoveries_["best_val"].class_id)
     with pytest.raises(ValueError, match="selection must be one of"):
         ORAL(SMALL, selection="first")
 

@@ -698,7 +698,7 @@ def test_lr_schedule_over_the_fit(schedule: str) -> None:
     train[torch.arange(120) % 2 == 1] = -1
     cfg = ORALConfig(epochs=12, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=4,
                      progress=False, device="cpu", lr_schedule=schedule)
-    rates = [row["lr"] for row in ORAL(cfg).fit(graph.x, graph.edge_index, train).history
+    rates = [row["lr"] for row in ORAL(cfg).fit(graph.x, graph.edge_index, train).history_
              if "lr" in row]
     assert len(rates) == cfg.epochs and rates[0] == pytest.approx(cfg.lr)
     if schedule == "constant":
@@ -729,7 +729,7 @@ def test_fit_wires_pseudo_label_groups() -> None:
     for scope in PSEUDO_LABEL_GROUPS:
         cfg = ORALConfig(epochs=6, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=3,
                          progress=False, device="cpu", pseudo_label_groups=scope)
-        firsts[scope] = next(r for r in ORAL(cfg).fit(graph.x, graph.edge_index, train).history
+        firsts[scope] = next(r for r in ORAL(cfg).fit(graph.x, graph.edge_index, train).history_
                              if "pseudo_labels" in r)
     assert firsts["novel"]["pseudo_labels"] < firsts["all"]["pseudo_labels"]
     with pytest.raises(ValueError, match="pseudo_label_groups must be one of"):
@@ -747,7 +747,7 @@ def test_fit_wires_remove_inter_edges(remove: bool) -> None:
     train[torch.arange(120) % 2 == 1] = -1
     cfg = ORALConfig(epochs=8, hidden_dim=8, cluster_warmup_epochs=2, pol_start_epoch=3,
                      progress=False, device="cpu", remove_inter_edges=remove, mu=0.0)
-    rows = [r for r in ORAL(cfg).fit(graph.x, graph.edge_index, train).history
+    rows = [r for r in ORAL(cfg).fit(graph.x, graph.edge_index, train).history_
             if "pseudo_labels" in r]
     original = int(canonical_edges(graph.edge_index, 120).shape[1])
     assert rows
@@ -773,23 +773,23 @@ def test_stop_when_stable_stops_where_the_offline_rule_says() -> None:
     full = ORAL(ORALConfig(**base))
     full.record_epochs = True
     full.fit(graph.x, graph.edge_index, train)
-    changed = [row["changed"] for row in full.history]
+    changed = [row["changed"] for row in full.history_]
     assert changed[0] == 1.0 and all(0.0 <= c <= 1.0 for c in changed)
     share, patience = 0.05, 3
     expected = stable_epoch(changed, base["pol_start_epoch"] + 10, share, patience)
     assert expected < base["epochs"], "the planted graph should calm down before the end"
     early = ORAL(ORALConfig(**base, stop_when_stable=share, stop_patience=patience))
     early.fit(graph.x, graph.edge_index, train)
-    assert len(early.history) == expected + 1 and early.history[-1]["stopped_early"]
-    assert early.epochs_run == expected and early.predict().epoch == expected
-    assert torch.equal(early.predict().class_id, full.epoch_class_ids[expected].long())
-    assert not any(row.get("stopped_early") for row in full.history)
+    assert len(early.history_) == expected + 1 and early.history_[-1]["stopped_early"]
+    assert early.epochs_run_ == expected and early.predict().epoch == expected
+    assert torch.equal(early.predict().class_id, full.epoch_class_ids_[expected].long())
+    assert not any(row.get("stopped_early") for row in full.history_)
     # best_val selection from an epoch after the calm one: no stop before that epoch is evaluated
     late = expected + 5
     picky = ORAL(ORALConfig(**base, stop_when_stable=share, stop_patience=patience,
                             selection="best_val", select_from_epoch=late))
     picky.fit(graph.x, graph.edge_index, train)
-    assert picky.epochs_run >= late and picky.predict().epoch >= late
+    assert picky.epochs_run_ >= late and picky.predict().epoch >= late
 
 
 def test_unknown_config_keys_raise() -> None:
@@ -889,4 +889,4 @@ def test_fit_merges_refined_edges_only_into_a_canonical_graph() -> None:
     one_way = graph.edge_index[:, graph.edge_index[0] < graph.edge_index[1]]
     other = ORAL(cfg).fit(graph.x, one_way, train)
     assert other._edges0_canonical is False
-    assert any("pseudo_labels" in r for r in other.history)
+    assert any("pseudo_labels" in r for r in other.history_)

@@ -24,7 +24,7 @@ def graph():
 
 
 def losses(oral) -> list[float]:
-    return [row["loss"] for row in oral.history if "loss" in row]
+    return [row["loss"] for row in oral.history_ if "loss" in row]
 
 
 @pytest.mark.slow  # spawns worker processes (about 12 s); make test runs it, make test-fast not
@@ -36,12 +36,12 @@ def test_two_worker_processes_give_the_two_parts_of_one_process_exactly(graph, o
     cfg = ORALConfig(**SMALL)
     parts = ORAL(cfg, shards=2).fit(*graph)
     two = workers.fit_data_parallel(cfg, 2, *graph)
-    assert two.train_config.shards == 2
+    assert two.train_config_.shards == 2
     assert losses(two) == losses(parts)
     assert torch.equal(two.predict().class_id, parts.predict().class_id)
-    trained = [row for row in two.history if "loss" in row]
+    trained = [row for row in two.history_ if "loss" in row]
     assert all(row["communication_seconds"] > 0 for row in trained)  # the all-reduce ran
-    assert all(row.get("communication_seconds", 0.0) == 0.0 for row in parts.history)
+    assert all(row.get("communication_seconds", 0.0) == 0.0 for row in parts.history_)
 
 
 def test_two_parts_follow_one_process_within_the_stated_tolerance(graph, one_thread):

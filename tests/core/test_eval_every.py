@@ -34,7 +34,7 @@ def test_evaluated_epochs_are_the_first_the_final_and_every_kth() -> None:
 @pytest.mark.slow
 def test_skipped_epochs_train_on_the_last_evaluated_structure() -> None:
     model = _fit(eval_every=3)
-    rows = model.history
+    rows = model.history_
     evaluated = [r["epoch"] for r in rows if r.get("evaluated", True)]
     assert evaluated == [0, 3, 6, 9, 12, 14]
     for r in rows:
@@ -53,7 +53,7 @@ def test_skipped_epochs_train_on_the_last_evaluated_structure() -> None:
 
 @pytest.mark.slow
 def test_eval_every_one_is_the_paper_loop() -> None:
-    rows = _fit(eval_every=1).history
+    rows = _fit(eval_every=1).history_
     assert all("val_acc" in r and "evaluated" not in r for r in rows)
     assert [r["epoch"] for r in rows if "pseudo_labels" in r] == list(range(4, 14))
 

@@ -111,7 +111,7 @@ def test_a_saved_checked_model_assigns_what_the_fit_reported(tmp_path, one_threa
     cfg = ORALConfig(epochs=30, hidden_dim=16, progress=False, pol_start_epoch=15,
                      cluster_warmup_epochs=5, seed=0, device="cpu", known_split_share=0.5)
     model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y), val)
-    found, unchecked = model.predict(), model.discoveries["last_unchecked"]
+    found, unchecked = model.predict(), model.discoveries_["last_unchecked"]
     assert unchecked.num_classes == 4 and found.num_classes == 3  # the check fired
     loaded = ORALModel.load(ORALModel.from_fit(model).save(tmp_path / "checked.pt"))
     out = loaded.assign(graph.x, model.selected_state()["edges"])

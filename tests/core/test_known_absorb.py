@@ -179,7 +179,7 @@ def test_the_guard_stops_a_release_that_cuts_through_a_known_class(one_thread):
     for guard in (False, True):
         fit = ORAL(ORALConfig(**base, known_absorb_share=0.75, known_absorb_guard=guard)
                    ).with_diagnostics().fit(g.x, g.edge_index, train, val_cut)
-        found, unchecked = fit.predict(), fit.discoveries["last_unchecked"]
+        found, unchecked = fit.predict(), fit.discoveries_["last_unchecked"]
         moved = found.class_id != unchecked.class_id
         results[guard] = (fit.selected_state()["release_margin"], moved,
                           float((found.class_id[has_val] == val_cut[has_val]).float().mean()),
@@ -190,7 +190,7 @@ def test_the_guard_stops_a_release_that_cuts_through_a_known_class(one_thread):
     margins, moved, val_acc, unchecked_acc = results[True]
     assert margins is None and not bool(moved.any()) and val_acc == unchecked_acc
     # the guarded fit also keeps what the unguarded check would have reported
-    unguarded = fit.discoveries["last_unguarded"]
+    unguarded = fit.discoveries_["last_unguarded"]
     assert bool((unguarded.class_id != fit.predict().class_id).any())
     assert unguarded.val_accuracy == pytest.approx(results[False][2])
 
@@ -206,11 +206,11 @@ def test_an_absorb_checked_fit_keeps_the_unchecked_answer_and_its_model_assigns_
     plain = ORAL(ORALConfig(**base, known_absorb_share=None)).fit(g.x, g.edge_index, train, val_cut)
     checked = ORAL(ORALConfig(**base, known_absorb_share=0.75,
                               known_absorb_guard=False)).fit(g.x, g.edge_index, train, val_cut)
-    found, unchecked = checked.predict(), checked.discoveries["last_unchecked"]
+    found, unchecked = checked.predict(), checked.discoveries_["last_unchecked"]
     assert torch.isfinite(checked.selected_state()["release_margin"]).any()  # the check fired
     assert int(found.is_novel.sum()) > int(unchecked.is_novel.sum())
     loaded = ORALModel.load(ORALModel.from_fit(checked).save(tmp_path / "absorb.pt"))
     out = loaded.assign(g.x, checked.selected_state()["edges"])
     assert torch.equal(out.class_id, found.class_id)
     assert torch.equal(unchecked.class_id, plain.predict().class_id)
-    assert "last_unchecked" not in plain.discoveries
+    assert "last_unchecked" not in plain.discoveries_

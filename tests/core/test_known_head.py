@@ -180,7 +180,7 @@ def headed_fit(one_thread):
 @pytest.mark.slow
 def test_a_fit_with_the_head_reports_the_relabelled_answer(headed_fit):
     graph, val, model = headed_fit
-    found, plain = model.predict(), model.discoveries["last_no_head"]
+    found, plain = model.predict(), model.discoveries_["last_no_head"]
     head = model.selected_state()["known_head"]
     probs = head_probabilities(head, graph.x, graph.edge_index)
     assert torch.equal(found.class_id, keep_known_fidelity(plain.class_id, probs, 3))
@@ -212,7 +212,7 @@ def test_without_the_head_nothing_changes_and_no_head_is_saved():
                      cluster_warmup_epochs=3, seed=0, device="cpu")
     model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
                           split.val_labels(graph.y))
-    assert "last_no_head" not in model.discoveries
+    assert "last_no_head" not in model.discoveries_
     assert ORALModel.from_fit(model).payload["known_head"] is None
 
 
@@ -226,9 +226,9 @@ def test_auto_uses_the_head_only_where_validation_nodes_favour_it(noise):
                      cluster_warmup_epochs=5, seed=0, device="cpu", known_head="auto")
     model = ORAL(cfg).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
                           split.val_labels(graph.y))
-    plain, headed = model.discoveries["last_no_head"], model.discoveries["last_head"]
+    plain, headed = model.discoveries_["last_no_head"], model.discoveries_["last_head"]
     better = headed.val_accuracy > plain.val_accuracy
-    assert model.known_head_used == better
+    assert model.known_head_used_ == better
     assert model.predict() is (headed if better else plain)
     assert (ORALModel.from_fit(model).payload["known_head"] is not None) == better
 

@@ -94,10 +94,10 @@ def test_a_checked_fit_keeps_the_unchecked_answer_of_the_same_training(one_threa
     checked = ORAL(ORALConfig(**base, known_split_share=0.5))
     checked.record_epochs = True
     checked.fit(g.x, g.edge_index, train, val)
-    assert torch.equal(checked.discoveries["last_unchecked"].class_id, plain.predict().class_id)
-    assert len(checked.epoch_unchecked_ids) == len(checked.epoch_class_ids) == 13
-    assert torch.equal(checked.epoch_unchecked_ids[-1].long(), plain.predict().class_id.long())
-    assert "last_unchecked" not in plain.discoveries
+    assert torch.equal(checked.discoveries_["last_unchecked"].class_id, plain.predict().class_id)
+    assert len(checked.epoch_unchecked_ids_) == len(checked.epoch_class_ids_) == 13
+    assert torch.equal(checked.epoch_unchecked_ids_[-1].long(), plain.predict().class_id.long())
+    assert "last_unchecked" not in plain.discoveries_
 
 
 def test_the_no_novel_proxy_reads_labelled_nodes_only_and_keeps_a_label_per_class():

@@ -94,8 +94,8 @@ def test_minibatch_training_discovers_the_planted_novel_class() -> None:
     model = ORAL(config).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
                              split.val_labels(graph.y))
     found = model.predict()
-    assert all(row.get("batches") == 2 for row in model.history[:-1])  # 800 seeds / 400
-    assert any("t_sampling" in row for row in model.history)
+    assert all(row.get("batches") == 2 for row in model.history_[:-1])  # 800 seeds / 400
+    assert any("t_sampling" in row for row in model.history_)
     test = split.test_mask
     scores = open_world_accuracy(graph.y[test], found.class_id[test], split.known_classes)
     novel_test = test & (graph.y == 3)
@@ -112,7 +112,7 @@ def test_batches_per_epoch_bounds_the_optimiser_steps(graph) -> None:
                         pol_start_epoch=1, batch_size=50, batches_per_epoch=2)
     model = ORAL(config).fit(graph.x, graph.edge_index, split.train_labels(graph.y),
                              split.val_labels(graph.y))
-    assert [row["batches"] for row in model.history[:-1]] == [2, 2, 2]
+    assert [row["batches"] for row in model.history_[:-1]] == [2, 2, 2]
 
 
 @pytest.mark.parametrize("field,value", [("batch_size", 0), ("num_neighbors", 0),
@@ -155,18 +155,18 @@ def _tiny_fit(graph, edge_index=None, **settings) -> ORAL:
 
 
 def _trained_minibatch(model: ORAL) -> bool:
-    return all("batches" in row for row in model.history[:-1])
+    return all("batches" in row for row in model.history_[:-1])
 
 
 def test_a_graph_over_the_edge_budget_trains_in_minibatches_and_says_why(graph) -> None:
     model = _tiny_fit(graph, minibatch_above_edges=100, auto_batch_size=250)
-    assert [row["batches"] for row in model.history[:-1]] == [2, 2]  # 500 seeds / 250
-    assert model.train_config.batch_size == 250
+    assert [row["batches"] for row in model.history_[:-1]] == [2, 2]  # 500 seeds / 250
+    assert model.train_config_.batch_size == 250
     assert model.config.batch_size is None  # the configuration asked for is kept as it was
-    assert "chosen automatically" in model.batch_reason
-    assert "minibatch_above_edges=100" in model.batch_reason
+    assert "chosen automatically" in model.batch_reason_
+    assert "minibatch_above_edges=100" in model.batch_reason_
     payload = export_payload(model)  # what the pipeline saves with the model
-    assert payload["train_batch_size"] == 250 and payload["batch_reason"] == model.batch_reason
+    assert payload["train_batch_size"] == 250 and payload["batch_reason"] == model.batch_reason_
     assert payload["config"]["batch_size"] is None
 
 
@@ -179,18 +179,18 @@ def test_the_budget_counts_the_edges_with_one_self_loop_per_node(graph) -> None:
     assert count == graph.edge_index.shape[1] + graph.num_nodes
     at = _tiny_fit(graph, edges, minibatch_above_edges=count)
     over = _tiny_fit(graph, edges, minibatch_above_edges=count - 1)
-    assert not _trained_minibatch(at) and at.batch_reason.startswith("full batch")
-    assert _trained_minibatch(over) and over.train_config.batch_size == 2048
-    assert f"{count:,} edges" in over.batch_reason
+    assert not _trained_minibatch(at) and at.batch_reason_.startswith("full batch")
+    assert _trained_minibatch(over) and over.train_config_.batch_size == 2048
+    assert f"{count:,} edges" in over.batch_reason_
 
 
 def test_no_automatic_switch_when_off_or_when_batch_size_is_set(graph) -> None:
     off = _tiny_fit(graph, minibatch_above_edges=None)
-    assert not _trained_minibatch(off) and off.train_config.batch_size is None
-    assert "minibatch_above_edges=None" in off.batch_reason
+    assert not _trained_minibatch(off) and off.train_config_.batch_size is None
+    assert "minibatch_above_edges=None" in off.batch_reason_
     explicit = _tiny_fit(graph, minibatch_above_edges=100, auto_batch_size=250, batch_size=100)
-    assert [row["batches"] for row in explicit.history[:-1]] == [5, 5]  # its own batch size
-    assert "set explicitly" in explicit.batch_reason
+    assert [row["batches"] for row in explicit.history_[:-1]] == [5, 5]  # its own batch size
+    assert "set explicitly" in explicit.batch_reason_
     assert resolve_minibatch(ORALConfig(batch_size=64), 10**6, 10**8)[0].batch_size == 64
 
 
@@ -198,10 +198,10 @@ def test_below_the_budget_the_fit_is_unchanged(graph) -> None:
     """Bit-identical to full batch with the switch off (today's behaviour before it existed)."""
     default = _tiny_fit(graph)
     off = _tiny_fit(graph, minibatch_above_edges=None)
-    assert default.train_config == default.config and default.train_config.batch_size is None
-    assert default.batch_reason.startswith("full batch") and not _trained_minibatch(default)
+    assert default.train_config_ == default.config and default.train_config_.batch_size is None
+    assert default.batch_reason_.startswith("full batch") and not _trained_minibatch(default)
     assert torch.equal(default.predict().class_id, off.predict().class_id)
-    assert [row["loss"] for row in default.history[:-1]] == [row["loss"] for row in off.history[:-1]]
+    assert [row["loss"] for row in default.history_[:-1]] == [row["loss"] for row in off.history_[:-1]]
 
 
 

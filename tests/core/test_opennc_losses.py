@@ -121,10 +121,10 @@ def test_a_fit_with_the_switch_trains_on_the_opennc_terms(batch) -> None:
     pseudo-labels start), the balance differs from Eq. 2's and the fit differs from the paper's."""
     on = _fit(opennc_losses=True, batch_size=batch)
     off = _fit(batch_size=batch)
-    trained_on = [row for row in on.history if "l_ce" in row]  # the last row only evaluates
-    trained_off = [row for row in off.history if "l_ce" in row]
+    trained_on = [row for row in on.history_ if "l_ce" in row]  # the last row only evaluates
+    trained_off = [row for row in off.history_ if "l_ce" in row]
     assert len(trained_on) == 4 and all(row["l_opennc"] > 0 for row in trained_on)
-    assert not any("l_opennc" in row for row in off.history)
+    assert not any("l_opennc" in row for row in off.history_)
     assert trained_on[0]["l_reg"] != pytest.approx(trained_off[0]["l_reg"])
     assert trained_on[-1]["loss"] != pytest.approx(trained_off[-1]["loss"])
 
@@ -154,11 +154,11 @@ def test_opennc_terms_switch_keeps_eq2_without_the_balance_and_is_checked() -> N
     step); the default, every term, is the earlier switch exactly (hash-neutral)."""
     part = _fit(opennc_losses=True, opennc_terms="proto+group")
     off = _fit()
-    assert part.history[0]["l_reg"] == pytest.approx(off.history[0]["l_reg"])
-    assert part.history[0]["l_opennc"] > 0
+    assert part.history_[0]["l_reg"] == pytest.approx(off.history_[0]["l_reg"])
+    assert part.history_[0]["l_opennc"] > 0
     balance_only = _fit(opennc_losses=True, opennc_terms="balance")
-    assert balance_only.history[0]["l_opennc"] == 0.0
-    assert balance_only.history[0]["l_reg"] != pytest.approx(off.history[0]["l_reg"])
+    assert balance_only.history_[0]["l_opennc"] == 0.0
+    assert balance_only.history_[0]["l_reg"] != pytest.approx(off.history_[0]["l_reg"])
     assert config_hash(ORALConfig(opennc_losses=True, opennc_terms="proto+group+balance"), "row") == \
         config_hash(ORALConfig(opennc_losses=True), "row")
     for bad in ("", "proto+proto", "proto,group", "ent"):

@@ -80,8 +80,8 @@ def test_a_fit_with_the_recut_answers_the_recut_of_the_same_fit_without_it():
         graph.x, graph.edge_index, train)
     expected = recut_novel(plain.predict().class_id, graph.x, graph.edge_index, 2, dims=4)
     assert torch.equal(cut.predict().class_id, expected)
-    assert torch.equal(cut.discoveries["last"].class_id, expected)
-    assert torch.equal(cut.discoveries["last_no_recut"].class_id, plain.predict().class_id)
+    assert torch.equal(cut.discoveries_["last"].class_id, expected)
+    assert torch.equal(cut.discoveries_["last_no_recut"].class_id, plain.predict().class_id)
 
 
 def test_the_recut_dims_must_be_positive():

@@ -85,18 +85,18 @@ def test_the_gate_applies_novel_wholeness_only_where_the_known_classes_are_separ
     g, train, val = small_fit_inputs(noise)
     gated = ORAL(ORALConfig(**FAST, novel_wholeness=0.9, novel_wholeness_if="separable"))
     gated.fit(g.x, g.edge_index, train, val)
-    assert gated.separability is not None
+    assert gated.separability_ is not None
     if noise < 1:  # compact classes: the fit is the novel_wholeness fit
-        assert gated.separability["separable"] and gated.novel_wholeness_used == 0.9
+        assert gated.separability_["separable"] and gated.novel_wholeness_used_ == 0.9
         twin = ORAL(ORALConfig(**FAST, novel_wholeness=0.9)).fit(g.x, g.edge_index, train, val)
     else:  # features that are mostly noise: the fit is the paper's, draw for draw
-        assert not gated.separability["separable"] and gated.novel_wholeness_used is None
+        assert not gated.separability_["separable"] and gated.novel_wholeness_used_ is None
         twin = ORAL(ORALConfig(**FAST)).fit(g.x, g.edge_index, train, val)
-    assert twin.separability is None
-    assert torch.equal(gated.discoveries["last"].class_id, twin.discoveries["last"].class_id)
-    losses = [h["loss"] for h in gated.history if "loss" in h]
+    assert twin.separability_ is None
+    assert torch.equal(gated.discoveries_["last"].class_id, twin.discoveries_["last"].class_id)
+    losses = [h["loss"] for h in gated.history_ if "loss" in h]
     assert len(losses) == FAST["epochs"]
-    assert losses == [h["loss"] for h in twin.history if "loss" in h]
+    assert losses == [h["loss"] for h in twin.history_ if "loss" in h]
 
 
 def test_the_gate_is_a_named_switch_left_out_of_the_configuration_hash():

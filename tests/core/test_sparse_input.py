@@ -106,7 +106,7 @@ def test_fit_chooses_the_input_layout(below, overrides, layout) -> None:
     x = torch.relu(graph.x - 1.0)
     assert 0.1 < feature_density(x) < 0.3
     model = fit(graph, x, sparse_input_below=below, **overrides)
-    assert model.input_layout == layout
+    assert model.input_layout_ == layout
     found = model.predict()
     assert found.class_id.shape == (graph.num_nodes,)
     # the known classes are still learnt through the sparse projection

@@ -76,7 +76,7 @@ def registered(tmp_path_factory):
     cfg = TrackingConfig(None, root / "state", attempts=2, base_delay=0.01, max_delay=0.02)
     started = time.perf_counter()
     run_id, model_uri = tracking.log_training_run(
-        cfg, GRAPH, config.to_dict(), oral.history, {}, {"oral_run_id": RUN_ID}, model,
+        cfg, GRAPH, config.to_dict(), oral.history_, {}, {"oral_run_id": RUN_ID}, model,
         {"val_accuracy": 0.9}, lineage=LINEAGE)
     seconds = time.perf_counter() - started
     version = tracking.register_model(cfg, GRAPH, model_uri, run_id, contracts_passed=True)

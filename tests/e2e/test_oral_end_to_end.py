@@ -127,8 +127,8 @@ def test_select_from_epoch_keeps_the_best_eligible_epoch_of_the_same_run(sbm) ->
     late = ORAL(small_config(epochs=12, pol_start_epoch=6, cluster_warmup_epochs=3,
                              select_from_epoch=6)).fit(
         graph.x, graph.edge_index, split.train_labels(graph.y), split.val_labels(graph.y))
-    assert [h["val_acc"] for h in free.history] == [h["val_acc"] for h in late.history]
-    eligible = [h for h in late.history if h["epoch"] >= 6]
+    assert [h["val_acc"] for h in free.history_] == [h["val_acc"] for h in late.history_]
+    eligible = [h for h in late.history_ if h["epoch"] >= 6]
     best = max(h["val_acc"] for h in eligible)
     expected = max(h["epoch"] for h in eligible if h["val_acc"] == best)
     assert late.predict().epoch == expected >= 6

@@ -42,12 +42,12 @@ def test_the_night_publishes_the_consensus_of_its_restarts(tmp_path, one_thread)
     single = resolve_config(CONFIG)
     fits = [ORAL(single.__class__.from_dict(single.to_dict() | {"seed": s})).fit(x, edges, *labelled)
             for s in (0, 1, 2)]
-    expected = consensus_class_ids([f.predict().class_id for f in fits], fits[0].num_known)
+    expected = consensus_class_ids([f.predict().class_id for f in fits], fits[0].num_known_)
     written = pq.read_table(trained.predictions_path)
     assert (written.column("class_key").to_numpy() == expected.numpy()).all()
     confidence = written.column("confidence").to_numpy()
     assert ((confidence > 0.5) & (confidence <= 1.0)).all()  # a majority agrees with each node
-    assert trained.num_novel == int(torch.unique(expected[expected >= fits[0].num_known]).numel())
+    assert trained.num_novel == int(torch.unique(expected[expected >= fits[0].num_known_]).numel())
     assert seen[-1][0] == seen[-1][1] and seen[-1][1] == 3 * CONFIG["epochs"]
     assert trained.config["consensus_restarts"] == 3
 

@@ -91,7 +91,7 @@ def logged(fitted, cfg):
             "oral_run_id": WAREHOUSE_RUN_ID}
     started = time.perf_counter()
     run_id, model_uri = tracking.log_training_run(
-        cfg, GRAPH, fitted["config"].to_dict(), oral.history,
+        cfg, GRAPH, fitted["config"].to_dict(), oral.history_,
         {"predictions": predictions, "class_summary": summary,
          "validation_report": [report, html]}, tags, model, metrics)
     return {"run_id": run_id, "model_uri": model_uri, "metrics": metrics, "tags": tags,
@@ -129,7 +129,7 @@ def test_run_has_params_metrics_and_tags(fitted, cfg, logged):
     config = fitted["config"].to_dict()
     assert set(config) <= set(run.data.params)
     assert run.data.params["hidden_dim"] == "16" and run.data.params["epochs"] == "20"
-    history = fitted["oral"].history
+    history = fitted["oral"].history_
     for key in tracking.HISTORY_METRICS:
         points = c.get_metric_history(logged["run_id"], key)
         expected = [row["epoch"] for row in history if key in row]
@@ -536,13 +536,13 @@ def test_against_an_mlflow_server(fitted, mlflow_server, tmp_path):
     cfg = TrackingConfig(url, tmp_path / "client-state", attempts=2, base_delay=0.05)
     predictions = tracking.assign_snapshot(fitted["model"], fitted["snapshot"])
     run_id, model_uri = tracking.log_training_run(
-        cfg, GRAPH, fitted["config"].to_dict(), fitted["oral"].history,
+        cfg, GRAPH, fitted["config"].to_dict(), fitted["oral"].history_,
         {"predictions": predictions}, {"snapshot_date": "2026-01-31"}, fitted["model"],
         {"val_accuracy": 0.9})
     c = tracking.client(cfg)
     assert {a.path for a in c.list_artifacts(run_id, "plots")} == {
         "plots/loss_curves.png", "plots/class_sizes.png"}
-    assert len(c.get_metric_history(run_id, "val_acc")) == len(fitted["oral"].history)
+    assert len(c.get_metric_history(run_id, "val_acc")) == len(fitted["oral"].history_)
     version = tracking.register_model(cfg, GRAPH, model_uri, run_id, contracts_passed=True)
     assert tracking.promote_champion(cfg, GRAPH, version, True, 0.9)[0]
     assert tracking.champion_version(cfg, GRAPH) == version

@@ -41,18 +41,18 @@ def test_fit_continues_from_a_saved_model_for_the_warm_epochs(one_thread):
     labels = torch.where((g.y < 3) & keep, g.y, torch.full_like(g.y, -1))
     cfg = _config(epochs=30)
     cold = ORAL(cfg).fit(g.x, g.edge_index, labels)
-    assert len(cold.history) == cfg.epochs + 1 and cold.trained_before == 0
+    assert len(cold.history_) == cfg.epochs + 1 and cold.trained_before_ == 0
     payload = export_payload(cold)
     assert payload["trained_epochs"] == cfg.epochs  # selection "last"
 
     warm = ORAL(cfg).fit(g.x, g.edge_index, labels, init=payload,
                          init_class_id=cold.predict().class_id)
-    assert warm.trained_before == cfg.epochs and warm.epochs_run == cfg.warm_epochs
-    assert len(warm.history) == cfg.warm_epochs + 1
-    assert [r["trained_epochs"] for r in warm.history] == list(range(30, 30 + cfg.warm_epochs + 1))
+    assert warm.trained_before_ == cfg.epochs and warm.epochs_run_ == cfg.warm_epochs
+    assert len(warm.history_) == cfg.warm_epochs + 1
+    assert [r["trained_epochs"] for r in warm.history_] == list(range(30, 30 + cfg.warm_epochs + 1))
     # the schedule continues: no singleton warm-up, pseudo-labels from the first warm epoch
-    assert "pseudo_labels" in warm.history[0]
-    assert warm.history[0]["groups"] == [int(p["num_groups"]) for p in payload["partitions"]]
+    assert "pseudo_labels" in warm.history_[0]
+    assert warm.history_[0]["groups"] == [int(p["num_groups"]) for p in payload["partitions"]]
     assert export_payload(warm)["trained_epochs"] == cfg.epochs + cfg.warm_epochs
     # consecutive warm fits since the last cold one (what a periodic cold night counts)
     assert payload["warm_nights"] == 0 and export_payload(warm)["warm_nights"] == 1
