@@ -421,13 +421,43 @@ def keep_answers(keep: Path | None, name: str, built: dict, names, unlabelled) -
     tmp.replace(keep / f"{name}.answers.pt")
 
 
+def fit_ids(model, before_recut: bool):
+    """A fit's class id per node (``discoveries_["last"]``); with ``before_recut`` also its
+    answer before the novel re-cut (``last_no_recut``; the same ids when the fit had none),
+    stacked ``[2, N]``."""
+    import torch
+
+    last = model.discoveries_["last"].class_id
+    if not before_recut:
+        return last
+    return torch.stack([last, model.discoveries_.get("last_no_recut",
+                                                     model.discoveries_["last"]).class_id])
+
+
+def both_arms(ids, before_recut: bool, build) -> tuple[dict, tuple[str, ...]]:
+    """``build(class_id) -> (answers, names)`` of a fit's answer; with ``before_recut``
+    (``ids`` from :func:`fit_ids`) also of its answer before the re-cut, each such answer named
+    ``"fitted " + name`` beside the re-cut's: the two arms of one fit, paired."""
+    if not before_recut:
+        return build(ids)
+    built, names = build(ids[0])
+    fitted, fitted_names = build(ids[1])
+    built |= {f"{FITTED}{name}": fitted[name] for name in fitted_names}
+    return built, tuple(names) + tuple(f"{FITTED}{name}" for name in fitted_names)
+
+
+#: the prefix of the answers built on a fit's answer before its novel re-cut (``--before-recut``)
+FITTED = "fitted "
+
+
 def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: str,
-              only: list[str] | None, fit_seed: int | None = None):
+              only: list[str] | None, fit_seed: int | None = None, before_recut: bool = False):
     """``(graph, task, answers, their names)`` of one proxy fit on the night's full graph:
     the task with ``hide``'s classes hidden and the validation nodes halved
     (:func:`harness.proxy.task_from_labels`, drawn with ``seed``), ORAL fitted on it with
     ``fit_seed`` (default ``seed``; kept under ``keep/name``, its answers too) and its answers
-    (:func:`built_answers`; ``fit_seconds`` among them)."""
+    (:func:`built_answers`; ``fit_seconds`` among them; with ``before_recut`` those of its answer
+    before the novel re-cut too, :func:`both_arms`)."""
     import torch
 
     from benchmarks.split_repeat_proxy import night_task
@@ -440,15 +470,16 @@ def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: 
                             disjoint_val=True)
     cfg = ORALConfig.from_dict(config.to_dict() | {
         "seed": seed if fit_seed is None else fit_seed, "progress": False})
-    class_id, seconds = timed_fit(keep, name, lambda: ORAL(cfg).fit(
-        x, g.edge_index, task.train, task.val).discoveries_["last"].class_id)
+    class_id, seconds = timed_fit(keep, name, lambda: fit_ids(ORAL(cfg).fit(
+        x, g.edge_index, task.train, task.val), before_recut))
     unlabelled = (task.train < 0) & (task.val < 0)
     k = int(task.visible.numel())
     from benchmarks.last_night import last_night_of
 
     last = last_night_of(path, None, task.train, task.val, k, cfg, keep, name, only)
-    built, names = built_answers(class_id, x, g.edge_index, task.train, task.val, unlabelled,
-                                 k, cfg, night_recent(path), only, last)
+    built, names = both_arms(class_id, before_recut, lambda ids: built_answers(
+        ids, x, g.edge_index, task.train, task.val, unlabelled, k, cfg, night_recent(path),
+        only, last))
     keep_answers(keep, name, built, names, unlabelled)
     built["fit_seconds"] = seconds
     if last is not None:
@@ -457,14 +488,15 @@ def night_fit(path: str, seed: int, config, keep: Path | None, name: str, hide: 
 
 
 def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
-                only: list[str] | None = None, fit_seed: int | None = None) -> dict:
+                only: list[str] | None = None, fit_seed: int | None = None,
+                before_recut: bool = False) -> dict:
     import torch
 
     from benchmarks.granularity_proxy import surfaced
     from harness.proxy import proxy_accuracy
 
     g, task, built, names = night_fit(path, seed, config, keep, name, "extremes", only,
-                                           fit_seed)
+                                      fit_seed, before_recut)
     v = int(task.visible.numel())
     out = {key: built[key] for key in ROW_KEYS if key in built}
     for name in names:
@@ -478,7 +510,8 @@ def heldout_row(path: str, seed: int, config, keep: Path | None = None, name: st
 
 
 def witness_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
-                only: list[str] | None = None, fit_seed: int | None = None) -> dict:
+                only: list[str] | None = None, fit_seed: int | None = None,
+                before_recut: bool = False) -> dict:
     """The witness proxy on the night's full graph: no class hidden, half of the validation
     nodes held back (``task_from_labels(hide="none", disjoint_val=True)``): unlabelled to the fit
     and to every answer step, they fall where the night's unlabelled known nodes fall (into a
@@ -489,7 +522,7 @@ def witness_row(path: str, seed: int, config, keep: Path | None = None, name: st
     ``BURST_WINDOW`` snapshots (``known_recent``; ``recent_witnesses`` of them): the known nodes
     a young class's burst arrives among (:func:`witness_scores`)."""
     g, task, built, names = night_fit(path, seed, config, keep, name, "none", only,
-                                           fit_seed)
+                                      fit_seed, before_recut)
     k = int(task.visible.numel())
     free = (task.train < 0) & (task.val < 0) & (g.y < 0)  # the night's own unlabelled nodes (the held half left out)
     recent = night_recent(path)
@@ -520,7 +553,8 @@ def witness_scores(ids, y, witnesses, free, num_known: int, recent=None) -> dict
 
 
 def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: str = "",
-                only: list[str] | None = None, fit_seed: int | None = None) -> dict:
+                only: list[str] | None = None, fit_seed: int | None = None,
+                before_recut: bool = False) -> dict:
     import torch
     from torch_geometric.utils import subgraph
 
@@ -535,13 +569,14 @@ def nonovel_row(path: str, seed: int, config, keep: Path | None = None, name: st
     edges, _ = subgraph(nodes, g.edge_index, relabel_nodes=True, num_nodes=g.y.shape[0])
     cfg = ORALConfig.from_dict(config.to_dict() | {
         "seed": seed if fit_seed is None else fit_seed, "progress": False})
-    class_id, seconds = timed_fit(keep, name, lambda: ORAL(cfg).fit(
-        x[nodes], edges, tr, va).discoveries_["last"].class_id)
+    class_id, seconds = timed_fit(keep, name, lambda: fit_ids(ORAL(cfg).fit(
+        x[nodes], edges, tr, va), before_recut))
     from benchmarks.last_night import last_night_of
 
     last = last_night_of(path, nodes, tr, va, k, cfg, keep, name, only)
-    built, names = built_answers(class_id, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg,
-                                 night_recent(path, nodes), only, last)
+    built, names = both_arms(class_id, before_recut, lambda ids: built_answers(
+        ids, x[nodes], edges, tr, va, (tr < 0) & (va < 0), k, cfg, night_recent(path, nodes),
+        only, last))
     keep_answers(keep, name, built, names, (tr < 0) & (va < 0))
     built["fit_seconds"] = seconds
     if last is not None:
@@ -643,6 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-offset", type=int, default=0, metavar="N",
                     help="fit with the seed N above the task's (the task itself unchanged): "
                          "another seed's fit of the same task, the yardstick of seed noise")
+    ap.add_argument("--before-recut", action="store_true",
+                    help="the fit re-cuts its novel nodes (--set novel_recut=true): score its "
+                         "answer before the re-cut too, each such answer named 'fitted <answer>' "
+                         "in the same row (the two arms of one fit, paired)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     tasks = [t for t in args.tasks.split(",") if t]
@@ -692,7 +731,8 @@ def main(argv: list[str] | None = None) -> int:
                 {"seed_offset": args.seed_offset} if args.seed_offset else {}) | fit(
                 snapshot, seed, config, keep=args.keep,
                 name=fit_name(loop, night, seed, kind=task, sets=sets), only=only,
-                fit_seed=seed + args.seed_offset)
+                fit_seed=seed + args.seed_offset,
+                **({"before_recut": True} if args.before_recut else {}))
             row["seconds"] = round(time.perf_counter() - start, 1)
             append_jsonl(path, row)
             print(f"    {json.dumps(row)}", flush=True)

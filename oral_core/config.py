@@ -30,7 +30,11 @@ PSEUDO_LABEL_GROUPS = ("all", "novel")
 #: fields read only by the steps that finish the answer after training (``ORAL._answer_steps``:
 #: the known head, the novel re-cut); an epoch's class ids do not see them
 AFTER_TRAINING = ("known_head", "known_head_hops", "known_head_scale", "known_head_pull",
-                  "novel_recut", "novel_recut_dims")
+                  "novel_recut", "novel_recut_dims", "novel_recut_view", "novel_recut_parts")
+#: what the novel re-cut cuts on, and how many classes it makes (``novel_recut_view``,
+#: ``novel_recut_parts``; oral_core.recut)
+RECUT_VIEWS = ("features", "embedding")
+RECUT_PARTS = ("same", "silhouette")
 #: switches removed from the method after their studies decided they stay off (issue 62), with
 #: the value that meant off and the study: a saved configuration that has one at that value
 #: loads as before (:meth:`ORALConfig.from_dict` drops it); at any other value it is refused
@@ -176,6 +180,14 @@ class ORALConfig:
     novel_recut_dims: int = _setting(
         64, "deviation", "principal axes of the novel re-cut's view of S^2 X (chosen by the "
         "agreement between seeds, label-free)", _RESULTS + "novel_recut/exploration.md")
+    novel_recut_view: str = _setting(
+        "features", "deviation", "what the novel re-cut cuts on: \"features\" (S^2 X, no "
+        "training) or \"embedding\" (the selected model's last-layer h*, Eq. 6, "
+        "ORAL.selected_embedding)", _RESULTS + "novel_recut_embedding/README.md")
+    novel_recut_parts: str = _setting(
+        "same", "deviation", "how many classes the novel re-cut makes: \"same\" (as many as "
+        "the fit found) or \"silhouette\" (the count from max(2, n) to n + 4 whose k-means cut "
+        "has the highest mean silhouette, label-free)", _RESULTS + "novel_recut_embedding/README.md")
     # the novel partition depends on the seed (benchmarks/results/seed_agreement)
     consensus_restarts: int = _setting(
         1, "deviation", "answer from this many fits of the same graph and split (model seeds "
@@ -399,6 +411,10 @@ class ORALConfig:
             (self.eval_chunk_edges >= 1, "eval_chunk_edges must be >= 1"),
             (self.shards >= 1, "shards must be >= 1"),
             (self.novel_recut_dims >= 1, "novel_recut_dims must be >= 1"),
+            (self.novel_recut_view in RECUT_VIEWS,
+             f"novel_recut_view must be one of {list(RECUT_VIEWS)}"),
+            (self.novel_recut_parts in RECUT_PARTS,
+             f"novel_recut_parts must be one of {list(RECUT_PARTS)}"),
             (self.consensus_restarts >= 1, "consensus_restarts must be >= 1"),
             (self.consensus_linkage in ("components", "average", "medoid"),
              "consensus_linkage must be 'components', 'average' or 'medoid'"),

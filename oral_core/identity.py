@@ -46,7 +46,8 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "novel_wholeness": None, "novel_wholeness_if": "always",
                 "shards": 1, "consensus_restarts": 1,
                 "consensus_linkage": "average", "novel_recut": False,
-                "novel_recut_dims": 64}
+                "novel_recut_dims": 64, "novel_recut_view": "features",
+                "novel_recut_parts": "same"}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

@@ -33,25 +33,106 @@ def novel_ids(class_id: torch.Tensor, num_known: int) -> torch.Tensor:
 
 def recut_novel(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tensor,
                 num_known: int, dims: int = RECUT_DIMS, seed: int = 0,
-                restarts: int = 10) -> torch.Tensor:
-    """``class_id`` with its novel nodes regrouped into as many groups by k-means on the
-    fixed view (module docstring). Known nodes keep their ids; an answer with fewer than two
-    novel classes, or no more novel nodes than classes, comes back unchanged."""
+                restarts: int = 10, view: torch.Tensor | None = None,
+                parts: str = "same") -> torch.Tensor:
+    """``class_id`` with its novel nodes regrouped by k-means (module docstring). The view is
+    ``S^2 X`` on ``dims`` principal axes, or ``view`` (``[N, D]``, e.g. the fitted model's
+    embedding, :meth:`oral_core.trainer.ORAL.selected_embedding`) standardised over the novel
+    nodes. ``parts``: ``"same"``, as many groups as the answer has novel classes; or
+    ``"silhouette"``, the count among ``max(2, n) .. n + RECUT_EXTRA`` (``n`` the answer's novel
+    classes) whose cut has the highest mean silhouette (:func:`parts_by_silhouette`). Known
+    nodes keep their ids; each group takes the novel id it overlaps most (a Hungarian
+    matching), a group left over a new id above every id of the answer. With ``"same"``, an
+    answer with fewer than two novel classes, or no more novel nodes than classes, comes back
+    unchanged; with ``"silhouette"``, one with no novel class or too few novel nodes."""
     class_id = class_id.cpu().long()
     ids = novel_ids(class_id, num_known)
     novel = (class_id >= num_known).nonzero().flatten()
     k = int(ids.numel())
-    if k < 2 or novel.numel() <= k:
+    low = k if parts == "same" else max(2, k)
+    if k < (2 if parts == "same" else 1) or novel.numel() <= low:
         return class_id
-    z = labelled_view(x, edge_index, novel, dims=dims, seed=seed).double()
-    cut, _, _ = kmeans(z, k, restarts=restarts, seed=seed)
-    own = torch.searchsorted(ids, class_id[novel])  # the fit's novel ids as 0..k-1
-    rows, cols = max_assignment(contingency(cut, own, k, k))
-    to_id = torch.empty(k, dtype=torch.long)
+    if view is None:
+        z = labelled_view(x, edge_index, novel, dims=dims, seed=seed).double()
+    else:
+        z = standardised_rows(view.detach().cpu()[novel].double())
+    if parts == "same":
+        cut, _, _ = kmeans(z, k, restarts=restarts, seed=seed)
+        return with_novel_ids(class_id, novel, cut, ids, k)
+    cut, count = parts_by_silhouette(z, low, k + RECUT_EXTRA, seed=seed, restarts=restarts)
+    return with_novel_ids(class_id, novel, cut, ids, count)
+
+
+def standardised_rows(z: torch.Tensor) -> torch.Tensor:
+    """``z`` with each column centred and scaled to unit spread over the rows (a constant
+    column stays 0)."""
+    spread = z.std(dim=0, unbiased=False)
+    return (z - z.mean(dim=0)) / torch.where(spread > 0, spread, torch.ones_like(spread))
+
+
+def with_novel_ids(class_id: torch.Tensor, novel: torch.Tensor, cut: torch.Tensor,
+                   ids: torch.Tensor, p: int) -> torch.Tensor:
+    """``class_id`` with the ``novel`` nodes (long ``[M]``) given the ids of their ``cut`` parts
+    (long ``[M]``, ``0..p-1``): each part the answer's novel id it overlaps most (a Hungarian
+    matching over the parts and ``ids``), a part left over a new id above every id in
+    ``class_id``, in the order of the parts."""
+    own = torch.searchsorted(ids, class_id[novel])  # the answer's novel ids as 0..k-1
+    rows, cols = max_assignment(contingency(cut, own, p, int(ids.numel())))
+    to_id = torch.full((p,), -1, dtype=torch.long)
     to_id[torch.as_tensor(rows, dtype=torch.long)] = ids[torch.as_tensor(cols, dtype=torch.long)]
+    fresh = int(class_id.max()) + 1
+    for part in range(p):
+        if to_id[part] < 0:
+            to_id[part], fresh = fresh, fresh + 1
     out = class_id.clone()
     out[novel] = to_id[cut]
     return out
+
+
+#: the most parts beyond the answer's novel class count that ``parts="silhouette"`` tries
+RECUT_EXTRA = 4
+#: rows (a fixed sample) on which a cut's mean silhouette is measured
+SILHOUETTE_ROWS = 2000
+
+
+def mean_silhouette(z: torch.Tensor, cut: torch.Tensor, rows: torch.Tensor) -> float:
+    """Mean silhouette (Rousseeuw 1987) of ``cut`` (long ``[n]``) over the ``rows`` of ``z``:
+    per row ``(b - a) / max(a, b)``, ``a`` its mean distance to the other rows of its part,
+    ``b`` the least mean distance to another part's rows (distances among ``rows`` only; a row
+    alone in its part counts 0)."""
+    zs, cs = z[rows], cut[rows]
+    d = torch.cdist(zs, zs)
+    parts = torch.unique(cs)
+    if parts.numel() < 2:
+        return 0.0
+    member = (cs[:, None] == parts[None, :]).double()  # [r, p]
+    sums = d @ member  # [r, p]: total distance to each part
+    sizes = member.sum(0)
+    own = (member * sums).sum(1)
+    own_size = (member * sizes).sum(1)
+    a = own / (own_size - 1).clamp_min(1)
+    other = sums / sizes.clamp_min(1)
+    other = torch.where(member.bool(), torch.full_like(other, float("inf")), other)
+    b = other.min(dim=1).values
+    s = torch.where(own_size > 1, (b - a) / torch.maximum(a, b).clamp_min(1e-12),
+                    torch.zeros_like(a))
+    return float(s.mean())
+
+
+def parts_by_silhouette(z: torch.Tensor, low: int, high: int, seed: int = 0,
+                        restarts: int = 10) -> tuple[torch.Tensor, int]:
+    """The k-means cut of ``z``'s rows with the highest mean silhouette among ``low..high``
+    parts (:func:`mean_silhouette` on a fixed sample of :data:`SILHOUETTE_ROWS` rows; a tie:
+    the fewer parts), and its part count. Label-free."""
+    high = min(high, z.shape[0] - 1)
+    rows = sampled_rows(torch.arange(z.shape[0]), SILHOUETTE_ROWS, seed)
+    best = None
+    for k in range(low, max(low, high) + 1):
+        cut, _, _ = kmeans(z, k, restarts=restarts, seed=seed)
+        score = mean_silhouette(z, cut, rows)
+        if best is None or score > best[0] + 1e-12:
+            best = (score, cut, k)
+    return best[1], best[2]
 
 
 # ------------------------------------------------------------------ the novel classes regrouped

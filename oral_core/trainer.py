@@ -490,19 +490,42 @@ class ORAL:
         """Novel re-cut (``novel_recut``, :func:`oral_core.recut.recut_novel`; not in the
         paper): the selected answer's novel nodes regrouped, as many classes, on fixed
         propagated features (the k-means draws are the re-cut's own, seed 0, so two fits that
-        agree on which nodes are novel agree on their cut). Known nodes, confidences and the
-        validation accuracy are unchanged; the answer before stays in :attr:`discoveries_` as
-        ``<selection>_no_recut``."""
+        agree on which nodes are novel agree on their cut); with ``novel_recut_view="embedding"``
+        on the selected model's own embedding (:meth:`selected_embedding`), and with
+        ``novel_recut_parts="silhouette"`` into the count of classes whose cut has the highest
+        mean silhouette. Known nodes, confidences and the validation accuracy are unchanged;
+        the answer before stays in :attr:`discoveries_` as ``<selection>_no_recut``."""
         cfg = self.config
         old = self._best["discovery"]
+        view = (self.selected_embedding(x, edge_index) if cfg.novel_recut_view == "embedding"
+                else None)
         class_id = recut_novel(old.class_id, x, edge_index, num_known,
-                               dims=cfg.novel_recut_dims).to(old.class_id.device)
+                               dims=cfg.novel_recut_dims, view=view,
+                               parts=cfg.novel_recut_parts).to(old.class_id.device)
         found = Discovery(class_id, old.confidence, class_id >= num_known,
                           int(torch.unique(class_id).numel()), num_known, old.layer_class_ids,
                           old.epoch, old.val_accuracy)
         self.discoveries_[f"{cfg.selection}_no_recut"] = old
         self.discoveries_[cfg.selection] = found
         self._best.update(discovery=found)
+
+    @torch.no_grad()
+    def selected_embedding(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """``[N, hidden_dim]``: the last layer's aggregated representation ``h*`` (Eq. 6) of the
+        selected model (its parameters and partitions, in evaluation mode) on the fitted graph,
+        computed as :meth:`oral_core.inference.ORALModel.assign` computes it."""
+        if self._best is None:
+            raise RuntimeError("no model selected yet: call fit() first")
+        net = copy.deepcopy(self.network_)
+        net.load_state_dict(self._best["state"])
+        net.eval()
+        device = next(net.parameters()).device
+        n = x.shape[0]
+        looped = with_self_loops(edge_index.to(device).long(), n)
+        dense = x.to_dense() if x.layout != torch.strided else x
+        outs, _ = net.forward_chunked(dense.to(device).float(), CSR.from_edge_index(looped, n),
+                                      partitions=self._best["partitions"])
+        return outs[-1].h
 
     def _pseudo_labels(self, ens, group_class, candidates, labels, edges0, outs, num_known, gen,
                        watch: Stopwatch, row: dict) -> tuple[torch.Tensor, torch.Tensor]:

@@ -340,3 +340,39 @@ def test_witness_scores_read_the_recent_held_back_nodes_apart():
     rows = [{"kind": "witness", "graph": "cora", "per_class": got,
              "per_class+split": dict(got, known=80.0, known_recent=100.0)}]
     assert "| cora | 1 | per_class+split | | 80.0 (recent 100.0) | 50.0 |" in table(rows)
+
+
+def test_before_recut_scores_both_arms_of_one_fit_side_by_side():
+    """``--before-recut``: a fit with the novel re-cut keeps its answer before it
+    (``last_no_recut``); both are kept as one ``[2, N]`` tensor and every answer is built on
+    each, the fitted arm's named ``"fitted " + name``; a fit without a re-cut gives the same
+    ids twice, and without the flag the fit's answer alone."""
+    from types import SimpleNamespace
+
+    from benchmarks.answer_proxy import FITTED, both_arms, fit_ids
+
+    cut, plain = torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1, 2, 2])
+    model = SimpleNamespace(discoveries_={"last": SimpleNamespace(class_id=cut),
+                                          "last_no_recut": SimpleNamespace(class_id=plain)})
+    assert torch.equal(fit_ids(model, False), cut)
+    ids = fit_ids(model, True)
+    assert ids.shape == (2, 4) and torch.equal(ids[0], cut) and torch.equal(ids[1], plain)
+    bare = SimpleNamespace(discoveries_={"last": SimpleNamespace(class_id=plain)})
+    assert torch.equal(fit_ids(bare, True)[0], fit_ids(bare, True)[1])
+
+    def build(class_id):
+        return {"a": class_id + 10, "moved": 1}, ("a",)
+
+    built, names = both_arms(ids, True, build)
+    assert names == ("a", f"{FITTED}a")
+    assert torch.equal(built["a"], cut + 10) and torch.equal(built[f"{FITTED}a"], plain + 10)
+    assert both_arms(cut, False, build)[1] == ("a",)
+
+
+def test_the_look_reads_the_best_matching_part_as_precision_and_recall():
+    from benchmarks.embedding_look import best_match
+
+    truth = ["a", "a", "a", "b", "b", "c"]
+    assert best_match([0, 0, 1, 1, 1, -1], truth, "a") == (1.0, 2 / 3)
+    assert best_match([0, 0, 1, 1, 1, -1], truth, "b") == (2 / 3, 1.0)
+    assert best_match([-1] * 6, truth, "a") == (0.0, 0.0)

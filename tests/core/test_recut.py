@@ -268,3 +268,93 @@ def test_the_odds_test_regroups_where_pairs_are_told_apart_more_often_than_class
     assert odds["regrouped"] == 1 and int(torch.unique(odds["answer"][300:]).numel()) == 2
     assert cal["regrouped"] == 0 and torch.equal(cal["answer"][300:], answer[300:])
     assert torch.equal(odds["answer"][:300], cal["answer"][:300])
+
+
+# ------------------------------------------------ the re-cut on another view, in as many parts as hold
+
+def test_the_mean_silhouette_is_rousseeuws():
+    from sklearn.metrics import silhouette_score
+
+    from oral_core.recut import mean_silhouette
+
+    z = blobs(30, 20, 25, gap=3.0, dims=4, seed=2).double()
+    cut = torch.tensor([0] * 30 + [1] * 20 + [2] * 25)
+    cut[::7] = 1  # a few rows in the wrong part
+    rows = torch.arange(z.shape[0])
+    assert mean_silhouette(z, cut, rows) == pytest.approx(silhouette_score(z.numpy(), cut.numpy()),
+                                                          abs=1e-9)
+    assert mean_silhouette(z, torch.zeros(75, dtype=torch.long), rows) == 0.0
+
+
+def test_the_silhouette_picks_as_many_parts_as_there_are_blobs():
+    from oral_core.recut import parts_by_silhouette
+
+    z = blobs(40, 30, 35, gap=8.0, dims=6, seed=1).double()
+    cut, count = parts_by_silhouette(z, 2, 6)
+    assert count == 3
+    truth = torch.tensor([0] * 40 + [1] * 30 + [2] * 35)
+    assert len(set(zip(cut.tolist(), truth.tolist()))) == 3  # each blob one part
+
+
+def test_a_recut_on_a_view_in_more_parts_keeps_the_fits_ids_and_adds_one():
+    """Two novel ids over three blobs of the view: the re-cut makes three classes; the blobs
+    that each id mostly held keep it, the third takes an id above every id of the answer."""
+    view = torch.cat([torch.zeros(12, 6), blobs(20, 20, 20, gap=9.0, dims=6, seed=3)])
+    answer = torch.tensor([0] * 6 + [1] * 6 + [2] * 20 + [5] * 20 + [2] * 12 + [5] * 8)
+    got = recut_novel(answer, torch.zeros(72, 3), torch.empty(2, 0, dtype=torch.long), 2,
+                      view=view, parts="silhouette")
+    assert torch.equal(got[:12], answer[:12])  # known nodes untouched
+    assert got[12] == 2 and got[32] == 5 and got[52] == 6
+    assert all(len(set(got[a:a + 20].tolist())) == 1 for a in (12, 32, 52))
+    # the fit's count, not the silhouette's, with "same"
+    same = recut_novel(answer, torch.zeros(72, 3), torch.empty(2, 0, dtype=torch.long), 2,
+                       view=view, parts="same")
+    assert set(same[12:].tolist()) == {2, 5}
+
+
+def test_one_novel_class_over_two_blobs_is_cut_in_two_with_the_silhouette_only():
+    view = torch.cat([torch.zeros(12, 6), blobs(25, 25, gap=9.0, dims=6, seed=4)])
+    answer = torch.tensor([0] * 6 + [1] * 6 + [3] * 50)
+    none = torch.empty(2, 0, dtype=torch.long)
+    assert torch.equal(recut_novel(answer, torch.zeros(62, 3), none, 2, view=view), answer)
+    got = recut_novel(answer, torch.zeros(62, 3), none, 2, view=view, parts="silhouette")
+    assert set(got[12:].tolist()) == {3, 4} and got[12] != got[37]
+
+
+def test_the_recut_view_and_parts_are_checked():
+    with pytest.raises(ValueError, match="novel_recut_view"):
+        ORALConfig(novel_recut_view="pixels").validate()
+    with pytest.raises(ValueError, match="novel_recut_parts"):
+        ORALConfig(novel_recut_parts="many").validate()
+
+
+@pytest.mark.slow
+def test_a_fit_recut_on_its_own_embedding_answers_the_recut_of_that_embedding():
+    """``novel_recut_view="embedding"``: the re-cut reads the selected model's last-layer
+    representation (``selected_embedding``, as a saved model computes it), so the option's
+    answer is the re-cut of the plain fit's answer on the plain fit's embedding."""
+    from oral_core.inference import ORALModel
+
+    graph = make_attributed_sbm(num_nodes=150, num_classes=4, feature_dim=8, seed=3)
+    train = graph.y.clone()
+    train[train >= 2] = -1
+    train[torch.arange(150) % 2 == 1] = -1
+    base = dict(epochs=10, hidden_dim=8, num_prototypes=12, cluster_warmup_epochs=2,
+                pol_start_epoch=4, progress=False, device="cpu", seed=1)
+    plain = ORAL(ORALConfig(**base)).fit(graph.x, graph.edge_index, train)
+    h = plain.selected_embedding(graph.x, graph.edge_index)
+    assert h.shape == (150, 8)
+    model = ORALModel.from_fit(plain)
+    with torch.no_grad():
+        from oral_core.attention import with_self_loops
+        from oral_core.sampling import CSR
+        looped = with_self_loops(graph.edge_index, 150)
+        outs, _ = model.network.forward_chunked(graph.x.float(), CSR.from_edge_index(looped, 150),
+                                                partitions=model.partitions)
+    assert torch.allclose(h, outs[-1].h)
+    cut = ORAL(ORALConfig(**base, novel_recut=True, novel_recut_view="embedding",
+                          novel_recut_parts="silhouette")).fit(graph.x, graph.edge_index, train)
+    expected = recut_novel(plain.predict().class_id, graph.x, graph.edge_index, 2, view=h,
+                           parts="silhouette")
+    assert torch.equal(cut.predict().class_id, expected)
+    assert torch.equal(cut.discoveries_["last_no_recut"].class_id, plain.predict().class_id)
