@@ -64,17 +64,24 @@ def test_an_answer_with_fewer_than_two_novel_classes_is_left_as_it_is():
     assert torch.equal(recut_novel(known_only, x, edges, 2, dims=3), known_only)
 
 
-@pytest.mark.slow
-def test_a_fit_with_the_recut_answers_the_recut_of_the_same_fit_without_it():
-    """What benchmarks/novel_recut.py relies on: the re-cut runs after training and draws from
-    its own generator, so the option's answer is the re-cut of the plain fit's, node for node,
-    and the plain answer stays beside it as ``last_no_recut``."""
+def small_fit():
+    """A 150-node graph of four classes, two known with every other node labelled, and a short
+    fit's settings: ``(graph, train labels, config fields)``."""
     graph = make_attributed_sbm(num_nodes=150, num_classes=4, feature_dim=8, seed=3)
     train = graph.y.clone()
     train[train >= 2] = -1
     train[torch.arange(150) % 2 == 1] = -1
     base = dict(epochs=10, hidden_dim=8, num_prototypes=12, cluster_warmup_epochs=2,
                 pol_start_epoch=4, progress=False, device="cpu", seed=1)
+    return graph, train, base
+
+
+@pytest.mark.slow
+def test_a_fit_with_the_recut_answers_the_recut_of_the_same_fit_without_it():
+    """What benchmarks/novel_recut.py relies on: the re-cut runs after training and draws from
+    its own generator, so the option's answer is the re-cut of the plain fit's, node for node,
+    and the plain answer stays beside it as ``last_no_recut``."""
+    graph, train, base = small_fit()
     plain = ORAL(ORALConfig(**base)).fit(graph.x, graph.edge_index, train)
     cut = ORAL(ORALConfig(**base, novel_recut=True, novel_recut_dims=4)).fit(
         graph.x, graph.edge_index, train)
@@ -335,12 +342,7 @@ def test_a_fit_recut_on_its_own_embedding_answers_the_recut_of_that_embedding():
     answer is the re-cut of the plain fit's answer on the plain fit's embedding."""
     from oral_core.inference import ORALModel
 
-    graph = make_attributed_sbm(num_nodes=150, num_classes=4, feature_dim=8, seed=3)
-    train = graph.y.clone()
-    train[train >= 2] = -1
-    train[torch.arange(150) % 2 == 1] = -1
-    base = dict(epochs=10, hidden_dim=8, num_prototypes=12, cluster_warmup_epochs=2,
-                pol_start_epoch=4, progress=False, device="cpu", seed=1)
+    graph, train, base = small_fit()
     plain = ORAL(ORALConfig(**base)).fit(graph.x, graph.edge_index, train)
     h = plain.selected_embedding(graph.x, graph.edge_index)
     assert h.shape == (150, 8)
