@@ -87,6 +87,7 @@ def _reproduce_fanout(args, datasets, methods, seeds, priors, base, results, add
     from oral_core.datasets import DatasetNotFound
 
     from flows import fanout
+    from flows.settings import flow_runs_started_here
     start_pipeline(None)  # Prefect's home and the log file under ./state (or $ORAL_STATE_DIR)
     workers = args.workers or 2
     print(f"ORAL reproduction fan-out: {', '.join(methods)} on {', '.join(datasets)}, priors "
@@ -95,9 +96,10 @@ def _reproduce_fanout(args, datasets, methods, seeds, priors, base, results, add
           f"{address or f'a local Dask cluster of {workers} worker processes'}")
     config = base.to_dict() | {"progress": False}  # no progress bars from worker processes
     try:
-        out = fanout.reproduce(datasets, methods, seeds, priors, config, args.data_dir, results,
-                               protocol=args.protocol, known=args.known, refresh=args.refresh,
-                               address=address, workers=workers)
+        with flow_runs_started_here():
+            out = fanout.reproduce(datasets, methods, seeds, priors, config, args.data_dir,
+                                   results, protocol=args.protocol, known=args.known,
+                                   refresh=args.refresh, address=address, workers=workers)
     except DatasetNotFound as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -138,6 +138,7 @@ def _run_flow(fn) -> int:
     or a full disk 1. Anything else reaches :func:`cli.main.main`, which prints one line too
     (traceback in the log file; a full disk named as such, :func:`cli.logs.disk_full_line`)."""
     from data_contracts.snapshots import SnapshotError
+    from flows.settings import flow_runs_started_here
     from tasks.intake import ContractFailed
     from tasks.registry import TrackingError
     from tasks.diskspace import DiskFull
@@ -149,7 +150,8 @@ def _run_flow(fn) -> int:
     for name in _RUN_LOGGERS:
         logging.getLogger(name).addFilter(quiet)
     try:
-        return fn() or 0
+        with flow_runs_started_here():  # no heartbeats: nothing but this process runs them
+            return fn() or 0
     except (ContractFailed, ClusterError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -30,7 +30,9 @@ def env(tmp_path_factory, one_thread):
         configure_environment(state)
         from prefect.testing.utilities import prefect_test_harness
 
-        with prefect_test_harness(server_startup_timeout=120):
+        from flows.settings import flow_runs_started_here
+
+        with prefect_test_harness(server_startup_timeout=120), flow_runs_started_here():
             from data_contracts.simulate import simulate
             from data_contracts.synthetic import make_static_graph
 

@@ -111,6 +111,29 @@ def test_one_retry_layer():
     assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES: \"0\"" in (ROOT / "deployments" / "prefect.yaml").read_text()
 
 
+def test_flow_runs_the_cli_starts_send_no_heartbeats(monkeypatch):
+    """A flow run the CLI starts (``_run_flow``) reads no heartbeat interval, so Prefect starts
+    no heartbeat thread (which held each run up to a second at its end); outside it Prefect's
+    own setting is back; an operator's PREFECT_FLOWS_HEARTBEAT_FREQUENCY is left to Prefect."""
+    from prefect.settings import get_current_settings
+
+    import cli.pipeline as cp
+    from flows.settings import HEARTBEAT_VARIABLE, flow_runs_started_here
+
+    def interval():
+        return get_current_settings().flows.heartbeat_frequency
+
+    monkeypatch.delenv(HEARTBEAT_VARIABLE, raising=False)
+    before = interval()
+    assert before is not None  # Prefect 3.8 sends them by default
+    seen = []
+    assert cp._run_flow(lambda: seen.append(interval())) == 0
+    assert seen == [None] and interval() == before
+    monkeypatch.setenv(HEARTBEAT_VARIABLE, "60")
+    with flow_runs_started_here():
+        assert interval() == before  # the variable set: Prefect's settings, untouched
+
+
 def test_steps_are_tasks():
     from prefect import Task
 
@@ -229,6 +252,8 @@ def env(tmp_path_factory, one_thread):
 
         from prefect.testing.utilities import prefect_test_harness
 
+        from flows.settings import flow_runs_started_here
+
         # Prefect attaches the API handler to PREFECT_LOGGING_EXTRA_LOGGERS when it is imported;
         # in this test process it may have been imported before configure_environment ran
         handlers = logging.getLogger("prefect.extra").handlers
@@ -242,7 +267,7 @@ def env(tmp_path_factory, one_thread):
         logging.getLogger("tasks").setLevel(logging.INFO)
         mp.setenv("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
         try:
-            with prefect_test_harness(server_startup_timeout=120):
+            with prefect_test_harness(server_startup_timeout=120), flow_runs_started_here():
                 from data_contracts.simulate import simulate
                 from data_contracts.synthetic import make_static_graph
 

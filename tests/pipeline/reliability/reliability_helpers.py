@@ -263,9 +263,11 @@ def cmd_forkserver(spec: dict) -> int:
             print(f"STARTED {night['tag']} {os.getpid()}", flush=True)
             install_pause(night.get("pause_at") or "none")
             from flows.nightly import nightly_discovery
+            from flows.settings import flow_runs_started_here
 
-            out = nightly_discovery(night["graph"], night["root"], night["date"], night["config"],
-                                    night["state_dir"])
+            with flow_runs_started_here():  # as the CLI runs a night
+                out = nightly_discovery(night["graph"], night["root"], night["date"],
+                                        night["config"], night["state_dir"])
             print(f"RESULT {night['tag']} " + json.dumps(out, default=str), flush=True)
             code = 0
         except BaseException as err:  # noqa: BLE001 - reported to the test
@@ -299,7 +301,7 @@ def cmd_cli(point: str, args: list[str]) -> int:
 
 def cmd_night(spec: dict) -> int:
     """One nightly run, the way a scheduled process would do it (own process, shared stores)."""
-    from flows.settings import configure_environment
+    from flows.settings import configure_environment, flow_runs_started_here
 
     configure_environment(spec["state_dir"])
     import torch
@@ -317,8 +319,9 @@ def cmd_night(spec: dict) -> int:
     print("READY", flush=True)
     if spec.get("wait_for_go"):
         sys.stdin.readline()  # the test starts every worker at once
-    out = nightly_discovery(spec["graph"], spec["root"], spec["date"], spec["config"],
-                            spec["state_dir"])
+    with flow_runs_started_here():  # as the CLI runs a night
+        out = nightly_discovery(spec["graph"], spec["root"], spec["date"], spec["config"],
+                                spec["state_dir"])
     print("RESULT " + json.dumps(out, default=str), flush=True)
     return 0
 
