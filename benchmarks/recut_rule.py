@@ -5,7 +5,8 @@
 The rows (``<study>/rows/fits.jsonl``, ``benchmarks.answer_proxy --before-recut``) hold, per task,
 the night's answer on a fit's re-cut novel nodes and, as ``fitted <answer>``, on the same fit's
 answer before the re-cut. Each clause reads the re-cut arm minus the fitted arm (the README's
-rule); ``decision.md`` says which hold, per graph, and waits until every graph has its 18 tasks.
+rule); ``decision.md`` says which hold, per graph, and waits until every graph has its 18 tasks,
+or until a clause fails on a graph that has them all (the rule cannot be met after that).
 """
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def decide(rows: list[dict]) -> tuple[str, bool]:
              "re-cut / fitted | 3. invented re-cut / fitted | 4. witness Known (s.e.) | "
              "5. novel classes, witness (s.e.) | clauses 1-5 |", "|---|---|---|---|---|---|---|---|"]
     complete, every, any_gain = True, True, False
+    final = []  # (graph, clauses) failing on a graph whose every task is in: the rule has failed
     for graph in GRAPHS:
         mine = [r for r in rows if r["graph"] == graph]
         if not mine:
@@ -82,6 +84,9 @@ def decide(rows: list[dict]) -> tuple[str, bool]:
         complete &= f["tasks"] >= TASKS_PER_GRAPH
         every &= all(f["holds"].values())
         any_gain |= gains(f)
+        failing = [c for c, ok in f["holds"].items() if not ok]
+        if f["tasks"] >= TASKS_PER_GRAPH and failing:
+            final.append((graph, failing))
         verdict = ", ".join(f"{c} {'holds' if ok else 'fails'}" for c, ok in f["holds"].items())
         lines.append(f"| {graph} | {f['tasks']} | {cell(f['all'])} | {f['surfaced'][0]} / "
                      f"{f['surfaced'][1]} | {f['invented'][0]} / {f['invented'][1]} | "
@@ -92,9 +97,19 @@ def decide(rows: list[dict]) -> tuple[str, bool]:
               f"All five graphs' {TASKS_PER_GRAPH} tasks in: {'yes' if complete else 'no'}.",
               "", "Decision: " + ("every clause holds: the re-cut on the embedding becomes the "
                                   "night's default." if met else
-                                  "not met yet; the switches stay options." if complete else
-                                  "waits for the rows.")]
+                                  "not met; the switches stay options." if complete else
+                                  failed_early(final) if final else "waits for the rows.")]
     return "\n".join(lines), met
+
+
+def failed_early(final: list[tuple[str, list[int]]]) -> str:
+    """The decision once a clause fails on a graph with all its tasks in: the rule needs every
+    clause on every graph, and no row still to come can change a finished graph's figures."""
+    where = "; ".join(f"{graph}, clause{'s' if len(c) > 1 else ''} "
+                      f"{', '.join(map(str, c))}" for graph, c in final)
+    return (f"not met: clauses fail on graphs whose {TASKS_PER_GRAPH} tasks are all in ({where}), "
+            "which no row still to come can change; the switches stay options (the other graphs' "
+            "rows, when they come, describe the re-cut and decide nothing).")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,19 @@ def test_each_clause_can_fail_on_its_own():
 def test_no_gain_anywhere_or_a_missing_graph_is_not_met():
     flat = [r for g in GRAPHS for r in rows_for(g, gain=0.0)]
     text, met = decide(flat)
-    assert not met and "the switches stay options" in text
+    assert not met and "not met; the switches stay options" in text
     partial = [r for g in GRAPHS[:4] for r in rows_for(g)]
     text, met = decide(partial)
     assert not met and "waits for the rows" in text and "| blogcatalog | 0 |" in text
+
+
+def test_a_clause_failing_on_a_finished_graph_decides_before_the_rest():
+    """The rule needs every clause on every graph: a graph with all its tasks in and a clause
+    failing there decides it, whatever the graphs still running show; a failing clause on a
+    graph still running decides nothing."""
+    rows = rows_for("cora", invented=(1, 0)) + rows_for("amazonphoto", gain=2.0)[:5]
+    text, met = decide(rows)
+    assert not met and "not met: clauses fail" in text and "(cora, clause 3)" in text
+    unfinished = rows_for("cora", gain=1.0) + rows_for("blogcatalog", invented=(1, 0))[:5]
+    text, met = decide(unfinished)
+    assert not met and "waits for the rows" in text
