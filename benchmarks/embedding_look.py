@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     from flows.configuration import build_config, pipeline_defaults
     from oral_core.known_head import propagated_features
     from oral_core.kmeans import kmeans
-    from oral_core.recut import mean_silhouette, sampled_rows, standardised_rows
+    from oral_core.known_head import standardised
+    from oral_core.recut import mean_silhouette, sampled_rows
     from oral_core.trainer import ORAL
     from tasks.fitting import fit_inputs
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     views = {"embedding h*": model.selected_embedding(x, edges)[rows].double(),
              "S^2 X": propagated_features(x.float(), edges)[rows].double()}
     for view, z in views.items():
-        z = standardised_rows(z)
+        z = standardised(z)[0]
         sample = sampled_rows(torch.arange(z.shape[0]), 2000)
         for k in range(2, 9):
             cut, _, _ = kmeans(z, k, restarts=10, seed=0)

@@ -20,6 +20,7 @@ import torch
 
 from .hungarian import contingency, max_assignment
 from .kmeans import kmeans, squared_distances
+from .known_head import standardised
 from .separability import labelled_view
 
 #: principal axes of the re-cut's view (``novel_recut_dims``' default)
@@ -55,19 +56,12 @@ def recut_novel(class_id: torch.Tensor, x: torch.Tensor, edge_index: torch.Tenso
     if view is None:
         z = labelled_view(x, edge_index, novel, dims=dims, seed=seed).double()
     else:
-        z = standardised_rows(view.detach().cpu()[novel].double())
+        z = standardised(view.detach().cpu()[novel].double())[0]
     if parts == "same":
         cut, _, _ = kmeans(z, k, restarts=restarts, seed=seed)
         return with_novel_ids(class_id, novel, cut, ids, k)
     cut, count = parts_by_silhouette(z, low, k + RECUT_EXTRA, seed=seed, restarts=restarts)
     return with_novel_ids(class_id, novel, cut, ids, count)
-
-
-def standardised_rows(z: torch.Tensor) -> torch.Tensor:
-    """``z`` with each column centred and scaled to unit spread over the rows (a constant
-    column stays 0)."""
-    spread = z.std(dim=0, unbiased=False)
-    return (z - z.mean(dim=0)) / torch.where(spread > 0, spread, torch.ones_like(spread))
 
 
 def with_novel_ids(class_id: torch.Tensor, novel: torch.Tensor, cut: torch.Tensor,
