@@ -449,7 +449,9 @@ class ORALNetwork(nn.Module):
         self.sparse_layout = use_attention and attention_kernel == "spmm"
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, partitions=None,
-                cluster=None, input_dropout: bool = True) -> tuple[list[LayerOutput], list[Partition]]:
+                cluster=None, input_dropout: bool = True,
+                first: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[list[LayerOutput], list[Partition]]:
         """Run every layer. Partitions are either given (one per layer) or made by ``cluster``.
 
         Args:
@@ -458,20 +460,36 @@ class ORALNetwork(nn.Module):
                 representativeness when ``partitions`` is None (semi-supervised clustering, Eq. 4).
             input_dropout: apply dropout to ``x`` before the first layer (later layers' inputs
                 always get it in training mode).
+            first: the first layer's projection and Eq. 1 scores of ``x`` as
+                :meth:`first_projection` gives them, reused instead of computed again (the two
+                views of a training step, which share ``x``; ``input_dropout`` must be False).
         """
+        if first is not None and input_dropout:
+            raise ValueError("a reused first projection needs input_dropout=False (the caller "
+                             "dropped the input out once for both)")
         outputs, used = [], []
         h = x
         edge_index = with_self_loops(edge_index, x.shape[0])  # once for all layers
         layout = EdgeLayout.from_edge_index(edge_index, x.shape[0]) if self.sparse_layout else None
         for idx, layer in enumerate(self.layers):
-            z = layer.project(h, dropout=input_dropout or idx > 0)
-            r = layer.score(z)
+            if idx == 0 and first is not None:
+                z, r = first
+            else:
+                z = layer.project(h, dropout=input_dropout or idx > 0)
+                r = layer.score(z)
             part = partitions[idx] if partitions is not None else cluster(idx, r, layer.prototypes)
             out = layer.propagate_groups(z, r, edge_index, part, has_self_loops=True, layout=layout)
             outputs.append(out)
             used.append(part)
             h = out.h
         return outputs, used
+
+    def first_projection(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first layer's projection ``W x`` of an input already dropped out, and its Eq. 1
+        scores: what :meth:`forward` computes first, for ``first=`` (``share_first_projection``)."""
+        layer = self.layers[0]
+        z = layer.project(x, dropout=False)
+        return z, layer.score(z)
 
     @torch.no_grad()
     def forward_chunked(self, x: torch.Tensor, csr: CSR, partitions=None, cluster=None,

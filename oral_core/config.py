@@ -321,6 +321,13 @@ class ORALConfig:
         0.0, "execution", "the first layer's input as a sparse CSR matrix when the share of "
         "non-zero features is below this (full batch only; 0: always dense)",
         _RESULTS + "sparse_input/sparse_input.md")
+    # the two views of a training step share their input mask, so the first layer's projection
+    # and Eq. 1 scores are the same in both: computed once, the gradient of W summed before its
+    # product with the input instead of after (equal up to float summation order)
+    share_first_projection: bool = _setting(
+        False, "execution", "speed option: the augmented view (Eq. 12) reuses the training "
+        "view's first-layer projection W x and its Eq. 1 scores instead of computing them again",
+        _RESULTS + "share_first_projection/README.md")
     # the epochs between train on the last evaluated epoch's groups, pseudo-labels and refined
     # structure; the first and the final epoch are always evaluated
     eval_every: int = _setting(

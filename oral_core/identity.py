@@ -47,7 +47,7 @@ LATER_FIELDS = {"batch_size": None, "num_neighbors": 10, "batches_per_epoch": No
                 "shards": 1, "consensus_restarts": 1,
                 "consensus_linkage": "average", "novel_recut": False,
                 "novel_recut_dims": 64, "novel_recut_view": "features",
-                "novel_recut_parts": "same"}
+                "novel_recut_parts": "same", "share_first_projection": False}
 
 
 def config_hash(config: ORALConfig, features: str) -> str:

@@ -776,7 +776,8 @@ class ORAL:
         opt.zero_grad()
         with watch.section("train_forward"):
             x_in = input_dropout(x, cfg.dropout)  # one input mask shared by both views
-            outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False)
+            first = net.first_projection(x_in) if cfg.share_first_projection else None
+            outs, _ = net(x_in, edges, partitions=partitions, input_dropout=False, first=first)
             targets = self._targets(partitions, ens, labels, pseudo, num_known)
             weight = torch.where(labels >= 0, 1.0, cfg.pseudo_label_weight).to(x.dtype)
 
@@ -786,7 +787,8 @@ class ORAL:
                 view = adaptive_edge_drop(edges, x.shape[0], cfg.edge_drop_rate,
                                           cfg.edge_drop_max, gen)
             with watch.section("augmented_forward"):
-                return net(x_in, view, partitions=partitions, input_dropout=False)[0]
+                return net(x_in, view, partitions=partitions, input_dropout=False,
+                           first=first)[0]
 
         loss, terms = self._eq13_loss(outs, targets, weight, labels, partitions, pseudo,
                                       augmented, gen, watch)
@@ -955,7 +957,9 @@ class ORAL:
             x_sub = x.index_select(0, sub.nodes)
         with watch.section("train_forward"):
             x_in = F.dropout(x_sub, cfg.dropout, training=True)
-            outs, _ = net(x_in, sub.edge_index, partitions=partitions, input_dropout=False)
+            first = net.first_projection(x_in) if cfg.share_first_projection else None
+            outs, _ = net(x_in, sub.edge_index, partitions=partitions, input_dropout=False,
+                          first=first)
             seed_ids = sub.nodes[:k]
 
         def augmented():
@@ -964,7 +968,8 @@ class ORAL:
                 view = sampled_edge_drop(sub.edge_index, degrees[sub.nodes], cfg.edge_drop_rate,
                                          cfg.edge_drop_max, gen)
             with watch.section("augmented_forward"):
-                return net(x_in, view, partitions=partitions, input_dropout=False)[0]
+                return net(x_in, view, partitions=partitions, input_dropout=False,
+                           first=first)[0]
 
         return self._eq13_loss(outs, [t[seed_ids] for t in targets], weight[seed_ids],
                                labels[seed_ids], partitions, pseudo, augmented, gen, watch,
