@@ -260,13 +260,14 @@ def _backfill_task():
                        config: dict | None, state_dir: str | None, device: str | None,
                        remote_training: bool | None, cold: bool | None) -> dict:
         """The nights of one graph, oldest first (:func:`flows.nightly.backfill` as a subflow)."""
-        from flows.settings import configure_environment
+        from flows.settings import configure_environment, flow_runs_started_here
 
         configure_environment(state_dir)  # a worker on another machine: the same defaults
         from flows.nightly import backfill
 
-        nights = backfill(graph, snapshot_root, start, end, config, state_dir, device,
-                          remote_training=remote_training, cold=cold)
+        with flow_runs_started_here():  # subflows of the fan-out's run: no heartbeats of their own
+            nights = backfill(graph, snapshot_root, start, end, config, state_dir, device,
+                              remote_training=remote_training, cold=cold)
         return {"graph": graph, "nights": nights} | _where()
 
     return backfill_graph
