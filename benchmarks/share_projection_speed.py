@@ -15,12 +15,13 @@ as a fit reads them, with the first layer's input dense (``sparse_input_below=0`
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import time
 from pathlib import Path
 
 import torch
+
+from benchmarks.records import append_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "share_first_projection" / "steps.csv"
@@ -96,13 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         for kernel in args.kernel or ["gather", "spmm"]:
             row = measure(dataset, args.data_dir, kernel, args.rounds, args.warmup)
             print(row, flush=True)
-            new = not args.out.exists()
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with args.out.open("a", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=COLUMNS)
-                if new:
-                    w.writeheader()
-                w.writerow(row)
+            append_csv(args.out, row, COLUMNS)
     return 0
 
 

@@ -29,7 +29,6 @@ of issue 18 against the defaults in one process:
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GATConv
 
+from benchmarks.records import append_csv
 from oral_core.config import ATTENTION_KERNELS, ORALConfig
 from oral_core.datasets import canonical_name
 from oral_core.splits import make_split
@@ -143,13 +143,7 @@ def main(argv=None) -> int:
     for name, settings in runs:
         row = measure(name, args.epochs, args.device, args.data_dir, settings)
         print(row, flush=True)
-        new = not args.out.exists()
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with args.out.open("a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=COLUMNS)
-            if new:
-                w.writeheader()
-            w.writerow(row)
+        append_csv(args.out, row, COLUMNS)
     return 0
 
 
