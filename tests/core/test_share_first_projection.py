@@ -73,7 +73,8 @@ def fit(graph, **overrides):
                             split.val_labels(graph.y))
 
 
-@pytest.mark.parametrize("overrides", [{}, {"batch_size": 120}], ids=["full-batch", "mini-batch"])
+@pytest.mark.parametrize("overrides", [{}, {"batch_size": 120}, {"sparse_input_below": 1.0}],
+                         ids=["full-batch", "mini-batch", "sparse-input"])
 def test_a_fit_with_the_shared_projection_follows_the_same_losses(graph, overrides) -> None:
     """The first epoch's loss is the same (the same forward); later epochs drift by float
     summation order only, so every epoch's loss stays within a small tolerance here."""
