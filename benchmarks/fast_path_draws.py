@@ -193,7 +193,7 @@ def decide(study: Path, keep: Path | None = None) -> tuple[str, bool]:
         gaps = [a - w for a, w in pairs]
         clause1 = not_worse(gaps) and len(pairs) == len(mine)
         if len(pairs) < len(mine):
-            short.append(f"{graph} ({len(pairs)} of {len(mine)})")
+            short.append(f"{graph} ({len(mine) - len(pairs)} of {len(mine)} missing)")
         diffs, cells = {}, []
         for task in TASKS:
             key = MEASURE[task]

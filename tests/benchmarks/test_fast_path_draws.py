@@ -154,7 +154,7 @@ def test_agreement_rows_keep_clause_1_when_the_kept_answers_are_lost(tmp_path):
     study, keep = write_study(tmp_path / "lost")
     shutil.rmtree(keep)
     text, verdict = decide(study, keep)
-    assert not verdict and "clause 1 waits" in text and "g1 (0 of 6)" in text, text
+    assert not verdict and "clause 1 waits" in text and "g1 (6 of 6 missing)" in text, text
     assert not (study / AGREEMENT).exists()
 
 
