@@ -72,8 +72,10 @@ def run(args, rebuild: bool = False) -> None:
         fit_variants(args, plan, after_task=lambda: record_agreements(study, keep))
         return
     scratch = Path(study) / REBUILT
+    have = {task_key(r) for r in read_agreements(study)}  # only the tasks without agreement
     fit_variants(argparse.Namespace(**{**vars(args), "study": str(scratch)}), plan,
-                 after_task=lambda: record_agreements(study, keep, rebuilt=scratch))
+                 after_task=lambda: record_agreements(study, keep, rebuilt=scratch),
+                 skip=lambda loop, night, seed, task: (task, loop, night, seed) in have)
 
 
 def task_key(row: dict) -> tuple:

@@ -83,19 +83,20 @@ def wait_while_paused(pause: Path = PAUSE, poll: float = 10.0, sleep=None) -> bo
     return True
 
 
-def fit_variants(args, plan: dict[str, dict], after_task=None) -> None:
+def fit_variants(args, plan: dict[str, dict], after_task=None, skip=None) -> None:
     """Each task (:data:`TASKS` on each of ``args``' loop nights) fitted once per variant of
     ``plan`` (``{name: {"set", "offset", "keep"}}``), in ``plan``'s order, row by row: one
     ``benchmarks.answer_proxy`` call each, its rows in ``<study>/<name>``; ``after_task()``, when
-    given, called once each task's fits are all made. Before each fit it waits while
-    :data:`PAUSE` exists."""
+    given, called once each task's fits are all made; ``skip(loop, night, seed, task)``, when
+    given, leaves out the tasks it is true for. Before each fit it waits while :data:`PAUSE`
+    exists."""
     from benchmarks import answer_proxy
     from benchmarks.split_repeat_proxy import loop_nights
 
     jobs = [(loop, night, seed, task)
             for loop, night, seed, _ in loop_nights(Path(args.loops), args.graphs, args.sims,
                                                      args.nights, args.seeds)
-            for task in TASKS]
+            for task in TASKS if skip is None or not skip(loop, night, seed, task)]
     for i, (loop, night, seed, task) in enumerate(jobs, 1):
         graph, sim = loop.rsplit("-sim", 1)
         for name, v in plan.items():

@@ -202,6 +202,30 @@ def test_rebuild_fits_into_a_scratch_study_and_leaves_the_rows(tmp_path, monkeyp
     assert {argv[argv.index("--keep") + 1] for argv in calls} == {str(study_keep(study))}
 
 
+def test_rebuild_refits_only_the_tasks_without_their_agreement(tmp_path, monkeypatch):
+    """``--rebuild`` refits what its help says: the tasks with no agreement row; a task whose
+    agreement is recorded is not fitted again."""
+    import json
+
+    import benchmarks.answer_proxy as ap
+    import benchmarks.nightly_loop as nl
+    import benchmarks.split_repeat_proxy as srp
+    from benchmarks.fast_path_draws import AGREEMENT, main
+
+    monkeypatch.setattr(nl, "simulate_missing", lambda *a, **k: None)
+    monkeypatch.setattr(srp, "loop_nights", lambda *a, **k: [("cora-sim39", 5, 0, "snap")])
+    calls = []
+    monkeypatch.setattr(ap, "main", lambda argv: calls.append(argv) or 0)
+    study = tmp_path / "study_partial"
+    study.mkdir()
+    (study / AGREEMENT).write_text("".join(
+        json.dumps({"kind": kind, "loop": "cora-sim39", "night": 5, "seed": 0, "graph": "cora",
+                    "across": 0.9, "within": 0.9}) + "\n" for kind in ("heldout", "witness")))
+    assert main(["--rebuild", "--loops", str(tmp_path), "--study", str(study)]) == 0
+    assert len(calls) == 4  # one task left (the no-novel one), four fits
+    assert {argv[argv.index("--tasks") + 1] for argv in calls} == {"nonovel"}
+
+
 def test_a_pause_file_holds_the_lane_between_fits(tmp_path):
     from benchmarks.fast_path_rule import wait_while_paused
 
