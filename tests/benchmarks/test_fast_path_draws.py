@@ -59,28 +59,28 @@ def test_fast_paths_that_are_another_seed_pass_and_slower_worse_or_far_ones_fail
     from benchmarks.fast_path_draws import decide
 
     study, keep = write_study(tmp_path / "same")
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert verdict, text
     assert "| g1 | 6 |" in text and "fails" not in text
 
     # consistently five points under the default on every task: clause 2 fails
     study, keep = write_study(tmp_path / "worse", fast_loss=5.0)
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "fails" in text, text
 
     # a class invented on every no-novel fit the default keeps clean: clause 2 fails
     study, keep = write_study(tmp_path / "invents", fast_invented=1)
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "| 4 / 0 | fails |" in text, text
 
     # as good but not faster: clause 3 fails
     study, keep = write_study(tmp_path / "slow", fast_seconds=12.0)
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "slower" in text, text
 
     # further from the default's answers than their own draws are: clause 1 fails
     study, keep = write_study(tmp_path / "far", fast_moved=40)
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "): fails" in text, text
 
 
@@ -88,13 +88,19 @@ def test_fewer_than_five_graphs_or_a_missing_fit_decide_nothing(tmp_path):
     from benchmarks.fast_path_draws import decide
 
     study, keep = write_study(tmp_path / "four", graphs=GRAPHS[:4])
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "five needed: no" in text, text
 
     study, keep = write_study(tmp_path / "gap")
     (study / "fast_reseed" / "fits.jsonl").write_text("")
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "Graphs with rows: none" in text
+
+    # the rule reads every graph's 18 tasks: six each decide nothing, whatever they show
+    study, keep = write_study(tmp_path / "short")
+    assert decide(study, keep, tasks_per_graph=6)[1]
+    text, verdict = decide(study, keep)
+    assert not verdict and "every graph's 18 tasks in: no" in text, text
 
 
 def test_counts_one_draw_apart_are_noise_a_steady_excess_is_not():
@@ -144,16 +150,16 @@ def test_agreement_rows_keep_clause_1_when_the_kept_answers_are_lost(tmp_path):
     from benchmarks.fast_path_draws import AGREEMENT, decide, record_agreements
 
     study, keep = write_study(tmp_path / "far", fast_moved=40)
-    before, _ = decide(study, keep)
+    before, _ = decide(study, keep, tasks_per_graph=6)
     assert record_agreements(study, keep) == 6 * len(GRAPHS)
     assert record_agreements(study, keep) == 0  # once per task
     shutil.rmtree(keep)
-    after, verdict = decide(study, keep)
+    after, verdict = decide(study, keep, tasks_per_graph=6)
     assert after == before and not verdict
 
     study, keep = write_study(tmp_path / "lost")
     shutil.rmtree(keep)
-    text, verdict = decide(study, keep)
+    text, verdict = decide(study, keep, tasks_per_graph=6)
     assert not verdict and "clause 1 waits" in text and "g1 (6 of 6 missing)" in text, text
     assert not (study / AGREEMENT).exists()
 
@@ -177,7 +183,7 @@ def test_rebuilt_agreements_say_whether_the_refits_gave_the_committed_rows(tmp_p
     assert record_agreements(study, keep, rebuilt=scratch) == 2  # only the tasks refitted
     got = read_jsonl(study / AGREEMENT)
     assert [r["rows_match"] for r in got] == [False, True] and all(r["rebuilt"] for r in got)
-    text, _ = decide(study, keep)
+    text, _ = decide(study, keep, tasks_per_graph=6)
     assert "g1: clause 1 reads 2 task(s) refitted by `--rebuild`" in text
     assert "1 of whose four refits gave the committed rows again" in text
     assert len(VARIANTS) == 4
