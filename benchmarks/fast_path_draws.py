@@ -43,7 +43,8 @@ from pathlib import Path
 
 from benchmarks.fast_path_rule import (FAST, FORM, MEASURE, POOLED, RESEED, TASKS, agreement,
                                        answers_of, clause_row, fit_variants, mean_se, not_worse,
-                                       pooled_clause, speed_clause, study_keep)
+                                       pooled_clause, refuse_when_fast_is_default, speed_clause,
+                                       study_keep)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "benchmarks" / "results" / "fast_paths_draws"
@@ -285,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run or args.rebuild:
         if not args.loops:
             ap.error("--run and --rebuild need --loops (a nightly-loop --state folder)")
+        refuse_when_fast_is_default(ap)
         run(args, rebuild=args.rebuild)  # records each task's agreement as it is done
     text, _ = decide(Path(args.study))
     Path(args.study).mkdir(parents=True, exist_ok=True)

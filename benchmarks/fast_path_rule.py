@@ -49,6 +49,26 @@ TASKS = ("heldout", "nonovel", "witness")
 MEASURE = {"heldout": "all", "nonovel": "accuracy", "witness": "known"}
 
 
+def fast_paths_are_defaults() -> bool:
+    """Whether the night's defaults already hold :data:`FAST` (so since 2026-12-07,
+    benchmarks/results/fast_paths_draws/decision.md): a study whose ``default`` side is "the
+    pipeline's defaults" then compares the fast paths with themselves."""
+    from flows.configuration import pipeline_defaults
+
+    from cli.options import parse_set
+
+    return parse_set(list(FAST))[0].items() <= pipeline_defaults().items()
+
+
+def refuse_when_fast_is_default(ap: argparse.ArgumentParser) -> None:
+    """``--run`` of a fast-path study made when the defaults were ``gather`` and dense input:
+    refused in one line once they hold the fast paths (rows made now would not be the study's)."""
+    if fast_paths_are_defaults():
+        ap.error("the night's defaults hold the fast paths since 2026-12-07 (fast_paths_draws/"
+                 "decision.md): this study's default side was attention_kernel=gather, "
+                 "sparse_input_below=0.0; make its rows at d42e3ef (git worktree add DIR d42e3ef)")
+
+
 def variants(default_keep: Path | None, keep: Path) -> dict[str, dict]:
     """The three fits' ``benchmarks.answer_proxy`` arguments beyond the loop's, by variant."""
     return {"default": {"set": [], "offset": 0, "keep": default_keep or keep},
@@ -284,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         if not args.loops:
             ap.error("--run needs --loops (a nightly-loop --state folder)")
+        refuse_when_fast_is_default(ap)
         run(args)
     text, _ = decide(Path(args.study), args.default_keep)
     Path(args.study).mkdir(parents=True, exist_ok=True)

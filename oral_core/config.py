@@ -302,25 +302,29 @@ class ORALConfig:
 
     # ------------------------------------------------------------------------- execution
     # how a fit runs; the speed options here that change results (sparse_input_below, eval_every,
-    # mini-batches) are off by default and must lose at most a point of All (docs/large_graphs.md)
+    # mini-batches) are off by default here (the reproduction tables); the night turns on
+    # attention_kernel="spmm" and sparse_input_below=0.1 (flows/params.py, PIPELINE_DEFAULTS)
     seed: int = _setting(
         0, "execution", "random seed of a fit (initialisation, dropout, sampling, clustering)")
     device: str = _setting(
         "auto", "execution", "torch device; \"auto\": CUDA when present, else CPU")
     progress: bool = _setting(True, "execution", "show a progress bar")
     # equal up to float summation order (oral_core.attention.GroupAwareAttention); "spmm" is 2x
-    # faster on graphs with many edges but lost more than a point of All on AmazonPhoto, paired
-    # by seed (also benchmarks/results/attention_kernels/attention_kernels.md)
+    # faster on graphs with many edges; read against one seed it lost more than a point of All
+    # on AmazonPhoto (fast_defaults/), against the defaults' own reseeded draws it held on five
+    # graphs and is the night's default (fast_paths_draws/decision.md)
     attention_kernel: str = _setting(
         "gather", "execution", "Eq. 5-6 as PyG message passing (\"gather\") or as sparse "
-        "products without an [E, D] tensor (\"spmm\")", _RESULTS + "fast_defaults/fast_paths.md")
+        "products without an [E, D] tensor (\"spmm\")", _RESULTS + "fast_paths_draws/decision.md")
     # input dropout then draws one mask value per stored feature: the same dropout distribution,
     # another random stream; faster below about 18% non-zero (oral_core.features); at 0.1 it lost
-    # more than a point of All on BlogCatalog with the prior
+    # more than a point of All on BlogCatalog with the prior against one seed (sparse_input/);
+    # against the defaults' own reseeded draws it held on five graphs and is the night's default
+    # (fast_paths_draws/decision.md)
     sparse_input_below: float = _setting(
         0.0, "execution", "the first layer's input as a sparse CSR matrix when the share of "
         "non-zero features is below this (full batch only; 0: always dense)",
-        _RESULTS + "sparse_input/sparse_input.md")
+        _RESULTS + "fast_paths_draws/decision.md")
     # the two views of a training step share their input mask, so the first layer's projection
     # and Eq. 1 scores are the same in both: computed once, the gradient of W summed before its
     # product with the input instead of after (equal up to float summation order)

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 GRAPHS = ("g1", "g2", "g3", "g4", "g5")
+
+
+@pytest.fixture(autouse=True)
+def _defaults_as_when_the_study_ran(monkeypatch):
+    """The study's rows were made while the night's defaults were ``gather`` and dense input;
+    its ``--run`` is refused since (tests/benchmarks/test_fast_path_rule.py)."""
+    import benchmarks.fast_path_rule as fpr
+
+    monkeypatch.setattr(fpr, "fast_paths_are_defaults", lambda: False)
 
 
 def write_study(tmp_path, graphs=GRAPHS, fast_loss=0.0, fast_seconds=5.0, fast_moved=10,

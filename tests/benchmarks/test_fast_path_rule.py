@@ -120,13 +120,13 @@ def test_a_reseeded_variant_in_the_same_folder_fits_again_under_its_own_name(tmp
     assert ap.main(common) == 0
     assert ap.main(common) == 0  # done: not fitted again
     assert ap.main(common + ["--seed-offset", "1000"]) == 0
-    assert ap.main(common + ["--set", "attention_kernel=spmm"]) == 0
-    assert calls == [("heldout_cora-sim9_night5_seed2", 2, 2, "gather"),
-                     ("heldout_cora-sim9_night5_seed2_fitseed+1000", 2, 1002, "gather"),
-                     ("heldout_cora-sim9_night5_seed2_attention_kernel-spmm", 2, 2, "spmm")]
+    assert ap.main(common + ["--set", "attention_kernel=gather"]) == 0
+    assert calls == [("heldout_cora-sim9_night5_seed2", 2, 2, "spmm"),  # the night's default
+                     ("heldout_cora-sim9_night5_seed2_fitseed+1000", 2, 1002, "spmm"),
+                     ("heldout_cora-sim9_night5_seed2_attention_kernel-gather", 2, 2, "gather")]
     rows = [json.loads(line) for line in (tmp_path / "fits.jsonl").read_text().splitlines()]
     assert [(r.get("seed_offset"), r.get("set")) for r in rows] == [
-        (None, None), (1000, None), (None, ["attention_kernel=spmm"])]
+        (None, None), (1000, None), (None, ["attention_kernel=gather"])]
     assert (tmp_path / "table.md").read_text().strip() == "1 rows"  # the last variant's own
 
 
@@ -134,6 +134,7 @@ def test_run_fits_each_task_three_ways_row_by_row(tmp_path, monkeypatch):
     """``--run``: for each task the default (read from ``--default-keep``), the fast and the
     reseeded fit, one after the other, each with its own ``--out`` and the night's answer only."""
     import benchmarks.answer_proxy as ap
+    import benchmarks.fast_path_rule as fpr
     import benchmarks.split_repeat_proxy as srp
     from benchmarks.fast_path_rule import main
 
@@ -141,6 +142,7 @@ def test_run_fits_each_task_three_ways_row_by_row(tmp_path, monkeypatch):
                         lambda *a, **k: [("cora-sim35", 5, 0, "snap"), ("cora-sim35", 8, 1, "s")])
     calls = []
     monkeypatch.setattr(ap, "main", lambda argv: calls.append(argv) or 0)
+    monkeypatch.setattr(fpr, "fast_paths_are_defaults", lambda: False)  # as when it was run
     study = tmp_path / "study"
     assert main(["--run", "--loops", str(tmp_path), "--study", str(study),
                  "--default-keep", str(tmp_path / "kept")]) == 0
@@ -157,3 +159,23 @@ def test_run_fits_each_task_three_ways_row_by_row(tmp_path, monkeypatch):
         "attention_kernel=spmm", "sparse_input_below=0.1"]
     assert first[2][first[2].index("--seed-offset") + 1] == "1000"
     assert (study / "decision.md").exists()
+
+
+def test_run_is_refused_once_the_fast_paths_are_the_nights_defaults(tmp_path, monkeypatch, capsys):
+    """Since the fast paths became the night's defaults the study's ``default`` side (the
+    pipeline's defaults) would be the fast paths too: ``--run`` is refused in one line, before any
+    fit, naming the revision to make its rows at; reading the rows still works."""
+    import benchmarks.answer_proxy as ap
+    from benchmarks.fast_path_draws import main as draws_main
+    from benchmarks.fast_path_rule import fast_paths_are_defaults, main
+
+    assert fast_paths_are_defaults()  # flows.params.PIPELINE_DEFAULTS holds both
+    monkeypatch.setattr(ap, "main", lambda argv: pytest.fail("no fit may start"))
+    for run in (main, draws_main):
+        for flag in ("--run", "--rebuild") if run is draws_main else ("--run",):
+            with pytest.raises(SystemExit) as exit_:
+                run([flag, "--loops", str(tmp_path), "--study", str(tmp_path / "study")])
+            assert exit_.value.code == 2
+            err = capsys.readouterr().err.strip().splitlines()[-1]
+            assert "hold the fast paths" in err and "d42e3ef" in err
+    assert main(["--study", str(tmp_path / "study")]) == 0

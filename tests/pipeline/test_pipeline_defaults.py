@@ -27,6 +27,11 @@ def test_the_pipeline_uses_the_known_head_where_validation_favours_it():
     assert ORALConfig().novel_wholeness_if == "always" and config.novel_wholeness_if == "separable"
     assert resolve_config({"novel_wholeness": None}).novel_wholeness is None
     assert resolve_config({"novel_wholeness_if": "always"}).novel_wholeness_if == "always"
+    # the fast paths (fast_paths_draws/: their rule held on all five graphs)
+    assert ORALConfig().attention_kernel == "gather" and config.attention_kernel == "spmm"
+    assert ORALConfig().sparse_input_below == 0.0 and config.sparse_input_below == 0.1
+    assert resolve_config({"attention_kernel": "gather"}).attention_kernel == "gather"
+    assert resolve_config({"sparse_input_below": 0.0}).sparse_input_below == 0.0
     # nothing else differs from the method's defaults
     differs = {k for k, v in ORALConfig().to_dict().items() if getattr(config, k) != v}
     assert differs == set(PIPELINE_DEFAULTS)
