@@ -7,6 +7,7 @@
 | ``ORAL_TRACKING_URI`` (or ``MLFLOW_TRACKING_URI``) | ``sqlite:///$ORAL_STATE_DIR/mlflow.db`` | MLflow store or server |
 | ``PREFECT_HOME`` | ``$ORAL_STATE_DIR/prefect`` | Prefect's database and persisted task results |
 | ``PREFECT_API_URL`` | unset: in-process server | a Prefect server to report to |
+| ``ORAL_PREFECT_HOME_TEMPLATE`` | unset | a Prefect home whose migrated ``prefect.db`` a new, empty Prefect home starts from before the temporary server starts, skipping its migrations (5-10 s a fresh state folder; the test suite sets it; make one with ``PREFECT_HOME=DIR prefect server database upgrade -y``; :func:`seed_prefect_home`) |
 | ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` | unset: no heartbeats from runs the CLI starts | seconds between flow-run heartbeats, for a server that marks runs crashed when they stop (:func:`flow_runs_started_here`); deployments' runs keep Prefect's default |
 | ``ORAL_REMOTE_TRAINING`` | off | ``1``: the nightly flow hands training to a deployment |
 | ``ORAL_TRAINING_DEPLOYMENT`` | ``train-remote/gpu`` | that deployment (``<flow name>/<deployment name>``) |
@@ -30,6 +31,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -395,6 +397,45 @@ def configure_environment(state_dir: str | Path | None = None) -> Settings:
 HEARTBEAT_VARIABLE = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"
 
 
+#: the variable naming a Prefect home with a migrated database (:func:`seed_prefect_home`)
+TEMPLATE_VARIABLE = "ORAL_PREFECT_HOME_TEMPLATE"
+
+
+def seed_prefect_home() -> bool:
+    """Start an empty Prefect home from :data:`TEMPLATE_VARIABLE`'s database: its ``prefect.db``
+    (migrated to this Prefect's schema) is copied in before the temporary server starts, which
+    otherwise runs every migration on a new database (5-10 s of a fresh state folder's first
+    night). Only where the temporary server would create ``<PREFECT_HOME>/prefect.db``: no
+    ``PREFECT_API_URL``, the default database location, no database there yet. The copy lands
+    under its final name in one rename, so two processes starting together see the whole file or
+    none; a copy that fails (a full disk, a read-only folder) is dropped and the server creates
+    its database as it would without the template. True when the home was seeded."""
+    template = os.environ.get(TEMPLATE_VARIABLE)
+    if not template:
+        return False
+    source = Path(template).expanduser() / "prefect.db"
+    if not source.is_file():
+        raise ValueError(f"{TEMPLATE_VARIABLE}={template}: no prefect.db there (make one with "
+                         f"PREFECT_HOME={template} prefect server database upgrade -y)")
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    target = Path(settings.home).expanduser() / "prefect.db"
+    url = settings.server.database.connection_url
+    if settings.api.url or url is None or target.exists() \
+            or url.get_secret_value() != f"sqlite+aiosqlite:///{target}":
+        return False
+    partial = target.with_name(f".prefect.db.{os.getpid()}.partial")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+        return True
+    except OSError:
+        partial.unlink(missing_ok=True)
+        return False
+
+
 @contextmanager
 def flow_runs_started_here():
     """Prefect's settings for the flow runs this process starts itself (``oral run``,
@@ -404,7 +445,9 @@ def flow_runs_started_here():
     worker to die apart from this process, and its heartbeat thread holds each flow run up to a
     second as it ends (a one-task flow on the temporary server: 1.16 s a run with them, 0.24 s
     without). ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, when set, wins (an operator whose server
-    watches for crashed runs keeps them; docs/operators.md)."""
+    watches for crashed runs keeps them; docs/operators.md). An empty Prefect home starts from
+    :data:`TEMPLATE_VARIABLE`'s database when it is set (:func:`seed_prefect_home`)."""
+    seed_prefect_home()
     if os.environ.get(HEARTBEAT_VARIABLE):
         yield
         return

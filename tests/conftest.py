@@ -67,6 +67,10 @@ def pytest_xdist_make_scheduler(config, log):
     return ByWorkUnit(config, log)
 
 
+#: the layers whose tests start Prefect's temporary server in new state folders
+PREFECT_LAYERS = ("pipeline", "e2e", "benchmarks")
+
+
 def measured_unit_seconds() -> dict[str, float]:
     """:data:`UNIT_SECONDS`, or nothing when the file is absent or unreadable (order by layer)."""
     try:
@@ -113,6 +117,14 @@ def pytest_collection_modifyitems(config, items):
             rank[item.nodeid] = (-seconds.get(unit, -1.0), RUN_ORDER.index(parts[0]),
                                  unit == path, unit)
     items.sort(key=lambda item: rank.get(item.nodeid, (1.0, len(RUN_ORDER), True, "")))
+    from flows.settings import TEMPLATE_VARIABLE
+    from tests.prefect_harness import prefect_home_template
+
+    if TEMPLATE_VARIABLE not in os.environ and any(
+            item.get_closest_marker(layer) for item in items for layer in PREFECT_LAYERS):
+        template = prefect_home_template()
+        if template is not None:
+            os.environ[TEMPLATE_VARIABLE] = str(template)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +28,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.prefect_harness import prefect_home_template
 
 pytestmark = pytest.mark.slow
 
@@ -176,6 +179,12 @@ def stack(tmp_path_factory, request):
     env |= {"PREFECT_HOME": str(base / "prefect-home"), "PREFECT_API_URL": api,
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
     server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    # the server's database already migrated, as a server's that ran before (its migrations on
+    # a new database take 5-10 s and test nothing of ours; tests/prefect_harness.py)
+    template = prefect_home_template()
+    if template is not None:
+        (base / "prefect-home").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template / "prefect.db", base / "prefect-home" / "prefect.db")
     started = time.monotonic()
     prefect_server = procs.start("prefect-server", [
         str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(prefect_port)],

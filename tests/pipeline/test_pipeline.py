@@ -28,11 +28,9 @@ def env(tmp_path_factory, one_thread):
         from flows.settings import configure_environment
 
         configure_environment(state)
-        from prefect.testing.utilities import prefect_test_harness
+        from tests.prefect_harness import prefect_harness
 
-        from flows.settings import flow_runs_started_here
-
-        with prefect_test_harness(server_startup_timeout=120), flow_runs_started_here():
+        with prefect_harness():
             from data_contracts.simulate import simulate
             from data_contracts.synthetic import make_static_graph
 

@@ -250,9 +250,7 @@ def env(tmp_path_factory, one_thread):
         configure_environment(state)
         import logging
 
-        from prefect.testing.utilities import prefect_test_harness
-
-        from flows.settings import flow_runs_started_here
+        from tests.prefect_harness import prefect_harness
 
         # Prefect attaches the API handler to PREFECT_LOGGING_EXTRA_LOGGERS when it is imported;
         # in this test process it may have been imported before configure_environment ran
@@ -267,7 +265,7 @@ def env(tmp_path_factory, one_thread):
         logging.getLogger("tasks").setLevel(logging.INFO)
         mp.setenv("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
         try:
-            with prefect_test_harness(server_startup_timeout=120), flow_runs_started_here():
+            with prefect_harness():
                 from data_contracts.simulate import simulate
                 from data_contracts.synthetic import make_static_graph
 
