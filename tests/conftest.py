@@ -117,14 +117,22 @@ def pytest_collection_modifyitems(config, items):
             rank[item.nodeid] = (-seconds.get(unit, -1.0), RUN_ORDER.index(parts[0]),
                                  unit == path, unit)
     items.sort(key=lambda item: rank.get(item.nodeid, (1.0, len(RUN_ORDER), True, "")))
+
+
+def pytest_collection_finish(session):
+    """Where the run holds tests of :data:`PREFECT_LAYERS`, the migrated Prefect home every new
+    Prefect database of the run starts from (``tests/prefect_harness.py``), named in
+    ``ORAL_PREFECT_HOME_TEMPLATE`` for this process and the nights it starts (unless set)."""
     from flows.settings import TEMPLATE_VARIABLE
+
+    if TEMPLATE_VARIABLE in os.environ or not any(
+            item.get_closest_marker(layer) for item in session.items for layer in PREFECT_LAYERS):
+        return
     from tests.prefect_harness import prefect_home_template
 
-    if TEMPLATE_VARIABLE not in os.environ and any(
-            item.get_closest_marker(layer) for item in items for layer in PREFECT_LAYERS):
-        template = prefect_home_template()
-        if template is not None:
-            os.environ[TEMPLATE_VARIABLE] = str(template)
+    template = prefect_home_template()
+    if template is not None:
+        os.environ[TEMPLATE_VARIABLE] = str(template)
 
 
 @pytest.fixture(scope="module")
