@@ -2,13 +2,22 @@
 
     python -m benchmarks.refinement_speed --nodes 10000 100000 --repeats 3
     python -m benchmarks.refinement_speed --step merge --nodes 10000 100000 1000000 --repeats 3
+    python -m benchmarks.refinement_speed --step gram --nodes 2708 7650 10000 100000 --classes 7 --repeats 5
+    python -m benchmarks.refinement_speed --step gram --fits cora:0 cora:1 amazonphoto:0 ... --data-dir ../shared/datasets
 
 ``--step similarity`` (the default, results in ``refinement_speed.md``): the chunked
 ``index_select`` similarity against the formula it replaced (below). ``--step merge``
 (``refinement_speed_merge.md``): int32 candidate draws and keys plus the merge of the recovered
 edges into the already canonical edge set (``refine_structure(..., canonical=True)``, what the
 trainer calls) against int64 draws and keys and a full re-sort of every edge
-(:func:`candidate_pairs_before`, ``canonical=False``), the code before 2026-11-26.
+(:func:`candidate_pairs_before`, ``canonical=False``), the code before 2026-11-26. ``--step gram``
+(``refinement_speed_gram.md``): the lowest pairs of a group of at most
+:data:`oral_core.refinement.GRAM_MEMBERS` members found through its Gram matrix
+(:func:`oral_core.refinement.lowest_similarity`) against every pair gathered and ranked
+(``GRAM_MEMBERS = 0``, the code before 2026-12-07). With ``--fits GRAPH:SEED ...`` it checks
+the same on real fits instead (``refinement_speed_gram_fits.md``): every epoch of a fit at the
+night's defaults recovers its pairs both ways from the same generator state and keeps going with
+the Gram path's; the two sets must be equal every epoch, so the fit is the one the pair path gives.
 
 ``refine_structure`` runs on a planted input (``--classes`` labels over the nodes, 40% of them
 without a label, random representativeness rows for three layers, an edge set of average degree
@@ -76,7 +85,11 @@ def planted(nodes: int, classes: int, prototypes: int = 40, layers: int = 3, see
 def refine(edges, label, r, seed: int, before: bool, step: str = "similarity"
            ) -> tuple[torch.Tensor, float]:
     gen = torch.Generator().manual_seed(seed)
-    if step == "merge":
+    if step == "gram":
+        patch = mock.patch.object(refinement, "GRAM_MEMBERS", 0) if before \
+            else contextlib.nullcontext()
+        canonical = True
+    elif step == "merge":
         patch = mock.patch.object(refinement, "candidate_pairs", candidate_pairs_before) if before \
             else contextlib.nullcontext()
         canonical = not before
@@ -90,14 +103,95 @@ def refine(edges, label, r, seed: int, before: bool, step: str = "similarity"
         return out, time.perf_counter() - start
 
 
+def check_fits(specs: list[str], epochs: int, data_dir, out: Path) -> None:
+    """Every epoch of each fit (``GRAPH:SEED``, :func:`benchmarks.profile.load_graph`'s graphs,
+    the night's defaults): the pairs recovered through the Gram matrix against every pair ranked
+    (``gram_members=0``) from the same generator state; the fit goes on with the Gram path's.
+    Writes ``refinement_speed_gram_fits.md`` / ``.csv``; exits non-zero if any epoch differs."""
+    from benchmarks.profile import load_graph
+    from flows.configuration import build_config, pipeline_defaults
+    from oral_core.splits import make_split
+    from oral_core.trainer import ORAL
+
+    recover = refinement.intra_class_recovery
+    rows = []
+    for spec in specs:
+        graph_name, _, seed = spec.rpartition(":")
+        seed = int(seed)
+        row = {"graph": graph_name, "seed": seed, "epochs": 0, "same": 0, "pairs": 0,
+               "gram_s": 0.0, "pairs_s": 0.0}
+
+        def both(node_label, r_layers, mu, per_node, generator, gram_members=None, row=row):
+            state = generator.get_state()
+            start = time.perf_counter()
+            gram = recover(node_label, r_layers, mu, per_node, generator)
+            row["gram_s"] += time.perf_counter() - start
+            after = generator.get_state()
+            generator.set_state(state)
+            start = time.perf_counter()
+            pairs = recover(node_label, r_layers, mu, per_node, generator, gram_members=0)
+            row["pairs_s"] += time.perf_counter() - start
+            generator.set_state(after)
+            same = set(map(tuple, gram.T.tolist())) == set(map(tuple, pairs.T.tolist()))
+            row["epochs"] += 1
+            row["same"] += int(same)
+            row["pairs"] += int(gram.shape[1])
+            return gram
+
+        graph, x = load_graph(graph_name, data_dir)
+        split = make_split(graph.y, seed=seed)
+        cfg = build_config(pipeline_defaults() | {"epochs": epochs, "seed": seed, "device": "cpu"})
+        with mock.patch.object(refinement, "intra_class_recovery", both):
+            ORAL(cfg).fit(x, graph.edge_index, split.train_labels(graph.y),
+                          split.val_labels(graph.y))
+        if row["epochs"] == 0:
+            raise SystemExit(f"{spec}: no epoch refined its structure in {epochs} epochs "
+                             f"(refinement starts at pol_start_epoch={cfg.pol_start_epoch}); "
+                             "raise --epochs")
+        row["gram_s"], row["pairs_s"] = round(row["gram_s"], 2), round(row["pairs_s"], 2)
+        rows.append(row)
+        print(row, flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "refinement_speed_gram_fits.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    lines = ["# Structure refinement through the Gram matrix, every epoch of real fits", "",
+             f"Command: `python -m benchmarks.refinement_speed --step gram --fits {' '.join(specs)} "
+             f"--epochs {epochs}` ({platform.machine()}, {torch.get_num_threads()} torch "
+             f"thread(s), torch {torch.__version__}).", "",
+             "Each fit at the night's defaults (`flows.configuration.pipeline_defaults()`) on "
+             "the labelled split of `make_split(seed)`; every epoch's recovered pairs (`E_+`, Eq. 11) found through "
+             "the Gram matrix and by ranking every candidate pair, from the same generator state; "
+             "the fit goes on with the Gram path's. Seconds are the two paths' totals over the "
+             "fit's epochs (the candidate draws included).", "",
+             "| graph | seed | epochs refined | the same pairs | pairs recovered | Gram path s | "
+             "every pair s | ratio |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['graph']} | {r['seed']} | {r['epochs']} | {r['same']} of {r['epochs']} | "
+              f"{r['pairs']:,} | {r['gram_s']} | {r['pairs_s']} | "
+              f"{r['pairs_s'] / max(r['gram_s'], 1e-9):.2f} |" for r in rows]
+    (out / "refinement_speed_gram_fits.md").write_text("\n".join(lines) + "\n")
+    if any(r["same"] != r["epochs"] for r in rows):
+        raise SystemExit("the Gram path recovered other pairs than ranking every pair")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--step", choices=["similarity", "merge"], default="similarity")
+    ap.add_argument("--step", choices=["similarity", "merge", "gram"], default="similarity")
     ap.add_argument("--out", type=Path, default=RESULTS / "refinement_speed")
+    ap.add_argument("--fits", nargs="+", metavar="GRAPH:SEED",
+                    help="with --step gram: check every epoch of these fits instead")
+    ap.add_argument("--epochs", type=int, default=200, help="the fits' epochs (--fits)")
+    ap.add_argument("--data-dir", default=None, help="the real datasets' folder (--fits)")
     args = ap.parse_args(argv)
+    if args.fits:
+        if args.step != "gram":
+            ap.error("--fits checks the Gram path: pass --step gram")
+        check_fits(args.fits, args.epochs, args.data_dir, args.out)
+        return
     rows = []
     for n in args.nodes:
         edges, label, r = planted(n, args.classes)
@@ -122,17 +216,22 @@ def main(argv=None) -> None:
         w.writerows(rows)
     threads = torch.get_num_threads()
     step = "" if args.step == "similarity" else f"--step {args.step} "
-    what = ("*before*: Eq. 10 gathered rows by advanced indexing in chunks of 2^18 pairs; "
-            "*after*: `index_select` in chunks of 2^14 pairs.") if args.step == "similarity" else (
+    what = {"similarity": "*before*: Eq. 10 gathered rows by advanced indexing in chunks of 2^18 "
+            "pairs; *after*: `index_select` in chunks of 2^14 pairs.",
+            "gram": "*before*: every candidate pair of a group gathered and ranked "
+            "(`GRAM_MEMBERS = 0`); *after*: a group of at most "
+            f"{refinement.GRAM_MEMBERS:,} members ranked through its Gram matrix, only the pairs "
+            "near its cut gathered (`lowest_similarity`).", "merge": (
             "*before*: candidate pairs drawn as int64 with int64 keys, and the kept and "
             "recovered edges re-sorted together (`canonical_edges`); *after*: int32 draws and "
             "keys, and the recovered edges merged into the already canonical edge set "
-            "(`union_with_canonical`).")
-    lines = ["# Structure refinement (Eq. 10-11): " + (
-             "the similarity of Eq. 10 before and after" if args.step == "similarity"
-             else "candidate keys and the edge merge before and after"),
+            "(`union_with_canonical`).")}[args.step]
+    title = {"similarity": "the similarity of Eq. 10 before and after",
+             "gram": "the lowest pairs through the Gram matrix before and after",
+             "merge": "candidate keys and the edge merge before and after"}[args.step]
+    lines = ["# Structure refinement (Eq. 10-11): " + title,
              "", f"Command: `python -m benchmarks.refinement_speed {step}--nodes "
-             f"{' '.join(map(str, args.nodes))} --repeats {args.repeats}` "
+             f"{' '.join(map(str, args.nodes))} --classes {args.classes} --repeats {args.repeats}` "
              f"({platform.machine()}, {threads} torch thread(s), torch {torch.__version__}).", "",
              "`refine_structure` on a planted input (labels of "
              f"{args.classes} classes, 40% unlabelled, three layers of 40 prototype scores, "

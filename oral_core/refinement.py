@@ -48,6 +48,60 @@ def node_similarity(r_layers: list[torch.Tensor], src: torch.Tensor, dst: torch.
     return out
 
 
+#: groups of at most this many members read Eq. 10 off their Gram matrix first
+#: (:func:`lowest_similarity`): a 2,048-member group's ``n x n`` cosines are 4.2M floats, and there
+#: the matrix product is 4 times faster than gathering its 262k candidate pairs row by row (20
+#: times at 256-1,024 members; even at 4,096; ``benchmarks/results/refinement_speed``, step
+#: ``gram``). Larger groups gather their sampled pairs (:func:`node_similarity`), whose cost grows
+#: with the pairs, not with ``n^2``.
+GRAM_MEMBERS = 2048
+
+#: how far a Gram-matrix cosine may sit from :func:`node_similarity`'s value for the same pair
+#: (both float32 sums of at most a few hundred products of unit-length rows: about 1e-7 apart,
+#: measured; this bound is 1,000 times wider)
+GRAM_TOLERANCE = 1e-4
+
+
+def group_similarity(normed: list[torch.Tensor], members: torch.Tensor, i: torch.Tensor,
+                     j: torch.Tensor) -> torch.Tensor:
+    """Eq. 10 for the pairs ``(members[i], members[j])`` of one group, read off the group's Gram
+    matrix: ``S = (1/L) sum_l R_l R_l^T`` with ``R_l`` the group's unit-length rows of layer ``l``,
+    one matrix product over the layers' rows side by side. The same cosines as
+    :func:`node_similarity`, summed in the matrix product's order: equal to within float rounding
+    (:data:`GRAM_TOLERANCE`), not bitwise."""
+    rows = torch.cat([rn.index_select(0, members) for rn in normed], dim=1)
+    return (rows @ rows.T).div_(len(normed))[i.long(), j.long()]
+
+
+def lowest_similarity(r_layers: list[torch.Tensor], normed: list[torch.Tensor],
+                      members: torch.Tensor, i: torch.Tensor, j: torch.Tensor, take: int,
+                      gram_members: int) -> torch.Tensor:
+    """Indices of the ``take`` candidate pairs ``(members[i], members[j])`` with the lowest
+    Eq. 10 similarity, as :func:`node_similarity` computes it for every pair.
+
+    A group of at most ``gram_members`` members first reads every pair off its Gram matrix
+    (:func:`group_similarity`), keeps the pairs within ``2 * GRAM_TOLERANCE`` of the
+    ``take``-th lowest value there (a superset of the exact ``take`` lowest and of every pair tied
+    with them: no pair's two values are further apart than the tolerance), and ranks only those by
+    :func:`node_similarity`. Where pairs tie at the cut, which of them ``torch.topk`` keeps
+    depends on all the pairs, so every pair is ranked as before. Either way the same pairs as
+    ranking every pair exactly, mostly at the Gram matrix's cost."""
+    if members.numel() > gram_members:
+        sim = node_similarity(r_layers, members[i], members[j], normed=normed)
+        return torch.topk(sim, take, largest=False).indices
+    approx = group_similarity(normed, members, i, j)
+    near = torch.nonzero(approx <= torch.kthvalue(approx, take).values + 2 * GRAM_TOLERANCE)
+    near = near.squeeze(1)
+    sim = node_similarity(r_layers, members[i[near]], members[j[near]], normed=normed)
+    cut = torch.kthvalue(sim, take).values
+    lowest = sim <= cut
+    if int(lowest.sum()) == take:
+        return near[lowest]
+    # pairs tied at the cut: which of them topk keeps depends on every pair, so rank them all
+    sim = node_similarity(r_layers, members[i], members[j], normed=normed)
+    return torch.topk(sim, take, largest=False).indices
+
+
 def inter_class_edges(edge_index: torch.Tensor, node_label: torch.Tensor) -> torch.Tensor:
     """``E_-`` as a bool mask over edges: both ends labelled (or pseudo-labelled) and different."""
     a, b = node_label[edge_index[0]], node_label[edge_index[1]]
@@ -77,9 +131,15 @@ def candidate_pairs(num_members: int, max_pairs: int, generator: torch.Generator
 
 
 def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor], mu: float,
-                         candidates_per_node: int, generator: torch.Generator) -> torch.Tensor:
+                         candidates_per_node: int, generator: torch.Generator,
+                         gram_members: int | None = None) -> torch.Tensor:
     """``E_+``: per label, the ``mu`` fraction of candidate same-label pairs with the lowest
-    Eq. 10 similarity. Returns long ``[2, M]`` (one direction; the caller symmetrises)."""
+    Eq. 10 similarity. Returns long ``[2, M]`` (one direction; the caller symmetrises).
+
+    ``gram_members``: groups up to this size are ranked through their Gram matrix
+    (:func:`lowest_similarity`), larger ones pair by pair; 0 ranks every group pair by pair;
+    None: :data:`GRAM_MEMBERS`. The same pairs either way."""
+    gram_members = GRAM_MEMBERS if gram_members is None else gram_members
     device = node_label.device
     found = []
     normed = normalised_scores(r_layers)  # once, not once per label
@@ -97,8 +157,7 @@ def intra_class_recovery(node_label: torch.Tensor, r_layers: list[torch.Tensor],
         take = int(round(mu * i.numel()))
         if take == 0:
             continue
-        sim = node_similarity(r_layers, members[i], members[j], normed=normed)
-        lowest = torch.topk(sim, take, largest=False).indices
+        lowest = lowest_similarity(r_layers, normed, members, i, j, take, gram_members)
         found.append(torch.stack([members[i[lowest]], members[j[lowest]]]))
     if not found:
         return torch.empty(2, 0, dtype=torch.long, device=device)

@@ -551,6 +551,59 @@ def test_node_similarity_is_eq10_and_independent_of_chunking() -> None:
     assert torch.allclose(one_shot, cos, atol=1e-6)
 
 
+def test_group_similarity_is_eq10_within_the_tolerance() -> None:
+    """The Gram matrix's cosines are Eq. 10 as :func:`node_similarity` sums it, to within
+    float rounding far inside ``GRAM_TOLERANCE``."""
+    from oral_core.refinement import (GRAM_TOLERANCE, group_similarity, node_similarity,
+                                      normalised_scores)
+
+    r = [random_assignment(400, 40, 60 + k) for k in range(3)]
+    members = torch.randperm(400, generator=torch.Generator().manual_seed(0))[:250]
+    i, j = candidate_pairs(250, 10**6, torch.Generator(), torch.device("cpu"))
+    gram = group_similarity(normalised_scores(r), members, i, j)
+    pairs = node_similarity(r, members[i], members[j])
+    assert (gram - pairs).abs().max() < GRAM_TOLERANCE / 100
+
+
+def _tied_scores(n: int, seed: int) -> list[torch.Tensor]:
+    """Representativeness rows with many exact duplicates (two rows repeated over half the
+    nodes each, per layer), so that whole blocks of pairs tie at the lowest similarity."""
+    out = []
+    for k in range(3):
+        r = random_assignment(n, 12, seed + k)
+        r[: n // 2] = r[0]
+        r[n // 2: n - n // 8] = r[n - 1]
+        out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_the_gram_path_recovers_the_pairs_of_ranking_every_pair(ties: bool) -> None:
+    """Ranking a small group through its Gram matrix (:func:`lowest_similarity`) is a speed-up
+    only: the same recovered pairs as gathering and ranking every candidate pair
+    (``gram_members=0``), with exact ties at the cut included, and the generator left in the
+    same state. Groups above ``gram_members`` (here 700) take the pair path either way."""
+    from oral_core.refinement import intra_class_recovery
+
+    n = 3000
+    gen = torch.Generator().manual_seed(5)
+    label = torch.full((n,), -1, dtype=torch.long)
+    sizes = [2, 40, 300, 650, 900]  # enumerated, sampled, and one above gram_members
+    start = 0
+    for c, size in enumerate(sizes):
+        label[start:start + size] = c
+        start += size
+    label = label[torch.randperm(n, generator=gen)]
+    r = _tied_scores(n, 70) if ties else [random_assignment(n, 40, 70 + k) for k in range(3)]
+    for mu in (0.015, 0.2):
+        a, b = torch.Generator().manual_seed(2), torch.Generator().manual_seed(2)
+        gram = intra_class_recovery(label, r, mu, 128, a, gram_members=700)
+        pairs = intra_class_recovery(label, r, mu, 128, b, gram_members=0)
+        assert gram.shape == pairs.shape and gram.shape[1] > 0
+        assert set(map(tuple, gram.T.tolist())) == set(map(tuple, pairs.T.tolist()))
+        assert torch.equal(a.get_state(), b.get_state())
+
+
 def test_candidate_pairs_are_distinct_and_bounded() -> None:
     gen = torch.Generator().manual_seed(0)
     i, j = candidate_pairs(7, 1000, gen, torch.device("cpu"))
