@@ -16,6 +16,10 @@ module on) from its history; ``peak_mem_gb`` the largest resident set of the run
     python -m benchmarks.scale --nodes 1000000 --epochs 3 --set batch_size=2048 \\
         --set batches_per_epoch=2 --set num_neighbors=5 --set refine_candidates_per_node=16
     python -m benchmarks.scale --nodes 10000 100000 --epochs 200 --warm
+    python -m benchmarks.scale --nodes 18000 --wide 6800 --epochs 200 --warm
+
+``--wide F`` gives the snapshot F sparse bag-of-words features instead of 64 dense ones
+(:func:`wide_snapshot`; rows named ``synthetic-18k-wide6800``).
 
 ``--warm`` adds a second night after each cold one: the same graph under the next day's date
 (a copy of the snapshot with 1% of its edges dropped, so the warm night's features, node ids and
@@ -47,12 +51,43 @@ RESULTS = ROOT / "benchmarks" / "results"
 COLUMNS = ["graph", "nodes", "edges", "device", "epoch_s", "nightly_s", "peak_mem_gb"]
 
 
-def generate(nodes: int, folder: Path) -> Path:
+def generate(nodes: int, folder: Path, wide: int | None = None) -> Path:
+    """The benchmark's first snapshot under ``folder/snapshots`` (made once): the generator's
+    DC-SBM with 64 dense features, or with ``wide`` sparse bag-of-words features instead
+    (:func:`wide_snapshot`)."""
     from data_contracts.synthetic import generate_snapshot
     snapshots = folder / "snapshots"
     if not any(snapshots.glob("synthetic/snapshot=*")):
-        generate_snapshot(snapshots, "synthetic", date="2026-01-01", num_nodes=nodes, seed=0)
+        if wide:
+            wide_snapshot(snapshots, nodes, wide)
+        else:
+            generate_snapshot(snapshots, "synthetic", date="2026-01-01", num_nodes=nodes, seed=0)
     return snapshots
+
+
+def wide_snapshot(snapshots: Path, nodes: int, width: int, seed: int = 0) -> Path:
+    """A snapshot of the generator's structure (10 classes, mean degree 10) whose features are
+    ``width`` sparse binary bag-of-words columns (:func:`benchmarks.profile.wide_features`, about
+    40 words a node, as BlogCatalog's are about 0.4% non-zero); the known classes (the first 8)
+    labelled on half their nodes, as :func:`data_contracts.synthetic.generate_snapshot` does."""
+    import numpy as np
+    import torch
+    from benchmarks.profile import wide_features
+    from data_contracts import snapshots as snap
+    from data_contracts.synthetic import default_num_known, make_static_graph
+
+    g = make_static_graph(num_nodes=nodes, num_classes=10, num_features=8, avg_degree=10.0,
+                          seed=seed)
+    x = wide_features(torch.from_numpy(g.y).long(), width, seed=seed).numpy()
+    rng = np.random.default_rng([seed, 4])
+    labelled = (g.y < default_num_known(10)) & (rng.random(nodes) < 0.5)
+    names = np.array(g.class_names, dtype=object)
+    label = [names[c] if keep else None for c, keep in zip(g.y, labelled)]
+    ids = np.arange(nodes, dtype=np.int64)
+    return snap.write_snapshot(snapshots, "synthetic", "2026-01-01",
+                               snap.nodes_table(ids, x, label),
+                               snap.edges_table(g.edges[0], g.edges[1]),
+                               snap.truth_table(ids, list(names[g.y])))
 
 
 def next_night(snapshots: Path, churn: float = 0.01) -> str:
@@ -89,12 +124,18 @@ def _date_of(snapshot: Path) -> str:
     return snapshot.name.split("=", 1)[1]
 
 
+def scale_folder(nodes: int, wide: int | None = None) -> Path:
+    """Where a size's snapshots and state live (``state/bench_scale/N`` or ``N-wideF``)."""
+    return ROOT / "state" / "bench_scale" / (f"{nodes}-wide{wide}" if wide else str(nodes))
+
+
 def nightly(nodes: int, epochs: int, overrides: list[str], device: str,
-            warm_date: str | None = None) -> dict:
+            warm_date: str | None = None, wide: int | None = None) -> dict:
     """One ``oral run`` in a fresh process: cold on the first snapshot (a fresh state directory),
-    or, with ``warm_date``, ``--warm`` on that night's snapshot over the cold night's state."""
-    folder = ROOT / "state" / "bench_scale" / str(nodes)
-    snapshots = generate(nodes, folder)
+    or, with ``warm_date``, ``--warm`` on that night's snapshot over the cold night's state;
+    ``wide``: the snapshot of :func:`wide_snapshot`."""
+    folder = scale_folder(nodes, wide)
+    snapshots = generate(nodes, folder, wide)
     state = folder / "state"
     cmd = [sys.executable, "-m", "cli.main", "run", "--graph", "synthetic", "--snapshots",
            str(snapshots), "--state-dir", str(state), "--epochs", str(epochs)]
@@ -127,7 +168,8 @@ def nightly(nodes: int, epochs: int, overrides: list[str], device: str,
     edges = _edge_count(snapshots, warm_date)
     ran = sum(1 for h in history if "seconds" in h)
     night = f"warm, {ran} epochs after a cold night of {epochs}" if warm_date else f"{epochs} epochs"
-    label = f"synthetic-{_short(nodes)} ({night}" + "".join(f", {o}" for o in overrides) + ")"
+    name = f"synthetic-{_short(nodes)}" + (f"-wide{wide}" if wide else "")
+    label = f"{name} ({night}" + "".join(f", {o}" for o in overrides) + ")"
     scored = re.search(r"scored (All [\d.]+% Known [\d.]+% Novel [\d.]+%)", proc.stdout + proc.stderr)
     accuracy = scored.group(1) if scored else "-"
     (folder / "last_accuracy.txt").write_text(accuracy)
@@ -217,14 +259,19 @@ def main(argv=None) -> int:
     ap.add_argument("--warm", action="store_true",
                     help="after each cold night, a warm night (oral run --warm) on a copy of the "
                          "snapshot dated the next day")
+    ap.add_argument("--wide", type=int, default=None, metavar="F",
+                    help="F sparse bag-of-words features instead of 64 dense ones (a wide graph "
+                         "like BlogCatalog's)")
     ap.add_argument("--out", type=Path, default=RESULTS / "scale" / "scale.csv")
     args = ap.parse_args(argv)
+    if args.wide is not None and args.wide < 10:
+        ap.error(f"--wide {args.wide}: need at least 10 features (one topic of words a class)")
     for n in args.nodes:
         nights = [None]
         if args.warm:
-            nights.append(next_night(generate(n, ROOT / "state" / "bench_scale" / str(n))))
+            nights.append(next_night(generate(n, scale_folder(n, args.wide), args.wide)))
         for warm_date in nights:
-            _record(nightly(n, args.epochs, args.set, args.device, warm_date), args.out)
+            _record(nightly(n, args.epochs, args.set, args.device, warm_date, args.wide), args.out)
     write_report(args.out)
     return 0
 

@@ -38,3 +38,34 @@ def test_report_pairs_scores_by_position_when_graph_labels_repeat(tmp_path):
     scale.write_report(out)
     table = [l for l in out.with_suffix(".md").read_text().splitlines() if l.startswith("| synthetic")]
     assert [l.split("|")[-2].strip() for l in table] == ["All 98.2%", "All 98.3%"]
+
+
+def test_the_wide_snapshot_loads_with_sparse_words_and_half_the_known_classes_labelled(tmp_path):
+    import numpy as np
+
+    from benchmarks import scale
+    from data_contracts.snapshots import load_snapshot
+
+    root = tmp_path / "snapshots"
+    folder = scale.wide_snapshot(root, 600, 200)
+    assert folder == root / "synthetic" / "snapshot=2026-01-01"
+    snapshot = load_snapshot(folder)
+    x = np.asarray(snapshot.x)
+    assert x.shape == (600, 200)
+    assert set(np.unique(x)) <= {0.0, 1.0} and 0 < (x > 0).mean() < 0.25  # sparse binary words
+    labelled = np.asarray(snapshot.labels) >= 0
+    assert 0.25 < labelled.mean() < 0.55  # half the nodes of 8 of the 10 classes
+    assert len(snapshot.class_names) == 8 and snapshot.truth is not None
+    # the same folder is reused, not written again
+    assert scale.generate(600, tmp_path, wide=200) == root
+
+
+def test_too_few_wide_features_are_refused(capsys):
+    import pytest
+
+    from benchmarks import scale
+
+    with pytest.raises(SystemExit) as exc:
+        scale.main(["--nodes", "100", "--wide", "3"])
+    assert exc.value.code == 2
+    assert "--wide 3: need at least 10 features" in capsys.readouterr().err
