@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import platform
 import statistics
 import time
@@ -41,6 +40,7 @@ from unittest import mock
 
 import torch
 
+from benchmarks.records import write_csv
 from oral_core import refinement
 from oral_core.graph import canonical_edges
 
@@ -151,11 +151,7 @@ def check_fits(specs: list[str], epochs: int, data_dir, out: Path) -> None:
         row["gram_s"], row["pairs_s"] = round(row["gram_s"], 2), round(row["pairs_s"], 2)
         rows.append(row)
         print(row, flush=True)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "refinement_speed_gram_fits.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "refinement_speed_gram_fits.csv", rows)
     lines = ["# Structure refinement through the Gram matrix, every epoch of real fits", "",
              f"Command: `python -m benchmarks.refinement_speed --step gram --fits {' '.join(specs)} "
              f"--epochs {epochs}` ({platform.machine()}, {torch.get_num_threads()} torch "
@@ -210,10 +206,7 @@ def main(argv=None) -> None:
         print(rows[-1], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     name = "refinement_speed" + ("" if args.step == "similarity" else "_" + args.step)
-    with open(args.out / f"{name}.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(args.out / f"{name}.csv", rows)
     threads = torch.get_num_threads()
     step = "" if args.step == "similarity" else f"--step {args.step} "
     what = {"similarity": "*before*: Eq. 10 gathered rows by advanced indexing in chunks of 2^18 "
