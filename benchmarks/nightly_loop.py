@@ -468,7 +468,8 @@ def night_defaults(code: bool = False) -> dict:
     """What a night runs with beyond ``--set``: the pipeline's defaults
     (``flows.params.PIPELINE_DEFAULTS``) and the champion gate's and the lineage's settings as
     the environment gives them (``ORAL_GATE_TEST``, ``ORAL_GATE_SCOPE``, ``ORAL_CONFIRM_NOVEL``,
-    ``ORAL_LINEAGE_CONTAINED``, ``ORAL_LINEAGE_PUBLISHED``), as JSON values. With ``code``, the
+    ``ORAL_LINEAGE_CONTAINED``, ``ORAL_LINEAGE_PUBLISHED``, ``ORAL_CANDIDATES_NAMED``), as JSON
+    values. With ``code``, the
     code's own defaults: the ``ORAL_`` variables of the environment set aside (a loop run
     with ``ORAL_LINEAGE_PUBLISHED=0`` is not at today's defaults because its report is written
     in the same environment)."""
@@ -486,7 +487,8 @@ def night_defaults(code: bool = False) -> dict:
                                       "night_answer": s.night_answer,
                                       "warm_start": s.warm_start,
                                       "lineage_contained": s.lineage_contained,
-                                      "lineage_published": s.lineage_published}
+                                      "lineage_published": s.lineage_published,
+                                      "candidates_named": s.candidates_named}
 
 
 #: the environment a night reads beyond ``--set`` (:func:`night_defaults`), with the value a
@@ -495,7 +497,8 @@ NIGHT_ENV = {"gate_test": ("ORAL_GATE_TEST", "strict"), "gate_scope": ("ORAL_GAT
              "warm_start": ("ORAL_WARM_START", False),
              "night_answer": ("ORAL_NIGHT_ANSWER", "whole"),
              "lineage_contained": ("ORAL_LINEAGE_CONTAINED", False),
-             "lineage_published": ("ORAL_LINEAGE_PUBLISHED", False)}
+             "lineage_published": ("ORAL_LINEAGE_PUBLISHED", False),
+             "candidates_named": ("ORAL_CANDIDATES_NAMED", False)}
 
 
 def env_prefix(loops: list[dict]) -> str:

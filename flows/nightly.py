@@ -162,7 +162,8 @@ def nightly_discovery(graph: str, snapshot_root: str, date: str | None = None,
                                   (report_json, report_html), classes, scores, tags,
                                   promote=False, lineage=lineage_ids)
             run |= {k: tracked[k] for k in ("mlflow_run_id", "model_name", "model_version")}
-            published = pt.publish(warehouse_path, run, snapshot_row, predictions, found)
+            published = pt.publish(warehouse_path, run, snapshot_row, predictions, found,
+                                   settings.candidates_named)
         tracked = tracked | pt.champion(night.tracking, graph, tracked["model_version"],
                                         trained.val_accuracy, degraded)
     return announce(night, files.date, found, published, tracked, training, scores, degraded,

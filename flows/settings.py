@@ -22,6 +22,7 @@
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_LINEAGE_CONTAINED`` | on | ``0``: a novel class that grew out of a single previous novel class (it holds most of that class's nodes, and no other previous class went mostly to it) gets a new id when its Jaccard index with it is under 0.3, instead of continuing it (``tasks.warehouse.lineage.contained_continuations``; the default since 2026-12-04, ``benchmarks/results/lineage_contained``) |
 | ``ORAL_LINEAGE_PUBLISHED`` | on | a novel class whose match was last night's candidate and that absorbs a published novel class continues the published one (the candidate is dismissed), so a published id does not end in a one-night candidate grown beside it (``tasks.warehouse.lineage.published_continuations``; the default since 2026-12-05, ``benchmarks/results/lineage_published``; ``0``: the match's id goes on) |
+| ``ORAL_CANDIDATES_NAMED`` | off | ``1``: the nodes of a candidate (a novel class on its first night, waiting for confirmation) are published in ``node_assignments`` under the known class the known-class classifier names them (the night's answer per class), not under the candidate's id, until it is confirmed; the candidate keeps its ``classes`` and ``class_lineage`` rows and its nodes their ``class_key``, so lineage and confirmation are unchanged (``tasks.publishing.write_run``; an option, ``benchmarks/results/candidates_named``) |
 | ``ORAL_CONFIRM_SIZE`` | ``separable:0.5`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears, only on nights whose fit found the known classes separable (``oral_core.separability``; default since 2026-12-02, ``benchmarks/results/confirm_size_separable_fresh``); ``0.5``: on every night; ``off``: every new novel class waits a night |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
@@ -176,6 +177,16 @@ def confirm_size_rule(text: str) -> tuple[float | None, bool]:
     return share, only == "separable"
 
 
+def switch(variable: str, default: bool) -> bool:
+    """An on/off setting from the environment variable ``variable`` (``1``/``0`` and the other
+    spellings of :data:`TRUE` and :data:`FALSE`; unset or empty: ``default``); any other value is
+    refused in one line."""
+    raw = os.environ.get(variable, "").strip().lower() or ("1" if default else "0")
+    if raw not in TRUE + FALSE:
+        raise ValueError(f"{variable} must be 1 or 0 (on or off), got {raw!r}")
+    return raw in TRUE
+
+
 def night_answer_rule(text: str) -> str:
     """``ORAL_NIGHT_ANSWER`` checked and written canonically (``per_class+paired``, its parts in
     :data:`NIGHT_ANSWER_PARTS` order); ValueError names what it may say."""
@@ -291,6 +302,11 @@ class Settings:
     #: continues the published one (``ORAL_LINEAGE_PUBLISHED``; ``LineageConfig.continue_published``,
     #: the default since 2026-12-05, benchmarks/results/lineage_published)
     lineage_published: bool = field(default=True, kw_only=True)
+    #: the nodes of a candidate (a novel class waiting for confirmation) are published under the
+    #: known class the known-class classifier names them until it is confirmed
+    #: (``ORAL_CANDIDATES_NAMED``; :func:`tasks.publishing.write_run`; an option,
+    #: benchmarks/results/candidates_named)
+    candidates_named: bool = field(default=False, kw_only=True)
     #: with confirmation, the share of the median known class's size from which a new novel
     #: class is published the night it appears (None: off), and whether only on nights whose
     #: fit found the known classes separable (``ORAL_CONFIRM_SIZE``)
@@ -351,25 +367,16 @@ class Settings:
         if gate_scope not in GATE_SCOPES:
             raise ValueError(f"ORAL_GATE_SCOPE must be one of {', '.join(GATE_SCOPES)}, got "
                              f"{gate_scope!r}")
-        raw_confirm = os.environ.get("ORAL_CONFIRM_NOVEL", "").strip().lower() or "1"
-        if raw_confirm not in TRUE + FALSE:
-            raise ValueError(f"ORAL_CONFIRM_NOVEL must be 1 or 0 (on or off), got {raw_confirm!r}")
-        raw_contained = os.environ.get("ORAL_LINEAGE_CONTAINED", "").strip().lower() or "1"
-        if raw_contained not in TRUE + FALSE:
-            raise ValueError(f"ORAL_LINEAGE_CONTAINED must be 1 or 0 (on or off), got "
-                             f"{raw_contained!r}")
-        raw_published = os.environ.get("ORAL_LINEAGE_PUBLISHED", "").strip().lower() or "1"
-        if raw_published not in TRUE + FALSE:
-            raise ValueError(f"ORAL_LINEAGE_PUBLISHED must be 1 or 0 (on or off), got "
-                             f"{raw_published!r}")
         night_answer = night_answer_rule(os.environ.get("ORAL_NIGHT_ANSWER", ""))
         confirm_size, size_separable = confirm_size_rule(os.environ.get("ORAL_CONFIRM_SIZE", ""))
         return cls(state, warehouse, uri, remote, deployment, timeout, warm, int(raw), alpha,
-                   margin, gate_test, gate_scope, confirm_novel=raw_confirm in TRUE,
+                   margin, gate_test, gate_scope,
+                   confirm_novel=switch("ORAL_CONFIRM_NOVEL", True),
                    night_answer=night_answer, confirm_size=confirm_size,
                    confirm_size_separable=size_separable,
-                   lineage_contained=raw_contained in TRUE,
-                   lineage_published=raw_published in TRUE)
+                   lineage_contained=switch("ORAL_LINEAGE_CONTAINED", True),
+                   lineage_published=switch("ORAL_LINEAGE_PUBLISHED", True),
+                   candidates_named=switch("ORAL_CANDIDATES_NAMED", False))
 
     def lineage_size(self, separable: bool | None) -> float | None:
         """The ``confirm_size`` of tonight's lineage: ``ORAL_CONFIRM_SIZE``'s share, unless it

@@ -82,7 +82,8 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
                         known_last=known_last, **options)
     answer = got["answer"]
     path = write_predictions(run_dir / "answer.parquet", snapshot.node_ids, answer, confidence,
-                             num_known, snapshot.class_names)
+                             num_known, snapshot.class_names,
+                             known_key=known_of_every_node(got, val_labels, num_known))
     classes = torch.unique(answer[answer >= 0])
     out = {"predictions_path": str(path), "renamed": int((answer != class_id).sum()),
            "num_classes": int(classes.numel()), "num_novel": int((classes >= num_known).sum()),
@@ -96,6 +97,18 @@ def decide_per_class(snapshot: snap.Snapshot, trained: TrainResult, config, feat
     text = json.dumps(out)
     snap.write_file_atomically(run_dir / "answer.json", lambda tmp: tmp.write_text(text))
     return out
+
+
+def known_of_every_node(got: dict, val_labels, num_known: int):
+    """The known class the known-class classifier names for every node (the ``known_key``
+    column of ``answer.parquet``: where a dropped class's nodes would go,
+    :func:`oral_core.answer.namer_of_every_node`), or None where only ORAL's own naming exists
+    (a snapshot without both labelled sets)."""
+    from oral_core.answer import namer_of_every_node
+
+    if len(got["candidates"]) < 2:
+        return None
+    return namer_of_every_node(got, val_labels, num_known)
 
 
 def known_last_night(warehouse_path: str, graph: str, snapshot: snap.Snapshot):

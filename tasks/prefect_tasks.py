@@ -343,14 +343,15 @@ def lineage(warehouse_path: str, run: dict, predictions_path: str, classes: list
 
 @task(name="publish", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
 def publish(warehouse_path: str, run: dict, snapshot_row: dict, predictions_path: str,
-            found: dict) -> dict:
+            found: dict, candidates_named: bool = False) -> dict:
     """The run into DuckDB in one transaction (:func:`tasks.publishing.write_run`), with the lineage
-    ``found`` by :func:`lineage`. The caller holds the DuckDB writer lock
+    ``found`` by :func:`lineage`; with ``candidates_named`` a candidate's nodes are published
+    under their known class (``ORAL_CANDIDATES_NAMED``). The caller holds the DuckDB writer lock
     (:func:`tasks.warehouse.writer_lock.writer_lock`)."""
     from tasks.warehouse import Warehouse
 
     # the Parquet file, not a loaded table: DuckDB streams it in row groups (memory bounded)
     out = publishing.write_run(Warehouse(warehouse_path), run, snapshot_row, Path(predictions_path),
-                          found)
+                               found, candidates_named)
     get_run_logger().info("published run %s to %s", out["run_id"][:12], warehouse_path)
     return out

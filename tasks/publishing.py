@@ -106,23 +106,43 @@ def lineage(warehouse, run: dict, predictions: pa.Table | str | Path, classes: l
             "new_tonight": new_tonight_ids(result.rows, classes, snapshot_date)}
 
 
+def candidate_keys(result) -> list[int]:
+    """The class keys of tonight's novel classes waiting for confirmation (lineage status
+    ``candidate``) in a :class:`tasks.warehouse.lineage.LineageResult`."""
+    return sorted(int(r.class_key) for r in result.rows
+                  if r.status == "candidate" and r.class_key is not None)
+
+
 def write_run(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,
-              found: dict) -> dict:
+              found: dict, candidates_named: bool = False) -> dict:
     """Everything of one run in one DuckDB transaction, with the lineage ``found`` by
-    :func:`lineage`. Returns ``{"run_id", "lineage": {class_key: lineage_id},
-    "statuses": {lineage_id: status}}``."""
+    :func:`lineage`. With ``candidates_named`` (``ORAL_CANDIDATES_NAMED``) the nodes of a
+    candidate class are published under the known class the known-class classifier names them
+    (the predictions' ``known_key`` column, the night's answer per class) until the class is
+    confirmed; the candidate keeps its ``classes`` and ``class_lineage`` rows and its nodes'
+    ``class_key``, which the next night's lineage reads. Returns ``{"run_id", "lineage":
+    {class_key: lineage_id}, "statuses": {lineage_id: status}}``."""
     if not isinstance(predictions, pa.Table):
         predictions = os.fspath(predictions)
     result = found["result"]
+    named = candidate_keys(result) if candidates_named and has_known_key(predictions) else []
     warehouse.publish_run(run | {"run_id": found["run_id"]}, snapshot_row, predictions,
-                          found["classes"], result.rows)
+                          found["classes"], result.rows, named_known=named)
     statuses = {r.lineage_id: r.status for r in result.rows}
     return {"run_id": found["run_id"],
             "lineage": {int(k): v for k, v in result.lineage_of.items()}, "statuses": statuses}
 
 
+def has_known_key(predictions: pa.Table | str) -> bool:
+    """Whether the predictions carry the ``known_key`` column (the night's answer per class
+    does; a model's own predictions do not), read from the Parquet footer for a file."""
+    schema = predictions.schema if isinstance(predictions, pa.Table) else pq.read_schema(predictions)
+    return "known_key" in schema.names
+
+
 def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | str | Path,
-            classes: list[dict], graph: str, snapshot_date: dt.date, lineage_config=None) -> dict:
+            classes: list[dict], graph: str, snapshot_date: dt.date, lineage_config=None,
+            candidates_named: bool = False) -> dict:
     """Lineage against the graph's previous run (:func:`lineage`), then everything in one DuckDB
     transaction (:func:`write_run`); the nightly flow runs the two as tasks of their own.
 
@@ -132,9 +152,11 @@ def publish(warehouse, run: dict, snapshot_row: dict, predictions: pa.Table | st
     run's in DuckDB (:func:`lineage_members`). Neither builds a Python object per node.
     ``classes`` get their ``lineage_id``.
 
+    ``candidates_named``: as in :func:`write_run`.
+
     Returns ``{"run_id", "lineage": {class_key: lineage_id}, "statuses": {lineage_id: status}}``.
     """
     found = lineage(warehouse, run, predictions, classes, graph, snapshot_date, lineage_config)
     for c, with_id in zip(classes, found["classes"]):
         c["lineage_id"] = with_id["lineage_id"]
-    return write_run(warehouse, run, snapshot_row, predictions, found)
+    return write_run(warehouse, run, snapshot_row, predictions, found, candidates_named)

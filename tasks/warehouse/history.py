@@ -133,8 +133,9 @@ class History:
                    node_ids) -> np.ndarray | None:
         """For each of ``node_ids`` (tonight's, an Arrow array), whether the latest published
         answer of ``graph`` before ``before_date`` (the run :meth:`previous_run` continues from)
-        named it a known class (a row not ``is_novel`` with a class); a node it did not have is
-        not.
+        put it in a known class (its ``class_key``'s class is not novel; a candidate's nodes
+        published under their known class, ``ORAL_CANDIDATES_NAMED``, sit in a novel class); a
+        node it did not have is not.
         None when there is no such run (the ``+lastsplit`` answer step is then skipped)."""
         day = as_date(before_date)
         with self._reader() as con:
@@ -149,7 +150,8 @@ class History:
             try:
                 rows = con.execute(
                     "SELECT t.row FROM _oral_tonight t JOIN node_assignments a "
-                    "ON a.node_id = t.node_id WHERE a.run_id = ? AND NOT a.is_novel "
+                    "ON a.node_id = t.node_id JOIN classes c ON c.run_id = a.run_id "
+                    "AND c.class_key = a.class_key WHERE a.run_id = ? AND NOT c.is_novel "
                     "AND a.class_key >= 0", [found[0]]).fetchnumpy()
             finally:
                 con.unregister("_oral_tonight")

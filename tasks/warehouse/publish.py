@@ -52,7 +52,7 @@ class Publishing:
     def publish_run(self, run: Mapping[str, Any], snapshot: Mapping[str, Any] | None,
                     assignments: pa.Table | str | os.PathLike,
                     classes: Sequence[Mapping[str, Any]] | pa.Table,
-                    lineage_rows: Iterable = ()) -> str:
+                    lineage_rows: Iterable = (), named_known: Iterable[int] = ()) -> str:
         """Publish one run in a single transaction; return its ``run_id``.
 
         ``run``: ``graph``, ``snapshot_date``, ``content_hash``, ``config_hash`` and any of the
@@ -74,6 +74,11 @@ class Publishing:
         list of mappings with ``name`` (or ``feature``), ``lift``, ``class_mean`` (or their JSON
         text), ``exemplars`` a list of node ids.
         ``lineage_rows``: :class:`tasks.warehouse.lineage.LineageRow` objects or dicts with their fields.
+        ``named_known``: class keys (novel classes waiting for confirmation, ``candidate``)
+        whose nodes are published under the known class of the assignments' ``known_key``
+        column (its lineage id and name, ``is_novel`` false) while ``class_key`` keeps the class
+        they sit in (``ORAL_CANDIDATES_NAMED``); a node whose known class has no ``classes`` row
+        in this run stays under its own class.
 
         The run's previous rows are deleted inside the same transaction, so a rerun leaves
         exactly the rows of one publication (a row of the same graph, date, content and
@@ -86,7 +91,9 @@ class Publishing:
         run_id = run_row["run_id"]
         snap_row = self._snapshot_row(run_row, snapshot) if snapshot is not None else None
         class_table = self._class_table(classes)
-        source = AssignmentSource.of(assignments)
+        named_known = sorted({int(k) for k in named_known})
+        source = AssignmentSource.of(assignments, ASSIGNMENT_COLUMNS | (
+            {"known_key"} if named_known else set()))
         lineage_table = self._lineage_table(lineage_rows)
         self._check_lineage(class_table, lineage_table)
         with self._connection() as con, contextlib.ExitStack() as registered:
@@ -104,7 +111,7 @@ class Publishing:
                     self._insert_snapshot(con, snap_row)
                 self._insert_row(con, "runs", run_row)
                 self._insert_classes(con, run_id)
-                nodes = self._insert_assignments(con, run_id, source)
+                nodes = self._insert_assignments(con, run_id, source, named_known)
                 self._insert_lineage(con, run_row)
                 con.execute("COMMIT")
             except BaseException as err:
@@ -250,18 +257,31 @@ class Publishing:
                     f"SELECT ?, {', '.join(CLASS_SCHEMA.names)} FROM _oral_classes", [run_id])
 
     @staticmethod
-    def _insert_assignments(con, run_id: str, source: "AssignmentSource") -> int:
+    def _insert_assignments(con, run_id: str, source: "AssignmentSource",
+                            named_known: Sequence[int] = ()) -> int:
         """One streaming ``INSERT ... SELECT`` from the source, joined to this run's classes (in
         the open transaction), then the checks in SQL: a row lost to the join (null node id, or
         a class key without a classes row) or a node id inserted twice raises
-        :class:`WarehouseError`, which rolls the transaction back. Returns the rows inserted."""
+        :class:`WarehouseError`, which rolls the transaction back. Returns the rows inserted.
+        ``named_known``: class keys whose nodes take the lineage id and name of the known class
+        in their ``known_key`` (:meth:`publish_run`)."""
+        if named_known:  # integers (publish_run made them so), written into the statement
+            keys = ", ".join(str(int(k)) for k in named_known)
+            named = ("LEFT JOIN classes k ON k.run_id = c.run_id AND NOT k.is_novel "
+                     f"AND k.class_key = a.known_key AND a.class_key IN ({keys}) ")
+            lineage_id, name, novel = ("COALESCE(k.lineage_id, c.lineage_id)",
+                                       "COALESCE(k.class_name, c.class_name)",
+                                       "CAST(a.is_novel AS BOOLEAN) AND k.class_key IS NULL")
+        else:
+            named, lineage_id, name, novel = ("", "c.lineage_id", "c.class_name",
+                                              "CAST(a.is_novel AS BOOLEAN)")
         inserted = con.execute(
             "INSERT INTO node_assignments "
             "(run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence) "
-            "SELECT ?, CAST(a.node_id AS VARCHAR), c.class_key, c.lineage_id, c.class_name, "
-            "CAST(a.is_novel AS BOOLEAN), CAST(a.confidence AS DOUBLE) FROM _oral_assignments a "
+            f"SELECT ?, CAST(a.node_id AS VARCHAR), c.class_key, {lineage_id}, {name}, "
+            f"{novel}, CAST(a.confidence AS DOUBLE) FROM _oral_assignments a "
             "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key "
-            "WHERE a.node_id IS NOT NULL", [run_id, run_id]).fetchall()[0][0]
+            f"{named}WHERE a.node_id IS NOT NULL", [run_id, run_id]).fetchall()[0][0]
         if inserted != source.num_rows:
             nulls = con.execute("SELECT count(*) FROM _oral_assignments a "
                                 "WHERE a.node_id IS NULL").fetchall()[0][0]

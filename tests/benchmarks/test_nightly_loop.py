@@ -203,6 +203,9 @@ def test_the_command_names_the_night_settings_the_loops_ran_with():
     assert env_prefix([{"pipeline_defaults": today | {"warm_start": True}}]) == \
         "ORAL_WARM_START=1 "
     assert env_prefix([{"pipeline_defaults": today | {"warm_start": False}}]) == ""
+    # candidates published under their known class (an option): a loop run with it says so
+    assert env_prefix([{"pipeline_defaults": today | {"candidates_named": True}}]) == \
+        "ORAL_CANDIDATES_NAMED=1 "
 
 
 def test_the_per_class_table_reads_validation_nodes_and_the_cross_fitted_choice():

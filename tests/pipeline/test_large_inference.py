@@ -98,6 +98,17 @@ def test_writer_takes_torch_tensors_integer_ids_and_no_rows(tmp_path):
                                            "confidence"]
     with pytest.raises(ValueError, match="one class id"):
         predictions.write_predictions(tmp_path / "x.parquet", ids, class_id[:-1], conf, 3, NAMES)
+    # the night's answer adds every node's known class (known_key), in every chunk
+    known = np.arange(n) % 3
+    path3 = predictions.write_predictions(tmp_path / "k.parquet", ids, class_id,
+                                          torch.from_numpy(conf).float(), 3, NAMES,
+                                          chunk_size=64, known_key=torch.from_numpy(known))
+    with_known = pq.read_table(path3)
+    assert with_known.drop(["known_key"]).equals(back)
+    assert with_known["known_key"].to_pylist() == known.tolist()
+    with pytest.raises(ValueError, match="one known key per node"):
+        predictions.write_predictions(tmp_path / "x.parquet", ids, class_id, conf, 3, NAMES,
+                                      known_key=known[:-1])
     with pytest.raises(ValueError, match="chunk_size"):
         predictions.write_predictions(tmp_path / "x.parquet", ids, class_id, conf, 3, NAMES,
                                 chunk_size=0)

@@ -268,6 +268,9 @@ def test_a_held_back_model_still_answers_its_night_per_class(env, backfilled, mo
     answer = pq.read_table(max(run_dirs, key=lambda p: p.stat().st_mtime)).to_pydict()
     got = {str(k): v for k, v in zip(answer["node_id"], answer["class_key"])}
     assert {k: got[k] for k in published} == published
+    # every node's known class, where a candidate's nodes go with ORAL_CANDIDATES_NAMED
+    assert len(answer["known_key"]) == len(answer["node_id"])
+    assert all(0 <= k < 3 for k in answer["known_key"])  # three known classes
     # the same with the classifier changed only beyond chance, the novelty check and the
     # novel nodes returned and the rejected nodes grouped, the novel classes carved, the recent
     # bursts grouped, the part last night's answer named known judged again: answered

@@ -390,6 +390,7 @@ def _check_output(name: str, code, output: str) -> None:
     ("ORAL_CONFIRM_SIZE", "big", "ORAL_CONFIRM_SIZE must be off, a share > 0"),
     ("ORAL_LINEAGE_CONTAINED", "maybe", "ORAL_LINEAGE_CONTAINED must be 1 or 0"),
     ("ORAL_LINEAGE_PUBLISHED", "maybe", "ORAL_LINEAGE_PUBLISHED must be 1 or 0"),
+    ("ORAL_CANDIDATES_NAMED", "maybe", "ORAL_CANDIDATES_NAMED must be 1 or 0"),
 ])
 def test_a_malformed_setting_is_named_in_one_line(variable, value, names, paths, capsys,
                                                   monkeypatch):

@@ -511,3 +511,63 @@ def test_the_answer_step_reads_last_nights_known_nodes_from_the_warehouse(wh: Wa
     m1, n1 = first_night()
     wh.publish_run(**night(wh, "g", D1, m1, n1))
     assert known_last_night(str(wh.path), "g", snapshot).tolist() == [True, False, False]
+
+
+def test_a_candidates_nodes_are_published_under_their_known_class_when_asked(wh: Warehouse,
+                                                                             tmp_path) -> None:
+    """``ORAL_CANDIDATES_NAMED``: the nodes of a candidate (tonight's novel class 4, first seen
+    tonight) take the lineage id and name of the known class in ``known_key``, ``is_novel``
+    false; ``class_key`` stays the candidate's, which the next night's lineage reads, and the
+    candidate keeps its classes and lineage rows. A node whose known class has no classes row
+    stays under the candidate; the confirmed novel classes are not touched. Without the switch,
+    or from predictions without ``known_key``, nothing changes."""
+    from tasks.publishing import candidate_keys, has_known_key, write_run
+
+    wh.publish_run(**night(wh, "g", D1, *first_night()))
+    members, names = second_night()
+    parts = night(wh, "g", D2, *second_night())
+    statuses = {r.class_key: r.status for r in parts["lineage_rows"]}
+    assert statuses[4] == "candidate" and statuses[2] != "candidate"
+    keys = np.array(parts["assignments"].column("class_key").to_pylist())
+    known_key = np.where(keys == 4, 1, 0)  # the classifier names the candidate's nodes B
+    known_key[np.flatnonzero(keys == 4)[:5]] = 7  # ... but five a class with no classes row
+    with_known = parts["assignments"].append_column("known_key", pa.array(known_key))
+    path = tmp_path / "answer.parquet"
+    import pyarrow.parquet as pq
+    pq.write_table(with_known, path)
+    result = type("Found", (), {"rows": parts["lineage_rows"]})()
+    assert candidate_keys(result) == [4] and has_known_key(str(path))
+    assert not has_known_key(parts["assignments"])
+    found = {"run_id": make_run_id("g", D2, parts["run"]["content_hash"], "cfg1"),
+             "result": type("R", (), {"rows": parts["lineage_rows"],
+                                      "lineage_of": {c["class_key"]: c["lineage_id"]
+                                                     for c in parts["classes"]}})(),
+             "classes": parts["classes"]}
+
+    def published() -> dict:
+        rows = wh.query("SELECT class_key, lineage_id, class_name, is_novel, count(*) AS n "
+                        "FROM node_assignments WHERE run_id = ? GROUP BY ALL ORDER BY ALL",
+                        [found["run_id"]]).to_pylist()
+        return {(r["class_key"], r["lineage_id"], r["class_name"], r["is_novel"]): r["n"]
+                for r in rows}
+
+    write_run(wh, parts["run"], parts["snapshot"], str(path), found)  # the switch off
+    plain = published()
+    candidate = next(c["lineage_id"] for c in parts["classes"] if c["class_key"] == 4)
+    assert plain[(4, candidate, None, True)] == 40
+    write_run(wh, parts["run"], parts["snapshot"], str(path), found, candidates_named=True)
+    named = published()
+    assert named[(4, "known:B", "B", False)] == 35 and named[(4, candidate, None, True)] == 5
+    assert {k: v for k, v in named.items() if k[0] != 4} == \
+        {k: v for k, v in plain.items() if k[0] != 4}  # every other node as before
+    assert counts(wh, found["run_id"])["classes"] == 5  # the candidate's row stays
+    assert candidate in wh.query("SELECT lineage_id FROM class_lineage WHERE run_id = ? AND "
+                                 "status = 'candidate'", [found["run_id"]])["lineage_id"].to_pylist()
+    # the next night's +lastsplit reads the class a node sat in, not the name it was published under
+    tonight = pa.array(members[4][:3] + members[0][:2])
+    assert wh.known_last("g", D2 + dt.timedelta(days=1), tonight).tolist() == \
+        [False, False, False, True, True]
+    # predictions without known_key (the model's own, a whole-night answer): as without the switch
+    write_run(wh, parts["run"], parts["snapshot"], parts["assignments"], found,
+              candidates_named=True)
+    assert published() == plain
