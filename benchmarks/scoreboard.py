@@ -338,8 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("studies", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    studies = {p.name: [json.loads(f.read_text()) for f in sorted((p / "loops").glob("*.json"))]
-               for p in args.studies}
+    names = [p.name for p in args.studies]
+    studies = {(p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"):
+               [json.loads(f.read_text()) for f in sorted((p / "loops").glob("*.json"))]
+               for p in args.studies}  # two studies' loops/ folders keep their study's name
     command = " ".join(["python -m benchmarks.scoreboard", *map(str, args.studies)]
                        + ([f"--out {args.out}"] if args.out else []))
     text = "\n".join([f"# The scoreboard of {', '.join(studies)}, side by side", "",

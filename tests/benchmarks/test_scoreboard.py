@@ -102,6 +102,21 @@ def test_the_scoreboard_table_shows_every_answer_side_by_side():
     assert scoreboard_section([{"graph": "g", "sim": 0}]) == []  # loops scored before it
 
 
+def test_two_studies_whose_loops_folders_share_a_name_stay_apart(tmp_path, capsys):
+    """``python -m benchmarks.scoreboard a/loops b/loops``: each column keeps its study's name."""
+    import json
+
+    for study, answer in (("a", right), ("b", silent)):
+        (tmp_path / study / "loops" / "loops").mkdir(parents=True)
+        loop = {"graph": "g", "sim": 0, "scoreboard": {"pipeline": board(answer),
+                                                       "open_world": board(switches),
+                                                       "silent_lr": board(silent)}}
+        (tmp_path / study / "loops" / "loops" / "g-sim0.json").write_text(json.dumps(loop))
+    assert scoreboard.main([str(tmp_path / "a" / "loops"), str(tmp_path / "b" / "loops")]) == 0
+    text = capsys.readouterr().out
+    assert "a/loops" in text and "b/loops" in text
+
+
 # ------------------------------------------------------------------------ the reference rows
 def test_the_reference_lineage_continues_emerges_and_vanishes():
     first, statuses, counter = carry_ids({"x1": 0, "x2": 0, "y1": 1}, {}, 0, "g")
