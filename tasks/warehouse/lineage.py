@@ -154,8 +154,9 @@ class LineageConfig:
     #: step 2c: a novel class with no continuation that absorbs last night's novel classes
     #: continues one of them (the published one first seen earliest, else the one that gave it
     #: the most nodes) instead of taking a new id, so two candidates that come together go on
-    #: (:func:`merged_continuations`; an option: its rule failed on fresh loops, no class published
-    #: sooner, ``benchmarks/results/lineage_merged_fresh``)
+    #: (:func:`merged_continuations`; an option: its rule failed on fresh loops twice, no class
+    #: published sooner on six, one on twelve, ``benchmarks/results/lineage_merged_fresh``,
+    #: ``benchmarks/results/lineage_merged_pieces``)
     continue_merged: bool = False
 
     def validate(self) -> "LineageConfig":
