@@ -22,7 +22,7 @@
 | ``ORAL_CONFIRM_NOVEL`` | on | ``0``: a novel class is published the night it appears, instead of being a ``candidate`` on its first night and ``emerged`` when it is there again the next (``tasks.warehouse.lineage``, confirmation) |
 | ``ORAL_LINEAGE_CONTAINED`` | on | ``0``: a novel class that grew out of a single previous novel class (it holds most of that class's nodes, and no other previous class went mostly to it) gets a new id when its Jaccard index with it is under 0.3, instead of continuing it (``tasks.warehouse.lineage.contained_continuations``; the default since 2026-12-04, ``benchmarks/results/lineage_contained``) |
 | ``ORAL_LINEAGE_PUBLISHED`` | on | a novel class whose match was last night's candidate and that absorbs a published novel class continues the published one (the candidate is dismissed), so a published id does not end in a one-night candidate grown beside it (``tasks.warehouse.lineage.published_continuations``; the default since 2026-12-05, ``benchmarks/results/lineage_published``; ``0``: the match's id goes on) |
-| ``ORAL_CANDIDATES_NAMED`` | off | ``1``: the nodes of a candidate (a novel class on its first night, waiting for confirmation) are published in ``node_assignments`` under the known class the known-class classifier names them (the night's answer per class), not under the candidate's id, until it is confirmed; the candidate keeps its ``classes`` and ``class_lineage`` rows and its nodes their ``class_key``, so lineage and confirmation are unchanged (``tasks.publishing.write_run``; an option, ``benchmarks/results/candidates_named``) |
+| ``ORAL_CANDIDATES_NAMED`` | on | the nodes of a candidate (a novel class on its first night, waiting for confirmation) are published in ``node_assignments`` under the known class the known-class classifier names them (the night's answer per class), not under the candidate's id, until it is confirmed; the candidate keeps its ``classes`` and ``class_lineage`` rows and its nodes their ``class_key``, so lineage and confirmation are unchanged (``tasks.publishing.write_run``; the default since 2026-12-07, ``benchmarks/results/candidates_named``; ``0``: a candidate's nodes carry its id) |
 | ``ORAL_CONFIRM_SIZE`` | ``separable:0.5`` | with confirmation, a new novel class of at least this share of the median known class's size is published the night it appears, only on nights whose fit found the known classes separable (``oral_core.separability``; default since 2026-12-02, ``benchmarks/results/confirm_size_separable_fresh``); ``0.5``: on every night; ``off``: every new novel class waits a night |
 | ``ORAL_WRITER_LOCK_TIMEOUT`` | ``600`` | seconds a night waits for the DuckDB writer lock while another live run holds it (``tasks.warehouse.writer_lock``) |
 | ``ORAL_MIN_FREE_MB`` | ``200`` | free space, in MB, every folder a night writes to must have before it starts and before each write-heavy step (``tasks.diskspace``; ``0``: no check) |
@@ -304,9 +304,9 @@ class Settings:
     lineage_published: bool = field(default=True, kw_only=True)
     #: the nodes of a candidate (a novel class waiting for confirmation) are published under the
     #: known class the known-class classifier names them until it is confirmed
-    #: (``ORAL_CANDIDATES_NAMED``; :func:`tasks.publishing.write_run`; an option,
-    #: benchmarks/results/candidates_named)
-    candidates_named: bool = field(default=False, kw_only=True)
+    #: (``ORAL_CANDIDATES_NAMED``; :func:`tasks.publishing.write_run`; the default since
+    #: 2026-12-07, benchmarks/results/candidates_named)
+    candidates_named: bool = field(default=True, kw_only=True)
     #: with confirmation, the share of the median known class's size from which a new novel
     #: class is published the night it appears (None: off), and whether only on nights whose
     #: fit found the known classes separable (``ORAL_CONFIRM_SIZE``)
@@ -376,7 +376,7 @@ class Settings:
                    confirm_size_separable=size_separable,
                    lineage_contained=switch("ORAL_LINEAGE_CONTAINED", True),
                    lineage_published=switch("ORAL_LINEAGE_PUBLISHED", True),
-                   candidates_named=switch("ORAL_CANDIDATES_NAMED", False))
+                   candidates_named=switch("ORAL_CANDIDATES_NAMED", True))
 
     def lineage_size(self, separable: bool | None) -> float | None:
         """The ``confirm_size`` of tonight's lineage: ``ORAL_CONFIRM_SIZE``'s share, unless it

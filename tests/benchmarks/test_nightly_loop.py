@@ -150,6 +150,7 @@ def test_a_stopped_loop_resumes_only_at_the_same_settings(tmp_path, monkeypatch)
     monkeypatch.setenv("ORAL_NIGHT_ANSWER", "whole")  # what a file without the setting ran at
     monkeypatch.setenv("ORAL_LINEAGE_CONTAINED", "0")  # the same
     monkeypatch.setenv("ORAL_LINEAGE_PUBLISHED", "0")  # the same
+    monkeypatch.setenv("ORAL_CANDIDATES_NAMED", "0")  # the same
     (base / "progress.json").write_text(json.dumps({"settings": ["known_head=sgc"],
                                                     "confirm_novel": True}))
     assert resumable(base, "cora", args) is None  # made at other settings
@@ -188,24 +189,27 @@ def test_the_command_names_the_night_settings_the_loops_ran_with():
     from flows.settings import DEFAULT_NIGHT_ANSWER
 
     today = {"night_answer": DEFAULT_NIGHT_ANSWER, "lineage_contained": True,
-             "lineage_published": True}
+             "lineage_published": True, "candidates_named": True}
     assert env_prefix([{"pipeline_defaults": today}]) == ""
     # a loop from before the setting was recorded ran whole, today's default no longer, and
     # without the contained continuation
     assert env_prefix([{"pipeline_defaults": {"gate_test": "strict"}}, {}]) == \
-        "ORAL_LINEAGE_CONTAINED=0 ORAL_LINEAGE_PUBLISHED=0 ORAL_NIGHT_ANSWER=whole "
+        "ORAL_CANDIDATES_NAMED=0 ORAL_LINEAGE_CONTAINED=0 ORAL_LINEAGE_PUBLISHED=0 " \
+        "ORAL_NIGHT_ANSWER=whole "
     assert env_prefix([{"pipeline_defaults": {"night_answer": "per_class", "gate_test": "strict",
                                               "confirm_novel": False,
                                               "lineage_contained": True,
-                                              "lineage_published": True}}]) == \
+                                              "lineage_published": True,
+                                              "candidates_named": True}}]) == \
         "ORAL_CONFIRM_NOVEL=0 ORAL_NIGHT_ANSWER=per_class "
     # warm starts (issue 61): a loop run warm says so as 1, one from before the key ran cold
     assert env_prefix([{"pipeline_defaults": today | {"warm_start": True}}]) == \
         "ORAL_WARM_START=1 "
     assert env_prefix([{"pipeline_defaults": today | {"warm_start": False}}]) == ""
-    # candidates published under their known class (an option): a loop run with it says so
-    assert env_prefix([{"pipeline_defaults": today | {"candidates_named": True}}]) == \
-        "ORAL_CANDIDATES_NAMED=1 "
+    # candidates published under their known class (the default since 2026-12-07): a loop run
+    # without it says so
+    assert env_prefix([{"pipeline_defaults": today | {"candidates_named": False}}]) == \
+        "ORAL_CANDIDATES_NAMED=0 "
 
 
 def test_the_per_class_table_reads_validation_nodes_and_the_cross_fitted_choice():
