@@ -137,7 +137,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", type=Path, required=True, help="the source study's --state")
     ap.add_argument("--states", type=Path, required=True, help="the seeded loops' --state")
     ap.add_argument("--out", type=Path, default=OUT)

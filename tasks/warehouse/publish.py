@@ -265,23 +265,11 @@ class Publishing:
         :class:`WarehouseError`, which rolls the transaction back. Returns the rows inserted.
         ``named_known``: class keys whose nodes take the lineage id and name of the known class
         in their ``known_key`` (:meth:`publish_run`)."""
-        if named_known:  # integers (publish_run made them so), written into the statement
-            keys = ", ".join(str(int(k)) for k in named_known)
-            named = ("LEFT JOIN classes k ON k.run_id = c.run_id AND NOT k.is_novel "
-                     f"AND k.class_key = a.known_key AND a.class_key IN ({keys}) ")
-            lineage_id, name, novel = ("COALESCE(k.lineage_id, c.lineage_id)",
-                                       "COALESCE(k.class_name, c.class_name)",
-                                       "CAST(a.is_novel AS BOOLEAN) AND k.class_key IS NULL")
+        if named_known:
+            inserted = con.execute(INSERT_NAMED_ASSIGNMENTS,
+                                   [run_id, run_id, [int(k) for k in named_known]]).fetchall()[0][0]
         else:
-            named, lineage_id, name, novel = ("", "c.lineage_id", "c.class_name",
-                                              "CAST(a.is_novel AS BOOLEAN)")
-        inserted = con.execute(
-            "INSERT INTO node_assignments "
-            "(run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence) "
-            f"SELECT ?, CAST(a.node_id AS VARCHAR), c.class_key, {lineage_id}, {name}, "
-            f"{novel}, CAST(a.confidence AS DOUBLE) FROM _oral_assignments a "
-            "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key "
-            f"{named}WHERE a.node_id IS NOT NULL", [run_id, run_id]).fetchall()[0][0]
+            inserted = con.execute(INSERT_ASSIGNMENTS, [run_id, run_id]).fetchall()[0][0]
         if inserted != source.num_rows:
             nulls = con.execute("SELECT count(*) FROM _oral_assignments a "
                                 "WHERE a.node_id IS NULL").fetchall()[0][0]
@@ -306,6 +294,29 @@ class Publishing:
                     f"{', '.join(LINEAGE_SCHEMA.names)}) SELECT ?, ?, ?, "
                     f"{', '.join(LINEAGE_SCHEMA.names)} FROM _oral_lineage",
                     [run_row["graph"], run_row["run_id"], run_row["snapshot_date"]])
+
+
+#: a run's assignments into ``node_assignments``: each node under its class's lineage id and name
+INSERT_ASSIGNMENTS = (
+    "INSERT INTO node_assignments "
+    "(run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence) "
+    "SELECT ?, CAST(a.node_id AS VARCHAR), c.class_key, c.lineage_id, c.class_name, "
+    "CAST(a.is_novel AS BOOLEAN), CAST(a.confidence AS DOUBLE) FROM _oral_assignments a "
+    "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key "
+    "WHERE a.node_id IS NOT NULL")
+#: the same, the nodes of the class keys in the third parameter (a list) under the lineage id
+#: and name of the known class in their ``known_key`` where it has a classes row
+#: (``ORAL_CANDIDATES_NAMED``)
+INSERT_NAMED_ASSIGNMENTS = (
+    "INSERT INTO node_assignments "
+    "(run_id, node_id, class_key, lineage_id, class_name, is_novel, confidence) "
+    "SELECT ?, CAST(a.node_id AS VARCHAR), c.class_key, COALESCE(k.lineage_id, c.lineage_id), "
+    "COALESCE(k.class_name, c.class_name), CAST(a.is_novel AS BOOLEAN) AND k.class_key IS NULL, "
+    "CAST(a.confidence AS DOUBLE) FROM _oral_assignments a "
+    "JOIN classes c ON c.run_id = ? AND c.class_key = a.class_key "
+    "LEFT JOIN classes k ON k.run_id = c.run_id AND NOT k.is_novel "
+    "AND k.class_key = a.known_key AND list_contains(?, a.class_key) "
+    "WHERE a.node_id IS NOT NULL")
 
 
 class AssignmentSource:
