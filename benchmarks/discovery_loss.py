@@ -117,8 +117,11 @@ def loop_rows(base: Path) -> list[dict]:
                         for r in pq.read_table(folder / file).to_pylist()}
 
             model, answer = groups("predictions.parquet"), groups("answer.parquet")
+            # the class each node sits in (a candidate's nodes are published under their known
+            # class's name, ORAL_CANDIDATES_NAMED, but still sit in the candidate)
             pub = {int(n): lid for n, lid in con.execute(
-                "SELECT node_id, lineage_id FROM node_assignments WHERE run_id = ?",
+                "SELECT a.node_id, c.lineage_id FROM node_assignments a JOIN classes c "
+                "ON c.run_id = a.run_id AND c.class_key = a.class_key WHERE a.run_id = ?",
                 [run[0][0]]).fetchall()}
             status = dict(con.execute("SELECT lineage_id, status FROM class_lineage WHERE "
                                       "run_id = ?", [run[0][0]]).fetchall())
