@@ -241,8 +241,17 @@ def per_ten(count: int, nights: int) -> str:
     return _f(10 * count / nights if nights else None)
 
 
+def total_cells(t: dict) -> str:
+    """A :func:`totals` row's cells from on time to known below the LR (Markdown)."""
+    return (f"{t['on_time']} of {t['planted']} ({t['on_time_kept']}) | "
+            f"{percent(t['precision'])} ({t['pairs']}) | {per_ten(t['invented'], t['nights'])} | "
+            f"{per_ten(t['false_events'], t['nights'])} | {_f(t['all_mean'])} / "
+            f"{_f(t['all_novel_nights'])} | {t['below_reference']} |")
+
+
 def table_lines(loops: list[dict]) -> list[str]:
-    """The scoreboard as Markdown: the totals per answer, then one row per loop and answer."""
+    """The scoreboard as Markdown: the totals per answer, the same per graph (the goals are read
+    graph by graph), then one row per loop and answer."""
     loops = [lp for lp in loops if "scoreboard" in lp]
     if not loops:
         return []
@@ -252,12 +261,16 @@ def table_lines(loops: list[dict]) -> list[str]:
              "the LR (McNemar) |", "|---|---|---|---|---|---|---|---|"]
     for row, label in ROWS:
         t = totals(loops, row)
-        lines.append(
-            f"| {label} | {t['loops']} / {t['nights']} | {t['on_time']} of {t['planted']} "
-            f"({t['on_time_kept']}) | {percent(t['precision'])} ({t['pairs']}) | "
-            f"{per_ten(t['invented'], t['nights'])} | "
-            f"{per_ten(t['false_events'], t['nights'])} | {_f(t['all_mean'])} / "
-            f"{_f(t['all_novel_nights'])} | {t['below_reference']} |")
+        lines.append(f"| {label} | {t['loops']} / {t['nights']} | {total_cells(t)}")
+    lines += ["", "| graph | answer | loops / nights | planted published on time (and kept) | "
+              "precision (pairs) | invented ids / 10 nights | false events / 10 nights | All by "
+              "lineage: every night / with a planted class | nights known below the LR |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for graph in sorted({lp["graph"] for lp in loops}):
+        mine = [lp for lp in loops if lp["graph"] == graph]
+        for row, label in ROWS:
+            t = totals(mine, row)
+            lines.append(f"| {graph} | {label} | {t['loops']} / {t['nights']} | {total_cells(t)}")
     lines += ["", "| graph | sim | answer | planted: nights late / kept | precision (pairs) | "
               "invented ids | false events | All by lineage, each night | known below LR |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -318,12 +331,7 @@ def compare_lines(studies: dict[str, list[dict]]) -> list[str]:
     for name, loops in studies.items():
         kept = [lp for lp in loops if (lp["graph"], lp["sim"]) in common]
         for row, label in ROWS:
-            t = totals(kept, row)
-            lines.append(f"| {name} | {label} | {t['on_time']} of {t['planted']} "
-                         f"({t['on_time_kept']}) | {percent(t['precision'])} ({t['pairs']}) | "
-                         f"{per_ten(t['invented'], t['nights'])} | "
-                         f"{per_ten(t['false_events'], t['nights'])} | {_f(t['all_mean'])} / "
-                         f"{_f(t['all_novel_nights'])} | {t['below_reference']} |")
+            lines.append(f"| {name} | {label} | {total_cells(totals(kept, row))}")
     return lines
 
 

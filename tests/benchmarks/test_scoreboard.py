@@ -96,6 +96,7 @@ def test_the_scoreboard_table_shows_every_answer_side_by_side():
     for label in ("ORAL pipeline", "open-world GCN", "silent LR"):
         assert sum(ln.startswith(f"| {label} |") for ln in lines) == 1  # the totals
         assert sum(ln.startswith(f"| g | 0 | {label} |") for ln in lines) == 1
+        assert sum(ln.startswith(f"| g | {label} | 1 / ") for ln in lines) == 1  # per graph
     assert "1 of 1 (1)" in text and "0 of 1 (0)" in text
     assert "the pipeline publishes 1 of 1 planted classes by the night after they start (1 kept" \
         in text and "100% of its published novel (id, night) pairs carry a planted class" in text
